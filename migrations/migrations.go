@@ -1,0 +1,17 @@
+// Package migrations embeds the golang-migrate SQL files that create the
+// service_election table. Use package schema to apply them, or copy the files
+// into your own migrations directory.
+package migrations
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// FS returns the migration files, named NNNNNN_title.up.sql / .down.sql as
+// golang-migrate expects. The file system is read-only and safe for
+// concurrent use.
+func FS() fs.FS { return files }
