@@ -1,0 +1,410 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// beat is the outcome of one acquisition attempt or renewal.
+type beat struct {
+	held     bool   // this candidate holds the row after the statement
+	term     uint64 // the row's term (when held)
+	won      bool   // the term began by taking an expired or released row: no lock delay
+	inserted bool   // the term began on a new row: the previous one was deleted
+}
+
+// backend is what a storage scheme provides to the shared campaign logic.
+// Every method is called from the Run goroutine only, with a context that
+// has a deadline.
+type backend interface {
+	// preflight checks once, before campaigning, what retrying cannot fix.
+	preflight(ctx context.Context) error
+	// follow looks at the election as a non-holder, tries to acquire it
+	// when it may, and says how long to wait before the next look.
+	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
+	// renew renews the hold of term hold.
+	renew(ctx context.Context, hold uint64) (beat, error)
+	// release marks term hold released so that others may take over.
+	release(ctx context.Context, hold uint64) error
+	// leader reads the election's record.
+	leader(ctx context.Context) (Record, error)
+	// close frees what the backend holds (the lock connection); called when
+	// Run returns.
+	close()
+}
+
+// candidate is the campaign logic shared by the backends: the local state
+// (holding, leading, deadlines), the timing, and the callbacks.
+type candidate struct {
+	cfg     Config
+	b       backend
+	log     *slog.Logger
+	running atomic.Bool
+
+	// Read by IsLeader and Term from any goroutine.
+	deadline  atomic.Pointer[time.Time] // non-nil while leading: lead until then
+	term      atomic.Uint64             // term while leading, else 0
+	lastRenew atomic.Pointer[time.Time] // send time of the last successful renewal
+
+	resignCh chan chan error
+
+	// Owned by the Run goroutine.
+	hold         uint64    // term held (leading or waiting out the lock delay); 0 if none
+	holdDeadline time.Time // stand down at this local instant without a renewal
+	leadAt       time.Time // when a pending holder may lead (lock delay)
+	sitOutUntil  time.Time // do not campaign before this instant (after resigning)
+	seen         Record    // last observed holder (ID empty when none)
+	cancelLead   context.CancelFunc
+	leadDone     chan struct{} // closed when OnElected (and the watchdog) returned
+}
+
+func newCandidate(cfg Config, b backend) *candidate {
+	return &candidate{
+		cfg:      cfg,
+		b:        b,
+		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		resignCh: make(chan chan error),
+	}
+}
+
+func (c *candidate) Name() string { return c.cfg.Name }
+func (c *candidate) ID() string   { return c.cfg.ID }
+
+// IsLeader implements Election.
+func (c *candidate) IsLeader() bool {
+	d := c.deadline.Load()
+	return d != nil && c.cfg.Clock.Now().Before(*d)
+}
+
+// Term implements Election.
+func (c *candidate) Term() uint64 {
+	if !c.IsLeader() {
+		return 0
+	}
+	return c.term.Load()
+}
+
+// Leader implements Election.
+func (c *candidate) Leader(ctx context.Context) (Record, error) {
+	ctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	defer cancel()
+	return c.b.leader(ctx)
+}
+
+// Resign implements Election.
+func (c *candidate) Resign(ctx context.Context) error {
+	if !c.running.Load() {
+		return errors.New("election: resign: not running")
+	}
+	reply := make(chan error, 1)
+	select {
+	case c.resignCh <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// queryContext bounds one SQL call by d, on the local clock's terms: the
+// deadline itself is real time (database/sql needs one).
+func (c *candidate) queryContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// Run implements Election.
+func (c *candidate) Run(ctx context.Context) (err error) {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer c.running.Store(false)
+	defer c.b.close()
+	c.metrics().add(c)
+	defer c.metrics().remove(c)
+
+	pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	err = c.b.preflight(pctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	c.log.Debug("campaign started")
+	for {
+		wait, err := c.tick(ctx)
+		if err != nil && permanent(err) {
+			c.log.Error("campaign stopped", "err", err)
+			c.standDown(ctx, ReasonError, false)
+			return err
+		}
+		if ctx.Err() != nil {
+			c.standDown(ctx, ReasonResigned, true)
+			return nil
+		}
+		t := c.cfg.Clock.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.standDown(ctx, ReasonResigned, true)
+			return nil
+		case reply := <-c.resignCh:
+			t.Stop()
+			c.standDown(ctx, ReasonResigned, true)
+			c.sitOutUntil = c.cfg.Clock.Now().Add(2 * c.cfg.RetryInterval)
+			reply <- nil
+		case <-t.C():
+		}
+	}
+}
+
+// tick runs one step of the campaign and returns how long to wait.
+func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
+	now := c.cfg.Clock.Now()
+	if c.hold == 0 {
+		if now.Before(c.sitOutUntil) {
+			return c.sitOutUntil.Sub(now), nil
+		}
+		return c.followTick(ctx)
+	}
+	if !now.Before(c.holdDeadline) {
+		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.hold, "renew_deadline", c.cfg.RenewDeadline)
+		c.metrics().heartbeatResult(c.cfg.Name, "lease_lost")
+		c.standDown(ctx, ReasonLeaseLost, false)
+		return 0, nil
+	}
+	return c.holdTick(ctx, now)
+}
+
+func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
+	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	send := c.cfg.Clock.Now()
+	seen, b, wait, err := c.b.follow(qctx)
+	cancel()
+	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Debug("follow failed", "err", err)
+		}
+		return c.jitter(c.cfg.RetryInterval), err
+	}
+	if b.held {
+		c.acquired(send, b)
+		return c.holdWait(), nil
+	}
+	c.observe(seen)
+	return wait, nil
+}
+
+// acquired records a hold that began with the statement sent at send.
+func (c *candidate) acquired(send time.Time, b beat) {
+	now := c.cfg.Clock.Now()
+	c.hold = b.term
+	c.holdDeadline = send.Add(c.cfg.RenewDeadline)
+	c.leadAt = now
+	if !b.won && !c.cfg.DisableLockDelay {
+		// A predecessor may not know it was deposed: let it stand down.
+		c.leadAt = now.Add(c.cfg.LockDelay)
+		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.cfg.LockDelay)
+	}
+	c.renewedAt(send)
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, LeaseLeft: c.cfg.LeaseDuration})
+	c.maybeLead()
+}
+
+func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
+	qctx, cancel := c.queryContext(ctx, min(c.cfg.QueryTimeout, c.holdDeadline.Sub(now)))
+	b, err := c.b.renew(qctx, c.hold)
+	cancel()
+	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		c.log.Debug("renewal failed", "term", c.hold, "err", err)
+		// Retry soon, but wake at the deadline at the latest.
+		return min(c.cfg.RenewInterval/2, c.holdDeadline.Sub(c.cfg.Clock.Now())), err
+	}
+	switch {
+	case b.held && b.term == c.hold:
+		c.holdDeadline = now.Add(c.cfg.RenewDeadline)
+		c.renewedAt(now)
+		if c.deadline.Load() != nil {
+			d := c.holdDeadline
+			c.deadline.Store(&d)
+		}
+		c.maybeLead()
+		return c.holdWait(), nil
+	case b.held && b.inserted:
+		// The row was deleted (an operator's force re-election): let go
+		// of the row this renewal recreated, and let another candidate win.
+		c.log.Info("row deleted: standing down for a re-election", "term", c.hold)
+		c.standDown(ctx, ReasonDeposed, false)
+		c.hold = b.term
+		c.releaseHold(ctx)
+		c.sitOutUntil = c.cfg.Clock.Now().Add(2 * c.cfg.RetryInterval)
+		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+	case b.held:
+		// The term changed under us (the row was replaced naming us, or
+		// released): a new hold, with the lock delay unless we won it.
+		c.log.Info("term changed while holding", "old_term", c.hold, "term", b.term)
+		c.standDown(ctx, ReasonDeposed, false)
+		c.acquired(now, b)
+		return c.holdWait(), nil
+	default:
+		c.log.Info("deposed", "term", c.hold)
+		c.standDown(ctx, ReasonDeposed, false)
+		return 0, nil
+	}
+}
+
+// holdWait is the wait before the next renewal: the renew interval, or less
+// when the lock delay ends sooner.
+func (c *candidate) holdWait() time.Duration {
+	now := c.cfg.Clock.Now()
+	w := c.cfg.RenewInterval
+	if c.deadline.Load() == nil && c.leadAt.After(now) {
+		w = min(w, c.leadAt.Sub(now))
+	}
+	return min(w, c.holdDeadline.Sub(now))
+}
+
+// maybeLead starts leading when holding, past the lock delay, not leading.
+func (c *candidate) maybeLead() {
+	now := c.cfg.Clock.Now()
+	if c.hold == 0 || c.deadline.Load() != nil || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
+		return
+	}
+	d := c.holdDeadline
+	c.term.Store(c.hold)
+	c.deadline.Store(&d)
+	c.log.Info("elected", "term", c.hold)
+	c.metrics().elected(c.cfg.Name, c.hold)
+
+	lctx, cancel := context.WithCancel(context.Background())
+	c.cancelLead = cancel
+	done := make(chan struct{})
+	c.leadDone = done
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // watchdog: cancel lctx when the lease runs out by the clock
+		defer wg.Done()
+		c.watchdog(lctx, cancel)
+	}()
+	term := c.hold
+	go func() {
+		defer wg.Done()
+		if f := c.cfg.Callbacks.OnElected; f != nil {
+			f(lctx, term)
+		}
+	}()
+	go func() { wg.Wait(); close(done) }()
+}
+
+// watchdog cancels the leadership context when the deadline passes without
+// being extended, so leader-only work stops on time even while the Run
+// goroutine is blocked in a database call.
+func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
+	for {
+		d := c.deadline.Load()
+		if d == nil {
+			cancel()
+			return
+		}
+		left := d.Sub(c.cfg.Clock.Now())
+		if left <= 0 {
+			cancel()
+			return
+		}
+		t := c.cfg.Clock.NewTimer(left)
+		select {
+		case <-lctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// standDown ends the hold: if leading, IsLeader turns false, the leadership
+// context is cancelled, OnElected is waited for and OnDemoted called; with
+// release, the row is then marked released.
+func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) {
+	if c.hold == 0 {
+		return
+	}
+	if d := c.deadline.Load(); d != nil {
+		now := c.cfg.Clock.Now()
+		until := *d
+		if now.Before(until) {
+			until = now
+		}
+		c.deadline.Store(nil)
+		c.term.Store(0)
+		c.cancelLead()
+		<-c.leadDone
+		c.log.Info("demoted", "term", c.hold, "reason", string(reason))
+		c.metrics().demoted(c.cfg.Name, reason)
+		if f := c.cfg.Callbacks.OnDemoted; f != nil {
+			f(Demotion{Term: c.hold, Reason: reason, Until: until.Round(0)})
+		}
+	}
+	if release {
+		c.releaseHold(ctx)
+	}
+	c.hold = 0
+}
+
+// releaseHold marks the held row released, on a context that survives the
+// caller's cancellation (Run's context has usually ended here).
+func (c *candidate) releaseHold(ctx context.Context) {
+	if c.hold == 0 || !c.cfg.Clock.Now().Before(c.holdDeadline) {
+		c.hold = 0
+		return // nothing to release, or the lease is no longer ours to give
+	}
+	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	if err := c.b.release(rctx, c.hold); err != nil {
+		c.log.Warn("release failed; the lease will expire instead", "term", c.hold, "err", err)
+		c.metrics().heartbeat(c.cfg.Name, 0, err)
+	}
+	c.hold = 0
+}
+
+// observe calls OnLeaderChanged when the live holder or term changed.
+func (c *candidate) observe(r Record) {
+	if !r.Live() {
+		r = Record{Election: c.cfg.Name}
+	}
+	if r.ID == c.seen.ID && r.Term == c.seen.Term {
+		return
+	}
+	c.seen = r
+	if f := c.cfg.Callbacks.OnLeaderChanged; f != nil {
+		f(r)
+	}
+}
+
+func (c *candidate) jitter(d time.Duration) time.Duration { return jitter(d, c.cfg.JitterFactor) }
+
+// jitter returns d times a random factor in [1, 1+factor).
+func jitter(d time.Duration, factor float64) time.Duration {
+	if factor <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*factor*float64(d))
+}
+
+func (c *candidate) metrics() *Metrics { return c.cfg.Metrics }
+
+func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }

@@ -1,0 +1,140 @@
+package election
+
+import (
+	"context"
+	"time"
+)
+
+// Election is one candidate in one election. Both backends implement it:
+// NewTable (the service_election row and its heartbeat) and NewLock
+// (MySQL GET_LOCK on a dedicated connection).
+//
+// All methods are safe for concurrent use.
+type Election interface {
+	// Run campaigns until ctx ends, then resigns (if it leads) and returns
+	// nil once every goroutine it started has exited. It returns early with
+	// an error only for problems retrying cannot fix: a missing table
+	// (ErrTableMissing), missing privileges (ErrAccessDenied), an outdated
+	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone) or
+	// an unsupported topology (ErrUnsupportedTopology); it stands down first.
+	// Database errors while running are retried: any error means "not
+	// leader this tick", never a guess. A second concurrent call returns
+	// ErrAlreadyRunning.
+	Run(ctx context.Context) error
+
+	// IsLeader reports whether this candidate leads now. It reads the local
+	// monotonic clock: it turns false when the lease this candidate last
+	// renewed runs out (RenewDeadline after it sent the renewal), even if
+	// the process was frozen past that instant and no goroutine has run
+	// since. It never blocks and does not allocate.
+	IsLeader() bool
+
+	// Term returns the fencing term of the current leadership, or 0 when
+	// this candidate does not lead. Terms strictly increase each time the
+	// election changes hands; pass the term to systems outside MySQL as a
+	// fencing token (like Consul's sequencer or etcd's revision).
+	Term() uint64
+
+	// Leader reads who leads from the database. When nobody holds a live
+	// lease it returns the last record (if any) and an error wrapping
+	// ErrNoLeader.
+	Leader(ctx context.Context) (Record, error)
+
+	// Resign stands this candidate down if it leads: the elected context is
+	// cancelled, OnElected is waited for, OnDemoted is called, and the row
+	// is marked released so another candidate takes over at once. The
+	// candidate then sits out for two retry intervals before campaigning
+	// again. Resign returns nil when this candidate does not lead, and an
+	// error when Run is not running or ctx ends first.
+	Resign(ctx context.Context) error
+
+	// Name returns the election's name; ID returns this candidate's identity.
+	Name() string
+	ID() string
+}
+
+// Callbacks are called as leadership changes. All are optional.
+//
+// The contract:
+//   - OnLeaderChanged and OnDemoted are called on the goroutine running Run,
+//     one at a time and in order; a slow callback delays the campaign (but
+//     never extends leadership: that ends by the clock).
+//   - OnElected is called in a new goroutine when this candidate starts to
+//     lead, after IsLeader turned true. Its context is cancelled when
+//     leadership ends, at the latest when the lease runs out by the local
+//     clock, even while the database does not answer. OnElected must return
+//     soon after its context is cancelled: Run waits for it before calling
+//     OnDemoted, before releasing the row, before campaigning again, and
+//     before returning. At most one OnElected runs at a time.
+//   - OnDemoted is called exactly once for every OnElected, whatever ended
+//     the leadership (resignation, lost lease, deposition, shutdown), after
+//     OnElected returned, and before Run returns.
+//   - OnLeaderChanged is called whenever the observed holder or term
+//     changes, for followers and the leader alike; Record.ID is empty when
+//     nobody holds a live lease. A candidate waiting out its lock delay sees
+//     itself as holder before OnElected.
+type Callbacks struct {
+	OnElected       func(ctx context.Context, term uint64)
+	OnDemoted       func(d Demotion)
+	OnLeaderChanged func(r Record)
+}
+
+// Reason says why leadership ended.
+type Reason string
+
+// Reasons for a demotion.
+const (
+	// ReasonResigned: Resign was called or Run's context ended.
+	ReasonResigned Reason = "resigned"
+	// ReasonLeaseLost: no renewal succeeded within RenewDeadline.
+	ReasonLeaseLost Reason = "lease_lost"
+	// ReasonDeposed: the row was taken over, replaced or deleted.
+	ReasonDeposed Reason = "deposed"
+	// ReasonError: Run stopped on a permanent error.
+	ReasonError Reason = "error"
+)
+
+// Demotion describes the end of one leadership.
+type Demotion struct {
+	// Term is the term that ended.
+	Term uint64
+	// Reason says why.
+	Reason Reason
+	// Until is the last instant (local wall clock) this candidate could have
+	// believed it led: its lease deadline, or the instant it stood down,
+	// whichever came first. It is earlier than the time OnDemoted runs when
+	// the process was frozen.
+	Until time.Time
+}
+
+// Record is an election's row as read from the database, with lease
+// arithmetic done by the database's clock.
+type Record struct {
+	// Election is the election's name (the anchor column).
+	Election string `json:"election"`
+	// ID is the holder (service_id); empty in OnLeaderChanged when nobody
+	// holds a live lease.
+	ID string `json:"id"`
+	// Term is the fencing term.
+	Term uint64 `json:"term"`
+	// Since is when the term began; LastRenewal the holder's last renewal.
+	Since       time.Time `json:"since"`
+	LastRenewal time.Time `json:"last_renewal"`
+	// Lease is the holder's lease; LeaseLeft what is left of it by the
+	// database clock (zero or negative once expired).
+	Lease     time.Duration `json:"lease"`
+	LeaseLeft time.Duration `json:"lease_left"`
+	// Released is true once the holder resigned cleanly.
+	Released bool `json:"released"`
+	// Acquired says how the term began: insert, expired, released, claimed,
+	// operator, or lock.
+	Acquired string `json:"acquired"`
+	// Value is what the holder published.
+	Value string `json:"value"`
+	// Backend is table or lock; ConnectionID the lock holder's connection.
+	Backend      string `json:"backend"`
+	ConnectionID uint64 `json:"connection_id,omitempty"`
+}
+
+// Live reports whether the record names a holder with a live lease.
+func (r Record) Live() bool { return r.ID != "" && !r.Released && r.LeaseLeft > 0 }

@@ -1,0 +1,144 @@
+package election
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics is a prometheus.Collector for one or more elections of this
+// process. Create it with NewMetrics, register it on your own registry, and
+// set it as Config.Metrics; it uses no global registry. All methods are safe
+// for concurrent use, and a nil *Metrics records nothing.
+//
+// Series, all labelled by election name:
+//
+//	sqlelect_leader                          1 while this process leads, else 0
+//	sqlelect_term                            the current term while leading, else 0
+//	sqlelect_lease_remaining_seconds         local lease left while leading, else 0
+//	sqlelect_last_renewal_age_seconds        time since the last successful renewal
+//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error
+//	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
+//	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
+type Metrics struct {
+	changes  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+
+	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
+
+	mu         sync.Mutex
+	candidates map[*candidate]struct{}
+}
+
+// NewMetrics returns a Metrics to register on a registry of yours.
+func NewMetrics() *Metrics {
+	l := []string{"election"}
+	return &Metrics{
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_leadership_changes_total",
+			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error).",
+		}, []string{"election", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sqlelect_heartbeat_duration_seconds",
+			Help:    "Duration of heartbeat statements (renewals, and followers' looks).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, l),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_heartbeat_errors_total",
+			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost).",
+		}, []string{"election", "kind"}),
+		leaderDesc: prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
+		termDesc:   prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
+		leftDesc:   prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
+		ageDesc:    prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
+		candidates: map[*candidate]struct{}{},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.changes.Describe(ch)
+	m.duration.Describe(ch)
+	m.errors.Describe(ch)
+	ch <- m.leaderDesc
+	ch <- m.termDesc
+	ch <- m.leftDesc
+	ch <- m.ageDesc
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.changes.Collect(ch)
+	m.duration.Collect(ch)
+	m.errors.Collect(ch)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.candidates {
+		name := c.cfg.Name
+		now := c.cfg.Clock.Now()
+		leader, term, left := 0.0, 0.0, 0.0
+		if d := c.deadline.Load(); d != nil && now.Before(*d) {
+			leader, term, left = 1, float64(c.term.Load()), d.Sub(now).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, leader, name)
+		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, term, name)
+		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, left, name)
+		if r := c.lastRenew.Load(); r != nil {
+			ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, now.Sub(*r).Seconds(), name)
+		}
+	}
+}
+
+func (m *Metrics) add(c *candidate) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.candidates[c] = struct{}{}
+	m.mu.Unlock()
+	m.changes.WithLabelValues(c.cfg.Name, "elected")
+}
+
+func (m *Metrics) remove(c *candidate) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	delete(m.candidates, c)
+	m.mu.Unlock()
+}
+
+func (m *Metrics) heartbeat(name string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	if d > 0 {
+		m.duration.WithLabelValues(name).Observe(d.Seconds())
+	}
+	if err != nil {
+		m.errors.WithLabelValues(name, errorKind(err)).Inc()
+	}
+}
+
+func (m *Metrics) heartbeatResult(name, kind string) {
+	if m == nil {
+		return
+	}
+	m.errors.WithLabelValues(name, kind).Inc()
+}
+
+func (m *Metrics) elected(name string, _ uint64) {
+	if m == nil {
+		return
+	}
+	m.changes.WithLabelValues(name, "elected").Inc()
+}
+
+func (m *Metrics) demoted(name string, r Reason) {
+	if m == nil {
+		return
+	}
+	m.changes.WithLabelValues(name, string(r)).Inc()
+}

@@ -1,0 +1,147 @@
+// Package schema applies the embedded migrations of package migrations with
+// golang-migrate, reports the schema version, and exposes the DDL for users
+// who keep their own migrations.
+//
+// Migrations run on a connection of their own, opened from a DSN with
+// multiStatements=true added; the elections' own DSN does not need it.
+// golang-migrate records the version in the table sqlelect_schema_migrations,
+// so it does not collide with an application's own schema_migrations.
+package schema
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/golang-migrate/migrate/v4"
+	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/sqlelect/sqlelect/migrations"
+)
+
+// MigrationsTable is where golang-migrate records the applied version.
+const MigrationsTable = "sqlelect_schema_migrations"
+
+// ErrNoChange is returned by Up and Down when there was nothing to do.
+var ErrNoChange = migrate.ErrNoChange
+
+// Migrator applies the migrations to one database. Close it when done.
+// It is not safe for concurrent use; golang-migrate takes a database lock
+// (GET_LOCK) so that two migrators on different machines do not collide.
+type Migrator struct {
+	m  *migrate.Migrate
+	db *sql.DB
+}
+
+// Open parses dsn (go-sql-driver/mysql format), adds multiStatements=true,
+// opens a connection of its own and prepares golang-migrate with the
+// embedded migrations. The DSN must name a database.
+func Open(dsn string) (*Migrator, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("schema: invalid DSN: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, errors.New("schema: the DSN names no database")
+	}
+	cfg.MultiStatements = true
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	drv, err := migratemysql.WithInstance(db, &migratemysql.Config{MigrationsTable: MigrationsTable, DatabaseName: cfg.DBName})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	src, err := iofs.New(migrations.FS(), ".")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "mysql", drv)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return &Migrator{m: m, db: db}, nil
+}
+
+// Up applies every pending migration. It returns ErrNoChange when the
+// schema is current.
+func (g *Migrator) Up() error { return wrap(g.m.Up()) }
+
+// Down reverts every migration: it drops the election table.
+func (g *Migrator) Down() error { return wrap(g.m.Down()) }
+
+// Steps applies n migrations up (n > 0) or down (n < 0).
+func (g *Migrator) Steps(n int) error { return wrap(g.m.Steps(n)) }
+
+// Force sets the recorded version without running anything, after a failed
+// migration left the schema dirty (-1 for none).
+func (g *Migrator) Force(version int) error { return wrap(g.m.Force(version)) }
+
+// Version returns the applied version and whether it is dirty; version 0
+// means none applied.
+func (g *Migrator) Version() (version uint, dirty bool, err error) {
+	v, d, err := g.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, nil
+	}
+	return v, d, wrap(err)
+}
+
+// Latest returns the highest version among the embedded migrations.
+func Latest() uint {
+	var latest uint
+	for _, name := range upFiles() {
+		var v uint
+		if _, err := fmt.Sscanf(name, "%d_", &v); err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+// Close closes the migrator's own connection.
+func (g *Migrator) Close() error {
+	srcErr, dbErr := g.m.Close()
+	return errors.Join(srcErr, dbErr)
+}
+
+func wrap(err error) error {
+	if err == nil || errors.Is(err, migrate.ErrNoChange) {
+		return err
+	}
+	return fmt.Errorf("schema: %w", err)
+}
+
+// DDL returns the up migrations, in order, as one SQL script, with the table
+// renamed to table when it is not empty and not service_election (table must
+// be a plain identifier, validated by the caller). Use it to copy the schema
+// into migrations of your own.
+func DDL(table string) string {
+	var b strings.Builder
+	for _, name := range upFiles() {
+		data, _ := fs.ReadFile(migrations.FS(), name)
+		b.WriteString("-- " + name + "\n")
+		b.Write(data)
+		b.WriteString("\n")
+	}
+	s := b.String()
+	if table != "" && table != "service_election" {
+		s = strings.ReplaceAll(s, "service_election", table)
+	}
+	return s
+}
+
+func upFiles() []string {
+	names, _ := fs.Glob(migrations.FS(), "*.up.sql")
+	sort.Strings(names)
+	return names
+}
