@@ -38,4 +38,4 @@ func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTime
 type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool         { return r.t.Stop() }
+func (r realTimer) Stop() bool          { return r.t.Stop() }

@@ -43,16 +43,16 @@ var (
 
 // MySQL and MariaDB error numbers the package classifies.
 const (
-	erAccessDenied        = 1045 // ER_ACCESS_DENIED_ERROR
-	erDBAccessDenied      = 1044 // ER_DBACCESS_DENIED_ERROR
-	erTableAccessDenied   = 1142 // ER_TABLEACCESS_DENIED_ERROR
-	erColumnAccessDenied  = 1143 // ER_COLUMNACCESS_DENIED_ERROR
+	erAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR
+	erDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR
+	erTableAccessDenied    = 1142 // ER_TABLEACCESS_DENIED_ERROR
+	erColumnAccessDenied   = 1143 // ER_COLUMNACCESS_DENIED_ERROR
 	erSpecificAccessDenied = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
-	erNoSuchTable         = 1146 // ER_NO_SUCH_TABLE
-	erBadDB               = 1049 // ER_BAD_DB_ERROR
-	erBadField            = 1054 // ER_BAD_FIELD_ERROR
-	erLockDeadlock        = 1213 // ER_LOCK_DEADLOCK
-	erLockWaitTimeout     = 1205 // ER_LOCK_WAIT_TIMEOUT
+	erNoSuchTable          = 1146 // ER_NO_SUCH_TABLE
+	erBadDB                = 1049 // ER_BAD_DB_ERROR
+	erBadField             = 1054 // ER_BAD_FIELD_ERROR
+	erLockDeadlock         = 1213 // ER_LOCK_DEADLOCK
+	erLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT
 )
 
 // classify turns a driver error into a package error: permanent problems
