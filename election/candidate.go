@@ -12,10 +12,15 @@ import (
 
 // beat is the outcome of one acquisition attempt or renewal.
 type beat struct {
-	held     bool   // this candidate holds the row after the statement
-	term     uint64 // the row's term (when held)
-	won      bool   // the term began by taking an expired or released row: no lock delay
+	held     bool   // this candidate holds the election after the statement
+	term     uint64 // the term held
 	inserted bool   // the term began on a new row: the previous one was deleted
+	// delay is how long a new hold must wait before leading, so that a
+	// predecessor that may not know it lost has stood down: 0 after taking
+	// an expired or released row, Config.LockDelay after a new or replaced
+	// row, what was left of the predecessor's lease when that is known.
+	// Ignored with Config.DisableLockDelay.
+	delay time.Duration
 }
 
 // backend is what a storage scheme provides to the shared campaign logic.
@@ -131,14 +136,29 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 	c.metrics().add(c)
 	defer c.metrics().remove(c)
 
-	pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
-	err = c.b.preflight(pctx)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	// Check once what retrying cannot fix; retry what it can (the
+	// database may simply not be up yet).
+	for {
+		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+		err = c.b.preflight(pctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
 		}
-		return err
+		if permanent(err) {
+			return err
+		}
+		c.log.Warn("preflight failed; retrying", "err", err)
+		c.metrics().heartbeat(c.cfg.Name, 0, err)
+		t := c.cfg.Clock.NewTimer(c.jitter(c.cfg.RetryInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	c.log.Debug("campaign started")
 	for {
@@ -212,10 +232,10 @@ func (c *candidate) acquired(send time.Time, b beat) {
 	c.hold = b.term
 	c.holdDeadline = send.Add(c.cfg.RenewDeadline)
 	c.leadAt = now
-	if !b.won && !c.cfg.DisableLockDelay {
+	if b.delay > 0 && !c.cfg.DisableLockDelay {
 		// A predecessor may not know it was deposed: let it stand down.
-		c.leadAt = now.Add(c.cfg.LockDelay)
-		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.cfg.LockDelay)
+		c.leadAt = now.Add(b.delay)
+		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", b.delay)
 	}
 	c.renewedAt(send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, LeaseLeft: c.cfg.LeaseDuration})
@@ -256,7 +276,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
-		// released): a new hold, with the lock delay unless we won it.
+		// released): a new hold, with its lock delay.
 		c.log.Info("term changed while holding", "old_term", c.hold, "term", b.term)
 		c.standDown(ctx, ReasonDeposed, false)
 		c.acquired(now, b)

@@ -192,11 +192,11 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 	case n == 2 && hold != 0 && row.Term == hold:
 		return beat{held: true, term: hold}, nil
 	case n == 1 && row.Acquired == "insert":
-		return beat{held: true, term: row.Term, inserted: true}, nil
+		return beat{held: true, term: row.Term, inserted: true, delay: t.cfg.LockDelay}, nil
 	case n == 2 && (row.Acquired == "expired" || row.Acquired == "released"):
-		return beat{held: true, term: row.Term, won: true}, nil
+		return beat{held: true, term: row.Term}, nil // won: no delay needed
 	case n == 2:
-		return beat{held: true, term: row.Term}, nil // claimed
+		return beat{held: true, term: row.Term, delay: t.cfg.LockDelay}, nil // claimed
 	}
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }

@@ -1,0 +1,336 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBackend models the campaign's view of the database for the timing
+// logic: what follow and renew return is set by the test. It is not a model
+// of MySQL; the behaviour that depends on MySQL is tested in integration/.
+type fakeBackend struct {
+	mu       sync.Mutex
+	followB  beat
+	renewB   func(hold uint64) (beat, error)
+	stall    chan struct{} // when non-nil, renew blocks until it is closed
+	released []uint64
+	follows  int
+	renewals int
+	preErr   error
+}
+
+func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
+
+func (f *fakeBackend) preflight(context.Context) error { return f.preflightErr() }
+
+func (f *fakeBackend) follow(context.Context) (Record, beat, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.follows++
+	return Record{}, f.followB, time.Second, nil
+}
+
+func (f *fakeBackend) renew(_ context.Context, hold uint64) (beat, error) {
+	f.mu.Lock()
+	stall, fn := f.stall, f.renewB
+	f.renewals++
+	f.mu.Unlock()
+	if stall != nil {
+		<-stall
+		return beat{}, errors.New("stalled")
+	}
+	if fn == nil {
+		return beat{held: true, term: hold}, nil
+	}
+	return fn(hold)
+}
+
+func (f *fakeBackend) release(_ context.Context, hold uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, hold)
+	return nil
+}
+
+func (f *fakeBackend) leader(context.Context) (Record, error) { return Record{}, nil }
+func (f *fakeBackend) close()                                 {}
+
+func (f *fakeBackend) set(fn func(f *fakeBackend)) { f.mu.Lock(); fn(f); f.mu.Unlock() }
+
+// events records callbacks in order.
+type events struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (e *events) add(s string) { e.mu.Lock(); e.log = append(e.log, s); e.mu.Unlock() }
+func (e *events) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.log, ",")
+}
+
+type harness struct {
+	t      *testing.T
+	clock  *fakeClock
+	b      *fakeBackend
+	c      *candidate
+	ev     *events
+	cancel context.CancelFunc
+	done   chan error
+}
+
+const (
+	tLease         = 10 * time.Second
+	tRenewDeadline = 6 * time.Second
+	tRenew         = 2 * time.Second
+	tRetry         = 1 * time.Second
+)
+
+func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
+	t.Helper()
+	checkNoLeaks(t)
+	h := &harness{t: t, clock: newFakeClock(), b: b, ev: &events{}, done: make(chan error, 1)}
+	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
+		RenewInterval: tRenew, RetryInterval: tRetry, NoJitter: true, Clock: h.clock,
+		Callbacks: Callbacks{
+			OnElected: func(ctx context.Context, term uint64) {
+				h.ev.add("elected")
+				<-ctx.Done()
+				h.ev.add("elected-returned")
+			},
+			OnDemoted:       func(d Demotion) { h.ev.add("demoted:" + string(d.Reason)) },
+			OnLeaderChanged: func(r Record) { h.ev.add("leader:" + r.ID) },
+		}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = newCandidate(cfg, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	h.cancel = cancel
+	go func() { h.done <- h.c.Run(ctx) }()
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+// stop cancels Run and waits for it.
+func (h *harness) stop() error {
+	h.cancel()
+	select {
+	case err, ok := <-h.done:
+		if ok {
+			close(h.done)
+		}
+		return err
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("Run did not return")
+		return nil
+	}
+}
+
+// checkNoLeaks fails the test if goroutines of this package outlive it.
+func checkNoLeaks(t *testing.T) {
+	t.Cleanup(func() {
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			buf := make([]byte, 1<<20)
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			var leaked []string
+			for _, g := range strings.Split(stacks, "\n\n") {
+				if strings.Contains(g, "election.(*candidate)") {
+					leaked = append(leaked, g)
+				}
+			}
+			if len(leaked) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("leaked goroutines:\n%s", strings.Join(leaked, "\n\n"))
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+func TestLeaderStandsDownByItsClockWhenRenewalsStall(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 7, }}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2) // the loop and the watchdog
+	if !h.c.IsLeader() || h.c.Term() != 7 {
+		t.Fatalf("want leader of term 7, got %v %d", h.c.IsLeader(), h.c.Term())
+	}
+	stall := make(chan struct{})
+	b.set(func(f *fakeBackend) { f.stall, f.followB = stall, beat{} })
+	h.clock.Advance(tRenew) // the loop now blocks in renew
+	// Frozen past the deadline: IsLeader turns false without any goroutine
+	// having run.
+	h.clock.Advance(tRenewDeadline - tRenew - time.Nanosecond)
+	if !h.c.IsLeader() {
+		t.Fatal("stood down early")
+	}
+	h.clock.Advance(time.Nanosecond)
+	if h.c.IsLeader() || h.c.Term() != 0 {
+		t.Fatal("IsLeader still true at the deadline")
+	}
+	// The watchdog cancels the leadership context while renew is stuck.
+	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
+	close(stall)
+	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:lease_lost") })
+	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:lease_lost"; !strings.HasPrefix(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestLockDelayBeforeLeading(t *testing.T) {
+	tests := []struct {
+		name      string
+		delay     time.Duration
+		disable   bool
+		wantDelay time.Duration
+	}{
+		{"new row waits the lock delay", tLease, false, tLease},
+		{"won expired row leads at once", 0, false, 0},
+		{"lock delay disabled", tLease, true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
+			h := newHarness(t, b, func(c *Config) { c.DisableLockDelay = tc.disable })
+			var elapsed time.Duration
+			h.clock.WaitTimers(t, 1)
+			for !h.c.IsLeader() {
+				if elapsed > 2*tLease {
+					t.Fatal("never elected")
+				}
+				h.clock.Advance(time.Second)
+				elapsed += time.Second
+				waitFor(t, func() bool { return h.clock.waiters() >= 1 })
+			}
+			if tc.wantDelay == 0 && elapsed != 0 {
+				t.Fatalf("elected after %v, want at once", elapsed)
+			}
+			if tc.wantDelay > 0 && elapsed < tc.wantDelay {
+				t.Fatalf("elected after %v, before the lock delay %v", elapsed, tc.wantDelay)
+			}
+		})
+	}
+}
+
+func TestDeposedStandsDownAtOnce(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	b.set(func(f *fakeBackend) {
+		f.followB = beat{}
+		f.renewB = func(uint64) (beat, error) { return beat{}, nil }
+	})
+	h.clock.Advance(tRenew)
+	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
+	if h.c.IsLeader() {
+		t.Fatal("still leader after deposition")
+	}
+}
+
+func TestRowDeletedWhileLeading(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	b.set(func(f *fakeBackend) {
+		f.followB = beat{}
+		f.renewB = func(uint64) (beat, error) { return beat{held: true, term: 9, inserted: true}, nil }
+	})
+	h.clock.Advance(tRenew)
+	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 && b.released[0] == 9 })
+}
+
+func TestResignReleasesAndSitsOut(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	b.set(func(f *fakeBackend) { f.followB = beat{} })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.c.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.c.IsLeader() {
+		t.Fatal("leader after Resign")
+	}
+	b.mu.Lock()
+	released, follows := append([]uint64(nil), b.released...), b.follows
+	b.mu.Unlock()
+	if len(released) != 1 || released[0] != 5 {
+		t.Fatalf("released %v, want [5]", released)
+	}
+	h.clock.WaitTimers(t, 1)
+	h.clock.Advance(2*tRetry - time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // give a wrongly woken loop the chance to follow
+	b.mu.Lock()
+	if b.follows != follows {
+		t.Errorf("campaigned while sitting out")
+	}
+	b.mu.Unlock()
+	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestShutdownResignsAndReturns(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if len(b.released) != 1 {
+		t.Fatalf("released %v", b.released)
+	}
+}
+
+func TestRunStopsOnPermanentError(t *testing.T) {
+	b := &fakeBackend{preErr: ErrTableMissing}
+	h := newHarness(t, b, nil)
+	select {
+	case err := <-h.done:
+		if !errors.Is(err, ErrTableMissing) {
+			t.Fatalf("Run returned %v", err)
+		}
+		close(h.done)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	b := &fakeBackend{}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 1)
+	if err := h.c.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second Run: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
