@@ -163,7 +163,7 @@ func checkNoLeaks(t *testing.T) {
 }
 
 func TestLeaderStandsDownByItsClockWhenRenewalsStall(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 7, }}
+	b := &fakeBackend{followB: beat{held: true, term: 7}}
 	h := newHarness(t, b, nil)
 	h.clock.WaitTimers(t, 2) // the loop and the watchdog
 	if !h.c.IsLeader() || h.c.Term() != 7 {
@@ -227,7 +227,7 @@ func TestLockDelayBeforeLeading(t *testing.T) {
 }
 
 func TestDeposedStandsDownAtOnce(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, nil)
 	h.clock.WaitTimers(t, 2)
 	b.set(func(f *fakeBackend) {
@@ -242,7 +242,7 @@ func TestDeposedStandsDownAtOnce(t *testing.T) {
 }
 
 func TestRowDeletedWhileLeading(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, nil)
 	h.clock.WaitTimers(t, 2)
 	b.set(func(f *fakeBackend) {
@@ -255,7 +255,7 @@ func TestRowDeletedWhileLeading(t *testing.T) {
 }
 
 func TestResignReleasesAndSitsOut(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, nil)
 	h.clock.WaitTimers(t, 2)
 	b.set(func(f *fakeBackend) { f.followB = beat{} })
@@ -287,7 +287,7 @@ func TestResignReleasesAndSitsOut(t *testing.T) {
 }
 
 func TestShutdownResignsAndReturns(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5, }}
+	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, nil)
 	h.clock.WaitTimers(t, 2)
 	if err := h.stop(); err != nil {

@@ -196,6 +196,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		if u, err := user.Lookup("mysql"); err == nil {
 			uid, _ := strconv.Atoi(u.Uid)
 			gid, _ := strconv.Atoi(u.Gid)
+			if err := checkSearchable(dir, uid, gid); err != nil {
+				return nil, fmt.Errorf("mysqld: running as root, the server runs as user mysql and cannot reach %s: %w", dir, err)
+			}
 			if err := os.Chown(dir, uid, gid); err != nil {
 				return nil, fmt.Errorf("mysqld: chown %s to mysql: %w", dir, err)
 			}
@@ -443,8 +446,8 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 		case <-p.done:
 			return s.exitedError(p)
 		case <-ctx.Done():
-			return fmt.Errorf("mysqld: server on %s not ready: %w (last error: %v); log %s:\n%s",
-				s.Addr, ctx.Err(), lastErr, s.logPath, p.logTail())
+			return fmt.Errorf("mysqld: server on %s not ready: %w (last error: %v); server log:\n%s",
+				s.Addr, ctx.Err(), lastErr, p.logTail())
 		case <-ticker.C:
 		}
 	}
@@ -457,8 +460,8 @@ func (s *Server) exitedError(p *process) error {
 	if isRoot() && (strings.Contains(tail, "Permission denied") || strings.Contains(tail, "Errcode: 13")) {
 		hint = " (when running as root, " + s.Dir + " and all its parents must be accessible by user mysql)"
 	}
-	err := fmt.Errorf("mysqld: server on %s exited while starting: %v%s; log %s:\n%s",
-		s.Addr, p.err, hint, s.logPath, tail)
+	err := fmt.Errorf("mysqld: server on %s exited while starting: %v%s; server log:\n%s",
+		s.Addr, p.err, hint, tail)
 	if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "Bind on TCP/IP port") {
 		err = fmt.Errorf("%w: %w", errPortInUse, err)
 	}
@@ -505,8 +508,8 @@ func (s *Server) initDataDir(ctx context.Context) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
-		return fmt.Errorf("mysqld: %s %s: %w; log %s:\n%s",
-			name, strings.Join(args, " "), err, logPath, tailFile(logPath, 0))
+		return fmt.Errorf("mysqld: %s %s: %w; output:\n%s",
+			name, strings.Join(args, " "), err, tailFile(logPath, 0))
 	}
 	return nil
 }

@@ -111,7 +111,17 @@ func TestKillRestart(t *testing.T) {
 func TestStopRemovesDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	dir := filepath.Join(t.TempDir(), "server")
+	// As root the server runs as user mysql, which cannot enter
+	// t.TempDir() (mode 0700); use a parent it can.
+	parent, err := os.MkdirTemp("", "sqlelect-mysqld-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "server")
 	s := start(ctx, t, mysqld.Options{Dir: dir, ExtraArgs: []string{"--character-set-server=utf8mb4"}})
 	if s.Dir != dir {
 		t.Errorf("Dir = %q, want %q", s.Dir, dir)
@@ -170,5 +180,28 @@ func TestBadArgsReportLog(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "no-such-option-sqlelect") {
 		t.Errorf("error does not include the server log: %v", err)
+	}
+}
+
+func TestUnsearchableDirIsReported(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root drops privileges to user mysql")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dir := filepath.Join(t.TempDir(), "server") // t.TempDir() is mode 0700
+	s, err := mysqld.Start(ctx, mysqld.Options{Dir: dir})
+	if errors.Is(err, mysqld.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err == nil {
+		s.Stop()
+		t.Skip("server started: no user mysql on this machine, so it runs as root")
+	}
+	if !strings.Contains(err.Error(), "not searchable by user mysql") {
+		t.Errorf("error does not explain the permission problem: %v", err)
+	}
+	if _, statErr := os.Stat(dir); !errors.Is(statErr, os.ErrNotExist) {
+		t.Errorf("failed Start left %s behind (stat: %v)", dir, statErr)
 	}
 }

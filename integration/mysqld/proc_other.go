@@ -27,3 +27,6 @@ func signalGroup(cmd *exec.Cmd, _ syscall.Signal) error {
 
 // isRoot reports false: there is no root to drop privileges from here.
 func isRoot() bool { return false }
+
+// checkSearchable does nothing on this platform.
+func checkSearchable(string, int, int) error { return nil }

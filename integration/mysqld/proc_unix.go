@@ -3,7 +3,9 @@
 package mysqld
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"syscall"
 )
@@ -31,3 +33,28 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 // isRoot reports whether this process runs as root, in which case the
 // server has to be told which user to run as.
 func isRoot() bool { return os.Geteuid() == 0 }
+
+// checkSearchable returns an error naming the first parent of dir that user
+// uid (group gid) cannot enter, judging by permission bits only.
+func checkSearchable(dir string, uid, gid int) error {
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		perm := fi.Mode().Perm()
+		switch {
+		case !ok:
+		case int(st.Uid) == uid && perm&0o100 != 0:
+		case int(st.Gid) == gid && perm&0o010 != 0:
+		case perm&0o001 != 0:
+		default:
+			return fmt.Errorf("%s (mode %v, owner %d:%d) is not searchable by user mysql (%d:%d)",
+				p, fi.Mode().Perm(), st.Uid, st.Gid, uid, gid)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
