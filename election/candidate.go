@@ -381,8 +381,17 @@ func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) 
 	}
 	if release {
 		c.releaseHold(ctx)
+	} else if l, ok := c.b.(holdLoser); ok {
+		l.lost(ctx, c.hold)
 	}
 	c.hold = 0
+}
+
+// holdLoser is implemented by backends that keep something while holding
+// (the lock backend's lock): lost is called when a hold ends without a
+// release (lease lost, deposed, error), on a context of its own.
+type holdLoser interface {
+	lost(ctx context.Context, hold uint64)
 }
 
 // releaseHold marks the held row released, on a context that survives the

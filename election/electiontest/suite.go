@@ -1,0 +1,462 @@
+// Package electiontest is the behaviour suite every election backend must
+// pass, on a real MySQL-compatible server. It checks safety (never two
+// leaders at the same instant, terms strictly increasing) while it drives
+// elections through elections, deaths, killed connections, stalls, clean
+// resignations and operators' REPLACE and DELETE.
+//
+// Use it from a test with a function that returns a DSN to a fresh, empty
+// database (integration/testdb.DSN does):
+//
+//	func TestTable(t *testing.T) {
+//		electiontest.Run(t, electiontest.Suite{New: election.NewTable, DSN: testdb.DSN})
+//	}
+package electiontest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/schema"
+)
+
+// Suite describes the backend under test.
+type Suite struct {
+	// New creates a candidate of the backend on db.
+	New func(db *sql.DB, cfg election.Config) (election.Election, error)
+	// DSN returns a go-sql-driver DSN to a fresh, empty database whose user
+	// may create users and kill connections; it is dropped by the caller.
+	DSN func(t testing.TB) string
+}
+
+// Timings used by the suite: short, so that it runs in seconds.
+const (
+	Lease         = time.Second
+	RenewDeadline = 600 * time.Millisecond
+	RenewInterval = 100 * time.Millisecond
+	RetryInterval = 100 * time.Millisecond
+)
+
+// Run runs every behaviour test against the backend, in parallel subtests,
+// each on its own database.
+func Run(t *testing.T, s Suite) {
+	tests := []struct {
+		name string
+		f    func(t *testing.T, s Suite)
+	}{
+		{"OneLeaderAmongManyNoFlapping", testOneLeaderNoFlapping},
+		{"TakeoverAfterLeaderDies", testTakeoverAfterDeath},
+		{"TakeoverAfterServerKillsLeaderConnections", testKillConnections},
+		{"CleanResignHandsOverFast", testResignHandsOver},
+		{"ShutdownHandsOverFast", testShutdownHandsOver},
+		{"StallPastLeaseStandsDownFirst", testStall},
+		{"OperatorReplaceForcesLeader", testOperatorReplace},
+		{"OperatorDeleteForcesReelection", testOperatorDelete},
+		{"LeaderRecord", testLeaderRecord},
+		{"ClientFoundRowsNoFalseLeader", testClientFoundRows},
+		{"MissingTable", testMissingTable},
+		{"NoPrivileges", testNoPrivileges},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.f(t, s)
+		})
+	}
+}
+
+// cluster is one election with its candidates, a recorder of their
+// leaderships and a sampler of IsLeader.
+type cluster struct {
+	t      *testing.T
+	s      Suite
+	ctx    context.Context
+	dsn    string
+	name   string
+	admin  *sql.DB
+	rec    *recorder
+	mu     sync.Mutex
+	member []*member
+	stopS  chan struct{}
+	sDone  chan struct{}
+}
+
+type member struct {
+	id     string
+	user   string
+	db     *sql.DB
+	e      election.Election
+	cancel context.CancelFunc
+	done   chan error
+	err    error
+	exited bool
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newCluster makes a database with the election table, and an election
+// name. It checks safety in t.Cleanup.
+func newCluster(t *testing.T, s Suite, migrate bool) *cluster {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	c := &cluster{t: t, s: s, ctx: ctx, dsn: s.DSN(t), name: "e-" + randHex(4), rec: &recorder{},
+		stopS: make(chan struct{}), sDone: make(chan struct{})}
+	admin, err := sql.Open("mysql", c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.admin = admin
+	t.Cleanup(func() { admin.Close() })
+	if migrate {
+		m, err := schema.Open(c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Up(); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+	}
+	go c.sample()
+	t.Cleanup(c.finish)
+	return c
+}
+
+// cfg is the suite's configuration for candidate id.
+func (c *cluster) cfg(id string) election.Config {
+	return election.Config{
+		Name: c.name, ID: id, LeaseDuration: Lease, RenewDeadline: RenewDeadline,
+		RenewInterval: RenewInterval, RetryInterval: RetryInterval, QueryTimeout: 500 * time.Millisecond,
+		Value: "value-of-" + id,
+	}
+}
+
+// userDSN creates a database user of its own for a candidate, so that its
+// connections can be found and killed, and returns its DSN.
+func (c *cluster) userDSN(user string, mod func(*mysql.Config)) string {
+	cfg, err := mysql.ParseDSN(c.dsn)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, host := range []string{"%", "localhost"} {
+		for _, q := range []string{
+			fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY 'pw'", user, host),
+			fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%s'", cfg.DBName, user, host),
+		} {
+			if _, err := c.admin.ExecContext(c.ctx, q); err != nil {
+				c.t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	c.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, host := range []string{"%", "localhost"} {
+			_, _ = c.admin.ExecContext(ctx, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%s'", user, host))
+		}
+	})
+	cfg.User, cfg.Passwd = user, "pw"
+	if mod != nil {
+		mod(cfg)
+	}
+	return cfg.FormatDSN()
+}
+
+// start starts a candidate with its own user and *sql.DB, as a separate
+// process would have.
+func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysql.Config)) *member {
+	user := "u" + randHex(5)
+	db, err := sql.Open("mysql", c.userDSN(user, dsnMod))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { db.Close() })
+	cfg := c.cfg(id)
+	cfg.Callbacks = c.rec.callbacks(id)
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := c.s.New(db, cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	m := &member{id: id, user: user, db: db, e: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- e.Run(ctx) }()
+	c.mu.Lock()
+	c.member = append(c.member, m)
+	c.mu.Unlock()
+	return m
+}
+
+func (c *cluster) startN(n int) []*member {
+	ms := make([]*member, n)
+	for i := range ms {
+		ms[i] = c.start(fmt.Sprintf("node-%d", i+1), nil, nil)
+	}
+	return ms
+}
+
+// stop cancels a candidate's Run and waits for it to return.
+func (c *cluster) stop(m *member) error {
+	if m.exited {
+		return m.err
+	}
+	m.cancel()
+	select {
+	case m.err = <-m.done:
+	case <-time.After(10 * time.Second):
+		c.t.Errorf("%s: Run did not return within 10s of cancel", m.id)
+	}
+	m.exited = true
+	return m.err
+}
+
+// crash makes a candidate vanish as a killed process would: its database
+// handle is closed first, so that it can neither renew nor release, then its
+// Run is stopped. From the database's view, it died.
+func (c *cluster) crash(m *member) {
+	m.db.Close()
+	_ = c.stop(m)
+}
+
+// killConnections kills every connection of the candidate's user.
+func (c *cluster) killConnections(m *member) int {
+	rows, err := c.admin.QueryContext(c.ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", m.user)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			c.t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		_, _ = c.admin.ExecContext(c.ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+	}
+	return len(ids)
+}
+
+// leaders returns the members that lead now.
+func (c *cluster) leaders() []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*member
+	for _, m := range c.member {
+		if !m.exited && m.e.IsLeader() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitLeader waits until exactly one member other than except leads, and
+// returns it with the time it was seen.
+func (c *cluster) waitLeader(within time.Duration, except *member) (*member, time.Time) {
+	c.t.Helper()
+	return c.waitFor(within, func(m *member) bool { return m != except }, "other than "+idOf(except))
+}
+
+// waitFor waits until exactly one member leads and ok accepts it.
+func (c *cluster) waitFor(within time.Duration, ok func(*member) bool, what string) (*member, time.Time) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if ls := c.leaders(); len(ls) == 1 && ok(ls[0]) {
+			return ls[0], time.Now()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.t.Fatalf("no single leader (%s) within %v; leaders now: %v", what, within, ids(c.leaders()))
+	return nil, time.Time{}
+}
+
+func idOf(m *member) string {
+	if m == nil {
+		return "none"
+	}
+	return m.id
+}
+
+func ids(ms []*member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.id)
+	}
+	return out
+}
+
+// sample polls IsLeader of every member and records an overlap when two
+// lead at the same instant: A, then B, then A again all true.
+func (c *cluster) sample() {
+	defer close(c.sDone)
+	t := time.NewTicker(200 * time.Microsecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopS:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		ms := append([]*member(nil), c.member...)
+		c.mu.Unlock()
+		var first *member
+		for _, m := range ms {
+			if !m.e.IsLeader() {
+				continue
+			}
+			if first == nil {
+				first = m
+				continue
+			}
+			if first.e.IsLeader() {
+				c.rec.violation(fmt.Sprintf("IsLeader true on %s and %s at the same instant", first.id, m.id))
+			}
+		}
+	}
+}
+
+// finish stops every candidate and checks the records.
+func (c *cluster) finish() {
+	c.mu.Lock()
+	ms := append([]*member(nil), c.member...)
+	c.mu.Unlock()
+	for _, m := range ms {
+		if err := c.stop(m); err != nil && !errors.Is(err, context.Canceled) {
+			c.t.Logf("%s: Run returned %v", m.id, err)
+		}
+	}
+	close(c.stopS)
+	<-c.sDone
+	c.rec.check(c.t)
+}
+
+// recorder keeps every leadership interval from the callbacks.
+type recorder struct {
+	mu         sync.Mutex
+	intervals  []*interval
+	violations []string
+	changes    []election.Record
+}
+
+type interval struct {
+	id         string
+	term       uint64
+	start, end time.Time
+	returned   bool
+	reason     election.Reason
+}
+
+func (r *recorder) violation(s string) {
+	r.mu.Lock()
+	r.violations = append(r.violations, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) callbacks(id string) election.Callbacks {
+	return election.Callbacks{
+		OnElected: func(ctx context.Context, term uint64) {
+			iv := &interval{id: id, term: term, start: time.Now()}
+			r.mu.Lock()
+			for _, o := range r.intervals {
+				if o.id == id && o.end.IsZero() {
+					r.violations = append(r.violations, fmt.Sprintf("%s: OnElected(term %d) while term %d not demoted", id, term, o.term))
+				}
+			}
+			r.intervals = append(r.intervals, iv)
+			r.mu.Unlock()
+			<-ctx.Done()
+			r.mu.Lock()
+			iv.returned = true
+			r.mu.Unlock()
+		},
+		OnDemoted: func(d election.Demotion) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, o := range r.intervals {
+				if o.id == id && o.end.IsZero() {
+					if o.term != d.Term {
+						r.violations = append(r.violations, fmt.Sprintf("%s: demoted term %d, elected %d", id, d.Term, o.term))
+					}
+					if !o.returned {
+						r.violations = append(r.violations, fmt.Sprintf("%s: OnDemoted before OnElected returned", id))
+					}
+					o.end, o.reason = d.Until, d.Reason
+					return
+				}
+			}
+			r.violations = append(r.violations, fmt.Sprintf("%s: OnDemoted(term %d) without OnElected", id, d.Term))
+		},
+		OnLeaderChanged: func(rec election.Record) {
+			r.mu.Lock()
+			r.changes = append(r.changes, rec)
+			r.mu.Unlock()
+		},
+	}
+}
+
+// elections returns a copy of the intervals, by start.
+func (r *recorder) elections() []interval {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]interval, len(r.intervals))
+	for i, iv := range r.intervals {
+		out[i] = *iv
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+	return out
+}
+
+// check fails t on overlapping leaderships, terms that do not increase,
+// leaderships never demoted, and sampler or callback-order violations.
+func (r *recorder) check(t *testing.T) {
+	t.Helper()
+	ivs := r.elections()
+	for i, a := range ivs {
+		if a.end.IsZero() {
+			t.Errorf("%s: term %d never demoted (OnDemoted must be called before Run returns)", a.id, a.term)
+			continue
+		}
+		if i > 0 && a.term <= ivs[i-1].term {
+			t.Errorf("term did not increase: %s term %d after %s term %d", a.id, a.term, ivs[i-1].id, ivs[i-1].term)
+		}
+		for _, b := range ivs[i+1:] {
+			if b.start.Before(a.end) {
+				t.Errorf("two leaders: %s led (term %d) %s..%s and %s (term %d) from %s",
+					a.id, a.term, a.start.Format("15:04:05.000000"), a.end.Format("15:04:05.000000"),
+					b.id, b.term, b.start.Format("15:04:05.000000"))
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.violations {
+		t.Error(v)
+	}
+	var lines []string
+	for _, a := range ivs {
+		lines = append(lines, fmt.Sprintf("%s term %d %s..%s (%s)", a.id, a.term,
+			a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"), a.reason))
+	}
+	t.Logf("leaderships:\n  %s", strings.Join(lines, "\n  "))
+}

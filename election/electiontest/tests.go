@@ -1,0 +1,250 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// Bounds the suite holds backends to. A death is noticed after the lease
+// by the database clock, plus a lock delay for some backends.
+const (
+	takeoverBound = 2*Lease + time.Second
+	handoverBound = Lease / 2
+)
+
+func testOneLeaderNoFlapping(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(5)
+	c.waitLeader(takeoverBound, nil)
+	time.Sleep(10 * time.Second) // renewals every 100ms for 10s, checked by the sampler
+	if ivs := c.rec.elections(); len(ivs) != 1 {
+		t.Errorf("leadership changed %d times in 10s of sub-second renewals, want once", len(ivs))
+	}
+}
+
+func testTakeoverAfterDeath(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	died := time.Now()
+	c.crash(old)
+	nl, at := c.waitLeader(takeoverBound, old)
+	t.Logf("takeover by %s %v after the leader died (lease %v)", nl.id, at.Sub(died).Round(time.Millisecond), Lease)
+}
+
+func testKillConnections(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	killed := time.Now()
+	n := c.killConnections(old)
+	// The leader may survive (a pooled connection is replaced) or be
+	// replaced; either way exactly one leads again and safety holds.
+	time.Sleep(RenewDeadline)
+	nl, at := c.waitLeader(takeoverBound, nil)
+	t.Logf("killed %d connections of %s; %s leads %v later", n, old.id, nl.id, at.Sub(killed).Round(time.Millisecond))
+}
+
+func testResignHandsOver(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := old.e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if old.e.IsLeader() {
+		t.Fatal("still leader after Resign returned")
+	}
+	nl, at := c.waitLeader(handoverBound, old)
+	t.Logf("handover to %s %v after Resign", nl.id, at.Sub(start).Round(time.Millisecond))
+	if ivs := c.rec.elections(); ivs[0].reason != election.ReasonResigned {
+		t.Errorf("demotion reason %q, want %q", ivs[0].reason, election.ReasonResigned)
+	}
+}
+
+func testShutdownHandsOver(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	start := time.Now()
+	if err := c.stop(old); err != nil {
+		t.Fatalf("Run returned %v on shutdown, want nil", err)
+	}
+	nl, at := c.waitLeader(handoverBound, old)
+	t.Logf("handover to %s %v after the leader's Run was cancelled", nl.id, at.Sub(start).Round(time.Millisecond))
+}
+
+func testStall(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	// Stall the database for the election: a transaction holds the row's
+	// lock for two leases, so no renewal can commit.
+	tx, err := c.admin.BeginTx(c.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(c.ctx, "SELECT term FROM service_election WHERE anchor = ? FOR UPDATE", c.name); err != nil {
+		t.Fatal(err)
+	}
+	stalled := time.Now()
+	for old.e.IsLeader() {
+		if time.Since(stalled) > Lease {
+			t.Fatalf("%s still leads %v into a stall; its renew deadline is %v", old.id, time.Since(stalled), RenewDeadline)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("%s stood down %v into the stall", old.id, time.Since(stalled).Round(time.Millisecond))
+	time.Sleep(2*Lease - time.Since(stalled))
+	if ls := c.leaders(); len(ls) != 0 {
+		t.Errorf("leaders during the stall: %v", ids(ls))
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeader(takeoverBound, nil)
+}
+
+func testOperatorReplace(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms := c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	oldTerm := old.e.Term()
+	target := ms[0]
+	if target == old {
+		target = ms[1]
+	}
+	// The recipe's REPLACE, with the election's name as the anchor.
+	if _, err := c.admin.ExecContext(c.ctx,
+		"REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, ?, NOW())", c.name, target.id); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	nl, at := c.waitFor(RetryInterval+Lease+takeoverBound, func(m *member) bool { return m == target }, target.id)
+	t.Logf("%s leads %v after the REPLACE", nl.id, at.Sub(start).Round(time.Millisecond))
+	if term := nl.e.Term(); term <= oldTerm {
+		t.Fatalf("term %d after REPLACE, was %d", term, oldTerm)
+	}
+}
+
+func testOperatorDelete(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	oldTerm := old.e.Term()
+	if _, err := c.admin.ExecContext(c.ctx, "DELETE FROM service_election WHERE anchor = ?", c.name); err != nil {
+		t.Fatal(err)
+	}
+	// The holder lets go at its next renewal.
+	deadline := time.Now().Add(RenewDeadline)
+	for old.e.IsLeader() && old.e.Term() == oldTerm {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still leads term %d after DELETE", old.id, oldTerm)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	nl, _ := c.waitLeader(RetryInterval+Lease+takeoverBound, nil)
+	if term := nl.e.Term(); term <= oldTerm {
+		t.Fatalf("term %d after DELETE, was %d", term, oldTerm)
+	}
+	t.Logf("after DELETE: %s leads (was %s)", nl.id, old.id)
+}
+
+func testLeaderRecord(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms := c.startN(2)
+	l, _ := c.waitLeader(takeoverBound, nil)
+	var follower = ms[0]
+	if follower == l {
+		follower = ms[1]
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	rec, err := follower.e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ID != l.id || rec.Term != l.e.Term() || rec.Value != "value-of-"+l.id || rec.Election != c.name {
+		t.Fatalf("Leader() = %+v; leader %s term %d", rec, l.id, l.e.Term())
+	}
+	if rec.LeaseLeft <= 0 || rec.LeaseLeft > Lease || rec.Lease != Lease || !rec.Live() {
+		t.Fatalf("Leader() lease %v left %v live %v", rec.Lease, rec.LeaseLeft, rec.Live())
+	}
+	if rec.Since.IsZero() || rec.LastRenewal.Before(rec.Since) || time.Since(rec.LastRenewal) > time.Minute {
+		t.Fatalf("Leader() since %v last renewal %v", rec.Since, rec.LastRenewal)
+	}
+	for _, m := range ms {
+		_ = c.stop(m)
+	}
+	if _, err := follower.e.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+		t.Fatalf("Leader() after everyone resigned: %v, want ErrNoLeader", err)
+	}
+}
+
+func testClientFoundRows(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	for i := 0; i < 3; i++ {
+		c.start(fmt.Sprintf("node-%d", i+1), nil, func(m *mysql.Config) { m.ClientFoundRows = true })
+	}
+	c.waitLeader(takeoverBound, nil)
+	time.Sleep(3 * time.Second)
+	if ivs := c.rec.elections(); len(ivs) != 1 {
+		t.Errorf("leadership changed %d times with clientFoundRows=true, want once", len(ivs))
+	}
+}
+
+func testMissingTable(t *testing.T, s Suite) {
+	c := newCluster(t, s, false)
+	m := c.start("node-1", nil, nil)
+	select {
+	case err := <-m.done:
+		m.exited, m.err = true, err
+		if !errors.Is(err, election.ErrTableMissing) {
+			t.Fatalf("Run on a missing table: %v, want ErrTableMissing", err)
+		}
+		t.Logf("missing table: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not fail on a missing table")
+	}
+}
+
+func testNoPrivileges(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	cfg, err := mysql.ParseDSN(c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.start("node-1", nil, nil)
+	for _, host := range []string{"%", "localhost"} {
+		q := fmt.Sprintf("REVOKE ALL ON `%s`.* FROM '%s'@'%s'", cfg.DBName, m.user, host)
+		if _, err := c.admin.ExecContext(c.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		q = fmt.Sprintf("GRANT SELECT ON `%s`.* TO '%s'@'%s'", cfg.DBName, m.user, host)
+		if _, err := c.admin.ExecContext(c.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.killConnections(m) // privileges are read at connect time for some checks
+	select {
+	case err := <-m.done:
+		m.exited, m.err = true, err
+		if !errors.Is(err, election.ErrAccessDenied) {
+			t.Fatalf("Run without INSERT/UPDATE privileges: %v, want ErrAccessDenied", err)
+		}
+		t.Logf("no privileges: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not fail without privileges")
+	}
+}
