@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -48,6 +49,7 @@ type backend interface {
 type candidate struct {
 	cfg     Config
 	b       backend
+	db      *sql.DB // the caller's, for Fenced
 	log     *slog.Logger
 	running atomic.Bool
 

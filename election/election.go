@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -47,6 +48,13 @@ type Election interface {
 	// again. Resign returns nil when this candidate does not lead, and an
 	// error when Run is not running or ctx ends first.
 	Resign(ctx context.Context) error
+
+	// Fenced runs fn in a database transaction that first checks, under a
+	// share lock on the election's row, that this candidate still leads with
+	// its term: a deposed leader that has not noticed yet changes nothing,
+	// and no takeover commits while fn runs. The error wraps ErrNotLeader
+	// when the check fails. See the backends' documentation.
+	Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 	// Name returns the election's name; ID returns this candidate's identity.
 	Name() string

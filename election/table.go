@@ -29,7 +29,9 @@ func NewTable(db *sql.DB, cfg Config) (Election, error) {
 	}
 	t := &tableBackend{db: sqlx.NewDb(db, "mysql"), cfg: cfg}
 	t.prepareSQL()
-	return newCandidate(cfg, t), nil
+	c := newCandidate(cfg, t)
+	c.db = db
+	return c, nil
 }
 
 type tableBackend struct {

@@ -64,6 +64,8 @@ func Run(t *testing.T, s Suite) {
 		{"OperatorReplaceForcesLeader", testOperatorReplace},
 		{"OperatorDeleteForcesReelection", testOperatorDelete},
 		{"LeaderRecord", testLeaderRecord},
+		{"FrozenLeaderFencedWritesRejected", testFrozenFenced},
+		{"TakeoverWaitsForFencedTransaction", testTakeoverWaitsForFenced},
 		{"ClientFoundRowsNoFalseLeader", testClientFoundRows},
 		{"MissingTable", testMissingTable},
 		{"NoPrivileges", testNoPrivileges},
@@ -101,6 +103,7 @@ type member struct {
 	done   chan error
 	err    error
 	exited bool
+	clock  *FreezableClock // set when started frozen-capable; the sampler skips frozen members
 }
 
 func randHex(n int) string {
@@ -188,6 +191,8 @@ func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysq
 	c.t.Cleanup(func() { db.Close() })
 	cfg := c.cfg(id)
 	cfg.Callbacks = c.rec.callbacks(id)
+	clock := NewFreezableClock()
+	cfg.Clock = clock
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -196,7 +201,7 @@ func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysq
 		c.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	m := &member{id: id, user: user, db: db, e: e, cancel: cancel, done: make(chan error, 1)}
+	m := &member{id: id, user: user, db: db, e: e, cancel: cancel, done: make(chan error, 1), clock: clock}
 	go func() { m.done <- e.Run(ctx) }()
 	c.mu.Lock()
 	c.member = append(c.member, m)
@@ -262,7 +267,7 @@ func (c *cluster) leaders() []*member {
 	defer c.mu.Unlock()
 	var out []*member
 	for _, m := range c.member {
-		if !m.exited && m.e.IsLeader() {
+		if !m.exited && !m.clock.isFrozen() && m.e.IsLeader() {
 			out = append(out, m)
 		}
 	}
@@ -322,6 +327,9 @@ func (c *cluster) sample() {
 		c.mu.Unlock()
 		var first *member
 		for _, m := range ms {
+			if m.clock != nil && m.clock.isFrozen() {
+				continue // a frozen process runs no code: nobody can ask it
+			}
 			if !m.e.IsLeader() {
 				continue
 			}

@@ -2,6 +2,7 @@ package electiontest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -246,5 +247,101 @@ func testNoPrivileges(t *testing.T, s Suite) {
 		t.Logf("no privileges: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not fail without privileges")
+	}
+}
+
+func (c *cluster) fencedTable() {
+	if _, err := c.admin.ExecContext(c.ctx, `CREATE TABLE fenced_writes (
+  n INT AUTO_INCREMENT PRIMARY KEY, who VARCHAR(64) NOT NULL, term BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) fencedWrites(who string) int {
+	var n int
+	if err := c.admin.QueryRowContext(c.ctx, "SELECT COUNT(*) FROM fenced_writes WHERE who = ?", who).Scan(&n); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+func write(m *member, term uint64) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		_, err := tx.Exec("INSERT INTO fenced_writes (who, term) VALUES (?, ?)", m.id, term)
+		return err
+	}
+}
+
+func testFrozenFenced(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.fencedTable()
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	term := old.e.Term()
+	if err := old.e.Fenced(ctx, write(old, term)); err != nil {
+		t.Fatalf("fenced write by the leader: %v", err)
+	}
+	// Freeze the leader past its lease: another candidate takes over.
+	old.clock.Freeze()
+	nl, _ := c.waitLeader(takeoverBound+Lease, old)
+	// Resumed, the old leader still believes it leads (its clock has not
+	// caught up yet), but every fenced write is rejected.
+	if !old.e.IsLeader() || old.e.Term() != term {
+		t.Fatal("the frozen leader should still believe it leads")
+	}
+	for i := 0; i < 5; i++ {
+		if err := old.e.Fenced(ctx, write(old, term)); !errors.Is(err, election.ErrNotLeader) {
+			t.Fatalf("fenced write by the deposed leader: %v, want ErrNotLeader", err)
+		}
+	}
+	if n := c.fencedWrites(old.id); n != 1 {
+		t.Fatalf("%d fenced writes by %s, want the 1 made while it led", n, old.id)
+	}
+	if err := nl.e.Fenced(ctx, write(nl, nl.e.Term())); err != nil {
+		t.Fatalf("fenced write by the new leader %s: %v", nl.id, err)
+	}
+	old.clock.Thaw()
+	if old.e.IsLeader() {
+		t.Fatal("the thawed leader still reports leading")
+	}
+}
+
+func testTakeoverWaitsForFenced(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.fencedTable()
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
+	defer cancel()
+	term := old.e.Term()
+	var committed time.Time
+	// A fenced transaction that outlives the lease: the leader's own
+	// renewals wait for it, so it stands down by its clock; nobody may take
+	// over before the transaction ends.
+	err := old.e.Fenced(ctx, func(tx *sql.Tx) error {
+		if err := write(old, term)(tx); err != nil {
+			return err
+		}
+		time.Sleep(2 * Lease)
+		if ls := c.leaders(); len(ls) != 0 {
+			return fmt.Errorf("leaders %v while a fenced transaction runs", ids(ls))
+		}
+		committed = time.Now()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl, at := c.waitLeader(takeoverBound, nil)
+	t.Logf("%s leads %v after the fenced transaction committed", nl.id, at.Sub(committed).Round(time.Millisecond))
+	if n := c.fencedWrites(old.id); n != 1 {
+		t.Fatalf("fenced write lost: %d rows", n)
+	}
+	for _, iv := range c.rec.elections() {
+		if iv.term > term && iv.start.Before(committed) {
+			t.Fatalf("%s took over (term %d) before the fenced transaction committed", iv.id, iv.term)
+		}
 	}
 }

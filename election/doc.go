@@ -1,0 +1,124 @@
+// Package election is leader election on a MySQL or MariaDB table: exactly
+// one of several replicas that share a database leads, and another takes
+// over when it dies, with no infrastructure besides the database.
+//
+// # Backends
+//
+// Two backends implement one Election interface:
+//
+//   - NewTable: the anchor table service_election (see package migrations),
+//     one row per election, kept by an INSERT … ON DUPLICATE KEY UPDATE
+//     heartbeat whose affected rows tell a candidate it holds the row. Works
+//     on any MySQL 8, MariaDB 10.3+ and on Galera.
+//   - NewLock: MySQL GET_LOCK held on a dedicated connection; waiting
+//     candidates block in GET_LOCK and take over within milliseconds of a
+//     release. The holder still publishes itself in the same table, so "who
+//     leads" reads the same for both. Refused on Galera and Group
+//     Replication multi-primary, where locks are not cluster-wide.
+//
+// # The algorithm (table backend)
+//
+// The row holds the holder (service_id), its last renewal
+// (last_seen_active, by the database clock NOW(6)), its lease (lease_ms), a
+// fencing term, when the term began, whether it was released, and a value
+// the leader publishes. A row is free when released, or when
+// last_seen_active + lease <= NOW(6): expiry is judged by the database's
+// clock only, never by a client's.
+//
+// A follower reads the row every RetryInterval (jittered), and also wakes
+// when the current lease runs out by the database clock, so failover takes
+// about one lease, not a lease plus a retry interval. Followers write
+// nothing while the lease is live. When the row is free, missing, or names
+// the follower (an operator's REPLACE), it sends the heartbeat:
+//
+//	INSERT … ON DUPLICATE KEY UPDATE
+//	  renew if service_id = me AND term = my term AND not released
+//	  take  if not renew AND (released OR expired OR service_id = me): new term
+//
+// One statement decides, atomically under the row lock, and its affected
+// rows (1 inserted, 2 changed, 0 unchanged) and LAST_INSERT_ID (the term)
+// say what happened. It uses no VALUES() (deprecated in MySQL 8.0.20), no
+// row aliases (MariaDB has none) and no INSERT IGNORE, and gives the same
+// result whether the server assigns left to right or simultaneously
+// (MariaDB's SIMULTANEOUS_ASSIGNMENT). Renewals use NOW(6), so a leader
+// renewing several times a second stays leader (the recipe's NOW() reports
+// 0 affected rows within one second). An ambiguous answer (1 under
+// CLIENT_FOUND_ROWS, as with clientFoundRows=true or ProxySQL's default) or
+// a change of term is confirmed by reading the row, so such a DSN cannot
+// produce a false leader. Any database error means "not leader this tick".
+//
+// The leader renews every RenewInterval. The term is the database clock in
+// microseconds at the takeover, and never less than the previous term plus
+// one, so it strictly increases on every change of holder, including across
+// an operator's DELETE or REPLACE (which lose the row's previous term).
+//
+// # Safety
+//
+// A leader stands down by its own monotonic clock: it leads until
+// RenewDeadline after it sent its last successful renewal. IsLeader reads the
+// clock, so it turns false on time even if the process was frozen (SIGSTOP,
+// GC) and no goroutine has run since; the context given to OnElected is
+// cancelled at that instant by a watchdog even while the database does not
+// answer. No other candidate can take over before the lease, measured by the
+// database from the moment the renewal executed (after it was sent), has run
+// out. The margin LeaseDuration - RenewDeadline absorbs the difference in
+// clock rates and the time the leader's work takes to stop.
+//
+// A candidate that becomes holder without winning an expired or released
+// row — it inserted a new row (the first election, or after an operator's
+// DELETE) or claimed a row that already named it (an operator's REPLACE) —
+// waits out LockDelay (default: one lease) before it is told it leads, so a
+// predecessor that does not yet know it was deposed has stood down (Chubby's
+// and Consul's lock-delay). DisableLockDelay turns that off: a faster first
+// election and operator actions, at the cost of an overlap of up to the old
+// leader's RenewDeadline after a REPLACE or DELETE.
+//
+// A clean Resign, or the end of Run's context, stands the leader down first
+// (the elected context is cancelled, OnElected is waited for, OnDemoted is
+// called) and then marks the row released, so a follower takes over at its
+// next look without waiting out the lease.
+//
+// # Operators
+//
+// Plain SQL steers an election (see the README): REPLACE a row to force a
+// leader (the old leader's next renewal fails and it stands down; the named
+// candidate claims the row and leads after its lock delay), DELETE it to
+// force a re-election (the holder stands down at its next renewal and
+// releases the row it finds missing; it sits out two retry intervals so that
+// another candidate can win). Assume and Reelect do the same from Go, and
+// Status and List read the table.
+//
+// # What is not guaranteed
+//
+//   - Safety assumes the clocks of the database and of every candidate run
+//     at rates within (LeaseDuration-RenewDeadline)/LeaseDuration of each
+//     other (a third, with the defaults), that the database clock does not
+//     jump, and that the session time zone has no daylight saving time (Run
+//     checks this and fails with ErrUnsafeTimeZone). A suspended machine
+//     (laptop sleep, a paused VM) stops Linux's monotonic clock: a leader
+//     resumed after such a pause may believe it leads for up to
+//     RenewDeadline after resuming.
+//   - Leadership is advisory: a leader that ignores IsLeader, or whose work
+//     outlives the elected context, can act after it was deposed. Writes to
+//     the same database can be fenced (issue the write through a transaction
+//     that checks the term), and the term can be passed to other systems as a
+//     fencing token.
+//   - Candidate identities must be unique. Two candidates running with the
+//     same ID are one candidate to the database: the term check limits the
+//     damage (each claim deposes the other), but do not do it.
+//   - Never point candidates at an asynchronous replica, or at several
+//     servers that replicate to each other asynchronously: each would elect
+//     its own leader. On Galera use the table backend (write conflicts are
+//     retried as "not leader this tick").
+//   - All candidates of an election should use the same LeaseDuration, or a
+//     LockDelay at least the longest RenewDeadline among them.
+//
+// # Concurrency and callbacks
+//
+// The Election methods are safe for concurrent use. The callbacks' contract
+// is documented on Callbacks: OnElected runs in its own goroutine with a
+// context cancelled when leadership ends; OnDemoted is always called, once,
+// after OnElected returned; OnLeaderChanged and OnDemoted run on the
+// goroutine that called Run. Run returns only after every goroutine it
+// started has exited.
+package election
