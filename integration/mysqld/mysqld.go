@@ -2,9 +2,9 @@
 // tests, examples and demos.
 //
 // A server started by Start lives in its own directory (data directory,
-// socket, pid file and log), listens only on 127.0.0.1 on a free port, and
-// lets root in over TCP without a password. It is meant for tests: it is not
-// tuned, not secured, and Stop deletes its data.
+// tmpdir, socket, pid file and log), listens only on 127.0.0.1 on a free
+// port, and lets root in over TCP without a password. It is meant for
+// tests: it is not tuned, not secured, and Stop deletes its data.
 //
 // Start looks for mariadbd, then mysqld, on PATH and in /usr/sbin,
 // /usr/local/sbin and /usr/local/mysql/bin. MariaDB data directories are
@@ -57,17 +57,19 @@ var searchDirs = []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"
 
 // Options configures Start. The zero value is ready to use.
 type Options struct {
-	// Dir is the directory that holds the data directory, the socket
-	// (Dir/mysql.sock, which must fit in 107 bytes), the pid file and the
-	// log. It must not exist or must be empty; Start creates it and Stop
-	// removes it. When running as root, every parent of Dir must be
-	// searchable by user mysql. Default: a new directory made by
-	// os.MkdirTemp in os.TempDir().
+	// Dir is the directory that holds the data directory, the server's
+	// tmpdir, the socket (Dir/mysql.sock, which must fit in 107 bytes),
+	// the pid file and the log. It must not exist or must be empty; Start
+	// creates it and Stop removes it. When running as root, every parent
+	// of Dir must be searchable by user mysql. Default: a new directory
+	// made by os.MkdirTemp in os.TempDir().
 	Dir string
 
 	// ExtraArgs are appended to the server's command line after the
 	// options Start sets, so they can override them (for example
 	// "--innodb-buffer-pool-size=64M" or "--character-set-server=utf8mb4").
+	// They must not change --port, --bind-address, --datadir, --socket or
+	// --user, which Server relies on.
 	ExtraArgs []string
 
 	// StartTimeout bounds Start (creating the data directory and waiting
@@ -191,6 +193,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, fmt.Errorf("mysqld: %w", err)
 	}
+	chown := func(string) error { return nil }
 	if isRoot() {
 		s.runAs = "root"
 		if u, err := user.Lookup("mysql"); err == nil {
@@ -202,10 +205,21 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			if err := os.Chown(dir, uid, gid); err != nil {
 				return nil, fmt.Errorf("mysqld: chown %s to mysql: %w", dir, err)
 			}
+			chown = func(path string) error { return os.Chown(path, uid, gid) }
 			s.runAs = "mysql"
 		} else {
 			logf("mysqld: no user mysql (%v); running the server as root", err)
 		}
+	}
+
+	// A private tmpdir: servers sharing one (/tmp) can remove each
+	// other's temporary tables, which makes concurrent installs fail.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("mysqld: %w", err)
+	}
+	if err := chown(tmp); err != nil {
+		return nil, fmt.Errorf("mysqld: chown %s to mysql: %w", tmp, err)
 	}
 
 	logf("mysqld: initializing %s data directory with %s in %s", fl, binary, dir)
@@ -353,6 +367,7 @@ func (s *Server) args() []string {
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(s.Dir, "mysql.sock"),
 		"--pid-file=" + filepath.Join(s.Dir, "mysqld.pid"),
+		"--tmpdir=" + filepath.Join(s.Dir, "tmp"),
 	}
 	if s.runAs != "" {
 		a = append(a, "--user="+s.runAs)
@@ -471,19 +486,21 @@ func (s *Server) exitedError(p *process) error {
 // initDataDir creates Dir/data with the flavor's install step.
 func (s *Server) initDataDir(ctx context.Context) error {
 	datadir := filepath.Join(s.Dir, "data")
+	tmpdir := filepath.Join(s.Dir, "tmp")
 	var name string
 	var args []string
 	switch s.flavor {
 	case oracleMySQL:
 		name = s.binary
-		args = []string{"--no-defaults", "--initialize-insecure", "--datadir=" + datadir}
+		args = []string{"--no-defaults", "--initialize-insecure", "--datadir=" + datadir, "--tmpdir=" + tmpdir}
 	default:
 		var err error
 		name, err = findInstallDB(s.binary)
 		if err != nil {
 			return err
 		}
-		args = []string{"--no-defaults", "--datadir=" + datadir, "--auth-root-authentication-method=normal"}
+		// Unknown options such as --tmpdir are passed on to mariadbd.
+		args = []string{"--no-defaults", "--datadir=" + datadir, "--tmpdir=" + tmpdir, "--auth-root-authentication-method=normal"}
 		if base := filepath.Dir(filepath.Dir(s.binary)); base != "/usr" && base != "/" {
 			args = append(args, "--basedir="+base)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,5 +204,37 @@ func TestUnsearchableDirIsReported(t *testing.T) {
 	}
 	if _, statErr := os.Stat(dir); !errors.Is(statErr, os.ErrNotExist) {
 		t.Errorf("failed Start left %s behind (stat: %v)", dir, statErr)
+	}
+}
+
+func TestDSN(t *testing.T) {
+	s := &mysqld.Server{Port: 3306, Addr: "127.0.0.1:3306"}
+	for db, want := range map[string]string{
+		"":    "root@tcp(127.0.0.1:3306)/?parseTime=true&time_zone=%27%2B00%3A00%27",
+		"app": "root@tcp(127.0.0.1:3306)/app?parseTime=true&time_zone=%27%2B00%3A00%27",
+	} {
+		if got := s.DSN(db); got != want {
+			t.Errorf("DSN(%q) = %s, want %s", db, got, want)
+		}
+	}
+}
+
+// TestConcurrentStarts starts several servers at once: they must get
+// distinct ports and directories and not disturb each other's install.
+func TestConcurrentStarts(t *testing.T) {
+	for i := range 3 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			t.Cleanup(cancel)
+			s := start(ctx, t, mysqld.Options{})
+			var port int
+			if err := open(t, s.DSN("")).QueryRowContext(ctx, "SELECT @@port").Scan(&port); err != nil {
+				t.Fatalf("query: %v", err)
+			}
+			if port != s.Port {
+				t.Errorf("connected to port %d, want %d", port, s.Port)
+			}
+		})
 	}
 }

@@ -5,8 +5,8 @@ package mysqld
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 )
 

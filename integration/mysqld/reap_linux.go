@@ -58,8 +58,19 @@ func readPid(path string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// alive reports whether a process with this pid exists.
+// alive reports whether a process with this pid exists and is not a
+// zombie.
 func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }

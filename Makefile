@@ -1,0 +1,80 @@
+# sqlelect developer targets. `make test` is what CI runs (see .ci/run).
+
+GO ?= go
+# Find the Go toolchain even when /usr/local/go/bin is not on PATH.
+export PATH := $(PATH):/usr/local/go/bin
+
+SHELL := /bin/sh
+
+# Where integration/mysqld looks for a server binary, after PATH.
+SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
+# Debian/Ubuntu packages for a local test server, and for `go test -race` (cgo).
+SERVER_PKGS := mariadb-server galera-4 rsync
+CGO_PKGS    := gcc libc6-dev
+
+.PHONY: all deps test test-short demo build chaos bench
+
+all: build
+
+# deps makes sure tests can get a MariaDB/MySQL server and that -race can
+# build: it installs what is missing with apt-get when running as root on
+# Debian/Ubuntu, and otherwise says what to install and fails. The system
+# MariaDB service is not started (a policy-rc.d is in place during the
+# install); tests start their own throwaway servers.
+deps:
+	@need=""; \
+	if [ -n "$$SQLELECT_TEST_DSN" ]; then \
+		echo "deps: tests use SQLELECT_TEST_DSN; no local server needed"; \
+	elif command -v mariadbd >/dev/null 2>&1 || command -v mysqld >/dev/null 2>&1; then \
+		:; \
+	else \
+		found=""; \
+		for d in $(SERVER_DIRS); do \
+			if [ -x "$$d/mariadbd" ] || [ -x "$$d/mysqld" ]; then found=1; fi; \
+		done; \
+		[ -n "$$found" ] || need=" $(SERVER_PKGS)"; \
+	fi; \
+	cc="$$($(GO) env CC)"; \
+	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
+	if [ -z "$$need" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		case "$$need" in *mariadb-server*) \
+			echo "deps: no MariaDB/MySQL server found (mariadbd or mysqld on PATH or in $(SERVER_DIRS))." >&2; \
+			echo "deps:   Install one (Debian/Ubuntu: sudo apt-get install -y mariadb-server), or set" >&2; \
+			echo "deps:   SQLELECT_TEST_DSN to the DSN of a user that may CREATE DATABASE, or run a Docker engine." >&2;; \
+		esac; \
+		case "$$need" in *gcc*) \
+			echo "deps: no C compiler ($$cc), needed by go test -race (Debian/Ubuntu: sudo apt-get install -y gcc libc6-dev)." >&2;; \
+		esac; \
+		exit 1; \
+	fi; \
+	echo "deps: apt-get install$$need"; \
+	policy=""; \
+	if [ ! -e /usr/sbin/policy-rc.d ]; then \
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy=1; \
+	fi; \
+	rc=0; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need || rc=$$?; \
+	if [ -n "$$policy" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
+	exit $$rc
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+demo: deps
+	$(GO) run ./examples/demo
+
+build:
+	$(GO) build -o bin/sqlelect ./cmd/sqlelect
+
+# Placeholder until the chaos suite exists.
+chaos: deps
+	$(GO) test -count=1 -run 'Chaos' ./integration/...
+
+# Placeholder until benchmarks exist.
+bench: deps
+	$(GO) test -run '^$$' -bench . ./...
