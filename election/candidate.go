@@ -54,7 +54,8 @@ type candidate struct {
 	running atomic.Bool
 
 	// Read by IsLeader and Term from any goroutine.
-	deadline  atomic.Pointer[time.Time] // non-nil while leading: lead until then
+	epoch     time.Time                 // the clock's reading at construction
+	leadUntil atomic.Int64              // while leading: lead until epoch + leadUntil ns; 0 when not leading
 	term      atomic.Uint64             // term while leading, else 0
 	lastRenew atomic.Pointer[time.Time] // send time of the last successful renewal
 
@@ -76,6 +77,7 @@ func newCandidate(cfg Config, b backend) *candidate {
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		resignCh: make(chan chan error),
+		epoch:    cfg.Clock.Now(),
 	}
 }
 
@@ -84,8 +86,33 @@ func (c *candidate) ID() string   { return c.cfg.ID }
 
 // IsLeader implements Election.
 func (c *candidate) IsLeader() bool {
-	d := c.deadline.Load()
-	return d != nil && c.cfg.Clock.Now().Before(*d)
+	d := c.leadUntil.Load()
+	return d != 0 && c.elapsed() < d
+}
+
+// elapsed is the time since epoch on the candidate's clock, in ns. With the
+// real clock it reads only the monotonic clock (time.Since), the cheapest
+// read there is: IsLeader is called on hot paths.
+func (c *candidate) elapsed() int64 {
+	if rc, ok := c.cfg.Clock.(RealClock); ok {
+		return int64(rc.Since(c.epoch))
+	}
+	return int64(c.cfg.Clock.Now().Sub(c.epoch))
+}
+
+// deadline returns the instant leadership ends, and whether leading.
+func (c *candidate) deadline() (time.Time, bool) {
+	d := c.leadUntil.Load()
+	return c.epoch.Add(time.Duration(d)), d != 0
+}
+
+// setDeadline sets when leadership ends; the zero time means not leading.
+func (c *candidate) setDeadline(t time.Time) {
+	if t.IsZero() {
+		c.leadUntil.Store(0)
+		return
+	}
+	c.leadUntil.Store(max(int64(t.Sub(c.epoch)), 1))
 }
 
 // Term implements Election.
@@ -261,9 +288,8 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	case b.held && b.term == c.hold:
 		c.holdDeadline = now.Add(c.cfg.RenewDeadline)
 		c.renewedAt(now)
-		if c.deadline.Load() != nil {
-			d := c.holdDeadline
-			c.deadline.Store(&d)
+		if _, leading := c.deadline(); leading {
+			c.setDeadline(c.holdDeadline)
 		}
 		c.maybeLead()
 		return c.holdWait(), nil
@@ -295,7 +321,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 func (c *candidate) holdWait() time.Duration {
 	now := c.cfg.Clock.Now()
 	w := c.cfg.RenewInterval
-	if c.deadline.Load() == nil && c.leadAt.After(now) {
+	if _, leading := c.deadline(); !leading && c.leadAt.After(now) {
 		w = min(w, c.leadAt.Sub(now))
 	}
 	return min(w, c.holdDeadline.Sub(now))
@@ -304,12 +330,11 @@ func (c *candidate) holdWait() time.Duration {
 // maybeLead starts leading when holding, past the lock delay, not leading.
 func (c *candidate) maybeLead() {
 	now := c.cfg.Clock.Now()
-	if c.hold == 0 || c.deadline.Load() != nil || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
+	if _, leading := c.deadline(); leading || c.hold == 0 || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
 		return
 	}
-	d := c.holdDeadline
 	c.term.Store(c.hold)
-	c.deadline.Store(&d)
+	c.setDeadline(c.holdDeadline)
 	c.log.Info("elected", "term", c.hold)
 	c.metrics().elected(c.cfg.Name, c.hold)
 
@@ -338,8 +363,8 @@ func (c *candidate) maybeLead() {
 // goroutine is blocked in a database call.
 func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	for {
-		d := c.deadline.Load()
-		if d == nil {
+		d, leading := c.deadline()
+		if !leading {
 			cancel()
 			return
 		}
@@ -365,13 +390,11 @@ func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) 
 	if c.hold == 0 {
 		return
 	}
-	if d := c.deadline.Load(); d != nil {
-		now := c.cfg.Clock.Now()
-		until := *d
-		if now.Before(until) {
+	if until, leading := c.deadline(); leading {
+		if now := c.cfg.Clock.Now(); now.Before(until) {
 			until = now
 		}
-		c.deadline.Store(nil)
+		c.setDeadline(time.Time{})
 		c.term.Store(0)
 		c.cancelLead()
 		<-c.leadDone

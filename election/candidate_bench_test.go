@@ -17,8 +17,7 @@ func BenchmarkIsLeader(b *testing.B) {
 			}
 			c := newCandidate(cfg, nil)
 			if tc.leading {
-				d := time.Now().Add(time.Hour)
-				c.deadline.Store(&d)
+				c.setDeadline(c.epoch.Add(time.Hour))
 			}
 			b.ReportAllocs()
 			for b.Loop() {

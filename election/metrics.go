@@ -79,7 +79,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		name := c.cfg.Name
 		now := c.cfg.Clock.Now()
 		leader, term, left := 0.0, 0.0, 0.0
-		if d := c.deadline.Load(); d != nil && now.Before(*d) {
+		if d, leading := c.deadline(); leading && now.Before(d) {
 			leader, term, left = 1, float64(c.term.Load()), d.Sub(now).Seconds()
 		}
 		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, leader, name)
