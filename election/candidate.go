@@ -267,7 +267,8 @@ func (c *candidate) acquired(send time.Time, b beat) {
 		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", b.delay)
 	}
 	c.renewedAt(send)
-	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, LeaseLeft: c.cfg.LeaseDuration})
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.cfg.Value,
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration})
 	c.maybeLead()
 }
 

@@ -100,7 +100,9 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 		log:  cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 	}
 	b.prepare()
-	return newCandidate(cfg, b), nil
+	c := newCandidate(cfg, b)
+	c.db = db
+	return c, nil
 }
 
 // Lock names.
@@ -168,7 +170,7 @@ type lockBackend struct {
 	noKeepalive bool // the server refused the session keepalive variables
 
 	sessionSQL, getLockSQL, tryLockSQL, isMineSQL, releaseLockSQL string
-	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL     string
+	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL    string
 }
 
 // sqlString quotes s, which holds only characters safe in a SQL string
@@ -187,7 +189,7 @@ func (b *lockBackend) prepare() {
 
 	tbl, anchor, lock := quoteTable(b.cfg.Table), sqlString(b.cfg.Name), sqlString(b.lock)
 	b.sessionSQL = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d`, secs, secs)
-	b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %.3f)`, lock, b.lockWait.Seconds())
+	b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %.6f)`, lock, b.lockWait.Seconds())
 	b.tryLockSQL = `SELECT GET_LOCK(` + lock + `, 0)`
 	b.isMineSQL = `SELECT IS_USED_LOCK(` + lock + `) = CONNECTION_ID()`
 	b.releaseLockSQL = `SELECT RELEASE_LOCK(` + lock + `)`
@@ -238,7 +240,20 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err
 	}
-	return checkLockTopology(ctx, b.db)
+	if err := checkLockTopology(ctx, b.db); err != nil {
+		return err
+	}
+	// MariaDB honours a fractional GET_LOCK timeout; MySQL may round it to
+	// whole seconds, so there a sub-second wait polls instead (follow never
+	// spins: it waits out the rest of lockWait after an early timeout).
+	var version string
+	if err := b.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return fmt.Errorf("election: reading the server version: %w", err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %d)`, sqlString(b.lock), int64(b.lockWait/time.Second))
+	}
+	return nil
 }
 
 // checkLockTopology refuses servers where GET_LOCK is not cluster-wide.

@@ -19,6 +19,10 @@ func TestTableBackend(t *testing.T) {
 	electiontest.Run(t, electiontest.Suite{New: election.NewTable, DSN: testdb.DSN})
 }
 
+func TestLockBackend(t *testing.T) {
+	electiontest.Run(t, electiontest.Suite{New: election.NewLock, DSN: testdb.DSN})
+}
+
 // TestTableBackendSimultaneousAssignment runs the suite with MariaDB's
 // SIMULTANEOUS_ASSIGNMENT sql_mode, under which the heartbeat's SET clauses
 // all read the old row: the statement must decide the same either way.

@@ -233,10 +233,12 @@ func (c *cluster) stop(m *member) error {
 }
 
 // crash makes a candidate vanish as a killed process would: its database
-// handle is closed first, so that it can neither renew nor release, then its
-// Run is stopped. From the database's view, it died.
+// handle is closed and the server kills its connections, so that it can
+// neither renew nor release, then its Run is stopped. From the database's
+// view, it died.
 func (c *cluster) crash(m *member) {
-	m.db.Close()
+	m.db.Close()         // no new statements from this candidate
+	c.killConnections(m) // and the ones it holds (a lock connection) die with it
 	_ = c.stop(m)
 }
 
