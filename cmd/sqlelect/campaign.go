@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+const campaignDetail = `Joins ELECTION as a candidate and prints one JSON object per line to stdout,
+each with event, election, id, term and time (RFC 3339 UTC, nanoseconds, when
+the line was produced):
+
+  {"event":"elected",...}     this candidate starts to lead; term is its
+                              fencing term
+  {"event":"demoted",...,"until":T,"reason":R}
+                              it stopped leading; until is the last instant
+                              it could have believed it led (its lease
+                              deadline or the instant it resigned), earlier
+                              than time when the process was frozen; reason
+                              is resigned, lease_lost, deposed or error
+  {"event":"leader",...,"leader":ID}
+                              it saw a new holder or term (leader "" when
+                              nobody holds a live lease)
+
+On SIGTERM or SIGINT it resigns (the row is marked released, so another
+candidate takes over at once), prints its demoted line if it led, and exits 0.
+When a line cannot be written (the reader of stdout is gone), it resigns
+and exits 1. Logs go to stderr.
+
+Timing: --lease is recorded in the row; others may take over once it has run
+out by the database clock after the last renewal. The leader stands down
+--renew-deadline after its last successful renewal by its own clock, so
+renew-deadline < lease. A candidate that creates the row (or claims a row
+an operator gave it) waits --lock-delay before it leads. When only --lease
+is given, the other durations scale with it like the defaults
+(renew-deadline 2/3, renew and retry 2/15 of the lease).`
+
+var campaignCmd = &command{
+	name:    "campaign",
+	args:    "ELECTION [flags]",
+	summary: "join an election as a candidate; print leadership events as JSON lines",
+	detail:  campaignDetail,
+	example: `sqlelect campaign web-primary --id web-1 --value 10.0.0.1:8080 --lease 15s
+# {"event":"leader","election":"web-primary","id":"web-1","term":1763790000123456,"time":"...","leader":"web-1"}
+# {"event":"elected","election":"web-primary","id":"web-1","term":1763790000123456,"time":"..."}`,
+	run: (*cli).campaign,
+}
+
+// campaignFlags are the flags of campaign and run.
+type campaignFlags struct {
+	common
+	id, backend, value, metricsAddr, logLevel     string
+	lease, renewDeadline, renew, retry, lockDelay time.Duration
+}
+
+func (f *campaignFlags) register(fs *flag.FlagSet) {
+	f.common.register(fs)
+	fs.StringVar(&f.id, "id", "", "this candidate's `ID`, unique among the candidates (default HOST:PID:RANDOM)")
+	fs.StringVar(&f.backend, "backend", "table", "`backend`: table (a heartbeat row) or lock (GET_LOCK)")
+	durationFlag(fs, &f.lease, "lease", 0, "lease `duration` recorded with each renewal (default 15s)")
+	durationFlag(fs, &f.renewDeadline, "renew-deadline", 0, "stand down this long after the last successful renewal; less than --lease (default 2/3 of --lease)")
+	durationFlag(fs, &f.renew, "renew", 0, "`interval` between the leader's renewals; less than --renew-deadline (default 2/15 of --lease)")
+	durationFlag(fs, &f.retry, "retry", 0, "`interval` between a follower's looks (default 2/15 of --lease)")
+	durationFlag(fs, &f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
+	fs.StringVar(&f.value, "value", "", "`value` published in the row while leading, e.g. an address")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+}
+
+// config builds and validates the election config (without callbacks).
+func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return election.Config{}, nil, failf(exitUsage, "--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	if f.backend != "table" && f.backend != "lock" {
+		return election.Config{}, nil, failf(exitUsage, "--backend %q: want table or lock", f.backend)
+	}
+	lease := f.lease
+	if lease == 0 {
+		lease = election.DefaultLeaseDuration
+	}
+	scaled := func(d time.Duration, num int64) time.Duration {
+		if d != 0 {
+			return d
+		}
+		return lease * time.Duration(num) / 15
+	}
+	id := f.id
+	if id == "" {
+		id = election.DefaultID()
+	}
+	cfg := election.Config{
+		Name:          name,
+		ID:            id,
+		Table:         f.table,
+		LeaseDuration: lease,
+		RenewDeadline: scaled(f.renewDeadline, 10),
+		RenewInterval: scaled(f.renew, 2),
+		RetryInterval: scaled(f.retry, 2),
+		LockDelay:     f.lockDelay,
+		Value:         f.value,
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
+	return cfg, log, nil
+}
+
+// event is one JSON line of campaign and run.
+type event struct {
+	Event    string  `json:"event"`
+	Election string  `json:"election"`
+	ID       string  `json:"id"`
+	Term     uint64  `json:"term"`
+	Time     string  `json:"time"`
+	Until    string  `json:"until,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Leader   *string `json:"leader,omitempty"`
+}
+
+// events writes event lines, one at a time.
+type events struct {
+	mu       sync.Mutex
+	enc      *json.Encoder
+	name, id string
+	onFail   func() // called once when a line cannot be written
+	failed   error
+}
+
+func newEvents(w io.Writer, name, id string) *events {
+	return &events{enc: json.NewEncoder(w), name: name, id: id}
+}
+
+func (e *events) write(ev event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev.Election, ev.ID = e.name, e.id
+	ev.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := e.enc.Encode(ev); err != nil && e.failed == nil {
+		e.failed = err
+		if e.onFail != nil {
+			e.onFail()
+		}
+	}
+}
+
+// err returns the first write error.
+func (e *events) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
+}
+
+// callbacks returns the callbacks that write the events; onElected, if not
+// nil, runs after the elected line, in OnElected.
+func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) election.Callbacks {
+	return election.Callbacks{
+		OnElected: func(ctx context.Context, term uint64) {
+			e.write(event{Event: "elected", Term: term})
+			if onElected != nil {
+				onElected(ctx, term)
+			}
+		},
+		OnDemoted: func(d election.Demotion) {
+			e.write(event{Event: "demoted", Term: d.Term, Until: d.Until.UTC().Format(time.RFC3339Nano), Reason: string(d.Reason)})
+		},
+		OnLeaderChanged: func(r election.Record) {
+			leader := r.ID
+			e.write(event{Event: "leader", Term: r.Term, Leader: &leader})
+		},
+	}
+}
+
+// newElection connects and builds the candidate of the chosen backend, with
+// metrics when asked. stop releases what it set up.
+func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e election.Election, stop func(), err error) {
+	var cleanups []func()
+	stop = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	var db *sql.DB
+	db, err = f.connect(ctx, log)
+	if err != nil {
+		return nil, stop, err
+	}
+	cleanups = append(cleanups, func() { db.Close() })
+
+	if f.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		m := election.NewMetrics()
+		reg.MustRegister(m)
+		cfg.Metrics = m
+		ln, lerr := net.Listen("tcp", f.metricsAddr)
+		if lerr != nil {
+			return nil, stop, wrapf(exitError, lerr, "--metrics-addr %s", f.metricsAddr)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+		cleanups = append(cleanups, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		})
+	}
+
+	switch f.backend {
+	case "lock":
+		e, err = election.NewLock(db, cfg)
+	default:
+		e, err = election.NewTable(db, cfg)
+	}
+	if err != nil {
+		if code, _ := describe(err); code == exitError {
+			return nil, stop, wrapf(exitError, err, "--backend %s", f.backend)
+		}
+		return nil, stop, err
+	}
+	return e, stop, nil
+}
+
+func (c *cli) campaign(cmd *command, args []string) error {
+	fs := newFlagSet(cmd)
+	var f campaignFlags
+	f.register(fs)
+	args, err := c.parse(cmd, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return failf(exitUsage, "want exactly one election (see 'sqlelect campaign --help')")
+	}
+	cfg, log, err := f.config(args[0], c.stderr)
+	if err != nil {
+		return err
+	}
+	ev := newEvents(c.stdout, cfg.Name, cfg.ID)
+	cfg.Callbacks = ev.callbacks(nil)
+	cfg.Logger = log
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	// When whoever reads the events is gone (stdout a broken pipe), nobody
+	// acts on this candidate's leadership: resign and exit 1 rather than
+	// die of SIGPIPE still holding the lease.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ev.onFail = cancel
+	e, stop, err := c.newElection(ctx, &f, cfg, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while connecting
+		}
+		return err
+	}
+	defer stop()
+	log.Info("campaigning", "election", cfg.Name, "id", cfg.ID, "backend", f.backend)
+	if err := e.Run(ctx); err != nil {
+		return campaignError(err, f.backend)
+	}
+	if err := ev.err(); err != nil {
+		return wrapf(exitError, err, "cannot write events to stdout; resigned")
+	}
+	return nil
+}
+
+// campaignError explains an error that stopped Run.
+func campaignError(err error, backend string) error {
+	if errors.Is(err, election.ErrUnsupportedTopology) {
+		return wrapf(exitUnsupported, err, "--backend %s is not supported on this server; use --backend table", backend)
+	}
+	return err
+}

@@ -1,0 +1,801 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/testdb"
+)
+
+// migrated returns the DSN of a fresh database with the election table.
+func migrated(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	dsn := testdb.DSN(t)
+	mustRun(t, ctx, dsn, 0, "migrate", "up")
+	return dsn
+}
+
+// ---- without a database ---------------------------------------------------
+
+func TestReorder(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.Bool("json", false, "")
+	fs.String("dsn", "", "")
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"e1", "--json"}, []string{"--json", "--", "e1"}},
+		{[]string{"e1", "--dsn", "d", "x"}, []string{"--dsn", "d", "--", "e1", "x"}},
+		{[]string{"--dsn=d", "e1"}, []string{"--dsn=d", "--", "e1"}},
+		{[]string{"e1", "--", "-x", "--json"}, []string{"--", "e1", "-x", "--json"}},
+		{[]string{"-", "e1"}, []string{"--", "-", "e1"}},
+	} {
+		if got := reorder(fs, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("reorder(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDSNConfig(t *testing.T) {
+	co := common{dsn: "app:s3cret@tcp(db:3306)/app", table: election.DefaultTable}
+	cfg, shown, err := co.dsnConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params["time_zone"] != "'+00:00'" {
+		t.Errorf("time_zone not completed: %v", cfg.Params)
+	}
+	if strings.Contains(shown, "s3cret") || !strings.Contains(shown, "app:***@tcp(db:3306)/app") {
+		t.Errorf("shown DSN %q", shown)
+	}
+	co.dsn = "app@tcp(db:3306)/app?time_zone=%27Europe%2FParis%27"
+	if cfg, _, _ := co.dsnConfig(); cfg.Params["time_zone"] != "'Europe/Paris'" {
+		t.Errorf("time_zone of the DSN replaced: %v", cfg.Params)
+	}
+	co.dsn = "app@tcp(db:3306)/"
+	if _, _, err := co.dsnConfig(); err == nil {
+		t.Error("no database, unqualified table: no error")
+	}
+	co.table = "app.elections"
+	if _, _, err := co.dsnConfig(); err != nil {
+		t.Errorf("no database, qualified table: %v", err)
+	}
+}
+
+func TestCampaignConfigDefaults(t *testing.T) {
+	f := campaignFlags{common: common{table: election.DefaultTable}, backend: "table", logLevel: "warn"}
+	cfg, _, err := f.config("e", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LeaseDuration != 15*time.Second || cfg.RenewDeadline != 10*time.Second ||
+		cfg.RenewInterval != 2*time.Second || cfg.RetryInterval != 2*time.Second {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	f.lease = 3 * time.Second
+	cfg, _, err = f.config("e", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RenewDeadline != 2*time.Second || cfg.RenewInterval != 400*time.Millisecond {
+		t.Errorf("scaled: %+v", cfg)
+	}
+	f.renewDeadline = 3 * time.Second
+	if _, _, err := f.config("e", io.Discard); err == nil {
+		t.Error("renew deadline = lease: no error")
+	} else if code, _ := describe(err); code != exitUsage {
+		t.Errorf("renew deadline = lease: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	r := mustRun(t, ctx, "", 0, "help")
+	for _, want := range []string{"Exit codes:", "migrate", "campaign", "7  the backend"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, cmd := range commands {
+		r := mustRun(t, ctx, "", 0, cmd.name, "--help")
+		if !strings.Contains(r.stdout, "\nExample:\n  ") {
+			t.Errorf("%s --help has no example:\n%s", cmd.name, r.stdout)
+		}
+	}
+	mustRun(t, ctx, "", 0, "help", "run")
+	if r := mustRun(t, ctx, "", 0, "version"); !strings.HasPrefix(r.stdout, "sqlelect devel") {
+		t.Errorf("version: %q", r.stdout)
+	}
+	mustRun(t, ctx, "", exitUsage)
+	mustRun(t, ctx, "", exitUsage, "bogus")
+	mustRun(t, ctx, "", exitUsage, "status", "--bogus")
+}
+
+// ---- with a database ------------------------------------------------------
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := testdb.DSN(t)
+	want := func(r result, s string) {
+		t.Helper()
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("want %q in\n%s", s, r)
+		}
+	}
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 1)")
+	r := mustRun(t, ctx, dsn, exitTable, "status")
+	if !strings.Contains(r.stderr, "sqlelect migrate up") {
+		t.Errorf("status on a missing table does not say to migrate:\n%s", r)
+	}
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 1 (latest 1): applied")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "no change")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1 (latest 1)")
+	mustRun(t, ctx, dsn, 0, "status")
+
+	r = mustRun(t, ctx, dsn, exitUsage, "migrate", "down")
+	if !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("migrate down without a terminal does not ask for --yes:\n%s", r)
+	}
+	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 1 -> 0")
+	mustRun(t, ctx, dsn, exitTable, "status", "anything")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "force", "1"), "forced from 0 to 1")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1")
+	mustRun(t, ctx, dsn, 0, "migrate", "force", "-1")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 1")
+	mustRun(t, ctx, dsn, exitUsage, "migrate")
+	mustRun(t, ctx, dsn, exitUsage, "migrate", "sideways")
+	mustRun(t, ctx, dsn, exitUsage, "migrate", "force", "x")
+	mustRun(t, ctx, dsn, exitUsage, "migrate", "up", "--table", "other")
+}
+
+// statusRow is one object of status --json.
+type statusRow struct {
+	Election string        `json:"election"`
+	ID       string        `json:"id"`
+	Term     uint64        `json:"term"`
+	Since    time.Time     `json:"since"`
+	Lease    time.Duration `json:"lease"`
+	Left     time.Duration `json:"lease_left"`
+	Value    string        `json:"value"`
+	Backend  string        `json:"backend"`
+	Live     bool          `json:"live"`
+	State    string        `json:"state"`
+}
+
+func statusJSON(t *testing.T, ctx context.Context, dsn string, args ...string) []statusRow {
+	t.Helper()
+	r := mustRun(t, ctx, dsn, 0, append([]string{"status"}, append(args, "--json")...)...)
+	var rows []statusRow
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r)
+	}
+	return rows
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestStatusWatch: status (table and JSON) and watch follow two candidates
+// through a hand-over, a release and a re-election; the first candidate
+// serves metrics.
+func TestStatusWatch(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("sw")
+	metrics := freePort(t)
+	c1 := start(t, "c1", dsn, append([]string{"campaign", name, "--id", "c1", "--value", "10.0.0.1:80",
+		"--metrics-addr", metrics}, fastFlags...)...)
+	waitFor(t, ctx, "c1 elected", func() bool { return hasEvent(c1.events(false), "elected", "") })
+
+	r := mustRun(t, ctx, dsn, 0, "status")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !regexp.MustCompile(`^ELECTION\s+LEADER\s+TERM\s+SINCE\s+LAST-RENEWAL\s+LEASE-LEFT\s+STATE\s+VALUE\s+BACKEND$`).MatchString(lines[0]) {
+		t.Fatalf("status table:\n%s", r)
+	}
+	row := regexp.MustCompile(`^` + name + `\s+c1\s+\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+\S+Z\s+\d[.\dms]*s\s+live\s+10\.0\.0\.1:80\s+table$`)
+	if !row.MatchString(lines[1]) {
+		t.Errorf("status row %q does not match %v", lines[1], row)
+	}
+	rows := statusJSON(t, ctx, dsn, name) // flag after the election
+	if len(rows) != 1 || rows[0].ID != "c1" || !rows[0].Live || rows[0].State != "live" ||
+		rows[0].Lease != 2*time.Second || rows[0].Left <= 0 || rows[0].Value != "10.0.0.1:80" || rows[0].Backend != "table" {
+		t.Errorf("status --json: %+v", rows)
+	}
+	if all := statusJSON(t, ctx, dsn); len(all) != 1 || all[0].Election != name {
+		t.Errorf("status --json of all: %+v", all)
+	}
+	if got := scrape(t, ctx, metrics); !strings.Contains(got, `sqlelect_leader{election="`+name+`"} 1`) {
+		t.Errorf("metrics: no sqlelect_leader 1 in\n%s", got)
+	}
+
+	w := start(t, "watch", dsn, "watch", name, "--interval", "50ms")
+	waitFor(t, ctx, "watch's first line", func() bool { return len(w.lines(false)) >= 1 })
+	c2 := start(t, "c2", dsn, append([]string{"campaign", name, "--id", "c2"}, fastFlags...)...)
+	waitFor(t, ctx, "c2 following", func() bool { return hasEvent(c2.events(false), "leader", "c1") })
+
+	// c1 resigns: c2 wins the released row at once.
+	c1.signal(syscall.SIGTERM)
+	if code := c1.wait(t, ctx); code != 0 {
+		t.Errorf("c1 exit %d", code)
+	}
+	waitFor(t, ctx, "c2 elected", func() bool { return hasEvent(c2.events(false), "elected", "") })
+	waitFor(t, ctx, "watch sees c2", func() bool { return strings.Contains(last(w.lines(false)), "leader=c2") })
+	// c2 resigns, nobody is left: the row stays, released.
+	c2.signal(syscall.SIGINT)
+	if code := c2.wait(t, ctx); code != 0 {
+		t.Errorf("c2 exit %d", code)
+	}
+	rows = statusJSON(t, ctx, dsn, name)
+	if len(rows) != 1 || rows[0].State != "released" || rows[0].Live {
+		t.Errorf("status after both resigned: %+v", rows)
+	}
+	waitFor(t, ctx, "watch sees the release", func() bool { return strings.Contains(last(w.lines(false)), "state=released") })
+	mustRun(t, ctx, dsn, 0, "reelect", name, "--yes")
+	waitFor(t, ctx, "watch sees the deletion", func() bool { return strings.Contains(last(w.lines(false)), "state=deleted") })
+	w.signal(syscall.SIGINT)
+	if code := w.wait(t, ctx); code != 0 {
+		t.Errorf("watch exit %d", code)
+	}
+
+	// One line per change: c1, maybe (none) between, c2, (none) released, deleted.
+	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+)$`)
+	var leaders []string
+	for _, l := range w.lines(false) {
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("watch line %q", l)
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, m[1]); err != nil {
+			t.Errorf("watch time %q: %v", m[1], err)
+		}
+		leaders = append(leaders, m[2]+"/"+m[4])
+	}
+	got := strings.Join(leaders, " ")
+	if !regexp.MustCompile(`^c1/live( \(none\)/released)? c2/live \(none\)/released \(none\)/deleted$`).MatchString(got) {
+		t.Errorf("watch saw %q", got)
+	}
+}
+
+func hasEvent(evs []jsonEvent, kind, leader string) bool {
+	for _, e := range evs {
+		if e.Event == kind && (leader == "" || e.Leader != nil && *e.Leader == leader) {
+			return true
+		}
+	}
+	return false
+}
+
+func last(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[len(ss)-1]
+}
+
+func scrape(t *testing.T, ctx context.Context, addr string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestCampaignAssumeReelect: three candidates; an operator hands the
+// election to a follower, then forces a re-election; from the candidates'
+// JSON lines no two leaderships overlap and terms increase.
+func TestCampaignAssumeReelect(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 90*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("car")
+	ids := []string{"c1", "c2", "c3"}
+	procs := map[string]*proc{}
+	for _, id := range ids {
+		procs[id] = start(t, id, dsn, append([]string{"campaign", name, "--id", id, "--value", "v-" + id}, fastFlags...)...)
+	}
+	// leader returns who led last, by the elected lines, and its term.
+	leader := func() (string, uint64) {
+		var who string
+		var term uint64
+		for id, p := range procs {
+			for _, e := range p.events(false) {
+				if e.Event == "elected" && e.Term > term {
+					who, term = id, e.Term
+				}
+			}
+		}
+		return who, term
+	}
+	waitFor(t, ctx, "a first leader", func() bool { w, _ := leader(); return w != "" })
+	first, firstTerm := leader()
+	rows := statusJSON(t, ctx, dsn, name)
+	if len(rows) != 1 || rows[0].ID != first || rows[0].Term != firstTerm || !rows[0].Live {
+		t.Fatalf("status: %+v, want %s term %d", rows, first, firstTerm)
+	}
+
+	// assume: hand the election to a follower.
+	target := ids[0]
+	if target == first {
+		target = ids[1]
+	}
+	r := mustRun(t, ctx, dsn, 0, "assume", name, target, "--yes")
+	for _, want := range []string{
+		fmt.Sprintf("assumed %s: %s (term %d, live) -> %s (term ", name, first, firstTerm, target),
+		target + " takes over at its next look and leads after its lock delay (default: its lease, 2s); the old leader stands down at its next renewal",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("assume output lacks %q:\n%s", want, r)
+		}
+	}
+	waitFor(t, ctx, target+" elected", func() bool { w, term := leader(); return w == target && term > firstTerm })
+	_, assumedTerm := leader()
+	waitFor(t, ctx, first+" deposed", func() bool {
+		for _, e := range procs[first].events(false) {
+			if e.Event == "demoted" && e.Term == firstTerm && e.Reason == "deposed" {
+				return true
+			}
+		}
+		return false
+	})
+
+	// reelect: somebody leads again, with a higher term.
+	r = mustRun(t, ctx, dsn, 0, "reelect", name, "--yes")
+	if !strings.Contains(r.stdout, fmt.Sprintf("re-election of %s forced: deleted the row of %s (term %d, live)", name, target, assumedTerm)) ||
+		!strings.Contains(r.stdout, "the holder stands down at its next renewal; a candidate that wins a released row leads at once") {
+		t.Errorf("reelect output:\n%s", r)
+	}
+	waitFor(t, ctx, "a leader after the re-election", func() bool { _, term := leader(); return term > assumedTerm })
+
+	// Everyone leaves; the leader resigns on the way.
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
+	}
+	for id, p := range procs {
+		if code := p.wait(t, ctx); code != 0 {
+			t.Errorf("%s exit %d", id, code)
+		}
+	}
+	byID := map[string][]jsonEvent{}
+	for id, p := range procs {
+		evs := p.events(false)
+		for _, e := range evs {
+			if e.Election != name || e.ID != id || e.Time.IsZero() {
+				t.Errorf("%s: bad event %+v", id, e)
+			}
+		}
+		byID[id] = evs
+		if n := len(p.lines(false)); n != len(evs) {
+			t.Errorf("%s: %d stdout lines, %d events", id, n, len(evs))
+		}
+	}
+	ivs := leaderships(t, byID, time.Now())
+	if len(ivs) < 3 {
+		t.Errorf("want at least 3 leaderships, got %v", ivs)
+	}
+	checkNoOverlap(t, ivs)
+	if rows := statusJSON(t, ctx, dsn, name); len(rows) != 1 || rows[0].State != "released" {
+		t.Errorf("after all resigned: %+v", rows)
+	}
+}
+
+// childScript records the child's life in a shared file: one "start" line
+// when it starts and one "stop" line when SIGTERM stops it.
+const childScript = `#!/bin/sh
+f="$1"
+echo "start $$ $SQLELECT_ID $SQLELECT_TERM $(date +%s.%N) $SQLELECT_ELECTION" >> "$f"
+trap 'echo "stop $$ $SQLELECT_ID $SQLELECT_TERM $(date +%s.%N)" >> "$f"; exit 0' TERM
+while :; do sleep 0.05; done
+`
+
+type childLife struct {
+	pid      int
+	id       string
+	term     uint64
+	from, to time.Time
+	stopped  bool
+	election string
+}
+
+func readChildLog(t *testing.T, path string) []*childLife {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	byPID := map[int]*childLife{}
+	var out []*childLife
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[1])
+		term, _ := strconv.ParseUint(f[3], 10, 64)
+		secs, _ := strconv.ParseFloat(f[4], 64)
+		at := time.Unix(0, int64(secs*1e9))
+		switch f[0] {
+		case "start":
+			c := &childLife{pid: pid, id: f[2], term: term, from: at}
+			if len(f) > 5 {
+				c.election = f[5]
+			}
+			byPID[pid] = c
+			out = append(out, c)
+		case "stop":
+			if c := byPID[pid]; c != nil {
+				c.to, c.stopped = at, true
+			}
+		}
+	}
+	return out
+}
+
+// TestRunNoOverlap: three `run` candidates; the child runs only on the
+// leader, starts on election and stops on demotion (re-election, assume,
+// resignation), and never runs on two candidates at once.
+func TestRunNoOverlap(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 90*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("run")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "child.sh")
+	if err := os.WriteFile(script, []byte(childScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "children.log")
+	ids := []string{"r1", "r2", "r3"}
+	procs := map[string]*proc{}
+	for _, id := range ids {
+		args := append([]string{"run", name, "--id", id}, fastFlags...)
+		procs[id] = start(t, id, dsn, append(args, "--", script, logFile)...)
+	}
+	starts := func() []*childLife { return readChildLog(t, logFile) }
+	waitFor(t, ctx, "a first child", func() bool { return len(starts()) >= 1 })
+	if c := starts()[0]; c.election != name {
+		t.Errorf("SQLELECT_ELECTION = %q, want %q", c.election, name)
+	}
+
+	// Re-election: a child starts on a new term.
+	mustRun(t, ctx, dsn, 0, "reelect", name, "--yes")
+	waitFor(t, ctx, "a child after the re-election", func() bool { return len(starts()) >= 2 })
+
+	// Assume: the child moves to the named candidate.
+	cur := last2(starts()).id
+	target := ids[0]
+	if target == cur {
+		target = ids[1]
+	}
+	mustRun(t, ctx, dsn, 0, "assume", name, target, "--yes")
+	waitFor(t, ctx, "a child on "+target, func() bool { s := starts(); return len(s) >= 3 && s[len(s)-1].id == target })
+
+	// The leader resigns on SIGTERM, stopping its child first; another
+	// candidate takes over.
+	procs[target].signal(syscall.SIGTERM)
+	if code := procs[target].wait(t, ctx); code != 0 {
+		t.Errorf("%s exit %d", target, code)
+	}
+	waitFor(t, ctx, "a child after the resignation", func() bool { s := starts(); return len(s) >= 4 && s[len(s)-1].id != target })
+	for id, p := range procs {
+		p.signal(syscall.SIGTERM)
+		if code := p.wait(t, ctx); code != 0 {
+			t.Errorf("%s exit %d", id, code)
+		}
+	}
+
+	lives := starts()
+	var ivs []interval
+	for _, c := range lives {
+		if !c.stopped {
+			t.Errorf("child %d of %s (term %d) has no stop line", c.pid, c.id, c.term)
+			continue
+		}
+		if err := syscall.Kill(c.pid, 0); err == nil {
+			t.Errorf("child %d of %s still runs", c.pid, c.id)
+		}
+		ivs = append(ivs, interval{who: c.id, term: c.term, from: c.from, to: c.to})
+	}
+	checkNoOverlap(t, ivs)
+	// Each child ran inside its candidate's leadership, term for term.
+	for _, c := range lives {
+		found := false
+		for _, e := range procs[c.id].events(true) {
+			if e.Event == "elected" && e.Term == c.term && !e.Time.After(c.from) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("child %d of %s: no elected line with term %d before it started", c.pid, c.id, c.term)
+		}
+	}
+	// The JSON lines went to stderr: stdout is the children's (silent).
+	for id, p := range procs {
+		if out := p.lines(false); len(out) != 0 {
+			t.Errorf("%s stdout: %q", id, out)
+		}
+	}
+}
+
+// TestRunChildExits: when CMD exits by itself while leading, sqlelect
+// resigns and exits with its status; CMD sees its term and election.
+func TestRunChildExits(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("exit")
+	args := append([]string{"run", name, "--id", "x1"}, fastFlags...)
+	r := mustRun(t, ctx, dsn, 3, append(args, "--", "sh", "-c", `echo "leading as $SQLELECT_ID of $SQLELECT_ELECTION term $SQLELECT_TERM"; exit 3`)...)
+	m := regexp.MustCompile(`^leading as x1 of ` + name + ` term (\d+)\n$`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("child output:\n%s", r)
+	}
+	var elected, demoted bool
+	for _, l := range strings.Split(r.stderr, "\n") {
+		var e jsonEvent
+		if json.Unmarshal([]byte(l), &e) != nil {
+			continue
+		}
+		if e.Event == "elected" && strconv.FormatUint(e.Term, 10) == m[1] {
+			elected = true
+		}
+		if e.Event == "demoted" && e.Reason == "resigned" {
+			demoted = true
+		}
+	}
+	if !elected || !demoted {
+		t.Errorf("want elected (term %s) and demoted (resigned) on stderr:\n%s", m[1], r.stderr)
+	}
+	if rows := statusJSON(t, ctx, dsn, name); len(rows) != 1 || rows[0].State != "released" {
+		t.Errorf("after the child exited: %+v", rows)
+	}
+	// A signal's death is 128+N; a command that cannot start is exit 1.
+	mustRun(t, ctx, dsn, 128+int(syscall.SIGKILL), append(args, "--", "sh", "-c", "kill -KILL $$")...)
+	r = mustRun(t, ctx, dsn, exitError, append(args, "--", filepath.Join(t.TempDir(), "missing"))...)
+	if !strings.Contains(r.stderr, "cannot start") {
+		t.Errorf("missing command:\n%s", r)
+	}
+}
+
+// TestRunGrace: a child that ignores SIGTERM is killed after --grace.
+func TestRunGrace(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("grace")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	args := append([]string{"run", name, "--id", "g1", "--grace", "300ms"}, fastFlags...)
+	p := start(t, "g1", dsn, append(args, "--", "sh", "-c", `trap "" TERM; echo $$ > `+pidFile+`; while :; do sleep 0.05; done`)...)
+	var pid int
+	waitFor(t, ctx, "the child", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	t0 := time.Now()
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, ctx); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if d := time.Since(t0); d < 300*time.Millisecond {
+		t.Errorf("exited after %v, before the grace", d)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("child %d survived", pid)
+	}
+}
+
+// TestErrors: every error path has its exit code and a clear message.
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	empty := testdb.DSN(t) // no table
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "Sup3r-Secret-pw"
+	withUser := func(user, pass, addr string) string {
+		c := cfg.Clone()
+		c.User, c.Passwd = user, pass
+		if addr != "" {
+			c.Addr = addr
+		}
+		return c.FormatDSN()
+	}
+	// A user without privileges on the test database, and one with SELECT only.
+	admin := testdb.Open(t, testdb.AdminDSN(t))
+	none, ro := randomName("none")[:13], randomName("ro")[:11]
+	none, ro = strings.ReplaceAll(none, "-", "_"), strings.ReplaceAll(ro, "-", "_")
+	// Both at % and at localhost: an anonymous ''@'localhost' would match
+	// local connections before 'user'@'%'.
+	hosts := []string{"%", "localhost"}
+	for _, h := range hosts {
+		for _, q := range []string{
+			"CREATE USER '" + none + "'@'" + h + "' IDENTIFIED BY '" + secret + "'",
+			"CREATE USER '" + ro + "'@'" + h + "' IDENTIFIED BY '" + secret + "'",
+			"GRANT SELECT ON `" + cfg.DBName + "`.* TO '" + ro + "'@'" + h + "'",
+		} {
+			if _, err := admin.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for _, u := range []string{none, ro} {
+			for _, h := range hosts {
+				_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+u+"'@'"+h+"'")
+			}
+		}
+	})
+	name := randomName("err")
+	known := randomName("known") // an election with a row
+	db := testdb.Open(t, dsn)
+	if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id) VALUES (?, 'x')", known); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		dsn  string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no DSN", "", []string{"status"}, exitUsage, "set --dsn or SQLELECT_DSN"},
+		{"bad DSN", "nonsense", []string{"status"}, exitUsage, "invalid DSN"},
+		{"closed port", withUser("root", secret, freePort(t)), []string{"status"}, exitConnect, "cannot connect to root:***@tcp("},
+		{"wrong password", withUser(cfg.User, secret, ""), []string{"status"}, exitAccess, "access denied"},
+		{"no privileges", withUser(none, secret, ""), []string{"status"}, exitAccess, "Error 1044"},
+		{"read-only: status", withUser(ro, secret, ""), []string{"status"}, 0, ""},
+		{"read-only: campaign", withUser(ro, secret, ""), append([]string{"campaign", name}, fastFlags...), exitAccess, "command denied"},
+		{"read-only: reelect", withUser(ro, secret, ""), []string{"reelect", known, "--yes"}, exitAccess, "DELETE command denied"},
+		{"unknown time zone", dsn + "&time_zone=%27No%2FSuch%27", []string{"status"}, exitUsage, "time_zone"},
+		{"table missing: status", empty, []string{"status"}, exitTable, "run `sqlelect migrate up`"},
+		{"table missing: campaign", empty, append([]string{"campaign", name}, fastFlags...), exitTable, "run `sqlelect migrate up`"},
+		{"table missing: watch", empty, []string{"watch", name}, exitTable, "sqlelect migrate up"},
+		{"table missing: assume", empty, []string{"assume", name, "x", "--yes"}, exitTable, "sqlelect migrate up"},
+		{"unknown election: status", dsn, []string{"status", name}, exitUnknown, "unknown election"},
+		{"unknown election: watch", dsn, []string{"watch", name}, exitUnknown, "unknown election"},
+		{"unknown election: assume", dsn, []string{"assume", name, "x", "--yes"}, exitUnknown, "unknown election"},
+		{"unknown election: reelect", dsn, []string{"reelect", name, "--yes"}, exitUnknown, "unknown election"},
+		{"invalid name: status", dsn, []string{"status", "bad name"}, exitUsage, "election name"},
+		{"invalid name: campaign", dsn, []string{"campaign", "bad name"}, exitUsage, "election name"},
+		{"invalid ID", dsn, []string{"assume", name, "bad\tid", "--yes"}, exitUsage, "candidate id"},
+		{"invalid table", dsn, []string{"status", "--table", "no-such;table"}, exitUsage, "table"},
+		{"invalid duration", dsn, []string{"campaign", name, "--lease", "5x"}, exitUsage, "Go duration"},
+		{"renew deadline >= lease", dsn, []string{"campaign", name, "--lease", "1s", "--renew-deadline", "1s"}, exitUsage, "renew deadline"},
+		{"invalid backend", dsn, []string{"campaign", name, "--backend", "paxos"}, exitUsage, "--backend"},
+		{"invalid log level", dsn, []string{"campaign", name, "--log-level", "loud"}, exitUsage, "--log-level"},
+		{"grace too long", dsn, append([]string{"run", name, "--grace", "800ms"}, append(fastFlags, "--", "true")...), exitUsage, "--grace"},
+		{"run without --", dsn, []string{"run", name, "true"}, exitUsage, "missing the command"},
+		{"watch interval", dsn, []string{"watch", name, "--interval", "0s"}, exitUsage, "--interval"},
+		{"no --yes: reelect", dsn, []string{"reelect", known}, exitUsage, "use --yes"},
+		{"no --yes: assume", dsn, []string{"assume", known, "y"}, exitUsage, "use --yes"},
+		{"too many args", dsn, []string{"status", "a", "b"}, exitUsage, "too many"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t, 30*time.Second)
+			r := sqlelect(t, ctx, tc.dsn, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("want exit %d and %q on stderr, got %s", tc.code, tc.msg, r)
+			}
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("the password appears in the output:\n%s", r)
+			}
+		})
+	}
+}
+
+// TestBackendLock: the lock backend either works (then it campaigns and
+// resigns like the table backend) or fails at once with a clear message.
+func TestBackendLock(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("lock")
+	p := start(t, "lock", dsn, append([]string{"campaign", name, "--backend", "lock", "--id", "l1"}, fastFlags...)...)
+	waitFor(t, ctx, "lock backend: elected or failed", func() bool { return p.exited() || hasEvent(p.events(false), "elected", "") })
+	if p.exited() {
+		code := p.wait(t, ctx)
+		stderr := strings.Join(p.lines(true), "\n")
+		if code == 0 || !strings.Contains(stderr, "lock") {
+			t.Errorf("lock backend refused with exit %d and no clear message:\n%s", code, stderr)
+		}
+		t.Logf("lock backend refused (exit %d): %s", code, stderr)
+		return
+	}
+	if rows := statusJSON(t, ctx, dsn, name); len(rows) != 1 || rows[0].ID != "l1" || rows[0].Backend != "lock" || !rows[0].Live {
+		t.Errorf("status of a lock election: %+v", rows)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, ctx); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if !hasEvent(p.events(false), "demoted", "") {
+		t.Errorf("no demoted line")
+	}
+}
+
+func last2(cs []*childLife) *childLife { return cs[len(cs)-1] }
+
+// TestRunStopsPromptly: a child whose own children die with it (orphans
+// init reaps late) is stopped without waiting out the grace.
+func TestRunStopsPromptly(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("prompt")
+	args := append([]string{"run", name, "--id", "p1", "--grace", "700ms"}, fastFlags...)
+	p := start(t, "p1", dsn, append(args, "--", "sh", "-c", "echo started; sleep 1000")...)
+	waitFor(t, ctx, "the child", func() bool { return len(p.lines(false)) > 0 })
+	t0 := time.Now()
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t, ctx); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if d := time.Since(t0); d >= 700*time.Millisecond {
+		t.Errorf("stopping took %v: the grace was waited out", d)
+	}
+}
+
+// TestCampaignBrokenPipe: when nobody reads the events any more, campaign
+// resigns and exits 1 instead of holding the election.
+func TestCampaignBrokenPipe(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("pipe")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader is gone before the first line
+	cmd := exec.CommandContext(ctx, bin, append([]string{"campaign", name, "--id", "p1"}, fastFlags...)...)
+	cmd.Env = env(dsn)
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	w.Close()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
+		t.Fatalf("want exit %d, got %v\n%s", exitError, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "cannot write events to stdout; resigned") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if rows := statusJSON(t, ctx, dsn, name); len(rows) != 1 || rows[0].State != "released" {
+		t.Errorf("after the reader left: %+v", rows)
+	}
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+var runCmd = &command{
+	name:    "run",
+	args:    "ELECTION [campaign flags] [--grace D] -- CMD [ARGS...]",
+	summary: "run a command only while leading an election",
+	detail: `Campaigns like 'sqlelect campaign' and runs CMD while this candidate leads:
+
+- When elected, CMD starts in a process group of its own, with stdout and
+  stderr passed through (stdin is /dev/null) and, in its environment,
+  SQLELECT_ELECTION, SQLELECT_ID and SQLELECT_TERM (the fencing term: pass it
+  to systems outside the database so they can refuse a stale leader).
+- When leadership ends (lease lost, deposed by assume or reelect), the group
+  gets SIGTERM, and SIGKILL after --grace; the candidate releases the row
+  only once CMD has exited, then campaigns again and restarts CMD when it is
+  elected again. --grace (default (lease - renew-deadline)/2) must be less
+  than lease - renew-deadline, so that CMD is dead before another candidate
+  may lead.
+- When CMD exits by itself while leading, sqlelect resigns (another
+  candidate takes over at once) and exits with CMD's exit status (128+N when
+  a signal N killed it), like 'consul lock'. If CMD cannot be started,
+  sqlelect resigns and exits 1.
+- On SIGTERM or SIGINT, sqlelect stops CMD as above, resigns and exits 0.
+
+The JSON event lines of campaign go to stderr here, so that CMD's stdout
+stays its own. If sqlelect itself is frozen (SIGSTOP, a paused VM) it cannot
+stop CMD in time: use SQLELECT_TERM as a fencing token where that matters.
+If sqlelect is killed with SIGKILL, CMD gets SIGKILL too (Linux).`,
+	example: `sqlelect run reports --id "$(hostname)" --lease 10s -- ./send-reports --daily
+sqlelect run web-primary -- sh -c 'echo leading as $SQLELECT_ID term $SQLELECT_TERM; exec ./serve'`,
+	run: (*cli).run,
+}
+
+func (c *cli) run(cmd *command, args []string) error {
+	// Everything after the first "--" is the command.
+	var argv []string
+	for i, a := range args {
+		if a == "--" {
+			args, argv = args[:i], args[i+1:]
+			break
+		}
+	}
+	fs := newFlagSet(cmd)
+	var f campaignFlags
+	f.register(fs)
+	var grace time.Duration
+	durationFlag(fs, &grace, "grace", 0, "time between SIGTERM and SIGKILL when leadership ends (default (lease - renew-deadline)/2)")
+	args, err := c.parse(cmd, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(argv) == 0 {
+		return failf(exitUsage, "missing the command: sqlelect run ELECTION [flags] -- CMD [ARGS...]")
+	}
+	if len(args) != 1 {
+		return failf(exitUsage, "want exactly one election before -- (see 'sqlelect run --help')")
+	}
+	cfg, log, err := f.config(args[0], c.stderr)
+	if err != nil {
+		return err
+	}
+	margin := cfg.LeaseDuration - cfg.RenewDeadline
+	if grace == 0 {
+		grace = margin / 2
+	}
+	if grace <= 0 || grace >= margin {
+		return failf(exitUsage, "--grace %v: must be positive and less than lease - renew-deadline (%v - %v = %v), "+
+			"so that CMD is dead before another candidate may lead", grace, cfg.LeaseDuration, cfg.RenewDeadline, margin)
+	}
+	if cfg.LockDelay != 0 && cfg.LockDelay < cfg.RenewDeadline+grace {
+		return failf(exitUsage, "--lock-delay %v: must be at least renew-deadline + grace (%v), "+
+			"so that a deposed leader's CMD is dead before this one starts", cfg.LockDelay, cfg.RenewDeadline+grace)
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return wrapf(exitError, err, "cannot start %q", argv[0])
+	}
+
+	r := &runner{name: cfg.Name, id: cfg.ID, path: path, argv: argv, grace: grace, log: log,
+		exited: make(chan int, 1)}
+	ev := newEvents(c.stderr, cfg.Name, cfg.ID)
+	cfg.Callbacks = ev.callbacks(r.lead)
+	cfg.Logger = log
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	e, stop, err := c.newElection(ctx, &f, cfg, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while connecting
+		}
+		return err
+	}
+	defer stop()
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	errc := make(chan error, 1)
+	go func() { errc <- e.Run(runCtx) }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return campaignError(err, f.backend)
+		}
+		return nil
+	case code := <-r.exited:
+		// CMD exited by itself, or could not start: resign and exit. Ending
+		// Run's context makes it stand down and release the row.
+		cancelRun()
+		if err := <-errc; err != nil {
+			return campaignError(err, f.backend)
+		}
+		if code < 0 {
+			return wrapf(exitError, r.startErr, "cannot start %q", argv[0])
+		}
+		log.Info("command exited; resigned", "status", code)
+		return exitStatus(code)
+	}
+}
+
+// runner starts and stops the command on leadership changes.
+type runner struct {
+	name, id string
+	path     string
+	argv     []string
+	grace    time.Duration
+	log      *slog.Logger
+
+	exited   chan int // CMD's status when it exited by itself; -1: could not start
+	startErr error    // written before -1 is sent on exited
+}
+
+// lead runs CMD until ctx (the leadership) ends or CMD exits by itself, and
+// returns only once CMD and its process group are gone.
+func (r *runner) lead(ctx context.Context, term uint64) {
+	if ctx.Err() != nil {
+		return
+	}
+	cmd := exec.Command(r.path, r.argv[1:]...)
+	cmd.Args[0] = r.argv[0]
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(),
+		"SQLELECT_ELECTION="+r.name,
+		"SQLELECT_ID="+r.id,
+		"SQLELECT_TERM="+strconv.FormatUint(term, 10))
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		r.log.Error("cannot start the command", "cmd", r.argv[0], "err", err)
+		r.startErr = err
+		r.report(-1)
+		return
+	}
+	pgid := cmd.Process.Pid
+	r.log.Info("command started", "pid", pgid, "term", term)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+
+	select {
+	case <-done:
+		// Exited by itself while leading: stop what it left behind in its
+		// group, then have sqlelect resign and exit with its status.
+		code := exitCode(cmd.ProcessState)
+		r.log.Info("command exited by itself", "pid", pgid, "status", code)
+		stopGroup(cmd.Process, r.grace, done)
+		r.report(code)
+		return
+	case <-ctx.Done():
+	}
+	r.log.Info("leadership ended: stopping the command", "pid", pgid, "grace", r.grace)
+	stopGroup(cmd.Process, r.grace, done)
+	r.log.Info("command stopped", "pid", pgid, "status", exitCode(cmd.ProcessState))
+}
+
+func (r *runner) report(code int) {
+	select {
+	case r.exited <- code:
+	default:
+	}
+}
+
+// stopGroup sends SIGTERM to CMD's process group (and to CMD, should it
+// have left the group), waits up to grace for CMD to exit (done closed) and
+// for the rest of the group to go, then sends SIGKILL to what is left and
+// waits for CMD.
+func stopGroup(p *os.Process, grace time.Duration, done <-chan struct{}) {
+	pgid := p.Pid
+	deadline := time.Now().Add(grace)
+	_ = signalGroup(pgid, syscall.SIGTERM)
+	_ = p.Signal(syscall.SIGTERM) // os.ErrProcessDone once reaped: fine
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	for time.Now().Before(deadline) && groupAlive(pgid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = signalGroup(pgid, syscall.SIGKILL)
+	_ = p.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// exitCode is the status sqlelect exits with for a finished command: its
+// exit code, or 128+N when signal N killed it.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return exitError
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if c := ps.ExitCode(); c >= 0 {
+		return c
+	}
+	return exitError
+}
