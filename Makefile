@@ -12,7 +12,7 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
 
-.PHONY: all deps test test-short demo build chaos bench
+.PHONY: all deps test test-short demo build chaos chaos-short bench
 
 all: build
 
@@ -60,7 +60,7 @@ deps:
 
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...
 
 test-short:
 	$(GO) test -short ./...
@@ -71,9 +71,16 @@ demo: deps
 build:
 	$(GO) build -o bin/sqlelect ./cmd/sqlelect
 
-# Placeholder until the chaos suite exists.
+CHAOS_ROUNDS ?= 8
+
+# chaos runs the fault-injection suite (integration/chaos) on both backends
+# and a 3-node Galera cluster, CHAOS_ROUNDS rounds per fault, and prints the
+# summary table. chaos-short is the version CI runs on every change.
 chaos: deps
-	$(GO) test -count=1 -run 'Chaos' ./integration/...
+	SQLELECT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -v -timeout 60m -run Chaos ./integration/chaos/
+
+chaos-short: deps
+	$(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/
 
 # Placeholder until benchmarks exist.
 bench: deps

@@ -1,0 +1,245 @@
+// Command candidate is one candidate process of the chaos suite
+// (package integration/chaos): it campaigns in one election with the
+// library, and prints one JSON line per event on stdout, by the wall clock of
+// this machine, for the suite's checker:
+//
+//	{"event":"started","id":"c1.1","time":"…","pid":123}
+//	{"event":"elected","id":"c1.1","term":42,"time":"…"}
+//	{"event":"fenced_ok","id":"c1.1","term":42,"time":"…"}       a fenced write committed
+//	{"event":"fenced_rejected","id":"c1.1","term":42,"time":"…"} Fenced said ErrNotLeader
+//	{"event":"fenced_error","id":"c1.1","term":42,"time":"…","detail":"…"}
+//	{"event":"demoted","id":"c1.1","term":42,"time":"…","until":"…","reason":"lease_lost"}
+//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3}}
+//	{"event":"error","id":"c1.1","time":"…","detail":"…"}       Run failed
+//	{"event":"exit","id":"c1.1","time":"…"}
+//
+// "time" is time.Now() when the line is written; "until" (demoted) is the
+// last instant the candidate could have believed it led
+// (election.Demotion.Until). While it believes it leads, with --fenced-every
+// D > 0, it inserts a row (term, who, at = NOW(6)) into the table
+// chaos_writes every D through Election.Fenced, under the leadership's
+// context.
+//
+// SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
+// released) and the process exits 0. A Run error exits 2.
+//
+//	go build -o /tmp/candidate ./integration/chaos/candidate
+//	/tmp/candidate --backend table --dsn 'root@tcp(127.0.0.1:3306)/db' --election e --id c1
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// line is one JSON line; the fields match chaos.Record.
+type line struct {
+	Event  string             `json:"event"`
+	ID     string             `json:"id"`
+	Term   uint64             `json:"term,omitempty"`
+	Time   time.Time          `json:"time"`
+	Until  time.Time          `json:"until,omitzero"`
+	Reason string             `json:"reason,omitempty"`
+	Detail string             `json:"detail,omitempty"`
+	Pid    int                `json:"pid,omitempty"`
+	Errors map[string]float64 `json:"errors,omitempty"`
+}
+
+type printer struct {
+	mu  sync.Mutex
+	id  string
+	enc *json.Encoder
+}
+
+func (p *printer) emit(l line) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l.ID = p.id
+	l.Time = time.Now().Round(0)
+	_ = p.enc.Encode(l)
+}
+
+func main() {
+	backend := flag.String("backend", "table", "election backend: table or lock")
+	dsn := flag.String("dsn", "", "go-sql-driver/mysql DSN (required)")
+	name := flag.String("election", "chaos", "election name")
+	id := flag.String("id", "", "candidate id (required)")
+	table := flag.String("table", "", "election table (default service_election)")
+	lease := flag.Duration("lease", 1500*time.Millisecond, "lease duration")
+	renewDeadline := flag.Duration("renew-deadline", time.Second, "renew deadline")
+	renewInterval := flag.Duration("renew-interval", 200*time.Millisecond, "renew interval")
+	retryInterval := flag.Duration("retry-interval", 200*time.Millisecond, "retry interval")
+	lockDelay := flag.Duration("lock-delay", 0, "lock delay (0: the library's default, one lease)")
+	queryTimeout := flag.Duration("query-timeout", 500*time.Millisecond, "query timeout")
+	fencedEvery := flag.Duration("fenced-every", 0, "while leading, attempt a fenced write into chaos_writes this often (0: never)")
+	statsEvery := flag.Duration("stats-every", time.Second, "print heartbeat error counts this often when they changed (0: only at exit)")
+	flag.Parse()
+	if *dsn == "" || *id == "" {
+		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
+		os.Exit(2)
+	}
+	p := &printer{id: *id, enc: json.NewEncoder(os.Stdout)}
+	err := run(p, *backend, *dsn, election.Config{
+		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
+		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
+		QueryTimeout: *queryTimeout, Value: *id,
+	}, *fencedEvery, *statsEvery)
+	if err != nil {
+		p.emit(line{Event: "error", Detail: err.Error()})
+		fmt.Fprintln(os.Stderr, "candidate:", err)
+		os.Exit(2)
+	}
+	p.emit(line{Event: "exit"})
+}
+
+func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, statsEvery time.Duration) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	metrics := election.NewMetrics()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics)
+	cfg.Metrics = metrics
+
+	var e election.Election
+	cfg.Callbacks = election.Callbacks{
+		OnElected: func(ctx context.Context, term uint64) {
+			p.emit(line{Event: "elected", Term: term})
+			if fencedEvery > 0 {
+				writeFenced(ctx, p, e, cfg.ID, fencedEvery)
+			}
+			<-ctx.Done()
+		},
+		OnDemoted: func(d election.Demotion) {
+			p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason)})
+		},
+	}
+	switch backend {
+	case "table":
+		e, err = election.NewTable(db, cfg)
+	case "lock":
+		e, err = election.NewLock(db, cfg)
+	default:
+		err = fmt.Errorf("unknown backend %q (table or lock)", backend)
+	}
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	p.emit(line{Event: "started", Pid: os.Getpid()})
+
+	statsDone := make(chan struct{})
+	var last map[string]float64
+	printStats := func() {
+		if errs := errorCounts(reg); !equal(errs, last) {
+			last = errs
+			p.emit(line{Event: "stats", Errors: errs})
+		}
+	}
+	go func() {
+		defer close(statsDone)
+		if statsEvery <= 0 {
+			<-ctx.Done()
+			return
+		}
+		t := time.NewTicker(statsEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				printStats()
+			}
+		}
+	}()
+	err = e.Run(ctx)
+	stop()
+	<-statsDone
+	printStats()
+	return err
+}
+
+// writeFenced attempts a fenced write every interval until ctx (the
+// leadership's) ends. The row's at is the database clock inside the fenced
+// transaction, after the check.
+func writeFenced(ctx context.Context, p *printer, e election.Election, id string, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		term := e.Term()
+		if term != 0 {
+			err := e.Fenced(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO chaos_writes (term, who, at) VALUES (?, ?, NOW(6))", term, id)
+				return err
+			})
+			switch {
+			case err == nil:
+				p.emit(line{Event: "fenced_ok", Term: term})
+			case errors.Is(err, election.ErrNotLeader):
+				p.emit(line{Event: "fenced_rejected", Term: term})
+			case ctx.Err() != nil:
+				// Leadership ended during the write: not a rejection.
+			default:
+				p.emit(line{Event: "fenced_error", Term: term, Detail: err.Error()})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// errorCounts reads sqlelect_heartbeat_errors_total by kind.
+func errorCounts(reg *prometheus.Registry) map[string]float64 {
+	out := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sqlelect_heartbeat_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+func equal(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

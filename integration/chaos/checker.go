@@ -1,0 +1,417 @@
+// Package chaos is sqlelect's chaos suite: candidate processes (package
+// integration/chaos/candidate) campaign in one election while the suite
+// injects faults (kill -9, SIGSTOP, database restarts, killed connections,
+// network faults through toxiproxy, operators' REPLACE and DELETE, clean
+// resigns, Galera node deaths), and a checker reads everything they recorded
+// and fails on any violation of the election's guarantees.
+//
+// This file is the checker. It is pure: it reads Records (the candidates'
+// JSON lines and the suite's own notes of what it did and when) and Writes
+// (the rows of chaos_writes), all timed by the one wall clock of the
+// machine, and reports violations:
+//
+//   - overlap: two candidates leading at the same instant. A leadership
+//     lasts from its elected record's Time to its demoted record's Until; a
+//     candidate killed while leading is taken to lead until the kill plus
+//     RenewDeadline (it stands down RenewDeadline after its last successful
+//     renewal, which was before the kill).
+//   - term: a term that does not strictly increase from one leadership to
+//     the next (ordered by start).
+//   - liveness: a fault after whose end no new leader was elected within
+//     Config.Bound.
+//   - fence: a row of chaos_writes that was not written by the current
+//     leadership: it names no leadership of that candidate and term, lies
+//     outside it, was written after a leadership with a higher term had
+//     begun, or two terms' writes interleave.
+//   - protocol: the callbacks' contract broken (elected twice without a
+//     demotion, demoted without elected, a process that exited leading
+//     without a demotion, a leadership never demoted).
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Record is one event: a line printed by a candidate process, or a note of
+// the suite.
+//
+// Candidates' events: started, elected, demoted, fenced_ok,
+// fenced_rejected, fenced_error, stats, error, exit. The suite's: killed (a
+// SIGKILL was sent to ID at Time), exited (the process of ID exited at or
+// before Time), fault (a fault of Kind from Time to End, aimed at Target),
+// run_end (no more faults after Time).
+type Record struct {
+	Event  string             `json:"event"`
+	ID     string             `json:"id,omitempty"`
+	Term   uint64             `json:"term,omitempty"`
+	Time   time.Time          `json:"time"`
+	Until  time.Time          `json:"until,omitzero"`
+	Reason string             `json:"reason,omitempty"`
+	Detail string             `json:"detail,omitempty"`
+	Pid    int                `json:"pid,omitempty"`
+	Errors map[string]float64 `json:"errors,omitempty"`
+	Kind   string             `json:"kind,omitempty"`
+	End    time.Time          `json:"end,omitzero"`
+	Target string             `json:"target,omitempty"`
+}
+
+func (r Record) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", r.Time.UTC().Format(tsFormat), r.Event)
+	if r.Kind != "" {
+		fmt.Fprintf(&b, " kind=%s", r.Kind)
+	}
+	if r.ID != "" {
+		fmt.Fprintf(&b, " id=%s", r.ID)
+	}
+	if r.Term != 0 {
+		fmt.Fprintf(&b, " term=%d", r.Term)
+	}
+	if !r.Until.IsZero() {
+		fmt.Fprintf(&b, " until=%s", r.Until.UTC().Format(tsFormat))
+	}
+	if !r.End.IsZero() {
+		fmt.Fprintf(&b, " end=%s", r.End.UTC().Format(tsFormat))
+	}
+	if r.Target != "" {
+		fmt.Fprintf(&b, " target=%s", r.Target)
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", r.Reason)
+	}
+	if r.Detail != "" {
+		fmt.Fprintf(&b, " detail=%q", r.Detail)
+	}
+	return b.String()
+}
+
+const tsFormat = "15:04:05.000000"
+
+// Write is one row of chaos_writes: a fenced write that committed.
+type Write struct {
+	Seq  int64     // the row's auto-increment id
+	Term uint64    // the term the writer held
+	Who  string    // the writer's candidate id
+	At   time.Time // NOW(6) inside the fenced transaction, after its check
+}
+
+func (w Write) String() string {
+	return fmt.Sprintf("write #%d who=%s term=%d at=%s", w.Seq, w.Who, w.Term, w.At.UTC().Format(tsFormat))
+}
+
+// Config is what the checker needs of the election's configuration.
+type Config struct {
+	// RenewDeadline of the candidates: a killed leader is taken to lead
+	// until the kill plus RenewDeadline.
+	RenewDeadline time.Duration
+	// Bound is the longest time after a fault ends before a leader must be
+	// elected (see Bound).
+	Bound time.Duration
+	// FenceSlack is how far past the end of its leadership a fenced write's
+	// NOW(6) may lie: the leadership's context is cancelled by a timer that
+	// fires a little after the deadline, and a commit sent just before
+	// still lands (the database checked the lease by its own clock). Zero
+	// allows none.
+	FenceSlack time.Duration
+}
+
+// Bound is the liveness bound the configuration promises after a fault
+// ends: the rest of a lease that may still be live (LeaseDuration), a lock
+// delay when the new holder inserted or was handed the row (LockDelay), the
+// sit-out of two retry intervals after a DELETE or a resign, one jittered
+// retry interval for followers to look, a renewal interval for the holder to
+// notice a DELETE or REPLACE, one query timeout for a statement that hung on
+// a dead connection, and a margin for scheduling and reconnecting.
+func Bound(lease, lockDelay, renewInterval, retryInterval, queryTimeout time.Duration, jitter float64, margin time.Duration) time.Duration {
+	retry := time.Duration(float64(retryInterval) * (1 + jitter))
+	return lease + lockDelay + 2*retryInterval + retry + renewInterval + queryTimeout + margin
+}
+
+// Interval is one leadership.
+type Interval struct {
+	ID         string
+	Term       uint64
+	Start, End time.Time
+	// How is how the end is known: demoted (its Until), killed (kill time
+	// plus RenewDeadline), exited (exit time plus RenewDeadline, a
+	// protocol violation), open (never ended; End is the last record's
+	// time plus RenewDeadline).
+	How     string
+	Elected Record
+	Ended   Record
+}
+
+func (iv Interval) String() string {
+	return fmt.Sprintf("%s term %d %s..%s (%s)", iv.ID, iv.Term,
+		iv.Start.UTC().Format(tsFormat), iv.End.UTC().Format(tsFormat), iv.How)
+}
+
+// Violation is one broken guarantee, with the records that show it.
+type Violation struct {
+	Kind     string // overlap, term, liveness, fence, protocol
+	Msg      string
+	Evidence []string
+}
+
+func (v Violation) String() string {
+	s := v.Kind + ": " + v.Msg
+	for _, e := range v.Evidence {
+		s += "\n\t" + e
+	}
+	return s
+}
+
+// FaultOutcome is what happened after one fault.
+type FaultOutcome struct {
+	Fault Record
+	// Survived: the leader in office when the fault began kept leading
+	// through the fault and for Bound after it (or until the next fault).
+	Survived bool
+	// Failover is the time from the fault's start to the start of the next
+	// leadership (not counting one that survived), when there was one.
+	Failover time.Duration
+	// Recovered: a leader led within Bound of the fault's end.
+	Recovered bool
+	Next      *Interval
+}
+
+// Result is the checker's verdict.
+type Result struct {
+	Violations []Violation
+	Intervals  []Interval
+	// TermsChecked is the number of successive leaderships whose terms
+	// were compared.
+	TermsChecked int
+	Faults       []FaultOutcome
+	Writes       int
+	FencedOK     int
+	// FencedRejected counts fenced writes refused with ErrNotLeader (a
+	// leader that had just lost its lease, say): the fence at work.
+	FencedRejected int
+	// Errors sums the candidates' last stats (heartbeat errors by kind).
+	Errors map[string]float64
+}
+
+// Failed reports whether any guarantee was broken.
+func (r Result) Failed() bool { return len(r.Violations) > 0 }
+
+// Count returns the number of violations of kind.
+func (r Result) Count(kind string) int {
+	n := 0
+	for _, v := range r.Violations {
+		if v.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// Check checks the records and writes of one election.
+func Check(cfg Config, recs []Record, writes []Write) Result {
+	var res Result
+	recs = slices.Clone(recs)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
+	violate := func(kind, msg string, ev ...fmt.Stringer) {
+		v := Violation{Kind: kind, Msg: msg}
+		for _, e := range ev {
+			v.Evidence = append(v.Evidence, e.String())
+		}
+		res.Violations = append(res.Violations, v)
+	}
+
+	// Leaderships, per candidate.
+	open := map[string]*Interval{}
+	var ivs []*Interval
+	var last time.Time
+	lastStats := map[string]map[string]float64{}
+	closeIv := func(iv *Interval, end time.Time, how string, r Record) {
+		iv.End, iv.How, iv.Ended = end, how, r
+		delete(open, iv.ID)
+	}
+	for _, r := range recs {
+		if r.Time.After(last) {
+			last = r.Time
+		}
+		switch r.Event {
+		case "elected":
+			if o := open[r.ID]; o != nil {
+				violate("protocol", fmt.Sprintf("%s elected (term %d) while still leading term %d", r.ID, r.Term, o.Term), o.Elected, r)
+				closeIv(o, r.Time, "demoted", r)
+			}
+			iv := &Interval{ID: r.ID, Term: r.Term, Start: r.Time, Elected: r}
+			open[r.ID] = iv
+			ivs = append(ivs, iv)
+		case "demoted":
+			o := open[r.ID]
+			if o == nil {
+				violate("protocol", fmt.Sprintf("%s demoted (term %d) without being elected", r.ID, r.Term), r)
+				continue
+			}
+			if o.Term != r.Term {
+				violate("protocol", fmt.Sprintf("%s demoted from term %d while leading term %d", r.ID, r.Term, o.Term), o.Elected, r)
+			}
+			end := r.Until
+			if end.IsZero() {
+				end = r.Time
+				violate("protocol", fmt.Sprintf("%s demoted without an until", r.ID), r)
+			}
+			closeIv(o, end, "demoted", r)
+		case "killed":
+			if o := open[r.ID]; o != nil {
+				closeIv(o, r.Time.Add(cfg.RenewDeadline), "killed", r)
+			}
+		case "exited":
+			if o := open[r.ID]; o != nil {
+				violate("protocol", fmt.Sprintf("%s exited while leading term %d without a demotion", r.ID, o.Term), o.Elected, r)
+				closeIv(o, r.Time.Add(cfg.RenewDeadline), "exited", r)
+			}
+		case "fenced_ok":
+			res.FencedOK++
+		case "fenced_rejected":
+			res.FencedRejected++
+		case "stats":
+			lastStats[r.ID] = r.Errors
+		}
+	}
+	for _, o := range open {
+		violate("protocol", fmt.Sprintf("%s never demoted from term %d", o.ID, o.Term), o.Elected)
+		o.End, o.How = last.Add(cfg.RenewDeadline), "open"
+	}
+	res.Errors = map[string]float64{}
+	for _, s := range lastStats {
+		for k, v := range s {
+			res.Errors[k] += v
+		}
+	}
+	sort.SliceStable(ivs, func(i, j int) bool { return ivs[i].Start.Before(ivs[j].Start) })
+	for _, iv := range ivs {
+		res.Intervals = append(res.Intervals, *iv)
+	}
+
+	// Two leaders at the same instant; terms.
+	for i, a := range ivs {
+		if i > 0 {
+			res.TermsChecked++
+			if p := ivs[i-1]; a.Term <= p.Term {
+				violate("term", fmt.Sprintf("term %d of %s does not increase on term %d of %s", a.Term, a.ID, p.Term, p.ID),
+					p.Elected, a.Elected)
+			}
+		}
+		for _, b := range ivs[i+1:] {
+			if !b.Start.Before(a.End) {
+				break // sorted by start: no later one starts before a ends either
+			}
+			kind := "overlap"
+			if a.ID == b.ID {
+				kind = "protocol"
+			}
+			violate(kind, fmt.Sprintf("%s (term %d) and %s (term %d) both lead for %v: %s and %s",
+				a.ID, a.Term, b.ID, b.Term, minTime(a.End, b.End).Sub(b.Start), a, b),
+				a.Elected, a.Ended, b.Elected)
+		}
+	}
+
+	// Liveness after each fault.
+	var faults []Record
+	var runEnd time.Time
+	for _, r := range recs {
+		switch r.Event {
+		case "fault":
+			faults = append(faults, r)
+		case "run_end":
+			runEnd = r.Time
+		}
+	}
+	if runEnd.IsZero() {
+		runEnd = last
+	}
+	for i, f := range faults {
+		end := f.End
+		if end.Before(f.Time) {
+			end = f.Time
+		}
+		horizon := end.Add(cfg.Bound)
+		if i+1 < len(faults) && faults[i+1].Time.Before(horizon) {
+			horizon = faults[i+1].Time
+		}
+		if runEnd.Before(horizon) {
+			horizon = runEnd
+		}
+		out := FaultOutcome{Fault: f}
+		var in *Interval // the leadership in office when the fault began
+		for _, iv := range ivs {
+			if !iv.Start.After(f.Time) && iv.End.After(f.Time) {
+				in = iv
+			}
+		}
+		if in != nil && !in.End.Before(horizon) {
+			out.Survived, out.Recovered = true, true
+		} else {
+			for _, iv := range ivs {
+				if iv != in && iv.Start.After(f.Time) {
+					out.Next = iv
+					break
+				}
+			}
+			if out.Next != nil {
+				out.Failover = out.Next.Start.Sub(f.Time)
+				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound))
+			}
+			if !out.Recovered {
+				msg := fmt.Sprintf("no leader within %v after the end of fault %s", cfg.Bound, f.Kind)
+				if out.Next != nil {
+					msg += fmt.Sprintf(": the next one, %s, was elected %v after it", out.Next, out.Next.Start.Sub(end))
+				}
+				violate("liveness", msg, f)
+			}
+		}
+		res.Faults = append(res.Faults, out)
+	}
+
+	// Fenced writes.
+	res.Writes = len(writes)
+	ws := slices.Clone(writes)
+	sort.SliceStable(ws, func(i, j int) bool {
+		if !ws[i].At.Equal(ws[j].At) {
+			return ws[i].At.Before(ws[j].At)
+		}
+		return ws[i].Seq < ws[j].Seq
+	})
+	byKey := map[string]*Interval{}
+	for _, iv := range ivs {
+		byKey[fmt.Sprintf("%s/%d", iv.ID, iv.Term)] = iv
+	}
+	for i, w := range ws {
+		iv := byKey[fmt.Sprintf("%s/%d", w.Who, w.Term)]
+		switch {
+		case iv == nil:
+			violate("fence", fmt.Sprintf("%s: %s never led term %d", w, w.Who, w.Term), w)
+		case w.At.Before(iv.Start):
+			violate("fence", fmt.Sprintf("%s: %v before its leadership began", w, iv.Start.Sub(w.At)), w, iv.Elected)
+		case w.At.After(iv.End.Add(cfg.FenceSlack)):
+			violate("fence", fmt.Sprintf("%s: %v after its leadership ended (%s; slack %v)", w, w.At.Sub(iv.End), iv.How, cfg.FenceSlack),
+				w, iv.Elected, iv.Ended)
+		}
+		for _, o := range ivs {
+			if o.Term > w.Term && o.Start.Before(w.At) {
+				violate("fence", fmt.Sprintf("%s: written %v after %s (term %d) was elected", w, w.At.Sub(o.Start), o.ID, o.Term), w, o.Elected)
+				break
+			}
+		}
+		if i > 0 && ws[i-1].Term > w.Term {
+			violate("fence", fmt.Sprintf("writes of terms interleave: term %d after term %d", w.Term, ws[i-1].Term), ws[i-1], w)
+		}
+	}
+	return res
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

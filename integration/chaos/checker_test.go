@@ -1,0 +1,259 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func elected(id string, term uint64, ms int) Record {
+	return Record{Event: "elected", ID: id, Term: term, Time: at(ms)}
+}
+
+func demoted(id string, term uint64, ms, untilMS int) Record {
+	return Record{Event: "demoted", ID: id, Term: term, Time: at(ms), Until: at(untilMS), Reason: "lease_lost"}
+}
+
+func faultRec(kind string, ms, endMS int) Record {
+	return Record{Event: "fault", Kind: kind, Time: at(ms), End: at(endMS)}
+}
+
+var cfg = Config{RenewDeadline: time.Second, Bound: 5 * time.Second, FenceSlack: 50 * time.Millisecond}
+
+func kinds(r Result) string {
+	var ks []string
+	for _, v := range r.Violations {
+		ks = append(ks, v.Kind)
+	}
+	return strings.Join(ks, ",")
+}
+
+func wantKinds(t *testing.T, r Result, want string) {
+	t.Helper()
+	if got := kinds(r); got != want {
+		t.Errorf("violations %q, want %q", got, want)
+		for _, v := range r.Violations {
+			t.Log(v)
+		}
+	}
+}
+
+func TestCheckCleanHistory(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		faultRec("kill9", 1000, 1000),
+		{Event: "killed", ID: "a", Time: at(1000)},
+		elected("b", 11, 2600), // after kill + renew deadline
+		faultRec("resign", 4000, 4000),
+		demoted("b", 11, 4010, 4005),
+		elected("c", 12, 4020),
+		demoted("c", 12, 6000, 6000),
+		{Event: "run_end", Time: at(5900)},
+		{Event: "fenced_ok", ID: "a", Term: 10, Time: at(100)},
+		{Event: "fenced_rejected", ID: "c", Term: 12, Time: at(6001)},
+		{Event: "stats", ID: "b", Time: at(10), Errors: map[string]float64{"deadlock": 1}},
+		{Event: "stats", ID: "b", Time: at(20), Errors: map[string]float64{"deadlock": 2}},
+		{Event: "stats", ID: "c", Time: at(20), Errors: map[string]float64{"deadlock": 3, "timeout": 1}},
+	}
+	writes := []Write{
+		{Seq: 1, Term: 10, Who: "a", At: at(99)},
+		{Seq: 2, Term: 10, Who: "a", At: at(900)},
+		{Seq: 3, Term: 11, Who: "b", At: at(2700)},
+		{Seq: 4, Term: 11, Who: "b", At: at(4004)},
+		{Seq: 5, Term: 12, Who: "c", At: at(4100)},
+	}
+	r := Check(cfg, recs, writes)
+	wantKinds(t, r, "")
+	if len(r.Intervals) != 3 || r.TermsChecked != 2 {
+		t.Fatalf("intervals %v, terms checked %d", r.Intervals, r.TermsChecked)
+	}
+	if iv := r.Intervals[0]; iv.How != "killed" || !iv.End.Equal(at(2000)) {
+		t.Errorf("killed leader's interval %v, want it to end at the kill plus the renew deadline", iv)
+	}
+	if len(r.Faults) != 2 {
+		t.Fatalf("faults %v", r.Faults)
+	}
+	if f := r.Faults[0]; f.Survived || !f.Recovered || f.Failover != 1600*time.Millisecond {
+		t.Errorf("kill9 outcome %+v", f)
+	}
+	if f := r.Faults[1]; f.Survived || !f.Recovered || f.Failover != 20*time.Millisecond {
+		t.Errorf("resign outcome %+v", f)
+	}
+	if r.FencedOK != 1 || r.FencedRejected != 1 || r.Writes != 5 {
+		t.Errorf("fenced ok %d rejected %d writes %d", r.FencedOK, r.FencedRejected, r.Writes)
+	}
+	if r.Errors["deadlock"] != 5 || r.Errors["timeout"] != 1 {
+		t.Errorf("errors %v, want the last stats of each candidate summed", r.Errors)
+	}
+}
+
+func TestCheckOverlap(t *testing.T) {
+	r := Check(cfg, []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 1500, 1200), // a believed it led until 1200
+		elected("b", 11, 1100),       // b began at 1100: 100ms of two leaders
+		demoted("b", 11, 3000, 3000),
+	}, nil)
+	wantKinds(t, r, "overlap")
+	if !strings.Contains(r.Violations[0].Msg, "100ms") {
+		t.Errorf("message %q does not say how long", r.Violations[0].Msg)
+	}
+	if len(r.Violations[0].Evidence) != 3 {
+		t.Errorf("evidence %v", r.Violations[0].Evidence)
+	}
+}
+
+func TestCheckKilledLeaderOverlap(t *testing.T) {
+	// a is killed while leading at 1000: it may lead until 2000.
+	r := Check(cfg, []Record{
+		elected("a", 10, 0),
+		{Event: "killed", ID: "a", Time: at(1000)},
+		{Event: "exited", ID: "a", Time: at(1010)},
+		elected("b", 11, 1900),
+		demoted("b", 11, 3000, 3000),
+	}, nil)
+	wantKinds(t, r, "overlap")
+}
+
+func TestCheckOverlapWithLaterLeaderOnly(t *testing.T) {
+	// The second leadership of a overlaps b's, not the first.
+	r := Check(cfg, []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 5000, 5000),
+		elected("a", 11, 5001),
+		demoted("a", 11, 6000, 6000),
+		elected("b", 12, 5500),
+		demoted("b", 12, 7000, 7000),
+	}, nil)
+	wantKinds(t, r, "overlap")
+	if v := r.Violations[0]; !strings.Contains(v.Msg, "a (term 11) and b (term 12)") {
+		t.Errorf("%v", v)
+	}
+}
+
+func TestCheckTermMustIncrease(t *testing.T) {
+	r := Check(cfg, []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 1000, 1000),
+		elected("b", 10, 2000),
+		demoted("b", 10, 3000, 3000),
+		elected("c", 9, 4000),
+		demoted("c", 9, 5000, 5000),
+	}, nil)
+	wantKinds(t, r, "term,term")
+	if r.TermsChecked != 2 {
+		t.Errorf("terms checked %d", r.TermsChecked)
+	}
+}
+
+func TestCheckLiveness(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		faultRec("sigstop", 1000, 3000),
+		demoted("a", 10, 3001, 1100),
+		elected("b", 11, 8001), // 5001ms after the fault ended: 1ms late
+		demoted("b", 11, 9000, 9000),
+	}
+	r := Check(cfg, recs, nil)
+	wantKinds(t, r, "liveness")
+	if f := r.Faults[0]; f.Recovered || f.Failover != 7001*time.Millisecond {
+		t.Errorf("outcome %+v", f)
+	}
+
+	// On time, measured from the fault's end, not its start.
+	recs[3] = elected("b", 11, 8000)
+	wantKinds(t, Check(cfg, recs, nil), "")
+
+	// No leader at all after the fault.
+	r = Check(cfg, []Record{
+		elected("a", 10, 0),
+		faultRec("dbrestart", 1000, 4000),
+		demoted("a", 10, 1500, 1500),
+		{Event: "run_end", Time: at(20000)},
+	}, nil)
+	wantKinds(t, r, "liveness")
+}
+
+func TestCheckSurvivedFault(t *testing.T) {
+	r := Check(cfg, []Record{
+		elected("a", 10, 0),
+		faultRec("killconn", 1000, 1000),
+		faultRec("kill9", 1500, 1500), // the next fault comes first
+		{Event: "killed", ID: "a", Time: at(1500)},
+		elected("b", 11, 3500),
+		demoted("b", 11, 9000, 9000),
+	}, nil)
+	wantKinds(t, r, "")
+	if f := r.Faults[0]; !f.Survived || !f.Recovered {
+		t.Errorf("killconn outcome %+v, want survived", f)
+	}
+	if f := r.Faults[1]; f.Survived || f.Failover != 2*time.Second {
+		t.Errorf("kill9 outcome %+v", f)
+	}
+}
+
+func TestCheckProtocol(t *testing.T) {
+	r := Check(cfg, []Record{
+		demoted("x", 5, 0, 0), // without elected
+		elected("a", 10, 100),
+		elected("a", 11, 200), // twice
+		demoted("a", 12, 300, 300),
+		elected("b", 13, 400),
+		{Event: "exited", ID: "b", Time: at(500)}, // exited leading
+		elected("c", 14, 2000),                    // never demoted
+	}, nil)
+	wantKinds(t, r, "protocol,protocol,protocol,protocol,protocol")
+}
+
+func TestCheckFence(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 1000, 1000),
+		elected("b", 11, 2000),
+		demoted("b", 11, 3000, 3000),
+	}
+	cases := []struct {
+		name   string
+		writes []Write
+		want   string
+	}{
+		{"ok", []Write{{1, 10, "a", at(10)}, {2, 10, "a", at(1040)}, {3, 11, "b", at(2500)}}, ""},
+		{"unknown term", []Write{{1, 12, "a", at(10)}}, "fence"},
+		{"wrong writer", []Write{{1, 11, "a", at(2500)}}, "fence"},
+		{"before its leadership", []Write{{1, 11, "b", at(1999)}}, "fence"},
+		{"after its leadership", []Write{{1, 10, "a", at(1051)}}, "fence"},
+		// a deposed leader's write committed after the next leader was
+		// elected (and after its own leadership: two findings).
+		{"after a higher term", []Write{{1, 10, "a", at(2001)}}, "fence,fence"},
+		// ordered by the database clock, not by id
+		{"ids out of order", []Write{{1, 10, "a", at(10)}, {2, 11, "b", at(2500)}, {3, 10, "a", at(20)}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wantKinds(t, Check(cfg, recs, tc.writes), tc.want)
+		})
+	}
+
+	// Interleaving that the per-interval checks cannot see: two leaders
+	// whose intervals overlap (an overlap) wrote alternately.
+	recs = []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 3000, 3000),
+		elected("b", 11, 1000),
+		demoted("b", 11, 4000, 4000),
+	}
+	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500)}, {2, 10, "a", at(1600)}})
+	wantKinds(t, r, "overlap,fence,fence")
+}
+
+func TestBound(t *testing.T) {
+	got := Bound(1500*time.Millisecond, 1500*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond,
+		500*time.Millisecond, 0.2, time.Second)
+	if want := 5340 * time.Millisecond; got != want {
+		t.Errorf("Bound = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,113 @@
+//go:build linux
+
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/mysqld"
+)
+
+// TestChaosFencedLongTransaction: Election.Fenced promises that a deposed
+// leader's transaction cannot commit after a takeover. Leader L runs a
+// fenced transaction that outlives its lease, under a context that is never
+// cancelled (the API allows it), while candidate M campaigns. On one server
+// M's takeover waits for L's share lock on the election's row, so M cannot
+// lead before L's transaction ended. (TestChaosGalera runs the same with L
+// and M on two Galera nodes, where the share lock is local to L's node: M
+// takes over, and applying its write on L's node aborts L's transaction.)
+func TestChaosFencedLongTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped under -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := mysqld.Start(ctx, mysqld.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	_, dsn := setupDatabase(t, ctx, srv.DSN(""))
+	fencedLongTransaction(t, ctx, dsn, dsn)
+}
+
+// fencedLongTransaction fails t when L's fenced transaction commits after M
+// began to lead.
+func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string) {
+	tm := defaultTimings
+	open := func(dsn string) *sql.DB {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	dbA, dbB := open(dsnA), open(dsnB)
+	// A table of its own: the campaigns' checker reads chaos_writes.
+	if _, err := dbA.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chaos_fenced_long (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, term BIGINT UNSIGNED NOT NULL, at DATETIME(6) NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(id string) election.Config {
+		return election.Config{Name: "fenced-long", ID: id, LeaseDuration: tm.Lease, RenewDeadline: tm.RenewDeadline,
+			RenewInterval: tm.RenewInterval, RetryInterval: tm.RetryInterval, QueryTimeout: tm.QueryTimeout}
+	}
+	run := func(e election.Election) {
+		rctx, rcancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = e.Run(rctx) }()
+		t.Cleanup(func() { rcancel(); <-done })
+	}
+	l, err := election.NewTable(dbA, cfg("L"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := election.NewTable(dbB, cfg("M"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(l)
+	for deadline := time.Now().Add(10 * time.Second); !l.IsLeader(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("L not elected")
+		}
+	}
+	run(m)
+	term := l.Term()
+	var mLedAt time.Time
+	var mTerm uint64
+	began := time.Now()
+	err = l.Fenced(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec("INSERT INTO chaos_fenced_long (term, at) VALUES (?, NOW(6))", term); err != nil {
+			return err
+		}
+		// Outlive the lease; stop early once M leads.
+		for deadline := time.Now().Add(2*tm.Lease + 2*time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if m.IsLeader() {
+				mLedAt, mTerm = time.Now(), m.Term()
+				time.Sleep(100 * time.Millisecond) // M acts as leader meanwhile
+				break
+			}
+		}
+		return nil
+	})
+	committed := time.Now()
+	t.Logf("L's fenced transaction (term %d) ran %v and returned %v", term, committed.Sub(began).Round(time.Millisecond), err)
+	switch {
+	case mLedAt.IsZero():
+		t.Logf("M did not lead while L's fenced transaction was open: the guarantee held")
+	case err == nil:
+		t.Errorf("fence broken: M led term %d from %s while L's fenced transaction of term %d was open, and that transaction committed at %s, %v later",
+			mTerm, mLedAt.Format(tsFormat), term, committed.Format(tsFormat), committed.Sub(mLedAt).Round(time.Millisecond))
+	case errors.Is(err, election.ErrNotLeader):
+		t.Logf("M led, and L's commit was refused: %v", err)
+	default:
+		t.Logf("M led, and L's commit failed: %v", err)
+	}
+}

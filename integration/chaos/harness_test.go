@@ -1,0 +1,627 @@
+//go:build linux
+
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/schema"
+)
+
+// EnvRounds names the variable that sets how many rounds of each fault kind
+// the suite injects on each backend (default 2, the short version; 0 skips
+// the suite).
+const EnvRounds = "SQLELECT_CHAOS_ROUNDS"
+
+// EnvSummary names the variable holding a file to which the summary table
+// is written (besides the test output).
+const EnvSummary = "SQLELECT_CHAOS_SUMMARY"
+
+// EnvKeep names the variable that, set to 1, keeps every run's records (they
+// are kept anyway when a run fails).
+const EnvKeep = "SQLELECT_CHAOS_KEEP"
+
+var roundsFlag = flag.Int("chaos.rounds", -1, "rounds of each fault kind per backend (default $"+EnvRounds+", else 2)")
+
+// rounds returns the number of rounds of each fault kind.
+func rounds(t *testing.T) int {
+	n := 2
+	if *roundsFlag >= 0 {
+		n = *roundsFlag
+	} else if v := os.Getenv(EnvRounds); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			t.Fatalf("%s=%q: want a number of rounds", EnvRounds, v)
+		}
+	}
+	if n == 0 {
+		t.Skipf("%s=0", EnvRounds)
+	}
+	return n
+}
+
+// timings is the candidates' configuration: short, so that a round takes a
+// few seconds.
+type timings struct {
+	Lease, RenewDeadline, RenewInterval, RetryInterval, QueryTimeout, LockDelay time.Duration
+	FencedEvery                                                                 time.Duration
+}
+
+var defaultTimings = timings{
+	Lease:         1500 * time.Millisecond,
+	RenewDeadline: time.Second,
+	RenewInterval: 200 * time.Millisecond,
+	RetryInterval: 200 * time.Millisecond,
+	QueryTimeout:  500 * time.Millisecond,
+	LockDelay:     1500 * time.Millisecond,
+	FencedEvery:   50 * time.Millisecond,
+}
+
+// boundMargin is the liveness bound's margin for scheduling on a small
+// machine and reconnecting.
+const boundMargin = time.Second
+
+// fenceSlack: see Config.FenceSlack.
+const fenceSlack = 50 * time.Millisecond
+
+func (tm timings) bound() time.Duration {
+	return Bound(tm.Lease, tm.LockDelay, tm.RenewInterval, tm.RetryInterval, tm.QueryTimeout,
+		election.DefaultJitterFactor, boundMargin)
+}
+
+func (tm timings) checkerConfig() Config {
+	return Config{RenewDeadline: tm.RenewDeadline, Bound: tm.bound(), FenceSlack: fenceSlack}
+}
+
+// The candidate binary, built once per test binary.
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func candidateBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "sqlelect-chaos-bin-")
+		if buildErr != nil {
+			return
+		}
+		goBin := "go"
+		if _, err := exec.LookPath("go"); err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		bin := filepath.Join(buildDir, "candidate")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/sqlelect/sqlelect/integration/chaos/candidate").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build the candidate: %v\n%s", err, out)
+			return
+		}
+		buildBin = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// cluster is one election: candidate processes, what they print, and the
+// suite's notes, for the checker.
+type cluster struct {
+	t       *testing.T
+	ctx     context.Context
+	label   string // table, lock, galera: the summary's backend column
+	backend string // the candidates' --backend
+	name    string // the election
+	tm      timings
+	rng     *rand.Rand
+	outDir  string
+	recFile *os.File
+
+	mu      sync.Mutex
+	recs    []Record
+	leading map[string]uint64 // candidates with an open leadership
+	slots   []*slot
+}
+
+// slot is one candidate position: a database user and a DSN, and the
+// candidate process currently running in it (a restart is a new process
+// with a new id).
+type slot struct {
+	n    int
+	user string
+	dsn  string
+	node int // Galera: the node the candidate talks to
+	inc  int
+	proc *proc
+	px   *proxy // the slot's toxiproxy, nil when none
+}
+
+type proc struct {
+	id      string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	stopped bool // SIGSTOPped
+	killed  bool
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func newCluster(t *testing.T, ctx context.Context, label, backend string, tm timings) *cluster {
+	dir, err := os.MkdirTemp("", "sqlelect-chaos-"+label+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{
+		t: t, ctx: ctx, label: label, backend: backend, name: "chaos-" + label, tm: tm,
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)), outDir: dir, recFile: f,
+		leading: map[string]uint64{},
+	}
+	t.Cleanup(func() {
+		c.killAll()
+		f.Close()
+		if t.Failed() || os.Getenv(EnvKeep) == "1" {
+			t.Logf("records kept in %s (records.jsonl: one JSON record a line; candidate-*.log: their stderr)", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return c
+}
+
+// record notes one event; safe from any goroutine.
+func (c *cluster) record(r Record) {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.Round(0)
+	b, _ := json.Marshal(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, r)
+	_, _ = c.recFile.Write(append(b, '\n'))
+	switch r.Event {
+	case "elected":
+		c.leading[r.ID] = r.Term
+	case "demoted", "killed", "exited":
+		delete(c.leading, r.ID)
+	}
+}
+
+func (c *cluster) records() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Record(nil), c.recs...)
+}
+
+// addSlot adds a candidate position; the caller has created its user.
+func (c *cluster) addSlot(user, dsn string, node int, px *proxy) *slot {
+	s := &slot{n: len(c.slots) + 1, user: user, dsn: dsn, node: node, px: px}
+	c.slots = append(c.slots, s)
+	return s
+}
+
+// start starts a new candidate process in slot s.
+func (c *cluster) start(s *slot) {
+	c.t.Helper()
+	s.inc++
+	id := fmt.Sprintf("c%d.%d", s.n, s.inc)
+	args := []string{
+		"--backend", c.backend, "--dsn", s.dsn, "--election", c.name, "--id", id,
+		"--lease", c.tm.Lease.String(), "--renew-deadline", c.tm.RenewDeadline.String(),
+		"--renew-interval", c.tm.RenewInterval.String(), "--retry-interval", c.tm.RetryInterval.String(),
+		"--query-timeout", c.tm.QueryTimeout.String(), "--lock-delay", c.tm.LockDelay.String(),
+		"--fenced-every", c.tm.FencedEvery.String(), "--stats-every", "500ms",
+	}
+	cmd := exec.Command(candidateBinary(c.t), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logf, err := os.Create(filepath.Join(c.outDir, "candidate-"+id+".log"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	p := &proc{id: id, cmd: cmd, done: make(chan struct{})}
+	c.mu.Lock()
+	s.proc = p
+	c.mu.Unlock()
+	go func() {
+		defer close(p.done)
+		defer logf.Close()
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r Record
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				c.record(Record{Event: "garbage", ID: id, Detail: sc.Text()})
+				continue
+			}
+			c.record(r)
+		}
+		err := cmd.Wait()
+		detail := "exit 0"
+		if err != nil {
+			detail = err.Error()
+		}
+		c.record(Record{Event: "exited", ID: id, Detail: detail})
+	}()
+}
+
+// signal sends sig to the process of slot s; it records a kill.
+func (c *cluster) signal(s *slot, sig syscall.Signal) error {
+	c.mu.Lock()
+	p := s.proc
+	c.mu.Unlock()
+	if p == nil || !p.running() {
+		return fmt.Errorf("slot %d: no running process", s.n)
+	}
+	err := p.cmd.Process.Signal(sig)
+	switch sig {
+	case syscall.SIGKILL:
+		p.killed = true
+		c.record(Record{Event: "killed", ID: p.id})
+	case syscall.SIGSTOP:
+		c.mu.Lock()
+		p.stopped = true
+		c.mu.Unlock()
+	case syscall.SIGCONT:
+		c.mu.Lock()
+		p.stopped = false
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// waitExit waits for the process of slot s to exit.
+func (c *cluster) waitExit(s *slot, within time.Duration) error {
+	p := s.proc
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(within):
+		return fmt.Errorf("%s did not exit within %v", p.id, within)
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	}
+}
+
+// stopAll ends every candidate cleanly (SIGTERM), killing those that do not
+// exit in time.
+func (c *cluster) stopAll() {
+	for _, s := range c.slots {
+		if s.proc != nil && s.proc.running() {
+			if s.proc.stopped {
+				_ = c.signal(s, syscall.SIGCONT)
+			}
+			_ = s.proc.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, s := range c.slots {
+		if s.proc == nil {
+			continue
+		}
+		if err := c.waitExit(s, 10*time.Second); err != nil {
+			c.t.Errorf("%v after SIGTERM; killing it", err)
+			_ = c.signal(s, syscall.SIGKILL)
+			<-s.proc.done
+		}
+	}
+}
+
+// killAll kills whatever still runs (t.Cleanup).
+func (c *cluster) killAll() {
+	for _, s := range c.slots {
+		if p := s.proc; p != nil && p.running() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// leader returns the slot whose candidate leads now, judging by the
+// records, or nil when none or several do (the checker judges those).
+func (c *cluster) leader() *slot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var found *slot
+	for _, s := range c.slots {
+		p := s.proc
+		if p == nil || p.stopped || !p.running() {
+			continue
+		}
+		if _, ok := c.leading[p.id]; ok {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
+}
+
+// waitLeader waits until one candidate leads, and returns its slot, or nil
+// after within.
+func (c *cluster) waitLeader(within time.Duration) *slot {
+	deadline := time.Now().Add(within)
+	for {
+		if l := c.leader(); l != nil {
+			return l
+		}
+		if time.Now().After(deadline) || c.ctx.Err() != nil {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// pause sleeps d unless the test's context ends first.
+func (c *cluster) pause(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-c.ctx.Done():
+	}
+}
+
+// jitter returns a random duration in [0, d).
+func (c *cluster) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(c.rng.Int64N(int64(d)))
+}
+
+// fault is a fault injector: it injects a fault aimed at the leader l and
+// returns when the fault has ended (it was healed), with the id it was
+// aimed at.
+type fault struct {
+	kind   string
+	inject func(c *cluster, l *slot) (target string, err error)
+}
+
+// campaign runs the faults, each rounds times in a random order, one at a
+// time: each waits for a leader, picks a random moment in its renewal
+// cycle, injects, and waits for a leader again.
+func (c *cluster) campaign(faults []fault, rounds int) {
+	c.t.Helper()
+	if l := c.waitLeader(c.tm.LockDelay + c.tm.bound() + 5*time.Second); l == nil {
+		c.t.Errorf("%s: no first leader elected", c.label)
+		return
+	}
+	var plan []fault
+	for range rounds {
+		plan = append(plan, faults...)
+	}
+	c.rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
+	started := time.Now()
+	for i, f := range plan {
+		if c.ctx.Err() != nil {
+			c.t.Errorf("%s: out of time after %d of %d faults", c.label, i, len(plan))
+			return
+		}
+		l := c.waitLeader(c.tm.bound() + 5*time.Second)
+		if l == nil {
+			c.t.Errorf("%s: no leader before fault %d (%s); going on", c.label, i+1, f.kind)
+			continue
+		}
+		c.pause(c.jitter(2 * c.tm.RenewInterval))
+		if l = c.leader(); l == nil {
+			continue // it changed hands meanwhile: try again next round
+		}
+		start := time.Now()
+		target, err := f.inject(c, l)
+		end := time.Now()
+		if err != nil {
+			c.t.Errorf("%s: injecting %s: %v", c.label, f.kind, err)
+		}
+		c.record(Record{Event: "fault", Kind: f.kind, Time: start, End: end, Target: target, Detail: errString(err)})
+		c.pause(c.tm.RenewInterval) // let the faulted candidate notice
+		if c.waitLeader(c.tm.bound()+5*time.Second) == nil {
+			c.t.Logf("%s: no leader %v after %s", c.label, c.tm.bound()+5*time.Second, f.kind)
+		}
+		c.pause(300 * time.Millisecond)
+		if testing.Verbose() && (i+1)%10 == 0 {
+			c.t.Logf("%s: %d of %d faults injected in %v", c.label, i+1, len(plan), time.Since(started).Round(time.Second))
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// finish stops the candidates, reads the fenced writes through admin, runs
+// the checker, reports, and adds the run to the summary.
+func (c *cluster) finish(admin *sql.DB) Result {
+	c.t.Helper()
+	c.record(Record{Event: "run_end"})
+	c.stopAll()
+	writes, err := readWrites(c.ctx, admin)
+	if err != nil {
+		c.t.Errorf("%s: reading chaos_writes: %v", c.label, err)
+	}
+	res := Check(c.tm.checkerConfig(), c.records(), writes)
+	for _, v := range res.Violations {
+		c.t.Errorf("%s: %s", c.label, v)
+	}
+	if res.Failed() {
+		c.t.Logf("%s: leaderships:\n\t%s", c.label, joinIntervals(res.Intervals))
+	}
+	for _, r := range c.records() {
+		if r.Event == "error" || r.Event == "garbage" {
+			c.t.Errorf("%s: candidate %s: %s", c.label, r.Event, r)
+		}
+	}
+	summary.add(c.label, res)
+	one := &summaryTable{runs: []summaryRun{{backend: c.label, res: res}}}
+	c.t.Logf("%s: summary\n%s", c.label, one)
+	c.t.Logf("%s: %d leaderships, %d terms checked, %d faults, %d fenced writes (%d rejected), heartbeat errors %v",
+		c.label, len(res.Intervals), res.TermsChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors)
+	return res
+}
+
+func joinIntervals(ivs []Interval) string {
+	var s []string
+	for _, iv := range ivs {
+		s = append(s, iv.String())
+	}
+	return strings.Join(s, "\n\t")
+}
+
+// readWrites reads chaos_writes.
+func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, "SELECT id, term, who, at FROM chaos_writes ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Write
+	for rows.Next() {
+		var w Write
+		if err := rows.Scan(&w.Seq, &w.Term, &w.Who, &w.At); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// setupDatabase creates the database chaos with the election table and
+// chaos_writes through the root DSN rootDSN (on no database), and returns
+// an admin pool on it.
+func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, string) {
+	t.Helper()
+	root, err := sql.Open("mysql", rootDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := mysql.ParseDSN(rootDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DBName = "chaos"
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	dsn := cfg.FormatDSN()
+	m, err := schema.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
+		t.Fatal(err)
+	}
+	m.Close()
+	admin, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	if _, err := admin.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chaos_writes (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  term BIGINT UNSIGNED NOT NULL,
+  who VARCHAR(64) NOT NULL,
+  at DATETIME(6) NOT NULL
+) ENGINE=InnoDB`); err != nil {
+		t.Fatal(err)
+	}
+	return admin, dsn
+}
+
+// createUser creates a database user for one candidate slot, so that its
+// connections can be found in the processlist, and returns its DSN to addr.
+func createUser(t *testing.T, ctx context.Context, admin *sql.DB, user, addr string) string {
+	t.Helper()
+	for _, host := range []string{"%", "localhost"} {
+		for _, q := range []string{
+			fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%s' IDENTIFIED BY 'pw'", user, host),
+			fmt.Sprintf("GRANT ALL ON chaos.* TO '%s'@'%s'", user, host),
+		} {
+			if _, err := admin.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	return candidateDSN(user, addr)
+}
+
+func candidateDSN(user, addr string) string {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, "pw", "tcp", addr, "chaos"
+	cfg.Timeout = time.Second
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	return cfg.FormatDSN()
+}
+
+// killConnections kills every connection of user, as an operator (or the
+// server's own limits) would.
+func killConnections(ctx context.Context, admin *sql.DB, user string) (int, error) {
+	rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	n := 0
+	for _, id := range ids {
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
