@@ -56,6 +56,11 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, fn func(tx
 //
 // fn must use tx for the writes to be fenced. Keep the transaction shorter
 // than RenewDeadline: this candidate's own renewals wait for it too.
+//
+// On Galera the share lock is local to one node: a takeover through another
+// node is not delayed; instead the fenced transaction fails at commit with a
+// deadlock error (1213) and changes nothing. Either way no write of a
+// deposed term commits after the takeover.
 func (c *candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return fenced(ctx, c.db, c.cfg, c.Term(), fn)
 }

@@ -10,7 +10,10 @@ import (
 // Metrics is a prometheus.Collector for one or more elections of this
 // process. Create it with NewMetrics, register it on your own registry, and
 // set it as Config.Metrics; it uses no global registry. All methods are safe
-// for concurrent use, and a nil *Metrics records nothing.
+// for concurrent use, and a nil *Metrics records nothing. Several elections
+// may share one Metrics, but at most one candidate per election name (two
+// candidates of the same election in one process would export the same
+// series twice).
 //
 // Series, all labelled by election name:
 //
