@@ -295,11 +295,15 @@ func (c *cluster) signal(s *slot, sig syscall.Signal) error {
 	if p == nil || !p.running() {
 		return fmt.Errorf("slot %d: no running process", s.n)
 	}
-	err := p.cmd.Process.Signal(sig)
-	switch sig {
-	case syscall.SIGKILL:
+	if sig == syscall.SIGKILL {
+		// Record the kill before sending it: the reader of the process's
+		// output records its exit as soon as it dies, and the checker
+		// must see the kill first.
 		p.killed = true
 		c.record(Record{Event: "killed", ID: p.id})
+	}
+	err := p.cmd.Process.Signal(sig)
+	switch sig {
 	case syscall.SIGSTOP:
 		c.mu.Lock()
 		p.stopped = true
