@@ -219,15 +219,21 @@ func testClientFoundRows(t *testing.T, s Suite) {
 func testMissingTable(t *testing.T, s Suite) {
 	c := newCluster(t, s, false)
 	m := c.start("node-1", nil, nil)
+	c.wantRunError(m, election.ErrTableMissing, 10*time.Second)
+}
+
+// wantRunError waits for m's Run to return an error wrapping want.
+func (c *cluster) wantRunError(m *member, want error, within time.Duration) {
+	c.t.Helper()
 	select {
 	case err := <-m.done:
 		m.exited, m.err = true, err
-		if !errors.Is(err, election.ErrTableMissing) {
-			t.Fatalf("Run on a missing table: %v, want ErrTableMissing", err)
+		if !errors.Is(err, want) {
+			c.t.Fatalf("Run returned %v, want %v", err, want)
 		}
-		t.Logf("missing table: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not fail on a missing table")
+		c.t.Logf("Run returned: %v", err)
+	case <-time.After(within):
+		c.t.Fatalf("Run did not fail with %v within %v", want, within)
 	}
 }
 
@@ -249,16 +255,7 @@ func testNoPrivileges(t *testing.T, s Suite) {
 		}
 	}
 	c.killConnections(m) // privileges are read at connect time for some checks
-	select {
-	case err := <-m.done:
-		m.exited, m.err = true, err
-		if !errors.Is(err, election.ErrAccessDenied) {
-			t.Fatalf("Run without INSERT/UPDATE privileges: %v, want ErrAccessDenied", err)
-		}
-		t.Logf("no privileges: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not fail without privileges")
-	}
+	c.wantRunError(m, election.ErrAccessDenied, 20*time.Second)
 }
 
 func (c *cluster) fencedTable() {
