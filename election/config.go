@@ -90,6 +90,18 @@ type Config struct {
 	// LeaseDuration; it must be at least the longest RenewDeadline of any
 	// candidate. See DisableLockDelay.
 	LockDelay time.Duration
+	// DisableFastHandover turns off the table backend's handover wakeup.
+	// By default the table backend's holder also holds a MySQL user lock
+	// (GET_LOCK) on a dedicated connection, and each follower waits in
+	// GET_LOCK for it on a pooled connection for up to its retry interval:
+	// when the leader resigns (or its connection dies) the followers wake
+	// at once and a clean handover takes a few milliseconds instead of a
+	// retry interval. The lock is only a hint, never a proof of leadership:
+	// the row decides. The cost is one connection per candidate, held while
+	// following or leading; set DisableFastHandover when the pool is small
+	// or a process runs many elections (see Batcher). Ignored by NewLock,
+	// whose waiters always wake at once.
+	DisableFastHandover bool
 	// DisableLockDelay makes such a candidate lead at once. The cost: after
 	// an operator's REPLACE or DELETE, the deposed leader may still act for
 	// up to its RenewDeadline while the new one already does; two leaders
