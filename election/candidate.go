@@ -202,20 +202,70 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 			return nil
 		}
 		t := c.cfg.Clock.NewTimer(max(wait, 0))
+		woke, stopAwait := c.startAwait(ctx, wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			stopAwait()
 			c.standDown(ctx, ReasonResigned, true)
 			return nil
 		case reply := <-c.resignCh:
 			t.Stop()
+			stopAwait()
 			c.standDown(ctx, ReasonResigned, true)
 			c.sitOutUntil = c.cfg.Clock.Now().Add(2 * c.cfg.RetryInterval)
 			reply <- nil
+		case <-woke:
+			t.Stop()
+			stopAwait()
 		case <-t.C():
+			stopAwait() // the server's timeout ends the wait about now
 		}
 	}
 }
+
+// waker is implemented by backends whose followers can learn early that
+// the holder let go (the table backend's handover lock).
+type waker interface {
+	// await blocks for at most about d and reports whether the holder let
+	// go meanwhile. It is called from a goroutine Run owns and joins, never
+	// at the same time as another backend method.
+	await(ctx context.Context, d time.Duration) bool
+}
+
+// startAwait lets a following candidate's wait of d end early when the
+// holder lets go: the returned channel is closed then. stop cancels the wait
+// and returns once its goroutine has exited; it must always be called.
+func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
+	w, ok := c.b.(waker)
+	if !ok || c.hold != 0 || d < minAwait || c.cfg.Clock.Now().Before(c.sitOutUntil) {
+		return nil, func() {}
+	}
+	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)
+	wch, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		if w.await(actx, d) {
+			close(wch)
+		}
+	}()
+	return wch, func() {
+		// Cancelling costs the connection (the driver closes it), so
+		// give a wait that is about to end by itself a moment first.
+		g := c.cfg.Clock.NewTimer(awaitGrace)
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-g.C():
+		}
+		g.Stop()
+		cancel()
+		<-done
+	}
+}
+
+// awaitGrace is how long a wait that should end by itself is given to end.
+const awaitGrace = 20 * time.Millisecond
 
 // tick runs one step of the campaign and returns how long to wait.
 func (c *candidate) tick(ctx context.Context) (time.Duration, error) {

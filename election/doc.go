@@ -78,6 +78,19 @@
 // called) and then marks the row released, so a follower takes over at its
 // next look without waiting out the lease.
 //
+// # Fast handover (table backend)
+//
+// A follower's next look would come only after RetryInterval, so the
+// holder also keeps a user-level lock (GET_LOCK, named by WakeLockName) on
+// a connection of its own, and a follower waits for that lock, on a pooled
+// connection, instead of sleeping: when the holder releases the row and lets
+// the lock go, or its connection dies, the followers wake at once and read
+// the row. A clean handover then takes milliseconds whatever RetryInterval
+// is. The lock is only a hint: the row alone decides who leads, and when the
+// lock is unavailable (no holder keeps it, Galera nodes, errors) a follower
+// just waits out its RetryInterval. It costs one connection per candidate;
+// Config.DisableFastHandover turns it off.
+//
 // # Operators
 //
 // Plain SQL steers an election (see the README): REPLACE a row to force a

@@ -31,12 +31,16 @@ func NewTable(db *sql.DB, cfg Config) (Election, error) {
 	t.prepareSQL()
 	c := newCandidate(cfg, t)
 	c.db = db
+	if !cfg.DisableFastHandover {
+		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().heartbeat(cfg.Name, 0, err) })
+	}
 	return c, nil
 }
 
 type tableBackend struct {
-	db  *sqlx.DB
-	cfg Config
+	db   *sqlx.DB
+	cfg  Config
+	wake *wakeup // nil with Config.DisableFastHandover
 
 	heartbeatSQL, checkSQL, releaseSQL, peekSQL string
 }
@@ -118,7 +122,13 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.peekSQL); err != nil {
 		return classify(err, t.cfg.Table)
 	}
-	return checkTimeZone(ctx, t.db.DB)
+	if err := checkTimeZone(ctx, t.db.DB); err != nil {
+		return err
+	}
+	if t.wake != nil {
+		return t.wake.preflight(ctx)
+	}
+	return nil
 }
 
 // checkTimeZone fails when the session time zone has daylight saving time:
@@ -158,7 +168,27 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return t.heartbeat(ctx, hold)
 }
 
+// await implements waker.
+func (t *tableBackend) await(ctx context.Context, d time.Duration) bool {
+	return t.wake != nil && t.wake.await(ctx, d)
+}
+
+// lost implements holdLoser: the hold ended without a release.
+func (t *tableBackend) lost(ctx context.Context, _ uint64) {
+	if t.wake != nil {
+		t.wake.letGo(ctx)
+	}
+}
+
 func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {
+	b, err := t.heartbeatOnce(ctx, hold)
+	if err == nil && b.held && t.wake != nil {
+		t.wake.hold(ctx)
+	}
+	return b, err
+}
+
+func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
 	res, err := t.db.ExecContext(ctx, t.heartbeatSQL, t.heartbeatArgs(hold)...)
 	if err != nil {
 		return beat{}, classify(err, t.cfg.Table)
@@ -205,6 +235,9 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 
 func (t *tableBackend) release(ctx context.Context, hold uint64) error {
 	_, err := t.db.ExecContext(ctx, t.releaseSQL, t.cfg.Name, t.cfg.ID, hold)
+	if t.wake != nil {
+		t.wake.letGo(ctx) // after the row says released: woken followers take it
+	}
 	return classify(err, t.cfg.Table)
 }
 
@@ -212,4 +245,8 @@ func (t *tableBackend) leader(ctx context.Context) (Record, error) {
 	return readRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
 }
 
-func (t *tableBackend) close() {}
+func (t *tableBackend) close() {
+	if t.wake != nil {
+		t.wake.close()
+	}
+}

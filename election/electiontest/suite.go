@@ -60,6 +60,7 @@ func Run(t *testing.T, s Suite) {
 		{"TakeoverAfterServerKillsLeaderConnections", testKillConnections},
 		{"CleanResignHandsOverFast", testResignHandsOver},
 		{"ShutdownHandsOverFast", testShutdownHandsOver},
+		{"ResignWakesSlowFollowers", testResignWakesFollowers},
 		{"StallPastLeaseStandsDownFirst", testStall},
 		{"OperatorReplaceForcesLeader", testOperatorReplace},
 		{"OperatorDeleteForcesReelection", testOperatorDelete},

@@ -73,6 +73,27 @@ func testResignHandsOver(t *testing.T, s Suite) {
 	}
 }
 
+// testResignWakesFollowers: followers that look only every 20 s still take
+// over at once after a clean resign: they are woken, not polling.
+func testResignWakesFollowers(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	const retry = 20 * time.Second
+	slow := func(cfg *election.Config) { cfg.RetryInterval = retry }
+	old := c.start("node-1", nil, nil)
+	c.waitLeader(takeoverBound, nil)
+	c.start("node-2", slow, nil)
+	c.start("node-3", slow, nil)
+	time.Sleep(RenewDeadline) // the followers are in their long wait
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := old.e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nl, at := c.waitLeader(handoverBound, old)
+	t.Logf("handover to %s %v after Resign (followers' retry interval %v)", nl.id, at.Sub(start).Round(time.Millisecond), retry)
+}
+
 func testShutdownHandsOver(t *testing.T, s Suite) {
 	c := newCluster(t, s, true)
 	c.startN(3)

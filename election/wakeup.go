@@ -1,0 +1,175 @@
+package election
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// wakeLockPrefix starts the name of the table backend's handover lock.
+const wakeLockPrefix = "sqlelect.wake#"
+
+// WakeLockName returns the name of the user-level lock (GET_LOCK) the table
+// backend's holder of election name in table keeps so that its followers
+// wake as soon as it lets go (see Config.DisableFastHandover):
+// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the table
+// and the name. It differs from LockName, so the two backends never share a
+// lock. An operator can see whether a table election's holder keeps it with
+// SELECT IS_USED_LOCK(name).
+func WakeLockName(table, name string) string {
+	if table == "" {
+		table = DefaultTable
+	}
+	sum := sha256.Sum256([]byte(table + "\x00" + name))
+	return (wakeLockPrefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
+}
+
+// wakeup is the table backend's handover hint. The holder keeps the lock on
+// a connection of its own; a follower waits for it in GET_LOCK on a pooled
+// connection and lets it go at once in the same statement. Getting it means
+// the holder let go (it resigned, was deposed, or its connection died): the
+// follower then reads the row, which alone decides who leads. Every failure
+// only costs speed: the follower falls back to its retry interval.
+//
+// hold, letGo and close are called from the Run goroutine; await from a
+// goroutine Run owns, never at the same time as the others.
+type wakeup struct {
+	db    *sql.DB
+	lock  string
+	log   *slog.Logger
+	count func(error) // counts a failure (the heartbeat error metric)
+
+	fractional atomic.Bool // the server honours fractional GET_LOCK timeouts (MariaDB)
+
+	conn     *sql.Conn // the holder's connection, while it holds the lock
+	checkDue int       // renewals until the holder checks its lock is still there
+	every    int       // renewals between such checks
+}
+
+// minAwait is the shortest wait worth a GET_LOCK round trip.
+const minAwait = 5 * time.Millisecond
+
+func newWakeup(db *sql.DB, cfg Config, count func(error)) *wakeup {
+	return &wakeup{
+		db: db, lock: WakeLockName(cfg.Table, cfg.Name), log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		count: count,
+		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
+	}
+}
+
+// preflight learns whether the server takes fractional lock timeouts.
+func (w *wakeup) preflight(ctx context.Context) error {
+	var version string
+	if err := w.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return fmt.Errorf("election: reading the server version: %w", err)
+	}
+	w.fractional.Store(strings.Contains(strings.ToLower(version), "mariadb"))
+	return nil
+}
+
+// hold makes sure the holder keeps the lock; called after each heartbeat
+// that found this candidate holding. It never waits for the lock: a follower
+// may have it for an instant while passing a wakeup along; the next renewal
+// tries again.
+func (w *wakeup) hold(ctx context.Context) {
+	if w.conn != nil {
+		if w.checkDue--; w.checkDue > 0 {
+			return
+		}
+		w.checkDue = w.every
+		var mine sql.NullInt64
+		err := w.conn.QueryRowContext(ctx, `SELECT IS_USED_LOCK(?) = CONNECTION_ID()`, w.lock).Scan(&mine)
+		if err == nil && mine.Valid && mine.Int64 == 1 {
+			return
+		}
+		w.discard() // the connection or its lock is gone: start again
+		if err != nil {
+			w.count(err)
+			return
+		}
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		w.count(err)
+		return
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(?, 0)`, w.lock).Scan(&got); err != nil {
+		w.count(err)
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = conn.Close()
+		return
+	}
+	if !got.Valid || got.Int64 != 1 {
+		_ = conn.Close()
+		return
+	}
+	w.conn, w.checkDue = conn, w.every
+}
+
+// letGo gives the lock up, waking the followers; called after the row was
+// released, or when the hold ended otherwise.
+func (w *wakeup) letGo(ctx context.Context) {
+	if w.conn == nil {
+		return
+	}
+	var r sql.NullInt64
+	if err := w.conn.QueryRowContext(ctx, `SELECT RELEASE_LOCK(?)`, w.lock).Scan(&r); err != nil {
+		w.count(err)
+		w.discard() // closing the connection frees the lock too
+		return
+	}
+	_ = w.conn.Close()
+	w.conn = nil
+}
+
+// discard closes the holder's connection without returning it to the pool.
+func (w *wakeup) discard() {
+	if w.conn == nil {
+		return
+	}
+	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = w.conn.Close()
+	w.conn = nil
+}
+
+func (w *wakeup) close() { w.discard() }
+
+// await waits up to about d for the holder to let go, and reports whether
+// it did. It returns false at once when nobody keeps the lock (no holder, or
+// one that does not keep it): the caller's timer decides then. The server's
+// timeout ends a little before d, so that waiting out d never needs to
+// cancel the statement (which would cost the connection).
+func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
+	timeout := d - 2*time.Millisecond
+	var secs string
+	if w.fractional.Load() {
+		secs = fmt.Sprintf("%.6f", timeout.Seconds())
+	} else {
+		// MySQL takes whole seconds: wait the whole seconds that fit.
+		timeout = timeout.Truncate(time.Second)
+		secs = fmt.Sprintf("%d", int64(timeout/time.Second))
+	}
+	if timeout < minAwait {
+		return false
+	}
+	q := `SELECT CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
+  WHEN GET_LOCK(?, ` + secs + `) = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
+	var r sql.NullInt64
+	err := w.db.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.count(err) // and the caller's timer decides
+			w.log.Debug("handover wait failed", "err", err)
+		}
+		return false
+	}
+	return r.Valid && r.Int64 == 1
+}
