@@ -125,6 +125,11 @@ type Config struct {
 	// Metrics, when not nil, records this election's metrics; see
 	// NewMetrics. Several elections may share one Metrics.
 	Metrics *Metrics
+	// Batcher, when not nil, combines this table-backend election's
+	// steady-state statements with those of the Batcher's other elections
+	// (see Batcher); its table must be Table. Fast handover is then off.
+	// NewLock refuses a Batcher.
+	Batcher *Batcher
 }
 
 var (
@@ -169,6 +174,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Batcher != nil {
+		c.DisableFastHandover = true
+		if c.Batcher.table != c.Table {
+			return c, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, c.Batcher.table, c.Table)
+		}
 	}
 	return c, c.validate()
 }

@@ -91,6 +91,16 @@
 // just waits out its RetryInterval. It costs one connection per candidate;
 // Config.DisableFastHandover turns it off.
 //
+// # Many elections in one process
+//
+// A service with an election per shard runs thousands of candidates. Each
+// is its own Election, but with a shared Batcher (Config.Batcher) their
+// steady-state statements are combined: one transaction renews many
+// leaders' rows (SELECT … FOR UPDATE SKIP LOCKED, then one UPDATE), one
+// SELECT reads many followers' rows. Anything unusual (a row locked by
+// someone else, a changed term, a takeover) is decided by the election's
+// own heartbeat, as without a Batcher.
+//
 // # Operators
 //
 // Plain SQL steers an election (see the README): REPLACE a row to force a

@@ -92,6 +92,9 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Batcher != nil {
+		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
+	}
 	b := &lockBackend{
 		db:   db,
 		sdb:  sqlx.NewDb(db, "mysql"),

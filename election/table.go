@@ -150,7 +150,13 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	rec, err := readRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+	var rec Record
+	var err error
+	if t.cfg.Batcher != nil {
+		rec, _, err = t.cfg.Batcher.read(ctx, t.cfg.Name)
+	} else {
+		rec, err = readRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+	}
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
@@ -165,6 +171,17 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 }
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
+	if t.cfg.Batcher != nil {
+		renewed, err := t.cfg.Batcher.renew(ctx, t.cfg.Name, t.cfg.ID, hold)
+		if err != nil {
+			return beat{}, err
+		}
+		if renewed {
+			return beat{held: true, term: hold}, nil
+		}
+		// Locked by someone else, or no longer ours as we knew it: decide
+		// with the election's own heartbeat.
+	}
 	return t.heartbeat(ctx, hold)
 }
 

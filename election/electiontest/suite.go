@@ -38,6 +38,10 @@ type Suite struct {
 	// DSN returns a go-sql-driver DSN to a fresh, empty database whose user
 	// may create users and kill connections; it is dropped by the caller.
 	DSN func(t testing.TB) string
+	// NoWakeup says followers are not woken when the leader resigns (the
+	// table backend with DisableFastHandover or a Batcher): the test that
+	// needs it is skipped.
+	NoWakeup bool
 }
 
 // Timings used by the suite: short, so that it runs in seconds.

@@ -1,0 +1,308 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Defaults of BatcherOptions.
+const (
+	// DefaultMaxBatch is the most elections one batched statement covers.
+	DefaultMaxBatch = 500
+	// DefaultMaxInFlight is how many batched statements of one kind a
+	// Batcher runs at the same time.
+	DefaultMaxInFlight = 4
+	// DefaultLinger is how long a batch waits for more elections to join
+	// before it runs.
+	DefaultLinger = 5 * time.Millisecond
+)
+
+// BatcherOptions configures a Batcher. The zero value of every field means
+// its default.
+type BatcherOptions struct {
+	// Table is the election table, as in Config.Table. Default DefaultTable.
+	Table string
+	// MaxBatch is the most elections one statement covers. Default
+	// DefaultMaxBatch.
+	MaxBatch int
+	// MaxInFlight is how many statements of each kind (renewals, reads)
+	// may run at once. Default DefaultMaxInFlight.
+	MaxInFlight int
+	// QueryTimeout bounds each batched statement. Default
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// Linger is how long the first election of a batch waits for others to
+	// join before the batch runs (sooner when it is full): it adds to the
+	// heartbeat's latency, which matters little next to the renew
+	// interval. Default DefaultLinger; negative for none.
+	Linger time.Duration
+	// Clock times the linger. Default RealClock{}.
+	Clock Clock
+}
+
+// Batcher lets many table-backend elections in one process share their
+// steady-state statements, for services that run an election per shard:
+// the leaders' renewals and the followers' reads that arrive while another
+// batch is in flight are combined into one statement, so the number of
+// statements grows with the load's burstiness, not with the number of
+// elections. Set Config.Batcher to use it; every election of a Batcher must
+// use its table.
+//
+// Only the steady state is batched. A renewal takes the rows' locks with
+// SELECT … FOR UPDATE SKIP LOCKED and renews those that still name their
+// candidate and term, in one transaction; any election whose row is locked
+// by someone else, or no longer matches, falls back to its own heartbeat
+// statement, so one stalled row never delays the others, and takeovers,
+// deposition and operator changes are decided exactly as without a
+// Batcher. Followers read the rows of many elections with one SELECT.
+// Fast handover (Config.DisableFastHandover) is off for batched elections:
+// a handover waits for a follower's next look.
+//
+// The Batcher starts no goroutines: the first caller of each batch runs it.
+// It needs MySQL 8.0 or MariaDB 10.6 (SKIP LOCKED). Safe for concurrent use.
+type Batcher struct {
+	db    *sqlx.DB
+	table string
+	opts  BatcherOptions
+
+	renews *combiner[renewReq, bool]
+	reads  *combiner[string, readResult]
+}
+
+type renewReq struct {
+	name, id string
+	term     uint64
+}
+
+type readResult struct {
+	rec   Record
+	found bool
+}
+
+// NewBatcher returns a Batcher that runs its statements on db, which stays
+// the caller's. opts is copied; an invalid table wraps ErrInvalidConfig.
+func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
+	if db == nil {
+		return nil, ErrNilDB
+	}
+	if opts.Table == "" {
+		opts.Table = DefaultTable
+	}
+	if err := ValidateTable(opts.Table); err != nil {
+		return nil, err
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
+	}
+	if opts.Clock == nil {
+		opts.Clock = RealClock{}
+	}
+	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
+	b.renews = newCombiner(opts, b.execRenew)
+	b.reads = newCombiner(opts, b.execRead)
+	return b, nil
+}
+
+// renew renews term of candidate id in election name if the row still says
+// so and is not locked by another transaction: renewed is false otherwise,
+// and the caller decides with its own heartbeat.
+func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (renewed bool, err error) {
+	return b.renews.do(ctx, renewReq{name: name, id: id, term: term})
+}
+
+// read reads election name's row; found is false when there is none.
+func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
+	r, err := b.reads.do(ctx, name)
+	return r.rec, r.found, err
+}
+
+func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
+	out := make([]bool, len(reqs))
+	names := make([]any, 0, len(reqs))
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if !seen[r.name] {
+			seen[r.name] = true
+			names = append(names, r.name)
+		}
+	}
+	tx, err := b.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, classify(err, b.table)
+	}
+	defer func() { _ = tx.Rollback() }()
+	tbl := quoteTable(b.table)
+	var rows []struct {
+		Anchor    string `db:"anchor"`
+		ServiceID string `db:"service_id"`
+		Term      uint64 `db:"term"`
+	}
+	err = tx.SelectContext(ctx, &rows, `SELECT anchor, service_id, term FROM `+tbl+
+		` WHERE anchor IN (`+placeholders(len(names))+`) AND released = 0 FOR UPDATE SKIP LOCKED`, names...)
+	if err != nil {
+		return nil, classify(err, b.table)
+	}
+	type key struct {
+		name, id string
+		term     uint64
+	}
+	locked := make(map[key]bool, len(rows))
+	for _, r := range rows {
+		locked[key{r.Anchor, r.ServiceID, r.Term}] = true
+	}
+	renew := make([]any, 0, len(rows))
+	for i, r := range reqs {
+		k := key{r.name, r.id, r.term}
+		if locked[k] {
+			out[i] = true
+			renew = append(renew, r.name)
+			delete(locked, k) // a duplicate request renews once
+		}
+	}
+	if len(renew) > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+tbl+` SET last_seen_active = NOW(6) WHERE anchor IN (`+
+			placeholders(len(renew))+`)`, renew...); err != nil {
+			return nil, classify(err, b.table)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify(err, b.table)
+	}
+	return out, nil
+}
+
+func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, error) {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	var rows []recordRow
+	if err := b.db.SelectContext(ctx, &rows, `SELECT `+recordColumns+` FROM `+quoteTable(b.table)+
+		` WHERE anchor IN (`+placeholders(len(names))+`)`, args...); err != nil {
+		return nil, classify(err, b.table)
+	}
+	byName := make(map[string]Record, len(rows))
+	for _, r := range rows {
+		byName[r.Anchor] = r.record()
+	}
+	out := make([]readResult, len(names))
+	for i, n := range names {
+		rec, ok := byName[n]
+		if !ok {
+			rec = Record{Election: n}
+		}
+		out[i] = readResult{rec: rec, found: ok}
+	}
+	return out, nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// combiner runs requests in batches: a request joins the batch that is
+// filling, if any; the first request of each batch waits out the linger (or
+// until the batch is full) and a free slot, then runs the whole batch, so no
+// goroutine of its own is needed.
+type combiner[Req, Res any] struct {
+	mu      sync.Mutex
+	cur     *batch[Req, Res]
+	slots   chan struct{}
+	max     int
+	timeout time.Duration
+	linger  time.Duration
+	clock   Clock
+	exec    func(ctx context.Context, reqs []Req) ([]Res, error)
+}
+
+type batch[Req, Res any] struct {
+	reqs []Req
+	res  []Res
+	err  error
+	full chan struct{} // closed when the batch reached the maximum size
+	done chan struct{} // closed when it ran
+}
+
+func newCombiner[Req, Res any](o BatcherOptions, exec func(context.Context, []Req) ([]Res, error)) *combiner[Req, Res] {
+	return &combiner[Req, Res]{slots: make(chan struct{}, o.MaxInFlight), max: o.MaxBatch, timeout: o.QueryTimeout,
+		linger: o.Linger, clock: o.Clock, exec: exec}
+}
+
+// errBatchShort is a batch that returned fewer results than requests.
+var errBatchShort = errors.New("election: batch returned too few results")
+
+func (c *combiner[Req, Res]) do(ctx context.Context, r Req) (Res, error) {
+	var zero Res
+	c.mu.Lock()
+	b := c.cur
+	first := b == nil
+	if first {
+		b = &batch[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
+		c.cur = b
+	}
+	i := len(b.reqs)
+	b.reqs = append(b.reqs, r)
+	if len(b.reqs) >= c.max {
+		c.cur = nil // full: later requests start another batch
+		close(b.full)
+	}
+	c.mu.Unlock()
+
+	if first {
+		// Let others join for the linger and until a slot is free
+		// (bounded by the running batches' timeouts), then close the
+		// batch and run it. It runs even if this caller's context ends:
+		// others wait for it.
+		if c.linger > 0 {
+			t := c.clock.NewTimer(c.linger)
+			select {
+			case <-t.C():
+			case <-b.full:
+				t.Stop()
+			}
+		}
+		c.slots <- struct{}{}
+		c.mu.Lock()
+		if c.cur == b {
+			c.cur = nil
+		}
+		c.mu.Unlock()
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		b.res, b.err = c.exec(ectx, b.reqs)
+		cancel()
+		if b.err == nil && len(b.res) < len(b.reqs) {
+			b.err = fmt.Errorf("%w: %d of %d", errBatchShort, len(b.res), len(b.reqs))
+		}
+		<-c.slots
+		close(b.done)
+	} else {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
+	if ctx.Err() != nil {
+		return zero, ctx.Err()
+	}
+	if b.err != nil {
+		return zero, b.err
+	}
+	return b.res[i], nil
+}

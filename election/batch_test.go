@@ -1,0 +1,155 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// queued returns how many requests wait in the batch that is filling.
+func (c *combiner[Req, Res]) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return 0
+	}
+	return len(c.cur.reqs)
+}
+
+func TestCombinerBatchesWhileBusy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	c := newCombiner(BatcherOptions{MaxBatch: 3, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
+		func(ctx context.Context, reqs []int) ([]int, error) {
+			mu.Lock()
+			sizes = append(sizes, len(reqs))
+			first := len(sizes) == 1
+			mu.Unlock()
+			if first {
+				<-release
+			}
+			out := make([]int, len(reqs))
+			for i, r := range reqs {
+				out[i] = r * 10
+			}
+			return out, nil
+		})
+	var wg sync.WaitGroup
+	results := make([]int, 6)
+	errs := make([]error, 6)
+	do := func(i int) {
+		defer wg.Done()
+		results[i], errs[i] = c.do(ctx, i)
+	}
+	wg.Add(1)
+	go do(0)
+	for c.queued() != 0 || len(c.slots) == 0 { // request 0 is running
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < 6; i++ {
+		wg.Add(1)
+		go do(i)
+	}
+	// 1..5 wait: a batch of 3 (full) and a batch of 2.
+	for deadline := time.Now().Add(5 * time.Second); c.queued() != 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("queued %d, want 2", c.queued())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i := range 6 {
+		if errs[i] != nil || results[i] != i*10 {
+			t.Errorf("request %d: %d, %v; want %d", i, results[i], errs[i], i*10)
+		}
+	}
+	if len(sizes) != 3 || sizes[0] != 1 || sizes[1]+sizes[2] != 5 || max(sizes[1], sizes[2]) != 3 {
+		t.Errorf("batch sizes %v, want [1 3 2] or [1 2 3]", sizes)
+	}
+}
+
+func TestCombinerErrorsAndCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name string
+		exec func(context.Context, []int) ([]int, error)
+		want error
+	}{
+		{"error reaches every request", func(context.Context, []int) ([]int, error) { return nil, boom }, boom},
+		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, errBatchShort},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1}, tc.exec)
+			if _, err := c.do(ctx, 1); !errors.Is(err, tc.want) {
+				t.Errorf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("a waiter's context ends", func(t *testing.T) {
+		release := make(chan struct{})
+		c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
+			func(ctx context.Context, reqs []int) ([]int, error) {
+				<-release
+				return reqs, nil
+			})
+		done := make(chan error, 2)
+		go func() { _, err := c.do(ctx, 1); done <- err }()
+		for len(c.slots) == 0 { // request 1 runs
+			time.Sleep(time.Millisecond)
+		}
+		go func() { _, err := c.do(ctx, 2); done <- err }()
+		for c.queued() != 1 { // request 2 opened the next batch and waits for the slot
+			time.Sleep(time.Millisecond)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer wcancel()
+		if _, err := c.do(wctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("waiter: %v, want deadline exceeded", err)
+		}
+		close(release)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("request: %v", err)
+			}
+		}
+	})
+}
+
+func TestBatcherConfig(t *testing.T) {
+	db := &sql.DB{}
+	b, err := NewBatcher(db, BatcherOptions{Table: "other_table"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		new  func(*sql.DB, Config) (Election, error)
+		cfg  Config
+	}{
+		{"table differs", NewTable, Config{Name: "e", Batcher: b}},
+		{"lock backend", NewLock, Config{Name: "e", Table: "other_table", Batcher: b}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.new(db, tc.cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("got %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if _, err := NewBatcher(nil, BatcherOptions{}); !errors.Is(err, ErrNilDB) {
+		t.Errorf("nil db: %v", err)
+	}
+	if _, err := NewBatcher(db, BatcherOptions{Table: "bad table"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad table: %v", err)
+	}
+}

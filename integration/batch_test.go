@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electiontest"
+	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/schema"
+)
+
+// newBatched makes a table candidate that shares a Batcher per *sql.DB, as
+// a process running many elections would.
+func newBatched() func(db *sql.DB, cfg election.Config) (election.Election, error) {
+	var mu sync.Mutex
+	batchers := map[*sql.DB]*election.Batcher{}
+	return func(db *sql.DB, cfg election.Config) (election.Election, error) {
+		mu.Lock()
+		b := batchers[db]
+		if b == nil {
+			var err error
+			if b, err = election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table, QueryTimeout: cfg.QueryTimeout}); err != nil {
+				mu.Unlock()
+				return nil, err
+			}
+			batchers[db] = b
+		}
+		mu.Unlock()
+		cfg.Batcher = b
+		return election.NewTable(db, cfg)
+	}
+}
+
+// TestTableBackendBatched runs the behaviour suite with every candidate's
+// steady-state statements going through a Batcher.
+func TestTableBackendBatched(t *testing.T) {
+	electiontest.Run(t, electiontest.Suite{New: newBatched(), DSN: testdb.DSN, NoWakeup: true})
+}
+
+// batchFleet is n elections with one candidate each in k "processes", each
+// process with its own *sql.DB and Batcher.
+type batchFleet struct {
+	names   []string
+	cands   [][]election.Election // [process][election]
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	errs    chan error
+	elected func() map[string]int // OnElected calls per election
+}
+
+func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &batchFleet{cancel: cancel, errs: make(chan error, n*k)}
+	t.Cleanup(func() {
+		cancel()
+		f.wg.Wait()
+		close(f.errs)
+		for err := range f.errs {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	for i := range n {
+		f.names = append(f.names, fmt.Sprintf("shard-%04d", i))
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	for p := range k {
+		db := testdb.Open(t, dsn)
+		db.SetMaxOpenConns(8)
+		b, err := election.NewBatcher(db, election.BatcherOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row []election.Election
+		for _, name := range f.names {
+			e, err := election.NewTable(db, election.Config{
+				Name: name, ID: fmt.Sprintf("proc-%d", p), Batcher: b,
+				LeaseDuration: 2 * time.Second, RenewDeadline: 1200 * time.Millisecond,
+				RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond,
+				QueryTimeout: 500 * time.Millisecond, DisableLockDelay: true,
+				Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
+					mu.Lock()
+					counts[name]++
+					mu.Unlock()
+				}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			row = append(row, e)
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				if err := e.Run(ctx); err != nil {
+					f.errs <- err
+				}
+			}()
+		}
+		f.cands = append(f.cands, row)
+	}
+	f.elected = func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]int, len(counts))
+		for k, v := range counts {
+			out[k] = v
+		}
+		return out
+	}
+	return f
+}
+
+// leaders returns, per election, the processes that believe they lead.
+func (f *batchFleet) leaders() [][]int {
+	out := make([][]int, len(f.names))
+	for p, row := range f.cands {
+		for i, e := range row {
+			if e.IsLeader() {
+				out[i] = append(out[i], p)
+			}
+		}
+	}
+	return out
+}
+
+// waitAllLed waits until every election has exactly one leader.
+func (f *batchFleet) waitAllLed(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		missing, multi := 0, 0
+		for _, ls := range f.leaders() {
+			switch {
+			case len(ls) == 0:
+				missing++
+			case len(ls) > 1:
+				multi++
+			}
+		}
+		if multi > 0 {
+			t.Fatalf("%d elections with more than one leader", multi)
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d elections without a leader after %v", missing, len(f.names), within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBatcherManyElections: 200 elections with 3 candidates in 3 processes
+// sharing a Batcher each: every election gets one leader and keeps it; a
+// row locked by another transaction only affects its own election.
+func TestBatcherManyElections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a server")
+	}
+	dsn := testdb.DSN(t)
+	m, err := schema.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Up(); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	admin := testdb.Open(t, dsn)
+	status := func() (q float64) {
+		if err := admin.QueryRow("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'").Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+
+	const n, k = 200, 3
+	f := startFleet(t, dsn, n, k)
+	f.waitAllLed(t, 30*time.Second)
+	base := f.elected()
+
+	q0, t0 := status(), time.Now()
+	time.Sleep(2 * time.Second)
+	q1, t1 := status(), time.Now()
+	f.waitAllLed(t, 0)
+	if got := f.elected(); fmt.Sprint(got) != fmt.Sprint(base) {
+		t.Errorf("leadership changed at steady state")
+	}
+	perSec := (q1 - q0) / t1.Sub(t0).Seconds()
+	unbatched := float64(n)/0.2 + float64(n*(k-1))/0.2
+	t.Logf("%d elections x %d candidates: %.0f statements/s on the server (one statement per heartbeat would be about %.0f/s)", n, k, perSec, unbatched)
+
+	// Lock one election's row for longer than the renew deadline: only that
+	// election loses its leader; the others, renewed in the same batches,
+	// keep theirs.
+	locked := f.names[7]
+	tx, err := admin.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("SELECT term FROM service_election WHERE anchor = ? FOR UPDATE", locked); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	ls := f.leaders()
+	if len(ls[7]) != 0 {
+		t.Errorf("election %s: leader %v kept leading with its row locked past the renew deadline", locked, ls[7])
+	}
+	_ = tx.Rollback()
+	after := f.elected()
+	for i, name := range f.names {
+		if i != 7 && after[name] != base[name] {
+			t.Errorf("election %s changed leader while another election's row was locked", name)
+		}
+		if i != 7 && len(ls[i]) != 1 {
+			t.Errorf("election %s has leaders %v while another election's row was locked", name, ls[i])
+		}
+	}
+	f.waitAllLed(t, 10*time.Second)
+}
