@@ -132,8 +132,15 @@ func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
 	return r.rec, r.found, err
 }
 
+// minRenewBatch is the smallest batch of renewals worth a transaction (four
+// statements); smaller ones use each election's own heartbeat (one).
+const minRenewBatch = 5
+
 func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
 	out := make([]bool, len(reqs))
+	if len(reqs) < minRenewBatch {
+		return out, nil // not renewed here: each falls back to its heartbeat
+	}
 	names := make([]any, 0, len(reqs))
 	seen := make(map[string]bool, len(reqs))
 	for _, r := range reqs {
