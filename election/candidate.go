@@ -231,6 +231,8 @@ type waker interface {
 	// go meanwhile. It is called from a goroutine Run owns and joins, never
 	// at the same time as another backend method.
 	await(ctx context.Context, d time.Duration) bool
+	// awaits reports whether await can wake at all (it is configured).
+	awaits() bool
 }
 
 // startAwait lets a following candidate's wait of d end early when the
@@ -238,7 +240,7 @@ type waker interface {
 // and returns once its goroutine has exited; it must always be called.
 func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
 	w, ok := c.b.(waker)
-	if !ok || c.hold != 0 || d < minAwait || c.cfg.Clock.Now().Before(c.sitOutUntil) {
+	if !ok || !w.awaits() || c.hold != 0 || d < minAwait || c.cfg.Clock.Now().Before(c.sitOutUntil) {
 		return nil, func() {}
 	}
 	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)
@@ -250,6 +252,12 @@ func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 		}
 	}()
 	return wch, func() {
+		select {
+		case <-done:
+			cancel()
+			return
+		default:
+		}
 		// Cancelling costs the connection (the driver closes it), so
 		// give a wait that is about to end by itself a moment first.
 		g := c.cfg.Clock.NewTimer(awaitGrace)

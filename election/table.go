@@ -190,6 +190,9 @@ func (t *tableBackend) await(ctx context.Context, d time.Duration) bool {
 	return t.wake != nil && t.wake.await(ctx, d)
 }
 
+// awaits implements waker.
+func (t *tableBackend) awaits() bool { return t.wake != nil }
+
 // lost implements holdLoser: the hold ended without a release.
 func (t *tableBackend) lost(ctx context.Context, _ uint64) {
 	if t.wake != nil {
