@@ -82,6 +82,22 @@ chaos: deps
 chaos-short: deps
 	$(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/
 
-# Placeholder until benchmarks exist.
+# Flags for the harness, e.g. BENCH_FLAGS='-trials 10 -scenarios failover,handover'.
+BENCH_FLAGS ?=
+
+# bench runs the Go benchmarks (IsLeader, the clock read, the Batcher) and
+# then the harness in integration/bench (failover, handover, database cost,
+# the seed recipe side by side, scale), which prints a summary table and
+# writes integration/bench/results/ (summary.md, trials.csv and, with
+# gnuplot, distributions.png). About 40 minutes with the defaults; see
+# BENCHMARKS.md.
 bench: deps
-	$(GO) test -run '^$$' -bench . ./...
+	@command -v gnuplot >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "bench: apt-get install gnuplot-nox (for the plot)"; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null || \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null; } || \
+			echo "bench: could not install gnuplot; no plot"; \
+		else echo "bench: gnuplot not found; no plot (Debian: apt-get install gnuplot-nox)"; fi; }
+	$(GO) test -run '^$$' -bench . -benchmem ./election/
+	$(GO) run ./integration/bench $(BENCH_FLAGS)

@@ -207,7 +207,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	s0, err := status(ctx, admin)
+	s0, err := Status(ctx, admin)
 	if err != nil {
 		return res, err
 	}
@@ -223,7 +223,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	counting.Store(false)
 	secs := time.Since(t0).Seconds()
 	cpu1, self1 := procCPU(opts.ServerPid), procCPU(os.Getpid())
-	s1, err := status(ctx, admin)
+	s1, err := Status(ctx, admin)
 	if err != nil {
 		return res, err
 	}
@@ -333,7 +333,9 @@ func heartbeats(regs []*prometheus.Registry) (hist, float64, error) {
 	return h, errs, nil
 }
 
-func status(ctx context.Context, db *sql.DB) (map[string]float64, error) {
+// Status reads the server's global status counters (SHOW GLOBAL STATUS),
+// numeric ones only, by upper-case name, within 10 s.
+func Status(ctx context.Context, db *sql.DB) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS")

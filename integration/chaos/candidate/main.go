@@ -87,6 +87,7 @@ func main() {
 	queryTimeout := flag.Duration("query-timeout", 500*time.Millisecond, "query timeout")
 	fencedEvery := flag.Duration("fenced-every", 0, "while leading, attempt a fenced write into chaos_writes this often (0: never)")
 	statsEvery := flag.Duration("stats-every", time.Second, "print heartbeat error counts this often when they changed (0: only at exit)")
+	fastHandover := flag.Bool("fast-handover", true, "table backend: followers wait for the holder's handover lock (false sets Config.DisableFastHandover)")
 	flag.Parse()
 	if *dsn == "" || *id == "" {
 		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
@@ -96,7 +97,7 @@ func main() {
 	err := run(p, *backend, *dsn, election.Config{
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
 		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
-		QueryTimeout: *queryTimeout, Value: *id,
+		QueryTimeout: *queryTimeout, Value: *id, DisableFastHandover: !*fastHandover,
 	}, *fencedEvery, *statsEvery)
 	if err != nil {
 		p.emit(line{Event: "error", Detail: err.Error()})
