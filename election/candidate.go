@@ -331,7 +331,12 @@ func (c *candidate) acquired(send time.Time, b beat) {
 }
 
 func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
-	qctx, cancel := c.queryContext(ctx, min(c.cfg.QueryTimeout, c.holdDeadline.Sub(now)))
+	// A renewal in flight is let finish (within its timeout) when Run's
+	// context ends: cancelling it midway can cost the lock backend its
+	// connection, and with it the lock, before the release that follows
+	// has marked the row released; a follower would then find a live row
+	// and wait out its lease instead of taking over at once.
+	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.holdDeadline.Sub(now)))
 	b, err := c.b.renew(qctx, c.hold)
 	cancel()
 	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)

@@ -19,6 +19,8 @@ type fakeBackend struct {
 	renewB   func(hold uint64) (beat, error)
 	stall    chan struct{} // when non-nil, renew blocks until it is closed
 	released []uint64
+	inFlight chan context.Context // when non-nil, renew sends its context here
+	finish   chan struct{}        // and then returns held when this is closed
 	follows  int
 	renewals int
 	preErr   error
@@ -35,11 +37,20 @@ func (f *fakeBackend) follow(context.Context) (Record, beat, time.Duration, erro
 	return Record{}, f.followB, time.Second, nil
 }
 
-func (f *fakeBackend) renew(_ context.Context, hold uint64) (beat, error) {
+func (f *fakeBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	f.mu.Lock()
-	stall, fn := f.stall, f.renewB
+	stall, fn, inFlight, finish := f.stall, f.renewB, f.inFlight, f.finish
 	f.renewals++
 	f.mu.Unlock()
+	if inFlight != nil {
+		inFlight <- ctx
+		select {
+		case <-finish:
+			return beat{held: true, term: hold}, nil
+		case <-ctx.Done():
+			return beat{}, ctx.Err()
+		}
+	}
 	if stall != nil {
 		<-stall
 		return beat{}, errors.New("stalled")
@@ -299,6 +310,39 @@ func TestShutdownResignsAndReturns(t *testing.T) {
 	if len(b.released) != 1 {
 		t.Fatalf("released %v", b.released)
 	}
+}
+
+// A renewal in flight when Run's context ends finishes before the release:
+// cancelling it could drop the lock backend's connection (and lock) before
+// the row is marked released.
+func TestShutdownLetsRenewalInFlightFinish(t *testing.T) {
+	inFlight, finish := make(chan context.Context, 1), make(chan struct{})
+	b := &fakeBackend{followB: beat{held: true, term: 5}, inFlight: inFlight, finish: finish}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	h.clock.Advance(tRenew)
+	var rctx context.Context
+	select {
+	case rctx = <-inFlight:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal")
+	}
+	h.cancel()
+	select {
+	case <-rctx.Done():
+		t.Fatal("shutdown cancelled the renewal in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.set(func(f *fakeBackend) { f.released = nil })
+	close(finish)
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	b.set(func(f *fakeBackend) {
+		if len(f.released) != 1 || f.released[0] != 5 {
+			t.Errorf("released %v, want [5]", f.released)
+		}
+	})
 }
 
 func TestRunStopsOnPermanentError(t *testing.T) {

@@ -13,7 +13,10 @@ import (
 // All methods are safe for concurrent use.
 type Election interface {
 	// Run campaigns until ctx ends, then resigns (if it leads) and returns
-	// nil once every goroutine it started has exited. It returns early with
+	// nil once every goroutine it started has exited. A leader's renewal in
+	// flight when ctx ends is let finish first (at most QueryTimeout), so
+	// that the release follows it in order; the resign itself is bounded
+	// by QueryTimeout too. It returns early with
 	// an error only for problems retrying cannot fix: a missing table
 	// (ErrTableMissing), missing privileges (ErrAccessDenied), an outdated
 	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone) or

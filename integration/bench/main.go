@@ -40,7 +40,7 @@ func main() {
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease for failover and handover (renew deadline 2/3, renew and retry intervals 1/10 of it)")
 	flag.DurationVar(&o.costWindow, "cost-window", 20*time.Second, "measurement window of each cost phase")
 	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,cost,seed,scale", "comma-separated scenarios")
-	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m", "scale runs: elections:window[:unbatched], comma-separated")
+	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
 	flag.StringVar(&o.out, "out", "integration/bench/results", "directory for the raw results, the summary and the plot")
 	flag.Parse()
 

@@ -326,21 +326,13 @@ func (e *env) cost(ctx context.Context, window time.Duration) (string, error) {
 // scaleRuns runs the scale scenarios in spec ("elections:window[:unbatched]",
 // comma-separated) one after the other, each in a fresh database.
 func (e *env) scaleRuns(ctx context.Context, spec string) (string, error) {
+	runs, err := parseScale(spec)
+	if err != nil {
+		return "", err
+	}
 	var rs []scaleload.Result
-	for _, s := range strings.Split(spec, ",") {
-		f := strings.Split(strings.TrimSpace(s), ":")
-		if len(f) < 2 || len(f) > 3 || (len(f) == 3 && f[2] != "unbatched") {
-			return "", fmt.Errorf("scale %q: want elections:window[:unbatched]", s)
-		}
-		n, err := strconv.Atoi(f[0])
-		if err != nil || n <= 0 {
-			return "", fmt.Errorf("scale %q: bad number of elections", s)
-		}
-		w, err := time.ParseDuration(f[1])
-		if err != nil || w <= 0 {
-			return "", fmt.Errorf("scale %q: bad window", s)
-		}
-		batch := len(f) == 2
+	for _, sr := range runs {
+		n, w, batch := sr.elections, sr.window, sr.batch
 		conns := 16
 		if !batch {
 			conns = 64
@@ -356,10 +348,38 @@ func (e *env) scaleRuns(ctx context.Context, spec string) (string, error) {
 			Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...) },
 		})
 		if err != nil {
-			return "", fmt.Errorf("scale %s: %w", s, err)
+			return "", fmt.Errorf("scale %d elections: %w", n, err)
 		}
 		rs = append(rs, r)
 		fmt.Fprint(os.Stderr, scaleload.Table([]scaleload.Result{r}))
 	}
 	return scaleload.Table(rs), nil
+}
+
+// scaleRun is one entry of the -scale flag.
+type scaleRun struct {
+	elections int
+	window    time.Duration
+	batch     bool
+}
+
+// parseScale parses "elections:window[:unbatched]", comma-separated.
+func parseScale(spec string) ([]scaleRun, error) {
+	var out []scaleRun
+	for _, s := range strings.Split(spec, ",") {
+		f := strings.Split(strings.TrimSpace(s), ":")
+		if len(f) < 2 || len(f) > 3 || (len(f) == 3 && f[2] != "unbatched") {
+			return nil, fmt.Errorf("scale %q: want elections:window[:unbatched]", s)
+		}
+		n, err := strconv.Atoi(f[0])
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("scale %q: bad number of elections", s)
+		}
+		w, err := time.ParseDuration(f[1])
+		if err != nil || w <= 0 {
+			return nil, fmt.Errorf("scale %q: bad window", s)
+		}
+		out = append(out, scaleRun{elections: n, window: w, batch: len(f) == 2})
+	}
+	return out, nil
 }
