@@ -89,7 +89,7 @@ BENCH_FLAGS ?=
 # then the harness in integration/bench (failover, handover, database cost,
 # the seed recipe side by side, scale), which prints a summary table and
 # writes integration/bench/results/ (summary.md, trials.csv and, with
-# gnuplot, distributions.png). About 40 minutes with the defaults; see
+# gnuplot, distributions.png). About 45 minutes with the defaults; see
 # BENCHMARKS.md.
 bench: deps
 	@command -v gnuplot >/dev/null 2>&1 || { \

@@ -310,6 +310,11 @@ func (e *env) cost(ctx context.Context, window time.Duration) (string, error) {
 			name = "seed recipe"
 		}
 		row := func(role string, r map[string]float64) {
+			for k, v := range r {
+				if math.Abs(v) < 0.005 {
+					r[k] = 0 // no "-0.00" from subtracting equal rates
+				}
+			}
 			fmt.Fprintf(&b, "| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", name, role,
 				r["questions"], r["write_statements"], r["handler_write"], r["rows_changed"], r["rows_changed"]*c.renew.Seconds())
 		}
