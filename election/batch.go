@@ -149,7 +149,13 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 			names = append(names, r.name)
 		}
 	}
-	tx, err := b.db.BeginTxx(ctx, nil)
+	// READ COMMITTED: the UPDATE below may scan the whole primary key
+	// (the optimizer's choice when the batch is a large part of the
+	// table); under REPEATABLE READ it would then wait for every row
+	// another transaction has locked, stalling all the batch's elections
+	// for one operator's lock. Under READ COMMITTED InnoDB skips a locked
+	// row that does not match the WHERE (semi-consistent read).
+	tx, err := b.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, classify(err, b.table)
 	}
