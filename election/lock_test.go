@@ -18,7 +18,6 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/mysqld"
 	"github.com/sqlelect/sqlelect/integration/testdb"
-	"github.com/sqlelect/sqlelect/schema"
 )
 
 // TestMain tears down the shared test server of package testdb. Tests that
@@ -112,14 +111,7 @@ func newLockEnv(t *testing.T, timeout time.Duration) *lockEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
+	testdb.Migrate(t, dsn)
 	e := &lockEnv{t: t, ctx: ctx, dsn: dsn, admin: testdb.Open(t, dsn), name: "lock-" + randHex(4), rec: &leaderships{}}
 	stop := e.rec.sample(e.leaders)
 	t.Cleanup(func() {
@@ -623,14 +615,7 @@ func TestLockRefusesGalera(t *testing.T) {
 	if _, err := db1.ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := schema.Open(n1.DSN("sqlelect"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
+	testdb.Migrate(t, n1.DSN("sqlelect"))
 	db2 := testdb.Open(t, n2.DSN("sqlelect"))
 	var size string
 	var vname string

@@ -11,7 +11,6 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/election/electiontest"
 	"github.com/sqlelect/sqlelect/integration/testdb"
-	"github.com/sqlelect/sqlelect/schema"
 )
 
 // newBatched makes a table candidate that shares a Batcher per *sql.DB, as
@@ -164,14 +163,7 @@ func TestBatcherManyElections(t *testing.T) {
 		t.Skip("needs a server")
 	}
 	dsn := testdb.DSN(t)
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
+	testdb.Migrate(t, dsn)
 	admin := testdb.Open(t, dsn)
 	status := func() (q float64) {
 		if err := admin.QueryRow("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'").Scan(&q); err != nil {

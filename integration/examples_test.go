@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/testdb"
-	"github.com/sqlelect/sqlelect/schema"
 )
 
 // The examples (examples/), built and run as their README says, several
@@ -575,14 +573,7 @@ func TestExamplesShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
-		t.Fatal(err)
-	}
-	m.Close()
+	testdb.Migrate(t, dsn)
 
 	ps := map[string]*exampleProc{}
 	run := func(id string) {

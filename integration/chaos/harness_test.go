@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -25,7 +24,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/schema"
+	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
 // EnvRounds names the variable that sets how many rounds of each fault kind
@@ -555,14 +554,7 @@ func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, 
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	dsn := cfg.FormatDSN()
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
-		t.Fatal(err)
-	}
-	m.Close()
+	testdb.Migrate(t, dsn)
 	admin, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)

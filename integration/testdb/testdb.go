@@ -41,6 +41,7 @@ import (
 	"github.com/ory/dockertest/v3"
 
 	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/schema"
 )
 
 // Environment variables read by this package.
@@ -291,6 +292,20 @@ func DSN(t testing.TB) string {
 		}
 	})
 	return s.dsn(name)
+}
+
+// Migrate runs the schema migrations (package schema) on the database of
+// dsn; already applied migrations are left alone. It fails t on any error.
+func Migrate(t testing.TB, dsn string) {
+	t.Helper()
+	m, err := schema.Open(dsn)
+	if err != nil {
+		t.Fatalf("testdb: migrate: %v", err)
+	}
+	defer m.Close()
+	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
+		t.Fatalf("testdb: migrate: %v", err)
+	}
 }
 
 // AdminDSN returns a DSN for the shared server's administrative user (root,
