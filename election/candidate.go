@@ -35,8 +35,12 @@ type backend interface {
 	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
 	// renew renews the hold of term hold.
 	renew(ctx context.Context, hold uint64) (beat, error)
-	// release marks term hold released so that others may take over.
-	release(ctx context.Context, hold uint64) error
+	// release gives term hold up so that others may take over. With
+	// unserved zero the row is marked released (the next candidate takes it
+	// at once); otherwise the row is left to expire unserved from now by the
+	// database clock, so that the lock delay this hold had not yet served
+	// is served by whoever takes it next.
+	release(ctx context.Context, hold uint64, unserved time.Duration) error
 	// leader reads the election's record.
 	leader(ctx context.Context) (Record, error)
 	// close frees what the backend holds (the lock connection); called when
@@ -64,7 +68,13 @@ type candidate struct {
 	// Owned by the Run goroutine.
 	hold         uint64    // term held (leading or waiting out the lock delay); 0 if none
 	holdDeadline time.Time // stand down at this local instant without a renewal
-	leadAt       time.Time // when a pending holder may lead (lock delay)
+	// leadAt is when the current hold may lead (the end of its lock
+	// delay). It outlives the hold: a later hold of this candidate never
+	// leads before it, and a hold given up before it hands the rest on
+	// (see releaseHold).
+	leadAt   time.Time
+	leading  bool      // a leadership (OnElected) is under way and not yet demoted
+	leadEnd  time.Time // the leadership's deadline as last set
 	sitOutUntil  time.Time // do not campaign before this instant (after resigning)
 	seen         Record    // last observed holder (ID empty when none)
 	cancelLead   context.CancelFunc
@@ -213,7 +223,7 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 			t.Stop()
 			stopAwait()
 			c.standDown(ctx, ReasonResigned, true)
-			c.sitOutUntil = c.cfg.Clock.Now().Add(2 * c.cfg.RetryInterval)
+			c.sitOut()
 			reply <- nil
 		case <-woke:
 			t.Stop()
@@ -318,11 +328,15 @@ func (c *candidate) acquired(send time.Time, b beat) {
 	now := c.cfg.Clock.Now()
 	c.hold = b.term
 	c.holdDeadline = send.Add(c.cfg.RenewDeadline)
-	c.leadAt = now
+	// A delay an earlier hold of this candidate had not served still
+	// applies: whoever it waited for may still lead.
+	c.leadAt = later(c.leadAt, now)
 	if b.delay > 0 && !c.cfg.DisableLockDelay {
 		// A predecessor may not know it was deposed: let it stand down.
-		c.leadAt = now.Add(b.delay)
-		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", b.delay)
+		c.leadAt = later(c.leadAt, now.Add(b.delay))
+	}
+	if c.leadAt.After(now) {
+		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.leadAt.Sub(now))
 	}
 	c.renewedAt(send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.cfg.Value,
@@ -352,8 +366,14 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	case b.held && b.term == c.hold:
 		c.holdDeadline = now.Add(c.cfg.RenewDeadline)
 		c.renewedAt(now)
-		if _, leading := c.deadline(); leading {
-			c.setDeadline(c.holdDeadline)
+		if c.leading && !c.extendLead(c.holdDeadline) {
+			// The leadership ran out by the clock while this renewal
+			// was in flight: it is over, and its context cancelled.
+			// The hold goes on (nobody else held the row meanwhile),
+			// so a new leadership of the same term begins at once.
+			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.hold)
+			c.metrics().heartbeatResult(c.cfg.Name, "lease_lost")
+			c.demote(ReasonLeaseLost)
 		}
 		c.maybeLead()
 		return c.holdWait(), nil
@@ -364,7 +384,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 		c.standDown(ctx, ReasonDeposed, false)
 		c.hold = b.term
 		c.releaseHold(ctx)
-		c.sitOutUntil = c.cfg.Clock.Now().Add(2 * c.cfg.RetryInterval)
+		c.sitOut()
 		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
@@ -385,7 +405,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 func (c *candidate) holdWait() time.Duration {
 	now := c.cfg.Clock.Now()
 	w := c.cfg.RenewInterval
-	if _, leading := c.deadline(); !leading && c.leadAt.After(now) {
+	if !c.leading && c.leadAt.After(now) {
 		w = min(w, c.leadAt.Sub(now))
 	}
 	return min(w, c.holdDeadline.Sub(now))
@@ -394,9 +414,11 @@ func (c *candidate) holdWait() time.Duration {
 // maybeLead starts leading when holding, past the lock delay, not leading.
 func (c *candidate) maybeLead() {
 	now := c.cfg.Clock.Now()
-	if _, leading := c.deadline(); leading || c.hold == 0 || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
+	if c.leading || c.hold == 0 || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
 		return
 	}
+	c.leading = true
+	c.leadEnd = c.holdDeadline
 	c.term.Store(c.hold)
 	c.setDeadline(c.holdDeadline)
 	c.log.Info("elected", "term", c.hold)
@@ -422,20 +444,25 @@ func (c *candidate) maybeLead() {
 	go func() { wg.Wait(); close(done) }()
 }
 
-// watchdog cancels the leadership context when the deadline passes without
-// being extended, so leader-only work stops on time even while the Run
-// goroutine is blocked in a database call.
+// watchdog ends the leadership when its deadline passes without being
+// extended: IsLeader turns false for good (the deadline is cleared, so a
+// renewal that comes back later cannot revive it, see extendLead) and the
+// leadership context is cancelled, so leader-only work stops on time even
+// while the Run goroutine is blocked in a database call.
 func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	for {
-		d, leading := c.deadline()
-		if !leading {
+		d := c.leadUntil.Load()
+		if d == 0 {
 			cancel()
 			return
 		}
-		left := d.Sub(c.cfg.Clock.Now())
+		left := time.Duration(d - c.elapsed())
 		if left <= 0 {
-			cancel()
-			return
+			if c.leadUntil.CompareAndSwap(d, 0) {
+				cancel()
+				return
+			}
+			continue // extended meanwhile
 		}
 		t := c.cfg.Clock.NewTimer(left)
 		select {
@@ -447,33 +474,63 @@ func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	}
 }
 
-// standDown ends the hold: if leading, IsLeader turns false, the leadership
-// context is cancelled, OnElected is waited for and OnDemoted called; with
-// release, the row is then marked released.
+// extendLead moves the end of the current leadership to t, unless that
+// leadership is already over: its deadline passed by the clock (IsLeader
+// turned false) or the watchdog ended it. A leadership that ended is never
+// revived, not even by a renewal sent before its end that succeeded after
+// it; the caller demotes it and starts a new one.
+func (c *candidate) extendLead(t time.Time) bool {
+	nd := max(int64(t.Sub(c.epoch)), 1)
+	for {
+		d := c.leadUntil.Load()
+		if d == 0 || c.elapsed() >= d {
+			return false
+		}
+		if c.leadUntil.CompareAndSwap(d, nd) {
+			c.leadEnd = t
+			return true
+		}
+	}
+}
+
+// standDown ends the hold: if leading, the leadership ends (see demote);
+// with release, the row is then given up (see releaseHold).
 func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) {
 	if c.hold == 0 {
 		return
 	}
-	if until, leading := c.deadline(); leading {
-		if now := c.cfg.Clock.Now(); now.Before(until) {
-			until = now
-		}
-		c.setDeadline(time.Time{})
-		c.term.Store(0)
-		c.cancelLead()
-		<-c.leadDone
-		c.log.Info("demoted", "term", c.hold, "reason", string(reason))
-		c.metrics().demoted(c.cfg.Name, reason)
-		if f := c.cfg.Callbacks.OnDemoted; f != nil {
-			f(Demotion{Term: c.hold, Reason: reason, Until: until.Round(0)})
-		}
-	}
+	c.demote(reason)
 	if release {
 		c.releaseHold(ctx)
 	} else if l, ok := c.b.(holdLoser); ok {
-		l.lost(ctx, c.hold)
+		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+		l.lost(lctx, c.hold)
+		cancel()
 	}
 	c.hold = 0
+}
+
+// demote ends the current leadership, if any: IsLeader turns false, the
+// leadership context is cancelled, OnElected is waited for and OnDemoted
+// called. The hold is not touched.
+func (c *candidate) demote(reason Reason) {
+	if !c.leading {
+		return
+	}
+	until := c.leadEnd
+	if now := c.cfg.Clock.Now(); now.Before(until) {
+		until = now
+	}
+	c.leading = false
+	c.setDeadline(time.Time{})
+	c.term.Store(0)
+	c.cancelLead()
+	<-c.leadDone
+	c.log.Info("demoted", "term", c.hold, "reason", string(reason))
+	c.metrics().demoted(c.cfg.Name, reason)
+	if f := c.cfg.Callbacks.OnDemoted; f != nil {
+		f(Demotion{Term: c.hold, Reason: reason, Until: until.Round(0)})
+	}
 }
 
 // holdLoser is implemented by backends that keep something while holding
@@ -483,16 +540,23 @@ type holdLoser interface {
 	lost(ctx context.Context, hold uint64)
 }
 
-// releaseHold marks the held row released, on a context that survives the
-// caller's cancellation (Run's context has usually ended here).
+// releaseHold gives the held row up, on a context that survives the
+// caller's cancellation (Run's context has usually ended here). A hold that
+// never led (it was still waiting out its lock delay) hands the rest of that
+// delay on: the row then expires when the delay would have ended instead of
+// being marked released, so that the predecessor the delay waits for has
+// stood down before anyone leads. A release never hands over a delay that
+// the releaser had not served.
 func (c *candidate) releaseHold(ctx context.Context) {
-	if c.hold == 0 || !c.cfg.Clock.Now().Before(c.holdDeadline) {
+	now := c.cfg.Clock.Now()
+	if c.hold == 0 || !now.Before(c.holdDeadline) {
 		c.hold = 0
 		return // nothing to release, or the lease is no longer ours to give
 	}
+	unserved := max(c.leadAt.Sub(now), 0)
 	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	if err := c.b.release(rctx, c.hold); err != nil {
+	if err := c.b.release(rctx, c.hold, unserved); err != nil {
 		c.log.Warn("release failed; the lease will expire instead", "term", c.hold, "err", err)
 		c.metrics().heartbeat(c.cfg.Name, 0, err)
 	}
@@ -526,3 +590,19 @@ func jitter(d time.Duration, factor float64) time.Duration {
 func (c *candidate) metrics() *Metrics { return c.cfg.Metrics }
 
 func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
+
+// sitOut keeps a candidate that just gave its hold up from campaigning for
+// two retry intervals, counted from the end of any lock delay it handed on
+// (see releaseHold), so that another candidate wins rather than this one
+// claiming its own row back.
+func (c *candidate) sitOut() {
+	c.sitOutUntil = later(c.cfg.Clock.Now(), c.leadAt).Add(2 * c.cfg.RetryInterval)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

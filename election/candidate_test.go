@@ -19,6 +19,7 @@ type fakeBackend struct {
 	renewB   func(hold uint64) (beat, error)
 	stall    chan struct{} // when non-nil, renew blocks until it is closed
 	released []uint64
+	unserved []time.Duration // the unserved delay of each release
 	inFlight chan context.Context // when non-nil, renew sends its context here
 	finish   chan struct{}        // and then returns held when this is closed
 	follows  int
@@ -61,10 +62,11 @@ func (f *fakeBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return fn(hold)
 }
 
-func (f *fakeBackend) release(_ context.Context, hold uint64) error {
+func (f *fakeBackend) release(_ context.Context, hold uint64, unserved time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.released = append(f.released, hold)
+	f.unserved = append(f.unserved, unserved)
 	return nil
 }
 
@@ -341,6 +343,116 @@ func TestShutdownLetsRenewalInFlightFinish(t *testing.T) {
 			t.Errorf("released %v, want [5]", f.released)
 		}
 	})
+}
+
+// A renewal sent before the deadline that succeeds after it must not revive
+// the leadership the watchdog ended (a zombie: IsLeader true, the elected
+// context cancelled, no OnDemoted): that leadership is demoted and a new
+// one begins, with OnElected again.
+func TestRenewalLandingAfterTheDeadlineStartsANewLeadership(t *testing.T) {
+	inFlight, finish := make(chan context.Context, 1), make(chan struct{})
+	b := &fakeBackend{followB: beat{held: true, term: 7}}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 2)
+	b.set(func(f *fakeBackend) { f.followB, f.inFlight, f.finish = beat{}, inFlight, finish })
+	h.clock.Advance(tRenew)
+	select {
+	case <-inFlight:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no renewal")
+	}
+	h.clock.Advance(tRenewDeadline - tRenew) // the deadline passes while the renewal is in flight
+	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
+	if h.c.IsLeader() {
+		t.Fatal("leader past the deadline")
+	}
+	close(finish) // the renewal succeeds, late
+	const want = "leader:me,elected,elected-returned,demoted:lease_lost,elected"
+	waitFor(t, func() bool { return strings.HasPrefix(h.ev.String(), want) })
+	if !h.c.IsLeader() || h.c.Term() != 7 {
+		t.Fatalf("after the new election: IsLeader %v, term %d", h.c.IsLeader(), h.c.Term())
+	}
+}
+
+// A hold that never led gives the row up with the rest of its lock delay
+// (so that the next holder cannot lead before it would have), whether it
+// resigns or finds its row deleted; a hold that led hands on nothing.
+func TestReleaseHandsOnTheUnservedLockDelay(t *testing.T) {
+	deleted := func(f *fakeBackend) {
+		f.renewB = func(uint64) (beat, error) { return beat{held: true, term: 9, inserted: true}, nil }
+	}
+	tests := []struct {
+		name   string
+		delay  time.Duration
+		renew  func(f *fakeBackend) // how the renewal at tRenew goes; nil: renewed
+		resign bool                 // resign after that renewal
+		term   uint64
+		want   time.Duration
+	}{
+		{"resign while waiting", tLease, nil, true, 3, tLease - tRenew},
+		{"row deleted while waiting", tLease, deleted, false, 9, tLease - tRenew},
+		{"resign after leading", 0, nil, true, 3, 0},
+		{"row deleted after leading", 0, deleted, false, 9, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
+			h := newHarness(t, b, nil)
+			h.clock.WaitTimers(t, 1)
+			b.set(func(f *fakeBackend) {
+				f.followB = beat{}
+				if tc.renew != nil {
+					tc.renew(f)
+				}
+			})
+			h.clock.Advance(tRenew)
+			if tc.resign {
+				resignNow(h)
+			}
+			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 })
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.released[0] != tc.term || b.unserved[0] != tc.want {
+				t.Fatalf("released term %d with %v unserved, want term %d with %v", b.released[0], b.unserved[0], tc.term, tc.want)
+			}
+		})
+	}
+}
+
+func resignNow(h *harness) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.c.Resign(ctx); err != nil {
+		h.t.Error(err)
+	}
+}
+
+// A candidate that loses a hold before its lock delay ended and gets the
+// row again (even with no delay of its own) still waits out the first
+// delay: whoever it waited for may still lead.
+func TestLockDelayOutlivesTheHold(t *testing.T) {
+	b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
+	h := newHarness(t, b, nil)
+	h.clock.WaitTimers(t, 1)
+	b.set(func(f *fakeBackend) {
+		f.renewB = func(uint64) (beat, error) { return beat{}, nil } // deposed
+		f.followB = beat{held: true, term: 4}                        // and back, with no delay
+	})
+	elapsed := time.Duration(0)
+	for !h.c.IsLeader() {
+		if elapsed > 2*tLease {
+			t.Fatal("never elected")
+		}
+		h.clock.Advance(time.Second)
+		elapsed += time.Second
+		waitFor(t, func() bool { return h.clock.waiters() >= 1 })
+	}
+	if elapsed < tLease {
+		t.Fatalf("led %v after the first hold began, before its lock delay %v ended", elapsed, tLease)
+	}
+	if term := h.c.Term(); term != 4 {
+		t.Fatalf("term %d, want 4", term)
+	}
 }
 
 func TestRunStopsOnPermanentError(t *testing.T) {

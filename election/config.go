@@ -297,6 +297,9 @@ func DefaultID() string {
 }
 
 // leaseMillis is the lease in whole milliseconds, rounded up.
-func (c Config) leaseMillis() int64 {
-	return int64((c.LeaseDuration + time.Millisecond - 1) / time.Millisecond)
+func (c Config) leaseMillis() int64 { return ceilMillis(c.LeaseDuration) }
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }

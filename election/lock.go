@@ -174,6 +174,7 @@ type lockBackend struct {
 
 	sessionSQL, getLockSQL, tryLockSQL, isMineSQL, releaseLockSQL string
 	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL    string
+	handOffSQL                                                    string
 }
 
 // sqlString quotes s, which holds only characters safe in a SQL string
@@ -218,6 +219,7 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?
   backend = 'lock', connection_id = CONNECTION_ID()
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 	b.releaseSQL = `UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+	b.handOffSQL = `UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 }
 
 // MySQL and MariaDB error numbers specific to this backend.
@@ -636,15 +638,22 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 	return beat{held: true, term: term, inserted: true}, nil
 }
 
-func (b *lockBackend) release(ctx context.Context, hold uint64) error {
+func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	defer b.touch()
+	// A row handed off with an unserved delay stays live, written by a
+	// connection that no longer holds the lock: the next lock holder
+	// waits out what is left of it (see follow).
+	query, args := b.releaseSQL, []any{b.cfg.ID, hold}
+	if unserved > 0 {
+		query, args = b.handOffSQL, []any{ceilMillis(unserved), b.cfg.ID, hold}
+	}
 	if b.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := b.db.ExecContext(ctx, b.releaseSQL, b.cfg.ID, hold)
+		_, err := b.db.ExecContext(ctx, query, args...)
 		return classify(err, b.cfg.Table)
 	}
-	if _, err := b.conn.ExecContext(ctx, b.releaseSQL, b.cfg.ID, hold); err != nil {
+	if _, err := b.conn.ExecContext(ctx, query, args...); err != nil {
 		return b.fail(err)
 	}
 	if err := b.releaseLock(ctx); err != nil {

@@ -42,7 +42,7 @@ type tableBackend struct {
 	cfg  Config
 	wake *wakeup // nil with Config.DisableFastHandover
 
-	heartbeatSQL, checkSQL, releaseSQL, peekSQL string
+	heartbeatSQL, checkSQL, releaseSQL, handOffSQL, peekSQL string
 }
 
 // expiredSQL is true when the row's lease has run out by the database clock.
@@ -92,6 +92,7 @@ ON DUPLICATE KEY UPDATE
   last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`
 	t.checkSQL = `SELECT term, acquired FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`
 	t.releaseSQL = `UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`
+	t.handOffSQL = `UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`
 	t.peekSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 }
 
@@ -253,8 +254,19 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }
 
-func (t *tableBackend) release(ctx context.Context, hold uint64) error {
-	_, err := t.db.ExecContext(ctx, t.releaseSQL, t.cfg.Name, t.cfg.ID, hold)
+// handOffSet gives a held row up without marking it released: it expires
+// the given number of milliseconds from now by the database clock, so that
+// the next holder takes an expired row after the lock delay the releaser had
+// not served (see candidate.releaseHold).
+const handOffSet = `last_seen_active = NOW(6), lease_ms = ?`
+
+func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
+	var err error
+	if unserved > 0 {
+		_, err = t.db.ExecContext(ctx, t.handOffSQL, ceilMillis(unserved), t.cfg.Name, t.cfg.ID, hold)
+	} else {
+		_, err = t.db.ExecContext(ctx, t.releaseSQL, t.cfg.Name, t.cfg.ID, hold)
+	}
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}
