@@ -1,0 +1,130 @@
+// Package netfault is a TCP proxy on loopback for fault tests: in front of
+// one upstream address, it forwards every connection until told to
+// blackhole, and then drops the data of every connection, both ways, while
+// keeping the connections open: what a client sees across a partition that
+// sends no reset (a half-open connection). Healing forwards again; what was
+// dropped stays lost, so a request sent meanwhile is never answered.
+package netfault
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Proxy is a blackholing TCP proxy. Its methods are safe for concurrent use.
+type Proxy struct {
+	ln       net.Listener
+	upstream string
+	black    atomic.Bool
+	wg       sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// Start listens on a free port of 127.0.0.1 and forwards to upstream
+// (host:port, which must be a loopback address).
+func Start(upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the address clients connect to.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Blackhole starts (on) or ends dropping every connection's data.
+func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
+
+// Close stops listening, closes every connection and waits for the proxy's
+// goroutines.
+func (p *Proxy) Close() error {
+	err := p.ln.Close()
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// track adds c to the open connections; false once the proxy is closed.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	_ = c.Close()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		down, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(down) {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(down)
+			up, err := net.Dial("tcp", p.upstream)
+			if err != nil {
+				return
+			}
+			if !p.track(up) {
+				return
+			}
+			defer p.untrack(up)
+			done := make(chan struct{}, 2)
+			go func() { p.pipe(up, down); done <- struct{}{} }()
+			go func() { p.pipe(down, up); done <- struct{}{} }()
+			<-done // one side ended: end both
+			_ = up.Close()
+			_ = down.Close()
+			<-done
+		}()
+	}
+}
+
+// pipe copies from src to dst, dropping what arrives while blackholed.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.black.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
