@@ -72,13 +72,13 @@ type candidate struct {
 	// delay). It outlives the hold: a later hold of this candidate never
 	// leads before it, and a hold given up before it hands the rest on
 	// (see releaseHold).
-	leadAt   time.Time
-	leading  bool      // a leadership (OnElected) is under way and not yet demoted
-	leadEnd  time.Time // the leadership's deadline as last set
-	sitOutUntil  time.Time // do not campaign before this instant (after resigning)
-	seen         Record    // last observed holder (ID empty when none)
-	cancelLead   context.CancelFunc
-	leadDone     chan struct{} // closed when OnElected (and the watchdog) returned
+	leadAt      time.Time
+	leading     bool      // a leadership (OnElected) is under way and not yet demoted
+	leadEnd     time.Time // the leadership's deadline as last set
+	sitOutUntil time.Time // do not campaign before this instant (after resigning)
+	seen        Record    // last observed holder (ID empty when none)
+	cancelLead  context.CancelFunc
+	leadDone    chan struct{} // closed when OnElected (and the watchdog) returned
 }
 
 func newCandidate(cfg Config, b backend) *candidate {

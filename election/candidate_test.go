@@ -19,7 +19,7 @@ type fakeBackend struct {
 	renewB   func(hold uint64) (beat, error)
 	stall    chan struct{} // when non-nil, renew blocks until it is closed
 	released []uint64
-	unserved []time.Duration // the unserved delay of each release
+	unserved []time.Duration      // the unserved delay of each release
 	inFlight chan context.Context // when non-nil, renew sends its context here
 	finish   chan struct{}        // and then returns held when this is closed
 	follows  int

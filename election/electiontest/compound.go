@@ -23,8 +23,11 @@ type op struct {
 }
 
 var (
-	opNone     = op{"nothing", func(*cluster, *member, *member) error { return nil }}
-	opReelect  = op{"reelect", func(c *cluster, _, _ *member) error { _, err := election.Reelect(c.ctx, c.admin, "", c.name); return err }}
+	opNone    = op{"nothing", func(*cluster, *member, *member) error { return nil }}
+	opReelect = op{"reelect", func(c *cluster, _, _ *member) error {
+		_, err := election.Reelect(c.ctx, c.admin, "", c.name)
+		return err
+	}}
 	opAssumeF  = op{"assume", func(c *cluster, cut, _ *member) error { return c.assumeOther(cut) }}
 	opResignH  = op{"resign the holder", func(c *cluster, _, h *member) error { return h.e.Resign(c.ctx) }}
 	opStopH    = op{"stop the holder", func(c *cluster, _, h *member) error { return c.stop(h) }}
