@@ -73,10 +73,29 @@
 // election and operator actions, at the cost of an overlap of up to the old
 // leader's RenewDeadline after a REPLACE or DELETE.
 //
+// A holder gives a lock delay it has not served to whoever comes next: when
+// it lets the row go before its delay ended (it resigns, its Run ends, or it
+// finds the row deleted), it does not mark the row released but leaves it to
+// expire, by the database clock, when its delay would have ended. A release
+// never lets the next holder lead sooner than the releaser could have, so a
+// cut-off leader met by an operator's REPLACE or DELETE and then by the named
+// candidate's resignation or a second operator action still stands down
+// before anyone leads. A candidate that gets a row back before its own
+// earlier delay ended waits for that delay too.
+//
+// Once the leader's deadline has passed, that leadership is over for good:
+// the watchdog clears it, and a renewal that was sent before the deadline but
+// succeeds after it does not revive it (IsLeader stays false, the elected
+// context stays cancelled); OnDemoted is called with ReasonLeaseLost and,
+// since the row was still held, a new leadership of the same term begins,
+// with OnElected again.
+//
 // A clean Resign, or the end of Run's context, stands the leader down first
 // (the elected context is cancelled, OnElected is waited for, OnDemoted is
 // called) and then marks the row released, so a follower takes over at its
-// next look without waiting out the lease.
+// next look without waiting out the lease. Every statement has a deadline
+// (QueryTimeout, or less), including those sent while standing down, so a
+// connection that went half-open never blocks the campaign.
 //
 // # Fast handover (table backend)
 //

@@ -46,9 +46,12 @@ type Election interface {
 
 	// Resign stands this candidate down if it leads: the elected context is
 	// cancelled, OnElected is waited for, OnDemoted is called, and the row
-	// is marked released so another candidate takes over at once. The
-	// candidate then sits out for two retry intervals before campaigning
-	// again. Resign returns nil when this candidate does not lead, and an
+	// is marked released so another candidate takes over at once. A
+	// candidate that holds the row but does not lead yet (it is waiting out
+	// its lock delay) gives the row up too, but with the rest of that delay:
+	// the row expires when the delay would have ended. The candidate then
+	// sits out for two retry intervals (after that delay) before
+	// campaigning again. Resign returns nil when this candidate does not lead, and an
 	// error when Run is not running or ctx ends first.
 	Resign(ctx context.Context) error
 
@@ -80,6 +83,10 @@ type Election interface {
 //   - OnDemoted is called exactly once for every OnElected, whatever ended
 //     the leadership (resignation, lost lease, deposition, shutdown), after
 //     OnElected returned, and before Run returns.
+//   - A leadership that ended is never revived. When a renewal sent before
+//     the deadline succeeds after it, OnDemoted(ReasonLeaseLost) is called
+//     and a new leadership begins with OnElected again, with the same term
+//     (nobody else held the election in between).
 //   - OnLeaderChanged is called whenever the observed holder or term
 //     changes, for followers and the leader alike; Record.ID is empty when
 //     nobody holds a live lease. A candidate waiting out its lock delay sees
