@@ -596,7 +596,7 @@ func TestLockRefusesGalera(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args1, port1 := galeraArgs(t, 0)
-	n1, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: args1, Logf: t.Logf})
+	n1, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args1, Logf: t.Logf})
 	if errors.Is(err, mysqld.ErrNoServer) {
 		t.Skip(err)
 	}
@@ -605,7 +605,7 @@ func TestLockRefusesGalera(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = n1.Stop() })
 	args2, _ := galeraArgs(t, port1)
-	n2, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: args2, Logf: t.Logf})
+	n2, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args2, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func startGalera(t *testing.T, ctx context.Context, n int) []*mysqld.Server {
 	var nodes []*mysqld.Server
 	for i := range n {
 		start := time.Now()
-		srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: galeraArgs(i, gcomm, ist, sst), StartTimeout: 2 * time.Minute})
+		srv, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: galeraArgs(i, gcomm, ist, sst), StartTimeout: 2 * time.Minute})
 		if err != nil {
 			t.Fatalf("galera node %d: %v", i+1, err)
 		}

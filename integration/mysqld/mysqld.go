@@ -80,6 +80,15 @@ type Options struct {
 	// Logf, if not nil, receives progress messages (which binary, which
 	// port, restarts). Default: messages are discarded.
 	Logf func(format string, args ...any)
+
+	// Server picks the server: ServerHost (the host's mariadbd or mysqld),
+	// ServerMariaDB1011 (the same, checked to be 10.11), ServerMySQL97 or
+	// ServerMariaDB118 (each run with chroot in a Debian root of its own,
+	// built on first use with EnsureRoot: root privileges needed). Default:
+	// $SQLELECT_TEST_SERVER, else ServerHost.
+	Server string
+	// RootCache is where Debian roots are kept. Default DefaultRootCache.
+	RootCache string
 }
 
 // Server is a running throwaway server started by Start. Its methods are
@@ -95,7 +104,10 @@ type Server struct {
 	// (Options.Dir or the temporary directory Start made).
 	Dir string
 
-	binary  string
+	binary  string // the server binary, as seen inside root
+	root    string // the Debian root it runs in (chroot), "" for the host's
+	name    string // the server's name (Options.Server)
+	version string // its --version line
 	flavor  flavor
 	runAs   string // value of --user, or "" when not running as root
 	logPath string
@@ -162,23 +174,46 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout(opts))
 	defer cancel()
 
-	binary, err := findServer()
+	name, err := serverName(opts.Server)
 	if err != nil {
 		return nil, err
 	}
-	fl, err := detectFlavor(ctx, binary)
+	var root string
+	if _, ok := rootSpecs[name]; ok {
+		if root, err = EnsureRoot(ctx, opts.RootCache, name, logf); err != nil {
+			return nil, err
+		}
+	}
+	binary, err := findServer(root)
 	if err != nil {
+		return nil, err
+	}
+	fl, version, err := detectFlavor(ctx, root, binary)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkVersion(name, version); err != nil {
 		return nil, err
 	}
 
-	reapStale(os.TempDir(), logf)
-	dir, err := makeDir(opts.Dir)
+	tmpBase := os.TempDir()
+	if root != "" {
+		tmpBase = filepath.Join(root, "tmp")
+		if opts.Dir != "" && inRoot(root, opts.Dir) == opts.Dir {
+			return nil, fmt.Errorf("mysqld: Options.Dir %s must be inside the %s root %s", opts.Dir, name, root)
+		}
+	}
+	reapStale(tmpBase, root, logf)
+	dir, err := makeDir(opts.Dir, tmpBase)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		Dir:     dir,
 		binary:  binary,
+		root:    root,
+		name:    name,
+		version: version,
 		flavor:  fl,
 		logPath: filepath.Join(dir, "server.log"),
 		opts:    opts,
@@ -194,7 +229,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("mysqld: %w", err)
 	}
 	chown := func(string) error { return nil }
-	if isRoot() {
+	switch {
+	case root != "":
+		s.runAs = "root" // inside its own root file system
+	case isRoot():
 		s.runAs = "root"
 		if u, err := user.Lookup("mysql"); err == nil {
 			uid, _ := strconv.Atoi(u.Uid)
@@ -222,7 +260,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("mysqld: chown %s to mysql: %w", tmp, err)
 	}
 
-	logf("mysqld: initializing %s data directory with %s in %s", fl, binary, dir)
+	logf("mysqld: initializing %s data directory with %s in %s", version, binary, dir)
 	if err := s.initDataDir(ctx); err != nil {
 		return nil, err
 	}
@@ -362,12 +400,12 @@ func (s *Server) Stop() error {
 func (s *Server) args() []string {
 	a := []string{
 		"--no-defaults",
-		"--datadir=" + filepath.Join(s.Dir, "data"),
+		"--datadir=" + s.path("data"),
 		"--port=" + strconv.Itoa(s.Port),
 		"--bind-address=127.0.0.1",
-		"--socket=" + filepath.Join(s.Dir, "mysql.sock"),
-		"--pid-file=" + filepath.Join(s.Dir, "mysqld.pid"),
-		"--tmpdir=" + filepath.Join(s.Dir, "tmp"),
+		"--socket=" + s.path("mysql.sock"),
+		"--pid-file=" + s.path("mysqld.pid"),
+		"--tmpdir=" + s.path("tmp"),
 	}
 	if s.runAs != "" {
 		a = append(a, "--user="+s.runAs)
@@ -375,7 +413,9 @@ func (s *Server) args() []string {
 	if s.flavor == oracleMySQL {
 		// X Protocol would listen on 33060 and its own socket; two servers
 		// would fight over them.
-		a = append(a, "--mysqlx=OFF")
+		// Debian's build aborts when its default secure-file-priv
+		// directory (/var/lib/mysql-files) is missing.
+		a = append(a, "--mysqlx=OFF", "--secure-file-priv=")
 	}
 	return append(a, s.opts.ExtraArgs...)
 }
@@ -416,7 +456,7 @@ func (s *Server) startProcess() (*process, error) {
 	fmt.Fprintf(logFile, "==== %s sqlelect/integration/mysqld: %s %s\n",
 		time.Now().UTC().Format(time.RFC3339), s.binary, strings.Join(args, " "))
 
-	cmd := exec.Command(s.binary, args...)
+	cmd := s.command(args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -485,8 +525,8 @@ func (s *Server) exitedError(p *process) error {
 
 // initDataDir creates Dir/data with the flavor's install step.
 func (s *Server) initDataDir(ctx context.Context) error {
-	datadir := filepath.Join(s.Dir, "data")
-	tmpdir := filepath.Join(s.Dir, "tmp")
+	datadir := s.path("data")
+	tmpdir := s.path("tmp")
 	var name string
 	var args []string
 	switch s.flavor {
@@ -495,7 +535,7 @@ func (s *Server) initDataDir(ctx context.Context) error {
 		args = []string{"--no-defaults", "--initialize-insecure", "--datadir=" + datadir, "--tmpdir=" + tmpdir}
 	default:
 		var err error
-		name, err = findInstallDB(s.binary)
+		name, err = findInstallDB(s.root, s.binary)
 		if err != nil {
 			return err
 		}
@@ -515,6 +555,9 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, name, args...)
+	if s.root != "" {
+		cmd = exec.CommandContext(ctx, "chroot", append([]string{s.root, name}, args...)...)
+	}
 	cmd.Dir = s.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -557,8 +600,17 @@ func startTimeout(opts Options) time.Duration {
 	return DefaultStartTimeout
 }
 
-// findServer returns the path of mariadbd or, failing that, mysqld.
-func findServer() (string, error) {
+// findServer returns the path of mariadbd or, failing that, mysqld: on the
+// host, or inside root (as seen from inside it).
+func findServer(root string) (string, error) {
+	if root != "" {
+		for _, name := range []string{"mariadbd", "mysqld"} {
+			if p := filepath.Join(root, "usr/sbin", name); isExecutable(p) {
+				return "/usr/sbin/" + name, nil
+			}
+		}
+		return "", fmt.Errorf("mysqld: %w (in the Debian root %s)", ErrNoServer, root)
+	}
 	for _, name := range []string{"mariadbd", "mysqld"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
@@ -574,7 +626,15 @@ func findServer() (string, error) {
 
 // findInstallDB returns MariaDB's data directory installer that goes with
 // the server binary.
-func findInstallDB(binary string) (string, error) {
+func findInstallDB(root, binary string) (string, error) {
+	if root != "" {
+		for _, name := range []string{"mariadb-install-db", "mysql_install_db"} {
+			if isExecutable(filepath.Join(root, "usr/bin", name)) {
+				return "/usr/bin/" + name, nil
+			}
+		}
+		return "", fmt.Errorf("mysqld: no mariadb-install-db in the Debian root %s", root)
+	}
 	base := filepath.Dir(filepath.Dir(binary))
 	var tried []string
 	for _, name := range []string{"mariadb-install-db", "mysql_install_db"} {
@@ -593,23 +653,65 @@ func findInstallDB(binary string) (string, error) {
 		binary, strings.Join(tried, ", "))
 }
 
-// detectFlavor tells MariaDB from Oracle MySQL by the binary's --version.
-func detectFlavor(ctx context.Context, binary string) (flavor, error) {
-	out, err := exec.CommandContext(ctx, binary, "--no-defaults", "--version").CombinedOutput()
+// detectFlavor tells MariaDB from Oracle MySQL by the binary's --version,
+// which it returns too.
+func detectFlavor(ctx context.Context, root, binary string) (flavor, string, error) {
+	cmd := exec.CommandContext(ctx, binary, "--no-defaults", "--version")
+	if root != "" {
+		cmd = exec.CommandContext(ctx, "chroot", root, binary, "--no-defaults", "--version")
+	}
+	out, err := cmd.CombinedOutput()
+	version := strings.TrimSpace(string(out))
 	if err != nil {
-		return 0, fmt.Errorf("mysqld: %s --version: %w: %s", binary, err, strings.TrimSpace(string(out)))
+		return 0, "", fmt.Errorf("mysqld: %s --version: %w: %s", binary, err, version)
 	}
-	if strings.Contains(strings.ToLower(string(out)), "mariadb") {
-		return mariaDB, nil
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return mariaDB, version, nil
 	}
-	return oracleMySQL, nil
+	return oracleMySQL, version, nil
 }
+
+// checkVersion fails when the server found is not the one asked for (a
+// Debian suite moved on, or the host has another version).
+func checkVersion(name, version string) error {
+	want := ""
+	switch name {
+	case ServerMariaDB1011:
+		want = "10.11."
+	default:
+		want = rootSpecs[name].version
+	}
+	if want != "" && !strings.Contains(version, want) {
+		return fmt.Errorf("mysqld: server %s asked for, but the binary says %q", name, version)
+	}
+	return nil
+}
+
+// command runs the server binary with args, in its root if it has one.
+func (s *Server) command(args ...string) *exec.Cmd {
+	if s.root != "" {
+		return exec.Command("chroot", append([]string{s.root, s.binary}, args...)...)
+	}
+	return exec.Command(s.binary, args...)
+}
+
+// path is Dir/elem as the server sees it (inside its root).
+func (s *Server) path(elem string) string { return inRoot(s.root, filepath.Join(s.Dir, elem)) }
+
+// Version returns the server binary's --version line.
+func (s *Server) Version() string { return s.version }
+
+// Name returns the server's name (one of Servers()).
+func (s *Server) Name() string { return s.name }
 
 // makeDir creates dir (or a temporary directory when dir is ""), refusing a
 // non-empty existing one since Stop will remove it.
-func makeDir(dir string) (string, error) {
+func makeDir(dir, tmpBase string) (string, error) {
 	if dir == "" {
-		d, err := os.MkdirTemp("", dirPrefix+"*")
+		if err := os.MkdirAll(tmpBase, 0o1777); err != nil {
+			return "", fmt.Errorf("mysqld: %w", err)
+		}
+		d, err := os.MkdirTemp(tmpBase, dirPrefix+"*")
 		if err != nil {
 			return "", fmt.Errorf("mysqld: %w", err)
 		}

@@ -123,7 +123,7 @@ func TestStopRemovesDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(parent, "server")
-	s := start(ctx, t, mysqld.Options{Dir: dir, ExtraArgs: []string{"--character-set-server=utf8mb4"}})
+	s := start(ctx, t, mysqld.Options{Server: mysqld.ServerHost, Dir: dir, ExtraArgs: []string{"--character-set-server=utf8mb4"}})
 	if s.Dir != dir {
 		t.Errorf("Dir = %q, want %q", s.Dir, dir)
 	}
@@ -155,7 +155,7 @@ func TestStartRefusesNonEmptyDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "precious"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := mysqld.Start(ctx, mysqld.Options{Dir: dir})
+	s, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, Dir: dir})
 	if errors.Is(err, mysqld.ErrNoServer) {
 		t.Skip(err)
 	}
@@ -191,7 +191,7 @@ func TestUnsearchableDirIsReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	dir := filepath.Join(t.TempDir(), "server") // t.TempDir() is mode 0700
-	s, err := mysqld.Start(ctx, mysqld.Options{Dir: dir})
+	s, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, Dir: dir})
 	if errors.Is(err, mysqld.ErrNoServer) {
 		t.Skip(err)
 	}
@@ -236,5 +236,12 @@ func TestConcurrentStarts(t *testing.T) {
 				t.Errorf("connected to port %d, want %d", port, s.Port)
 			}
 		})
+	}
+}
+
+func TestUnknownServer(t *testing.T) {
+	_, err := mysqld.Start(context.Background(), mysqld.Options{Server: "oracle-7"})
+	if err == nil || !strings.Contains(err.Error(), "unknown server") || !strings.Contains(err.Error(), mysqld.ServerMySQL97) {
+		t.Fatalf("Start with an unknown server: %v", err)
 	}
 }

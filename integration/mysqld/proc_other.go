@@ -30,3 +30,6 @@ func isRoot() bool { return false }
 
 // checkSearchable does nothing on this platform.
 func checkSearchable(string, int, int) error { return nil }
+
+// tryFlock does not lock on this platform (Debian roots need unix anyway).
+func tryFlock(*os.File) error { return nil }

@@ -3,6 +3,7 @@
 package mysqld
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,4 +58,14 @@ func checkSearchable(dir string, uid, gid int) error {
 			return nil
 		}
 	}
+}
+
+// tryFlock takes an exclusive lock on f without waiting; errLocked when
+// another process (or file description) holds it.
+func tryFlock(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errLocked
+	}
+	return err
 }

@@ -23,7 +23,7 @@ const (
 // -timeout or ^C), killing their server first. A directory is only touched
 // when its owner is provably gone, and a process is only killed when
 // /proc shows it is a server using that directory.
-func reapStale(tmp string, logf func(string, ...any)) {
+func reapStale(tmp, root string, logf func(string, ...any)) {
 	matches, _ := filepath.Glob(filepath.Join(tmp, dirPrefix+"*"))
 	for _, dir := range matches {
 		owner, ok := readPid(filepath.Join(dir, ownerFile))
@@ -32,7 +32,7 @@ func reapStale(tmp string, logf func(string, ...any)) {
 		}
 		if pid, ok := readPid(filepath.Join(dir, serverPidFile)); ok && alive(pid) {
 			cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-			if err != nil || !bytes.Contains(cmdline, []byte("--datadir="+filepath.Join(dir, "data"))) {
+			if err != nil || !bytes.Contains(cmdline, []byte("--datadir="+inRoot(root, filepath.Join(dir, "data")))) {
 				continue // pid reused by something else, or cannot tell: leave it
 			}
 			_ = syscall.Kill(-pid, syscall.SIGKILL)

@@ -161,6 +161,7 @@ func (s *sharedServer) setup(ctx context.Context) error {
 		return errors.Join(append(errs, err)...)
 	}
 	s.source, s.local = sourceLocal, srv
+	s.logf("testdb: server %s: %s", srv.Name(), srv.Version())
 	cfg, err = mysql.ParseDSN(srv.DSN(""))
 	if err != nil {
 		return fmt.Errorf("parse %q: %w", srv.DSN(""), err)
