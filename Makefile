@@ -12,7 +12,7 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
 
-.PHONY: all deps test test-short demo build chaos chaos-short bench
+.PHONY: all deps test test-matrix test-short demo build chaos chaos-short bench
 
 all: build
 
@@ -61,6 +61,27 @@ deps:
 test: deps
 	$(GO) vet ./...
 	SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...
+
+# The servers test-matrix runs on (integration/mysqld, $$SQLELECT_TEST_SERVER):
+# the host's MariaDB 10.11, Oracle MySQL 9.7 (Debian sid) and MariaDB 11.8
+# (Debian trixie), the last two each in a Debian root that integration/mysqld
+# builds with debootstrap on first use (as root; about 30 s each, once per
+# machine, kept in /var/cache/sqlelect/roots).
+MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
+
+# test-matrix runs vet, the tests (unit, behaviour suite on both backends, CLI,
+# examples) and chaos-short on every server of MATRIX, one after the other.
+test-matrix: deps
+	$(GO) vet ./...
+	@set -e; for s in $(MATRIX); do \
+		echo "== test-matrix: $$s: go test"; \
+		SQLELECT_TEST_SERVER=$$s SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...; \
+		echo "== test-matrix: $$s: chaos-short"; \
+		log=$$(mktemp); rc=0; \
+		SQLELECT_TEST_SERVER=$$s $(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/ >$$log 2>&1 || rc=$$?; \
+		tail -n 60 $$log; rm -f $$log; \
+		[ $$rc = 0 ] || exit $$rc; \
+	done
 
 test-short:
 	$(GO) test -short ./...
