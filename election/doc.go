@@ -16,6 +16,16 @@
 //     leads" reads the same for both. Refused on Galera and Group
 //     Replication multi-primary, where locks are not cluster-wide.
 //
+// An election is its name in one table of one database: user-level locks
+// are server-wide, so the locks either backend takes (LockName,
+// WakeLockName) are named after the database (the table's qualifier, else
+// the connection's default database), the table and the election name. All
+// candidates of an election must run versions that name them alike: this
+// naming is newer than the name alone, and during a rolling upgrade that
+// mixes both, lock-backend candidates of each kind hold different locks and
+// take the row from each other at every renewal (never two leaders, thanks
+// to the term and the lock delay, but leadership flaps).
+//
 // # The algorithm (table backend)
 //
 // The row holds the holder (service_id), its last renewal

@@ -17,17 +17,22 @@ import (
 const wakeLockPrefix = "sqlelect.wake#"
 
 // WakeLockName returns the name of the user-level lock (GET_LOCK) the table
-// backend's holder of election name in table keeps so that its followers
-// wake as soon as it lets go (see Config.DisableFastHandover):
-// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the table
-// and the name. It differs from LockName, so the two backends never share a
-// lock. An operator can see whether a table election's holder keeps it with
-// SELECT IS_USED_LOCK(name).
-func WakeLockName(table, name string) string {
-	if table == "" {
-		table = DefaultTable
-	}
-	sum := sha256.Sum256([]byte(table + "\x00" + name))
+// backend's holder of election name in table of database keeps so that its
+// followers wake as soon as it lets go (see Config.DisableFastHandover):
+// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the
+// database, the table and the name. Database and table are as for LockName
+// (a qualified table names its database; Run uses the connection's default
+// database otherwise), so the same election name in two databases or tables
+// of one server is two locks. It differs from LockName, so the two backends
+// never share a lock. An operator can see whether a table election's holder
+// keeps it with SELECT IS_USED_LOCK(name).
+//
+// Candidates that name it differently (versions before the database was
+// part of it) only lose the fast handover between them: the lock is a hint,
+// the row decides.
+func WakeLockName(database, table, name string) string {
+	database, table = lockScope(database, table)
+	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
 	return (wakeLockPrefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
 }
 
@@ -42,7 +47,8 @@ func WakeLockName(table, name string) string {
 // goroutine Run owns, never at the same time as the others.
 type wakeup struct {
 	db    *sql.DB
-	lock  string
+	cfg   Config
+	lock  string // WakeLockName(database, cfg.Table, cfg.Name), set by preflight
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
 
@@ -58,14 +64,20 @@ const minAwait = 5 * time.Millisecond
 
 func newWakeup(db *sql.DB, cfg Config, count func(error)) *wakeup {
 	return &wakeup{
-		db: db, lock: WakeLockName(cfg.Table, cfg.Name), log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		db: db, cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		count: count,
 		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
 	}
 }
 
-// preflight learns whether the server takes fractional lock timeouts.
+// preflight names the lock after the election's database and learns
+// whether the server takes fractional lock timeouts.
 func (w *wakeup) preflight(ctx context.Context) error {
+	database, table, err := lockDatabase(ctx, w.db, w.cfg.Table)
+	if err != nil {
+		return err
+	}
+	w.lock = WakeLockName(database, table, w.cfg.Name)
 	var version string
 	if err := w.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		return fmt.Errorf("election: reading the server version: %w", err)
