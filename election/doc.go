@@ -98,7 +98,12 @@
 // the row. A clean handover then takes milliseconds whatever RetryInterval
 // is. The lock is only a hint: the row alone decides who leads, and when the
 // lock is unavailable (no holder keeps it, Galera nodes, errors) a follower
-// just waits out its RetryInterval. It costs one connection per candidate;
+// just waits out its RetryInterval. It costs one connection per candidate,
+// taken from the caller's pool only when the pool has a connection to spare
+// besides (db.Stats; an unlimited pool always has): with SetMaxOpenConns(n)
+// and n or more elections in the process, some of them go without the hint
+// and poll instead of starving every election's renewals (counted by
+// Metrics as sqlelect_fast_handover_skipped_total).
 // Config.DisableFastHandover turns it off.
 //
 // # Many elections in one process

@@ -43,6 +43,16 @@ func WakeLockName(database, table, name string) string {
 // follower then reads the row, which alone decides who leads. Every failure
 // only costs speed: the follower falls back to its retry interval.
 //
+// Both connections come from the caller's pool, which the elections' own
+// statements need too: a pool of SetMaxOpenConns(n) with n or more hints
+// held would starve every renewal of its elections. So the hint takes a
+// connection only when the pool has two to spare (db.Stats: an unlimited
+// pool, or MaxOpenConnections - InUse >= 2), and keeps it only if one is
+// still free once it has it (several elections on one pool may take theirs
+// at the same moment: then all give them back). Otherwise it is skipped:
+// the holder keeps no lock, the follower polls, and the skip is counted
+// (Metrics: sqlelect_fast_handover_skipped_total).
+//
 // hold, letGo and close are called from the Run goroutine; await from a
 // goroutine Run owns, never at the same time as the others.
 type wakeup struct {
@@ -51,6 +61,9 @@ type wakeup struct {
 	lock  string // WakeLockName(database, cfg.Table, cfg.Name), set by preflight
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
+	skip  func()      // counts a hint skipped for want of a spare connection
+
+	warned atomic.Bool // a skip was logged
 
 	fractional atomic.Bool // the server honours fractional GET_LOCK timeouts (MariaDB)
 
@@ -62,10 +75,10 @@ type wakeup struct {
 // minAwait is the shortest wait worth a GET_LOCK round trip.
 const minAwait = 5 * time.Millisecond
 
-func newWakeup(db *sql.DB, cfg Config, count func(error)) *wakeup {
+func newWakeup(db *sql.DB, cfg Config, count func(error), skip func()) *wakeup {
 	return &wakeup{
 		db: db, cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
-		count: count,
+		count: count, skip: skip,
 		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
 	}
 }
@@ -107,9 +120,8 @@ func (w *wakeup) hold(ctx context.Context) {
 			return
 		}
 	}
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		w.count(err)
+	conn, ok := w.take(ctx)
+	if !ok {
 		return
 	}
 	var got sql.NullInt64
@@ -124,6 +136,46 @@ func (w *wakeup) hold(ctx context.Context) {
 		return
 	}
 	w.conn, w.checkDue = conn, w.every
+}
+
+// take takes a connection from the pool for the hint, unless the pool
+// would have none left for the elections' statements; false when skipped
+// (counted) or failed (counted unless ctx ended).
+func (w *wakeup) take(ctx context.Context) (*sql.Conn, bool) {
+	if !w.spare(2) {
+		w.skipped()
+		return nil, false
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.count(err)
+		}
+		return nil, false
+	}
+	if !w.spare(1) { // others took theirs meanwhile
+		_ = conn.Close()
+		w.skipped()
+		return nil, false
+	}
+	return conn, true
+}
+
+// spare reports whether the pool has n connections to spare: it is
+// unlimited, or at most MaxOpenConnections - n are in use.
+func (w *wakeup) spare(n int) bool {
+	s := w.db.Stats()
+	return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+}
+
+// skipped counts a skipped hint, and logs the first.
+func (w *wakeup) skipped() {
+	w.skip()
+	if w.warned.CompareAndSwap(false, true) {
+		s := w.db.Stats()
+		w.log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
+			"max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
+	}
 }
 
 // letGo gives the lock up, waking the followers; called after the row was
@@ -172,10 +224,15 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	if timeout < minAwait {
 		return false
 	}
+	conn, ok := w.take(ctx)
+	if !ok {
+		return false
+	}
+	defer conn.Close()
 	q := `SELECT CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
   WHEN GET_LOCK(?, ` + secs + `) = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
 	var r sql.NullInt64
-	err := w.db.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
+	err := conn.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.count(err) // and the caller's timer decides
