@@ -120,8 +120,11 @@ func (w *wakeup) hold(ctx context.Context) {
 			return
 		}
 	}
-	conn, ok := w.take(ctx)
-	if !ok {
+	conn, err := w.take(ctx)
+	if conn == nil {
+		if err != nil {
+			w.count(err)
+		}
 		return
 	}
 	var got sql.NullInt64
@@ -139,26 +142,23 @@ func (w *wakeup) hold(ctx context.Context) {
 }
 
 // take takes a connection from the pool for the hint, unless the pool
-// would have none left for the elections' statements; false when skipped
-// (counted) or failed (counted unless ctx ended).
-func (w *wakeup) take(ctx context.Context) (*sql.Conn, bool) {
+// would have none left for the elections' statements: then it counts the
+// skip and returns nil and no error.
+func (w *wakeup) take(ctx context.Context) (*sql.Conn, error) {
 	if !w.spare(2) {
 		w.skipped()
-		return nil, false
+		return nil, nil
 	}
 	conn, err := w.db.Conn(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.count(err)
-		}
-		return nil, false
+		return nil, err
 	}
 	if !w.spare(1) { // others took theirs meanwhile
 		_ = conn.Close()
 		w.skipped()
-		return nil, false
+		return nil, nil
 	}
-	return conn, true
+	return conn, nil
 }
 
 // spare reports whether the pool has n connections to spare: it is
@@ -224,15 +224,18 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	if timeout < minAwait {
 		return false
 	}
-	conn, ok := w.take(ctx)
-	if !ok {
+	conn, err := w.take(ctx)
+	if conn == nil {
+		if err != nil && ctx.Err() == nil {
+			w.count(err) // and the caller's timer decides
+		}
 		return false
 	}
 	defer conn.Close()
 	q := `SELECT CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
   WHEN GET_LOCK(?, ` + secs + `) = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
 	var r sql.NullInt64
-	err := conn.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
+	err = conn.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.count(err) // and the caller's timer decides
