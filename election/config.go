@@ -101,6 +101,17 @@ type Config struct {
 	// following or leading; set DisableFastHandover when the pool is small
 	// or a process runs many elections (see Batcher). Ignored by NewLock,
 	// whose waiters always wake at once.
+	//
+	// The connections come from db's pool, which the election's statements
+	// need too. So that a small pool (SetMaxOpenConns) never starves them,
+	// the hint takes a connection only when the pool has two to spare, and
+	// keeps it only if one is still free afterwards (db.Stats(); several
+	// elections sharing the pool count each other's). Otherwise it is
+	// skipped for that renewal or wait: followers then poll every
+	// RetryInterval (and when the lease runs out) as with
+	// DisableFastHandover, the skip is counted by Metrics
+	// (sqlelect_fast_handover_skipped_total) and the first one logged. With
+	// a pool of n connections, at most n-1 of its elections get the hint.
 	DisableFastHandover bool
 	// DisableLockDelay makes such a candidate lead at once. The cost: after
 	// an operator's REPLACE or DELETE, the deposed leader may still act for

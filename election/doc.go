@@ -16,6 +16,16 @@
 //     leads" reads the same for both. Refused on Galera and Group
 //     Replication multi-primary, where locks are not cluster-wide.
 //
+// An election is its name in one table of one database: user-level locks
+// are server-wide, so the locks either backend takes (LockName,
+// WakeLockName) are named after the database (the table's qualifier, else
+// the connection's default database), the table and the election name. All
+// candidates of an election must run versions that name them alike: this
+// naming is newer than the name alone, and during a rolling upgrade that
+// mixes both, lock-backend candidates of each kind hold different locks and
+// take the row from each other at every renewal (never two leaders, thanks
+// to the term and the lock delay, but leadership flaps).
+//
 // # The algorithm (table backend)
 //
 // The row holds the holder (service_id), its last renewal
@@ -107,7 +117,12 @@
 // the row. A clean handover then takes milliseconds whatever RetryInterval
 // is. The lock is only a hint: the row alone decides who leads, and when the
 // lock is unavailable (no holder keeps it, Galera nodes, errors) a follower
-// just waits out its RetryInterval. It costs one connection per candidate;
+// just waits out its RetryInterval. It costs one connection per candidate,
+// taken from the caller's pool only when the pool has a connection to spare
+// besides (db.Stats; an unlimited pool always has): with SetMaxOpenConns(n)
+// and n or more elections in the process, some of them go without the hint
+// and poll instead of starving every election's renewals (counted by
+// Metrics as sqlelect_fast_handover_skipped_total).
 // Config.DisableFastHandover turns it off.
 //
 // # Many elections in one process

@@ -19,8 +19,9 @@ import (
 )
 
 // NewLock returns a candidate of the GET_LOCK backend: the election is the
-// MySQL user-level lock LockName(cfg.Name), held on a connection dedicated to
-// this candidate, and the holder publishes who it is in the same table row as
+// MySQL user-level lock LockName(database, cfg.Table, cfg.Name), database
+// being the table's (its qualifier, else the connection's default database,
+// read by Run), held on a connection dedicated to this candidate, and the holder publishes who it is in the same table row as
 // the table backend, so that Leader, Status, the CLI and plain SQL answer "who
 // leads" the same way for both backends (with backend = 'lock' and the
 // holder's connection_id).
@@ -75,7 +76,14 @@ import (
 //     the lock and sits out two retry intervals, so another candidate wins
 //     (without a lock delay: the old holder stood down before releasing).
 //
-// All candidates of one election must use the same backend. Topologies where
+// An operator sees which connection holds the lock with
+// SELECT IS_USED_LOCK(name), name being LockName's (for example
+// 'sqlelect:app.service_election:jobs'); the row's connection_id says the
+// same.
+//
+// All candidates of one election must use the same backend, and versions
+// that name the lock alike (see LockName: a rolling upgrade that mixes lock
+// namings makes leadership flap). Topologies where
 // GET_LOCK is not cluster-wide are refused by Run with an error wrapping
 // ErrUnsupportedTopology: a Galera cluster (MariaDB Galera, Percona XtraDB
 // Cluster: wsrep_on or a wsrep provider) and MySQL Group Replication in
@@ -96,11 +104,10 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
 	b := &lockBackend{
-		db:   db,
-		sdb:  sqlx.NewDb(db, "mysql"),
-		cfg:  cfg,
-		lock: LockName(cfg.Name),
-		log:  cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
+		db:  db,
+		sdb: sqlx.NewDb(db, "mysql"),
+		cfg: cfg,
+		log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 	}
 	b.prepare()
 	c := newCandidate(cfg, b)
@@ -116,22 +123,92 @@ const (
 	lockHashPrefix = "sqlelect#" // '#' never occurs in an election name
 )
 
-// LockName returns the GET_LOCK name of election name for the lock backend:
-// "sqlelect:" followed by the name when the result fits MySQL's 64
-// characters and the name has no upper-case letters; otherwise "sqlelect#"
-// followed by the first 55 hex digits of the name's SHA-256. Hashing keeps
-// distinct names distinct: they are never truncated into one, and MySQL,
-// which folds lock names to lower case, never sees two names that differ
-// only by case. The two forms cannot collide ('#' is not allowed in names).
+// LockName returns the GET_LOCK name of the lock backend's election name in
+// table of database. User-level locks are server-wide, so the name includes
+// the database and the table: the same election name in two databases or
+// two tables of one server is two elections, and must be two locks. table
+// may be qualified (`db.table`): its qualifier is then the database, and
+// database is ignored; an empty table means DefaultTable. Pass the names as
+// the server compares them (lower case where lower_case_table_names is 1 or
+// 2: Run folds them so).
 //
-// An operator can see who holds it with
-// SELECT IS_USED_LOCK('sqlelect:name') (a connection id, or NULL).
-func LockName(name string) string {
-	if len(lockPrefix)+len(name) <= MaxLockNameLen && plainLockName(name) {
-		return lockPrefix + name
+// The name is "sqlelect:" database "." table ":" name when that fits MySQL's
+// 64 characters, database and table have only lower-case letters, digits, _
+// and $, and name has no upper-case letters; otherwise "sqlelect#" followed
+// by the first 55 hex digits of the SHA-256 of the three. Hashing keeps
+// distinct elections distinct: they are never truncated into one, and
+// MySQL, which folds lock names to lower case (MariaDB does not), never sees
+// two names that differ only by case. The two forms cannot collide ('#' is
+// not allowed in names), nor can two readable ones ('.' and ':' are not
+// allowed in the database and table parts).
+//
+// An operator can see who holds it with, for example,
+// SELECT IS_USED_LOCK('sqlelect:app.service_election:jobs') (a connection
+// id, or NULL).
+//
+// Lock names changed in this version (they used to be "sqlelect:" name):
+// all candidates of one election must run versions that name the lock
+// alike. During a rolling upgrade that mixes both, an old and a new
+// candidate can each hold its own lock, and they take the row from each
+// other at every renewal: the terms and the lock delay still keep them from
+// leading at once, but leadership flaps until every candidate runs one
+// naming. Upgrade all candidates of an election together (stop the old ones
+// first).
+func LockName(database, table, name string) string {
+	database, table = lockScope(database, table)
+	plain := lockPrefix + database + "." + table + ":" + name
+	if len(plain) <= MaxLockNameLen && plainIdent(database) && plainIdent(table) && plainLockName(name) {
+		return plain
 	}
-	sum := sha256.Sum256([]byte(name))
+	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
 	return (lockHashPrefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
+}
+
+// lockScope splits a qualified table into its database and table, and
+// fills in DefaultTable.
+func lockScope(database, table string) (string, string) {
+	if table == "" {
+		table = DefaultTable
+	}
+	if db, t, ok := strings.Cut(table, "."); ok {
+		database, table = db, t
+	}
+	return database, table
+}
+
+// plainIdent reports whether a database or table name may be used as it is
+// in a lock name: not empty, and only lower-case letters, digits, _ and $.
+func plainIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '$') {
+			return false
+		}
+	}
+	return true
+}
+
+// lockDatabase returns the database and the table an election's lock names
+// are made of (see LockName): table's qualifier, else the connection's
+// default database (DATABASE(); empty when there is none, and then the
+// election's statements fail anyway). Where the server compares database
+// and table names without case (lower_case_table_names 1 or 2), both are
+// folded to lower case, so that candidates that spell them differently
+// still share the lock.
+func lockDatabase(ctx context.Context, db *sql.DB, table string) (database, tbl string, err error) {
+	var cur sql.NullString
+	var fold int
+	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names`).Scan(&cur, &fold); err != nil {
+		return "", "", fmt.Errorf("election: reading the default database: %w", err)
+	}
+	database, tbl = lockScope(cur.String, table)
+	if fold != 0 {
+		database, tbl = strings.ToLower(database), strings.ToLower(tbl)
+	}
+	return database, tbl, nil
 }
 
 // plainLockName reports whether name may be used as it is in a lock name:
@@ -157,7 +234,7 @@ type lockBackend struct {
 	db   *sql.DB
 	sdb  *sqlx.DB
 	cfg  Config
-	lock string // LockName(cfg.Name)
+	lock string // LockName(database, cfg.Table, cfg.Name), set by preflight
 	log  *slog.Logger
 
 	waitTimeout time.Duration // the lock connection's wait_timeout
@@ -245,6 +322,12 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err
 	}
+	database, table, err := lockDatabase(ctx, b.db, b.cfg.Table)
+	if err != nil {
+		return err
+	}
+	b.lock = LockName(database, table, b.cfg.Name)
+	b.prepare() // the statements name the lock
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}

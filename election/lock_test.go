@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/mysqld"
 	"github.com/sqlelect/sqlelect/integration/testdb"
@@ -41,43 +43,81 @@ func randHex(n int) string {
 
 func TestLockName(t *testing.T) {
 	const prefix, hashPrefix = "sqlelect:", "sqlelect#"
-	if got := election.LockName("jobs"); got != prefix+"jobs" {
-		t.Errorf("LockName(jobs) = %q", got)
+	const db, tbl = "app", "service_election"
+	scope := prefix + db + "." + tbl + ":"
+	if got := election.LockName(db, tbl, "jobs"); got != scope+"jobs" {
+		t.Errorf("LockName(app, service_election, jobs) = %q", got)
 	}
-	// 9 + 55 = 64 characters: still plain; one more and it is hashed.
-	fits := strings.Repeat("a", election.MaxLockNameLen-len(prefix))
-	if got := election.LockName(fits); got != prefix+fits {
+	if got := election.LockName(db, "", "jobs"); got != scope+"jobs" {
+		t.Errorf("LockName(app, \"\", jobs) = %q, want the default table", got)
+	}
+	if got := election.LockName("other", db+"."+tbl, "jobs"); got != scope+"jobs" {
+		t.Errorf("LockName(other, app.service_election, jobs) = %q, want the qualifier as the database", got)
+	}
+	// 64 characters: still plain; one more and it is hashed.
+	fits := strings.Repeat("a", election.MaxLockNameLen-len(scope))
+	if got := election.LockName(db, tbl, fits); got != scope+fits {
 		t.Errorf("LockName(%d chars) = %q, want the name as it is", len(fits), got)
 	}
-	names := []string{
-		fits + "b", fits + "c", // longer than fits: hashed, not truncated into one
-		strings.Repeat("x", election.MaxNameLen),
-		"Jobs", "JOBS", "jobs.Eu", // upper case: MySQL folds lock names to lower case
+	type lock struct{ db, tbl, name string }
+	locks := []lock{
+		{db, tbl, fits + "b"}, {db, tbl, fits + "c"}, // too long: hashed, not truncated into one
+		{db, tbl, strings.Repeat("x", election.MaxNameLen)},
+		{db, tbl, "Jobs"}, {db, tbl, "JOBS"}, {db, tbl, "jobs.Eu"}, // upper case: MySQL folds lock names to lower case
+		{"App", tbl, "jobs"}, {"APP", tbl, "jobs"}, {db, "Service_election", "jobs"}, // so do databases and tables
+		{"my-app", tbl, "jobs"}, {"", tbl, "jobs"}, // not plain identifiers
+		{strings.Repeat("d", 64), tbl, "jobs"}, {db, strings.Repeat("t", 64), "jobs"},
 	}
-	seen := map[string]string{election.LockName("jobs"): "jobs", election.LockName(fits): fits}
-	for _, n := range names {
-		got := election.LockName(n)
-		if len(got) != election.MaxLockNameLen || !strings.HasPrefix(got, hashPrefix) {
-			t.Errorf("LockName(%q) = %q: want %q and hex, %d characters", n, got, hashPrefix, election.MaxLockNameLen)
-		}
-		if strings.ToLower(got) != got {
-			t.Errorf("LockName(%q) = %q is not lower case", n, got)
-		}
-		if again := election.LockName(n); again != got {
-			t.Errorf("LockName(%q) not deterministic: %q then %q", n, got, again)
+	seen := map[string]lock{}
+	for _, l := range []lock{{db, tbl, "jobs"}, {db, tbl, fits}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "x.service_election:jobs"}} {
+		got := election.LockName(l.db, l.tbl, l.name)
+		if !strings.HasPrefix(got, prefix) || len(got) > election.MaxLockNameLen {
+			t.Errorf("LockName(%q, %q, %q) = %q, want it readable", l.db, l.tbl, l.name, got)
 		}
 		if prev, dup := seen[got]; dup {
-			t.Errorf("LockName(%q) = LockName(%q) = %q", n, prev, got)
+			t.Errorf("LockName%v = LockName%v = %q", l, prev, got)
 		}
-		seen[got] = n
+		seen[got] = l
 	}
-	for _, n := range []string{"a", "svc-1.prod:eu/west@x_y", fits} {
+	for _, l := range locks {
+		got := election.LockName(l.db, l.tbl, l.name)
+		if len(got) != election.MaxLockNameLen || !strings.HasPrefix(got, hashPrefix) {
+			t.Errorf("LockName(%q, %q, %q) = %q: want %q and hex, %d characters", l.db, l.tbl, l.name, got, hashPrefix, election.MaxLockNameLen)
+		}
+		if strings.ToLower(got) != got {
+			t.Errorf("LockName(%q, %q, %q) = %q is not lower case", l.db, l.tbl, l.name, got)
+		}
+		if again := election.LockName(l.db, l.tbl, l.name); again != got {
+			t.Errorf("LockName(%q, %q, %q) not deterministic: %q then %q", l.db, l.tbl, l.name, got, again)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("LockName%v = LockName%v = %q", l, prev, got)
+		}
+		seen[got] = l
+	}
+	for _, n := range []string{"a", "svc-1.prod:eu/west@x_y"} {
 		if err := election.ValidateName(n); err != nil {
 			t.Fatal(err)
 		}
-		if got := election.LockName(n); got != prefix+n {
+		if got := election.LockName(db, tbl, n); got != scope+n {
 			t.Errorf("LockName(%q) = %q, want it readable", n, got)
 		}
+	}
+	// The handover lock of the table backend: hashed, distinct per
+	// database, table and name, and never a lock backend's name.
+	wake := map[string]lock{}
+	for _, l := range []lock{{db, tbl, "jobs"}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "jobs2"}, {"App", tbl, "jobs"}} {
+		got := election.WakeLockName(l.db, l.tbl, l.name)
+		if len(got) != election.MaxLockNameLen || strings.ToLower(got) != got || got == election.LockName(l.db, l.tbl, l.name) {
+			t.Errorf("WakeLockName(%q, %q, %q) = %q", l.db, l.tbl, l.name, got)
+		}
+		if prev, dup := wake[got]; dup {
+			t.Errorf("WakeLockName%v = WakeLockName%v = %q", l, prev, got)
+		}
+		wake[got] = l
+	}
+	if a, b := election.WakeLockName(db, tbl, "jobs"), election.WakeLockName("x", db+"."+tbl, "jobs"); a != b {
+		t.Errorf("WakeLockName with a qualified table: %q, want %q", b, a)
 	}
 }
 
@@ -227,12 +267,22 @@ func (e *lockEnv) status() election.Record {
 	return rec
 }
 
+// lockName is the election's GET_LOCK name: its database is the DSN's.
+func (e *lockEnv) lockName() string {
+	e.t.Helper()
+	cfg, err := mysql.ParseDSN(e.dsn)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return election.LockName(cfg.DBName, "", e.name)
+}
+
 // lockOwner returns IS_USED_LOCK of the election's lock: the connection that
 // holds it, or 0 when it is free.
 func (e *lockEnv) lockOwner() uint64 {
 	e.t.Helper()
 	var id sql.NullInt64
-	if err := e.admin.QueryRowContext(e.ctx, "SELECT IS_USED_LOCK(?)", election.LockName(e.name)).Scan(&id); err != nil {
+	if err := e.admin.QueryRowContext(e.ctx, "SELECT IS_USED_LOCK(?)", e.lockName()).Scan(&id); err != nil {
 		e.t.Fatal(err)
 	}
 	return uint64(id.Int64)
@@ -341,9 +391,9 @@ func TestLockHolderPublishesItself(t *testing.T) {
 		t.Fatalf("Leader() = %+v; leader %s term %d", rec, l.id, l.e.Term())
 	}
 	if owner := e.lockOwner(); owner != rec.ConnectionID {
-		t.Fatalf("IS_USED_LOCK(%q) = %d, the row says connection %d", election.LockName(e.name), owner, rec.ConnectionID)
+		t.Fatalf("IS_USED_LOCK(%q) = %d, the row says connection %d", e.lockName(), owner, rec.ConnectionID)
 	}
-	t.Logf("%s holds %q on connection %d, term %d (acquired %s)", rec.ID, election.LockName(e.name), rec.ConnectionID, rec.Term, rec.Acquired)
+	t.Logf("%s holds %q on connection %d, term %d (acquired %s)", rec.ID, e.lockName(), rec.ConnectionID, rec.Term, rec.Acquired)
 }
 
 // TestLockKilledConnection: when the server kills the holder's connection,
@@ -624,7 +674,7 @@ func TestLockRefusesGalera(t *testing.T) {
 	}
 
 	// Why: one lock name, granted on both nodes at once.
-	lock := election.LockName("jobs")
+	lock := election.LockName("sqlelect", "", "jobs")
 	for i, db := range []*sql.DB{db1, db2} {
 		c, err := db.Conn(ctx)
 		if err != nil {

@@ -24,10 +24,12 @@ import (
 //	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error
 //	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
 //	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
+//	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
 type Metrics struct {
 	changes  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	skips    *prometheus.CounterVec
 
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
 
@@ -52,6 +54,10 @@ func NewMetrics() *Metrics {
 			Name: "sqlelect_heartbeat_errors_total",
 			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost).",
 		}, []string{"election", "kind"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_fast_handover_skipped_total",
+			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.DisableFastHandover).",
+		}, l),
 		leaderDesc: prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
 		termDesc:   prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
 		leftDesc:   prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
@@ -65,6 +71,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.changes.Describe(ch)
 	m.duration.Describe(ch)
 	m.errors.Describe(ch)
+	m.skips.Describe(ch)
 	ch <- m.leaderDesc
 	ch <- m.termDesc
 	ch <- m.leftDesc
@@ -76,6 +83,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.changes.Collect(ch)
 	m.duration.Collect(ch)
 	m.errors.Collect(ch)
+	m.skips.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
@@ -130,6 +138,13 @@ func (m *Metrics) heartbeatResult(name, kind string) {
 		return
 	}
 	m.errors.WithLabelValues(name, kind).Inc()
+}
+
+func (m *Metrics) handoverSkipped(name string) {
+	if m == nil {
+		return
+	}
+	m.skips.WithLabelValues(name).Inc()
 }
 
 func (m *Metrics) elected(name string, _ uint64) {

@@ -32,7 +32,8 @@ func NewTable(db *sql.DB, cfg Config) (Election, error) {
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
-		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().heartbeat(cfg.Name, 0, err) })
+		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().heartbeat(cfg.Name, 0, err) },
+			func() { c.metrics().handoverSkipped(cfg.Name) })
 	}
 	return c, nil
 }

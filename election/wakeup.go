@@ -17,17 +17,22 @@ import (
 const wakeLockPrefix = "sqlelect.wake#"
 
 // WakeLockName returns the name of the user-level lock (GET_LOCK) the table
-// backend's holder of election name in table keeps so that its followers
-// wake as soon as it lets go (see Config.DisableFastHandover):
-// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the table
-// and the name. It differs from LockName, so the two backends never share a
-// lock. An operator can see whether a table election's holder keeps it with
-// SELECT IS_USED_LOCK(name).
-func WakeLockName(table, name string) string {
-	if table == "" {
-		table = DefaultTable
-	}
-	sum := sha256.Sum256([]byte(table + "\x00" + name))
+// backend's holder of election name in table of database keeps so that its
+// followers wake as soon as it lets go (see Config.DisableFastHandover):
+// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the
+// database, the table and the name. Database and table are as for LockName
+// (a qualified table names its database; Run uses the connection's default
+// database otherwise), so the same election name in two databases or tables
+// of one server is two locks. It differs from LockName, so the two backends
+// never share a lock. An operator can see whether a table election's holder
+// keeps it with SELECT IS_USED_LOCK(name).
+//
+// Candidates that name it differently (versions before the database was
+// part of it) only lose the fast handover between them: the lock is a hint,
+// the row decides.
+func WakeLockName(database, table, name string) string {
+	database, table = lockScope(database, table)
+	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
 	return (wakeLockPrefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
 }
 
@@ -38,13 +43,27 @@ func WakeLockName(table, name string) string {
 // follower then reads the row, which alone decides who leads. Every failure
 // only costs speed: the follower falls back to its retry interval.
 //
+// Both connections come from the caller's pool, which the elections' own
+// statements need too: a pool of SetMaxOpenConns(n) with n or more hints
+// held would starve every renewal of its elections. So the hint takes a
+// connection only when the pool has two to spare (db.Stats: an unlimited
+// pool, or MaxOpenConnections - InUse >= 2), and keeps it only if one is
+// still free once it has it (several elections on one pool may take theirs
+// at the same moment: then all give them back). Otherwise it is skipped:
+// the holder keeps no lock, the follower polls, and the skip is counted
+// (Metrics: sqlelect_fast_handover_skipped_total).
+//
 // hold, letGo and close are called from the Run goroutine; await from a
 // goroutine Run owns, never at the same time as the others.
 type wakeup struct {
 	db    *sql.DB
-	lock  string
+	cfg   Config
+	lock  string // WakeLockName(database, cfg.Table, cfg.Name), set by preflight
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
+	skip  func()      // counts a hint skipped for want of a spare connection
+
+	warned atomic.Bool // a skip was logged
 
 	fractional atomic.Bool // the server honours fractional GET_LOCK timeouts (MariaDB)
 
@@ -56,16 +75,22 @@ type wakeup struct {
 // minAwait is the shortest wait worth a GET_LOCK round trip.
 const minAwait = 5 * time.Millisecond
 
-func newWakeup(db *sql.DB, cfg Config, count func(error)) *wakeup {
+func newWakeup(db *sql.DB, cfg Config, count func(error), skip func()) *wakeup {
 	return &wakeup{
-		db: db, lock: WakeLockName(cfg.Table, cfg.Name), log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
-		count: count,
+		db: db, cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		count: count, skip: skip,
 		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
 	}
 }
 
-// preflight learns whether the server takes fractional lock timeouts.
+// preflight names the lock after the election's database and learns
+// whether the server takes fractional lock timeouts.
 func (w *wakeup) preflight(ctx context.Context) error {
+	database, table, err := lockDatabase(ctx, w.db, w.cfg.Table)
+	if err != nil {
+		return err
+	}
+	w.lock = WakeLockName(database, table, w.cfg.Name)
 	var version string
 	if err := w.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		return fmt.Errorf("election: reading the server version: %w", err)
@@ -95,9 +120,11 @@ func (w *wakeup) hold(ctx context.Context) {
 			return
 		}
 	}
-	conn, err := w.db.Conn(ctx)
-	if err != nil {
-		w.count(err)
+	conn, err := w.take(ctx)
+	if conn == nil {
+		if err != nil {
+			w.count(err)
+		}
 		return
 	}
 	var got sql.NullInt64
@@ -112,6 +139,43 @@ func (w *wakeup) hold(ctx context.Context) {
 		return
 	}
 	w.conn, w.checkDue = conn, w.every
+}
+
+// take takes a connection from the pool for the hint, unless the pool
+// would have none left for the elections' statements: then it counts the
+// skip and returns nil and no error.
+func (w *wakeup) take(ctx context.Context) (*sql.Conn, error) {
+	if !w.spare(2) {
+		w.skipped()
+		return nil, nil
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !w.spare(1) { // others took theirs meanwhile
+		_ = conn.Close()
+		w.skipped()
+		return nil, nil
+	}
+	return conn, nil
+}
+
+// spare reports whether the pool has n connections to spare: it is
+// unlimited, or at most MaxOpenConnections - n are in use.
+func (w *wakeup) spare(n int) bool {
+	s := w.db.Stats()
+	return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+}
+
+// skipped counts a skipped hint, and logs the first.
+func (w *wakeup) skipped() {
+	w.skip()
+	if w.warned.CompareAndSwap(false, true) {
+		s := w.db.Stats()
+		w.log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
+			"max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
+	}
 }
 
 // letGo gives the lock up, waking the followers; called after the row was
@@ -160,10 +224,18 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	if timeout < minAwait {
 		return false
 	}
+	conn, err := w.take(ctx)
+	if conn == nil {
+		if err != nil && ctx.Err() == nil {
+			w.count(err) // and the caller's timer decides
+		}
+		return false
+	}
+	defer conn.Close()
 	q := `SELECT CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
   WHEN GET_LOCK(?, ` + secs + `) = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
 	var r sql.NullInt64
-	err := w.db.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
+	err = conn.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.count(err) // and the caller's timer decides

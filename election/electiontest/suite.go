@@ -75,6 +75,7 @@ func Run(t *testing.T, s Suite) {
 		{"ClientFoundRowsNoFalseLeader", testClientFoundRows},
 		{"MissingTable", testMissingTable},
 		{"NoPrivileges", testNoPrivileges},
+		{"SameNameInTwoDatabases", testSameNameTwoDatabases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
