@@ -305,6 +305,7 @@ const (
 	erUnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
 	erGlobalVariable        = 1229 // ER_GLOBAL_VARIABLE
 	erIncorrectGlobalLocal  = 1238 // ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
+	erQueryTimeout          = 3024 // ER_QUERY_TIMEOUT (MySQL): MAX_EXECUTION_TIME exceeded
 )
 
 func mysqlErrno(err error) uint16 {
@@ -331,17 +332,33 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}
-	// MariaDB honours a fractional GET_LOCK timeout; MySQL may round it to
-	// whole seconds, so there a sub-second wait polls instead (follow never
-	// spins: it waits out the rest of lockWait after an early timeout).
 	var version string
 	if err := b.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		return fmt.Errorf("election: reading the server version: %w", err)
 	}
-	if !strings.Contains(strings.ToLower(version), "mariadb") {
-		b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %d)`, sqlString(b.lock), int64(b.lockWait/time.Second))
-	}
+	hint, call := getLockCall(sqlString(b.lock), b.lockWait, isMariaDB(version))
+	b.getLockSQL = `SELECT ` + hint + call
 	return nil
+}
+
+// isMariaDB reports whether a VERSION() string is MariaDB's.
+func isMariaDB(version string) bool { return strings.Contains(strings.ToLower(version), "mariadb") }
+
+// getLockCall returns a GET_LOCK call that waits about d for lock (a SQL
+// expression), and the optimizer hint that must follow the SELECT keyword of
+// its statement. MariaDB honours a fractional timeout. MySQL does not: it
+// rounds the timeout to whole seconds (0.4 returns at once, 0.5 waits a
+// second), so there the call waits whole seconds, rounded up, and
+// MAX_EXECUTION_TIME ends the statement after d with error 3024 (see
+// erQueryTimeout), leaving the connection usable. Either way a waiter queued
+// in GET_LOCK gets the lock the moment it is released.
+func getLockCall(lock string, d time.Duration, mariadb bool) (hint, call string) {
+	if mariadb {
+		return "", fmt.Sprintf("GET_LOCK(%s, %.6f)", lock, d.Seconds())
+	}
+	secs := max(int64((d+time.Second-1)/time.Second), 1)
+	return fmt.Sprintf("/*+ MAX_EXECUTION_TIME(%d) */ ", max(d.Milliseconds(), 1)),
+		fmt.Sprintf("GET_LOCK(%s, %d)", lock, secs)
 }
 
 // checkLockTopology refuses servers where GET_LOCK is not cluster-wide.
@@ -489,7 +506,19 @@ func (b *lockBackend) touch() {
 // returns NULL on an error (a killed thread, for one).
 func (b *lockBackend) getLock(ctx context.Context, c *sqlx.Conn, query string) (bool, error) {
 	var r sql.NullInt64
-	if err := c.QueryRowContext(ctx, query).Scan(&r); err != nil {
+	err := c.QueryRowContext(ctx, query).Scan(&r)
+	if mysqlErrno(err) == erQueryTimeout {
+		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
+		// Should that have raced with getting the lock, this connection
+		// holds it: ask, so that the state here matches the server's.
+		var mine sql.NullInt64
+		if err := c.QueryRowContext(ctx, b.isMineSQL).Scan(&mine); err != nil {
+			return false, err
+		}
+		r = sql.NullInt64{Int64: mine.Int64, Valid: true}
+		err = nil
+	}
+	if err != nil {
 		return false, err
 	}
 	if !r.Valid {

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -95,7 +94,7 @@ func (w *wakeup) preflight(ctx context.Context) error {
 	if err := w.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		return fmt.Errorf("election: reading the server version: %w", err)
 	}
-	w.fractional.Store(strings.Contains(strings.ToLower(version), "mariadb"))
+	w.fractional.Store(isMariaDB(version))
 	return nil
 }
 
@@ -213,14 +212,6 @@ func (w *wakeup) close() { w.discard() }
 // cancel the statement (which would cost the connection).
 func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	timeout := d - 2*time.Millisecond
-	var secs string
-	if w.fractional.Load() {
-		secs = fmt.Sprintf("%.6f", timeout.Seconds())
-	} else {
-		// MySQL takes whole seconds: wait the whole seconds that fit.
-		timeout = timeout.Truncate(time.Second)
-		secs = fmt.Sprintf("%d", int64(timeout/time.Second))
-	}
 	if timeout < minAwait {
 		return false
 	}
@@ -232,10 +223,22 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 	defer conn.Close()
-	q := `SELECT CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
-  WHEN GET_LOCK(?, ` + secs + `) = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
+	hint, call := getLockCall("?", timeout, w.fractional.Load())
+	q := `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(?) IS NULL THEN -1
+  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(?) ELSE 0 END`
 	var r sql.NullInt64
 	err = conn.QueryRowContext(ctx, q, w.lock, w.lock, w.lock).Scan(&r)
+	if mysqlErrno(err) == erQueryTimeout {
+		// MySQL ended the wait (see getLockCall): the holder kept the
+		// lock. Should the end have come between GET_LOCK and
+		// RELEASE_LOCK, this pooled connection holds it: let it go.
+		var r sql.NullInt64
+		if err := conn.QueryRowContext(ctx, `SELECT RELEASE_LOCK(?)`, w.lock).Scan(&r); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // closing it frees the lock
+			return false
+		}
+		return r.Valid && r.Int64 == 1 // it had the lock: the holder had let go
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.count(err) // and the caller's timer decides
