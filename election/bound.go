@@ -51,9 +51,17 @@ func lockWaitSecs(d time.Duration) int64 {
 // wrap returns stmt so that its lock waits end after the bound:
 //
 //   - MariaDB: SET STATEMENT innodb_lock_wait_timeout=N, lock_wait_timeout=N FOR stmt
-//   - MySQL 8+: the optimizer hint /*+ SET_VAR(…) SET_VAR(…) */ right after
-//     the statement's first keyword (SELECT, INSERT, REPLACE, UPDATE or
-//     DELETE, where MySQL reads hints).
+//   - MySQL 8.0.3+: optimizer hints right after the statement's first
+//     keyword (SELECT, INSERT, REPLACE, UPDATE or DELETE, where MySQL reads
+//     hints): SET_VAR(lock_wait_timeout=N) for metadata locks and, on a
+//     SELECT, MAX_EXECUTION_TIME(N000), which also ends a locking read's
+//     wait for a row lock (Error 3024). MySQL refuses
+//     SET_VAR(innodb_lock_wait_timeout) (Warning 3637 on 9.7, the hint is
+//     ignored) and MAX_EXECUTION_TIME on anything but a SELECT: on MySQL an
+//     INSERT, UPDATE, REPLACE or DELETE on a pooled connection still waits
+//     for a row lock up to the server's innodb_lock_wait_timeout. Sessions
+//     the library owns (sessionSQL: the lock backend's connection, a
+//     Batcher's renewal) are bounded on every server.
 //
 // Either form sets the variables for that one statement only: the pooled
 // connection's session is left as it was. stmt must begin with its keyword
@@ -65,7 +73,13 @@ func (b lockBound) wrap(stmt string) string {
 		return "SET STATEMENT innodb_lock_wait_timeout=" + n + ", lock_wait_timeout=" + n + " FOR " + stmt
 	case flavorMySQL:
 		kw, rest, _ := strings.Cut(stmt, " ")
-		return kw + " /*+ SET_VAR(innodb_lock_wait_timeout=" + n + ") SET_VAR(lock_wait_timeout=" + n + ") */ " + rest
+		hint := "SET_VAR(lock_wait_timeout=" + n + ")"
+		if strings.EqualFold(kw, "SELECT") {
+			// Locking reads included; MySQL warns (3125) and
+			// ignores it on anything but a SELECT.
+			hint = "MAX_EXECUTION_TIME(" + n + "000) " + hint
+		}
+		return kw + " /*+ " + hint + " */ " + rest
 	}
 	return stmt
 }

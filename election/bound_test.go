@@ -35,6 +35,10 @@ func TestFlavorOf(t *testing.T) {
 
 func TestLockBoundWrap(t *testing.T) {
 	const stmt = "UPDATE t SET a = 1 WHERE b = ?"
+	mysqlSelect := newLockBound(flavorMySQL, 3*time.Second).wrap("SELECT 1 FROM t FOR UPDATE")
+	if want := "SELECT /*+ MAX_EXECUTION_TIME(3000) SET_VAR(lock_wait_timeout=3) */ 1 FROM t FOR UPDATE"; mysqlSelect != want {
+		t.Errorf("MySQL SELECT: %q, want %q", mysqlSelect, want)
+	}
 	for _, c := range []struct {
 		b    lockBound
 		want string
@@ -42,7 +46,7 @@ func TestLockBoundWrap(t *testing.T) {
 		{lockBound{}, stmt},
 		{newLockBound(flavorOther, 5*time.Second), stmt},
 		{newLockBound(flavorMariaDB, 5*time.Second), "SET STATEMENT innodb_lock_wait_timeout=5, lock_wait_timeout=5 FOR " + stmt},
-		{newLockBound(flavorMySQL, 2500*time.Millisecond), "UPDATE /*+ SET_VAR(innodb_lock_wait_timeout=2) SET_VAR(lock_wait_timeout=2) */ t SET a = 1 WHERE b = ?"},
+		{newLockBound(flavorMySQL, 2500*time.Millisecond), "UPDATE /*+ SET_VAR(lock_wait_timeout=2) */ t SET a = 1 WHERE b = ?"},
 		{newLockBound(flavorMariaDB, 100*time.Millisecond), "SET STATEMENT innodb_lock_wait_timeout=1, lock_wait_timeout=1 FOR " + stmt},
 	} {
 		if got := c.b.wrap(stmt); got != c.want {
@@ -152,8 +156,25 @@ func TestLockBoundOnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	ftx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ftx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one)
 	took := time.Since(start)
+	_ = ftx.Rollback()
+	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).
+	if n := mysqlErrno(err); n != 1205 && n != 3024 || took > 5*time.Second {
+		t.Fatalf("fenced check on a locked row: %v after %v; want Error 1205 or 3024 after about 1 s", err, took)
+	}
+	t.Logf("fenced check on a locked row: %v after %v", err, took)
+	if bound.flavor != flavorMariaDB {
+		t.Logf("%s: a write's row lock wait cannot be bounded per statement here", version)
+		return
+	}
+	start = time.Now()
+	_, err = conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	took = time.Since(start)
 	if mysqlErrno(err) != 1205 || took > 5*time.Second {
 		t.Fatalf("heartbeat on a locked row: %v after %v; want Error 1205 after about 1 s", err, took)
 	}
