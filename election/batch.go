@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,6 +75,13 @@ type Batcher struct {
 
 	renews *combiner[renewReq, bool]
 	reads  *combiner[string, readResult]
+
+	// bound limits the reads' server-side lock waits; detected at the
+	// first read.
+	bound atomicBound
+	// boundSQL bounds a renewal connection's session (idle time and lock
+	// waits) before its transaction; restoreSQL puts back what it had.
+	boundSQL, restoreSQL string
 }
 
 type renewReq struct {
@@ -114,6 +122,14 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 		opts.Clock = RealClock{}
 	}
 	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
+	n := lockWaitSecs(opts.QueryTimeout)
+	b.boundSQL = fmt.Sprintf(`SET @sqlelect_wait_timeout = @@session.wait_timeout,
+  @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
+  @sqlelect_lock_wait_timeout = @@session.lock_wait_timeout,
+  SESSION wait_timeout = %d, SESSION innodb_lock_wait_timeout = %d, SESSION lock_wait_timeout = %d`, n, n, n)
+	b.restoreSQL = `SET SESSION wait_timeout = @sqlelect_wait_timeout,
+  SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
+  SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`
 	b.renews = newCombiner(opts, b.execRenew)
 	b.reads = newCombiner(opts, b.execRead)
 	return b, nil
@@ -132,11 +148,20 @@ func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
 	return r.rec, r.found, err
 }
 
-// minRenewBatch is the smallest batch of renewals worth a transaction (four
+// minRenewBatch is the smallest batch of renewals worth a transaction (seven
 // statements); smaller ones use each election's own heartbeat (one).
 const minRenewBatch = 5
 
-func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
+// execRenew renews a batch in one transaction on a connection of its own
+// whose session is bounded first (boundSQL): wait_timeout and the lock
+// waits are QueryTimeout in whole seconds. A transaction cut off by a
+// network partition after its SELECT … FOR UPDATE therefore holds the
+// rows' locks on the server for about QueryTimeout, not until the server's
+// wait_timeout (8 hours by default) or TCP keepalive notice the client is
+// gone. After a commit the session's own values are put back (restoreSQL)
+// and the connection returns to the pool; after any error it is discarded.
+// The cost: two statements per batch (SET before, SET after).
+func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err error) {
 	out := make([]bool, len(reqs))
 	if len(reqs) < minRenewBatch {
 		return out, nil // not renewed here: each falls back to its heartbeat
@@ -155,7 +180,23 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 	// another transaction has locked, stalling all the batch's elections
 	// for one operator's lock. Under READ COMMITTED InnoDB skips a locked
 	// row that does not match the WHERE (semi-consistent read).
-	tx, err := b.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	conn, err := b.db.Connx(ctx)
+	if err != nil {
+		return nil, classify(err, b.table)
+	}
+	defer func() {
+		if err != nil {
+			// Its session is bounded and may be in a transaction:
+			// close it (database/sql discards a connection whose Raw
+			// returns driver.ErrBadConn) rather than pool it.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}()
+	if _, err := conn.ExecContext(ctx, b.boundSQL); err != nil {
+		return nil, classify(err, b.table)
+	}
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, classify(err, b.table)
 	}
@@ -197,6 +238,9 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 	if err := tx.Commit(); err != nil {
 		return nil, classify(err, b.table)
 	}
+	if _, err := conn.ExecContext(ctx, b.restoreSQL); err != nil {
+		return nil, classify(err, b.table)
+	}
 	return out, nil
 }
 
@@ -205,9 +249,13 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	for i, n := range names {
 		args[i] = n
 	}
+	bound, err := b.stmtBound(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var rows []recordRow
-	if err := b.db.SelectContext(ctx, &rows, `SELECT `+recordColumns+` FROM `+quoteTable(b.table)+
-		` WHERE anchor IN (`+placeholders(len(names))+`)`, args...); err != nil {
+	if err := b.db.SelectContext(ctx, &rows, bound.wrap(`SELECT `+recordColumns+` FROM `+quoteTable(b.table)+
+		` WHERE anchor IN (`+placeholders(len(names))+`)`), args...); err != nil {
 		return nil, classify(err, b.table)
 	}
 	byName := make(map[string]Record, len(rows))
@@ -223,6 +271,20 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 		out[i] = readResult{rec: rec, found: ok}
 	}
 	return out, nil
+}
+
+// stmtBound returns the bound of the reads, reading the server's version
+// at the first call.
+func (b *Batcher) stmtBound(ctx context.Context) (lockBound, error) {
+	if p := b.bound.p.Load(); p != nil {
+		return *p, nil
+	}
+	bound, err := detectBound(ctx, b.db, b.opts.QueryTimeout)
+	if err != nil {
+		return lockBound{}, err
+	}
+	b.bound.store(bound)
+	return bound, nil
 }
 
 func placeholders(n int) string {

@@ -169,6 +169,16 @@
 //     retried as "not leader this tick").
 //   - All candidates of an election should use the same LeaseDuration, or a
 //     LockDelay at least the longest RenewDeadline among them.
+//   - Server-side lock waits are bounded to about QueryTimeout (whole
+//     seconds, at least 1), so that statements a candidate gave up on do
+//     not pile up on the server while an operator or a slow transaction
+//     holds the election's row: per statement on MariaDB (SET STATEMENT),
+//     per session on the lock backend's connection and a Batcher's
+//     renewals. MySQL refuses SET_VAR(innodb_lock_wait_timeout), so there
+//     writes on pooled connections (the table backend's heartbeat and
+//     release, Assume, Reelect) wait for a row lock up to the server's
+//     innodb_lock_wait_timeout (SELECTs are bounded by MAX_EXECUTION_TIME):
+//     on MySQL set innodb_lock_wait_timeout near QueryTimeout.
 //
 // # Concurrency and callbacks
 //

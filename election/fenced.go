@@ -15,8 +15,9 @@ const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND
   AND last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > NOW(6) LOCK IN SHARE MODE`
 
 // fenced runs fn in a transaction on db that first checks, under a share
-// lock on the election's row, that candidate id still holds term.
-func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, fn func(tx *sql.Tx) error) (err error) {
+// lock on the election's row, that candidate id still holds term. bound
+// limits the check's wait for the row lock (see lockBound).
+func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, bound lockBound, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
@@ -30,7 +31,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, fn func(tx
 		}
 	}()
 	var one int
-	err = tx.QueryRowContext(ctx, fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table)), cfg.Name, cfg.ID, term).Scan(&one)
+	err = tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: election %q no longer held by %q with term %d", ErrNotLeader, cfg.Name, cfg.ID, term)
 	}
@@ -62,5 +63,5 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, fn func(tx
 // deadlock error (1213) and changes nothing. Either way no write of a
 // deposed term commits after the takeover.
 func (c *candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return fenced(ctx, c.db, c.cfg, c.Term(), fn)
+	return fenced(ctx, c.db, c.cfg, c.Term(), stmtBound(c.b), fn)
 }

@@ -249,6 +249,10 @@ type lockBackend struct {
 
 	noKeepalive bool // the server refused the session keepalive variables
 
+	// bound limits lock waits of statements on pooled connections (the
+	// lock connection's session has the same limits); set by preflight.
+	bound atomicBound
+
 	sessionSQL, getLockSQL, tryLockSQL, isMineSQL, releaseLockSQL string
 	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL    string
 	handOffSQL                                                    string
@@ -269,7 +273,12 @@ func (b *lockBackend) prepare() {
 	b.lockWait = min(b.cfg.RetryInterval, b.cfg.QueryTimeout/2)
 
 	tbl, anchor, lock := quoteTable(b.cfg.Table), sqlString(b.cfg.Name), sqlString(b.lock)
-	b.sessionSQL = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d`, secs, secs)
+	// The session's lock waits end with the client's QueryTimeout (see
+	// lockBound): a statement the client gave up on does not keep the
+	// server thread waiting for a row or metadata lock.
+	wait := lockWaitSecs(b.cfg.QueryTimeout)
+	b.sessionSQL = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d`,
+		secs, secs, wait, wait)
 	b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %.6f)`, lock, b.lockWait.Seconds())
 	b.tryLockSQL = `SELECT GET_LOCK(` + lock + `, 0)`
 	b.isMineSQL = `SELECT IS_USED_LOCK(` + lock + `) = CONNECTION_ID()`
@@ -336,13 +345,14 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := b.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		return fmt.Errorf("election: reading the server version: %w", err)
 	}
+	b.bound.store(newLockBound(flavorOf(version), b.cfg.QueryTimeout))
 	hint, call := getLockCall(sqlString(b.lock), b.lockWait, isMariaDB(version))
 	b.getLockSQL = `SELECT ` + hint + call
 	return nil
 }
 
 // isMariaDB reports whether a VERSION() string is MariaDB's.
-func isMariaDB(version string) bool { return strings.Contains(strings.ToLower(version), "mariadb") }
+func isMariaDB(version string) bool { return flavorOf(version) == flavorMariaDB }
 
 // getLockCall returns a GET_LOCK call that waits about d for lock (a SQL
 // expression), and the optimizer hint that must follow the SELECT keyword of
@@ -762,7 +772,7 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	if b.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := b.db.ExecContext(ctx, query, args...)
+		_, err := b.db.ExecContext(ctx, b.bound.load().wrap(query), args...)
 		return classify(err, b.cfg.Table)
 	}
 	if _, err := b.conn.ExecContext(ctx, query, args...); err != nil {

@@ -20,6 +20,8 @@ import (
 //	VALUES ('name', 'id', NOW(6));
 //
 // It returns the record as written. table may be empty for DefaultTable.
+// The statement waits for a row lock on the server no longer than ctx
+// allows (DefaultQueryTimeout without a deadline; see lockBound).
 func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, error) {
 	if table == "" {
 		table = DefaultTable
@@ -30,12 +32,16 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	if db == nil {
 		return Record{}, ErrNilDB
 	}
+	bound, err := operatorBound(ctx, db)
+	if err != nil {
+		return Record{}, err
+	}
 	tbl := quoteTable(table)
-	_, err := db.ExecContext(ctx, `REPLACE INTO `+tbl+` (anchor, service_id, last_seen_active, term,
+	_, err = db.ExecContext(ctx, bound.wrap(`REPLACE INTO `+tbl+` (anchor, service_id, last_seen_active, term,
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
 SELECT ?, ?, NOW(6), GREATEST(COALESCE(MAX(term), 0) + 1, `+termNowSQL+`), NOW(6),
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM `+tbl+` WHERE anchor = ?`, name, id, DefaultLeaseDuration.Milliseconds(), name)
+FROM `+tbl+` WHERE anchor = ?`), name, id, DefaultLeaseDuration.Milliseconds(), name)
 	if err != nil {
 		return Record{}, classify(err, table)
 	}
@@ -50,6 +56,8 @@ FROM `+tbl+` WHERE anchor = ?`, name, id, DefaultLeaseDuration.Milliseconds(), n
 // when there was no row.
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
+// The DELETE waits for a row lock on the server no longer than ctx allows
+// (DefaultQueryTimeout without a deadline).
 func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	if table == "" {
 		table = DefaultTable
@@ -64,7 +72,11 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, err
 	}
-	res, err := db.ExecContext(ctx, `DELETE FROM `+quoteTable(table)+` WHERE anchor = ?`, name)
+	bound, err := operatorBound(ctx, db)
+	if err != nil {
+		return Record{}, err
+	}
+	res, err := db.ExecContext(ctx, bound.wrap(`DELETE FROM `+quoteTable(table)+` WHERE anchor = ?`), name)
 	if err != nil {
 		return Record{}, classify(err, table)
 	}

@@ -42,6 +42,9 @@ type tableBackend struct {
 	db   *sqlx.DB
 	cfg  Config
 	wake *wakeup // nil with Config.DisableFastHandover
+	// bound limits the statements' server-side lock waits; set by
+	// preflight, which then prepares the statements again.
+	bound atomicBound
 
 	heartbeatSQL, checkSQL, releaseSQL, handOffSQL, peekSQL string
 }
@@ -72,12 +75,15 @@ const termNowSQL = `FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)`
 // term in the same round trip. An ambiguous 1 and every change of term are
 // confirmed by reading the row, so a DSN with clientFoundRows=true cannot
 // produce a false leader.
+//
+// Every statement that can wait for a lock is wrapped by t.bound (a no-op
+// until preflight detected the server).
 func (t *tableBackend) prepareSQL() {
-	tbl := quoteTable(t.cfg.Table)
+	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
 	const r = `(service_id = ? AND term = ? AND released = 0)`
 	take := `(NOT ` + r + ` AND (released <> 0 OR ` + expiredSQL + ` OR service_id = ?))`
 	change := `(` + r + ` OR ` + take + `)`
-	t.heartbeatSQL = `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	t.heartbeatSQL = bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id)
 VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL)
 ON DUPLICATE KEY UPDATE
@@ -90,10 +96,10 @@ ON DUPLICATE KEY UPDATE
   service_id = IF(` + change + `, ?, service_id),
   released = IF(` + change + `, 0, released),
   lease_ms = IF(` + change + `, ?, lease_ms),
-  last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`
-	t.checkSQL = `SELECT term, acquired FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`
-	t.releaseSQL = `UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`
-	t.handOffSQL = `UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`
+  last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`)
+	t.checkSQL = bound.wrap(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
+	t.releaseSQL = bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
+	t.handOffSQL = bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	t.peekSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 }
 
@@ -127,6 +133,12 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err
 	}
+	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
+	if err != nil {
+		return err
+	}
+	t.bound.store(bound)
+	t.prepareSQL()
 	if t.wake != nil {
 		return t.wake.preflight(ctx)
 	}

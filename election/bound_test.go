@@ -1,0 +1,232 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/integration/testdb"
+)
+
+func TestFlavorOf(t *testing.T) {
+	for v, want := range map[string]serverFlavor{
+		"10.11.6-MariaDB-0+deb12u1":    flavorMariaDB,
+		"5.5.5-10.11.6-MariaDB":        flavorMariaDB,
+		"11.8.6-MariaDB-log":           flavorMariaDB,
+		"8.0.36":                       flavorMySQL,
+		"8.0.3-rc-log":                 flavorMySQL,
+		"8.0.2-dmr":                    flavorOther,
+		"8.4.2-log":                    flavorMySQL,
+		"9.7.4":                        flavorMySQL,
+		"5.7.44-log":                   flavorOther,
+		"":                             flavorOther,
+		"garbage":                      flavorOther,
+		"8.0.36-0ubuntu0.22.04.1-log":  flavorMySQL,
+		"10.6.16-MariaDB-1:10.6.16+ma": flavorMariaDB,
+	} {
+		if got := flavorOf(v); got != want {
+			t.Errorf("flavorOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
+func TestLockBoundWrap(t *testing.T) {
+	const stmt = "UPDATE t SET a = 1 WHERE b = ?"
+	mysqlSelect := newLockBound(flavorMySQL, 3*time.Second).wrap("SELECT 1 FROM t FOR UPDATE")
+	if want := "SELECT /*+ MAX_EXECUTION_TIME(3000) SET_VAR(lock_wait_timeout=3) */ 1 FROM t FOR UPDATE"; mysqlSelect != want {
+		t.Errorf("MySQL SELECT: %q, want %q", mysqlSelect, want)
+	}
+	for _, c := range []struct {
+		b    lockBound
+		want string
+	}{
+		{lockBound{}, stmt},
+		{newLockBound(flavorOther, 5*time.Second), stmt},
+		{newLockBound(flavorMariaDB, 5*time.Second), "SET STATEMENT innodb_lock_wait_timeout=5, lock_wait_timeout=5 FOR " + stmt},
+		{newLockBound(flavorMySQL, 2500*time.Millisecond), "UPDATE /*+ SET_VAR(lock_wait_timeout=2) */ t SET a = 1 WHERE b = ?"},
+		{newLockBound(flavorMariaDB, 100*time.Millisecond), "SET STATEMENT innodb_lock_wait_timeout=1, lock_wait_timeout=1 FOR " + stmt},
+	} {
+		if got := c.b.wrap(stmt); got != c.want {
+			t.Errorf("%+v.wrap = %q, want %q", c.b, got, c.want)
+		}
+	}
+}
+
+// TestLockBoundOnServer runs every bounded statement of the table backend
+// and of Fenced on the test server: none may warn (an ignored hint or
+// variable would), and a heartbeat that meets a row lock held by another
+// transaction fails with ER_LOCK_WAIT_TIMEOUT after about the bound (1 s),
+// not after innodb_lock_wait_timeout (50 s), even though its client would
+// wait longer.
+func TestLockBoundOnServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	e, err := NewTable(db, Config{Name: "bound", ID: "me", QueryTimeout: time.Second, DisableFastHandover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := e.(*candidate).b.(*tableBackend)
+	if err := tb.preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound := tb.stmtBound()
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server %s: bound %+v; heartbeat begins %q", version, bound, tb.heartbeatSQL[:min(len(tb.heartbeatSQL), 90)])
+	if bound.flavor == flavorOther || bound.secs != 1 {
+		t.Fatalf("bound = %+v, want a flavour and 1 s", bound)
+	}
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	noWarnings := func(what string) {
+		t.Helper()
+		rows, err := conn.QueryContext(ctx, `SHOW WARNINGS`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var level, msg string
+			var code int
+			if err := rows.Scan(&level, &code, &msg); err != nil {
+				t.Fatal(err)
+			}
+			t.Errorf("%s: %s %d %s", what, level, code, msg)
+		}
+	}
+	res, err := conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	if err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	noWarnings("heartbeat")
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("heartbeat inserted %d rows, want 1", n)
+	}
+	var term uint64
+	var acquired string
+	if err := conn.QueryRowContext(ctx, tb.checkSQL, "bound", "me").Scan(&term, &acquired); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	noWarnings("check")
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one int
+	if err := tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one); err != nil {
+		t.Fatalf("fenced check: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, tb.releaseSQL, "bound", "me", term); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	noWarnings("release")
+
+	// The session keeps its own values: the bound was for one statement.
+	var ilwt, lwt int64
+	if err := conn.QueryRowContext(ctx, `SELECT @@session.innodb_lock_wait_timeout, @@session.lock_wait_timeout`).Scan(&ilwt, &lwt); err != nil {
+		t.Fatal(err)
+	}
+	if ilwt == 1 || lwt == 1 {
+		t.Errorf("session lock waits %d, %d after bounded statements: the bound leaked into the session", ilwt, lwt)
+	}
+
+	// A row lock held by another transaction: the bounded heartbeat gives
+	// up on the server after the bound.
+	holder, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = 'bound' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ftx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ftx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one)
+	took := time.Since(start)
+	_ = ftx.Rollback()
+	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).
+	if n := mysqlErrno(err); n != 1205 && n != 3024 || took > 5*time.Second {
+		t.Fatalf("fenced check on a locked row: %v after %v; want Error 1205 or 3024 after about 1 s", err, took)
+	}
+	t.Logf("fenced check on a locked row: %v after %v", err, took)
+	if bound.flavor != flavorMariaDB {
+		t.Logf("%s: a write's row lock wait cannot be bounded per statement here", version)
+		return
+	}
+	start = time.Now()
+	_, err = conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	took = time.Since(start)
+	if mysqlErrno(err) != 1205 || took > 5*time.Second {
+		t.Fatalf("heartbeat on a locked row: %v after %v; want Error 1205 after about 1 s", err, took)
+	}
+	t.Logf("heartbeat on a locked row: %v after %v", err, took)
+}
+
+// TestBatcherRestoresSession: a batch of renewals bounds its connection's
+// session and gives the connection back to the pool with the session's own
+// values.
+func TestBatcherRestoresSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	db.SetMaxOpenConns(1) // the batch must use, and give back, the one connection
+	read := func() (w, ilwt, lwt int64) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, `SELECT @@session.wait_timeout, @@session.innodb_lock_wait_timeout, @@session.lock_wait_timeout`).Scan(&w, &ilwt, &lwt); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := db.ExecContext(ctx, `SET SESSION wait_timeout = 1234, innodb_lock_wait_timeout = 42, lock_wait_timeout = 4321`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatcher(db, BatcherOptions{QueryTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []renewReq
+	for i := range minRenewBatch {
+		name := fmt.Sprintf("s%d", i)
+		if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms)
+VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+	}
+	got, err := b.execRenew(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range got {
+		if !ok {
+			t.Errorf("%s not renewed", reqs[i].name)
+		}
+	}
+	if w, ilwt, lwt := read(); w != 1234 || ilwt != 42 || lwt != 4321 {
+		t.Errorf("after a batch the pooled session has wait_timeout %d, innodb_lock_wait_timeout %d, lock_wait_timeout %d; want 1234, 42, 4321", w, ilwt, lwt)
+	}
+	if _, err := b.execRead(ctx, []string{"s0"}); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+}
