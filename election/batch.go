@@ -230,7 +230,12 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		}
 	}
 	if len(renew) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE `+tbl+` SET last_seen_active = NOW(6) WHERE anchor IN (`+
+		// FORCE INDEX (PRIMARY): from about 40 names the optimizer
+		// scans the whole primary key instead, and MariaDB 11.6.2+
+		// (innodb_snapshot_isolation ON) no longer skips a row locked
+		// by another transaction under READ COMMITTED: the batch would
+		// wait for an operator's lock on an unrelated row.
+		if _, err := tx.ExecContext(ctx, `UPDATE `+tbl+` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (`+
 			placeholders(len(renew))+`)`, renew...); err != nil {
 			return nil, classify(err, b.table)
 		}
