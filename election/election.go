@@ -53,10 +53,19 @@ type Election interface {
 	Resign(ctx context.Context) error
 
 	// Fenced runs fn in a database transaction that first checks, under a
-	// share lock on the election's row, that this candidate still leads with
-	// its term: a deposed leader that has not noticed yet changes nothing,
-	// and no takeover commits while fn runs. The error wraps ErrNotLeader
-	// when the check fails. See the backends' documentation.
+	// share lock on the election's row (on Galera: by writing the row), that
+	// this candidate still leads with its term: a deposed leader that has
+	// not noticed yet changes nothing, and no write of a deposed term
+	// commits after the takeover. On one server a takeover waits until the
+	// fenced transaction ends. On a certification-based cluster (Galera,
+	// Group Replication multi-primary) the fenced transaction and a
+	// takeover through any node conflict in certification and the one
+	// certified second fails with a deadlock error (1213); there a leader's
+	// fenced transactions are serialized on the row, and each moves the
+	// row's last_seen_active forward (extending the lease by the database
+	// clock only). The error wraps ErrNotLeader when the check fails. Keep
+	// fenced transactions shorter than RenewDeadline: the leader's own
+	// renewals wait for them.
 	Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 	// Name returns the election's name; ID returns this candidate's identity.

@@ -19,7 +19,11 @@ import (
 //	REPLACE INTO service_election (anchor, service_id, last_seen_active)
 //	VALUES ('name', 'id', NOW(6));
 //
-// It returns the record as written. table may be empty for DefaultTable.
+// It returns the record as written. table may be empty for DefaultTable. On
+// Galera the REPLACE can lose certification to the leader's renewal or
+// fenced write on another node (error 1213): it is tried up to three times,
+// and can still fail under a steady stream of fenced writes; retry, or run
+// it through the leader's node (where it waits for them instead).
 func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, error) {
 	if table == "" {
 		table = DefaultTable
@@ -31,7 +35,7 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 		return Record{}, ErrNilDB
 	}
 	tbl := quoteTable(table)
-	_, err := db.ExecContext(ctx, `REPLACE INTO `+tbl+` (anchor, service_id, last_seen_active, term,
+	_, err := execRetryingConflicts(ctx, db, `REPLACE INTO `+tbl+` (anchor, service_id, last_seen_active, term,
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
 SELECT ?, ?, NOW(6), GREATEST(COALESCE(MAX(term), 0) + 1, `+termNowSQL+`), NOW(6),
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
@@ -50,6 +54,7 @@ FROM `+tbl+` WHERE anchor = ?`, name, id, DefaultLeaseDuration.Milliseconds(), n
 // when there was no row.
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
+// On Galera the DELETE is tried up to three times, like Assume's REPLACE.
 func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	if table == "" {
 		table = DefaultTable
@@ -64,7 +69,7 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, err
 	}
-	res, err := db.ExecContext(ctx, `DELETE FROM `+quoteTable(table)+` WHERE anchor = ?`, name)
+	res, err := execRetryingConflicts(ctx, db, `DELETE FROM `+quoteTable(table)+` WHERE anchor = ?`, name)
 	if err != nil {
 		return Record{}, classify(err, table)
 	}
@@ -72,4 +77,17 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 		return Record{Election: name}, fmt.Errorf("%w: election %q has no row", ErrNoLeader, name)
 	}
 	return prev, nil
+}
+
+// execRetryingConflicts runs a single-statement write, again (up to three
+// tries in all) while it fails with a deadlock error: on Galera, losing
+// certification to a concurrent write of the same row (the leader's renewal
+// or fenced write). Both operator statements read what they need afresh.
+func execRetryingConflicts(ctx context.Context, db *sql.DB, query string, args ...any) (sql.Result, error) {
+	for try := 1; ; try++ {
+		res, err := db.ExecContext(ctx, query, args...)
+		if try == 3 || mysqlErrno(err) != erLockDeadlock || ctx.Err() != nil {
+			return res, err
+		}
+	}
 }
