@@ -49,8 +49,12 @@
 //
 // The leader renews every RenewInterval. The term is the database clock in
 // microseconds at the takeover, and never less than the previous term plus
-// one, so it strictly increases on every change of holder, including across
-// an operator's DELETE or REPLACE (which lose the row's previous term).
+// one while the row exists, so it strictly increases on every change of
+// holder, including an operator's Assume (which reads the old term). A row
+// deleted (a plain DELETE, Reelect) or replaced with plain SQL loses its
+// term: the next one is the database clock alone, which is higher only if
+// that clock is ahead of the one that made the old term, not after a
+// failover to a server whose clock is behind, or a clock stepped back.
 //
 // # Safety
 //

@@ -35,8 +35,13 @@ type Election interface {
 
 	// Term returns the fencing term of the current leadership, or 0 when
 	// this candidate does not lead. Terms strictly increase each time the
-	// election changes hands; pass the term to systems outside MySQL as a
-	// fencing token (like Consul's sequencer or etcd's revision).
+	// election changes hands while its row exists, including through
+	// Assume; pass the term to systems outside MySQL as a fencing token
+	// (like Consul's sequencer or etcd's revision). After the row is
+	// deleted (Reelect, a plain DELETE) or replaced with plain SQL, the next
+	// term is the database clock in microseconds: lower than the old term
+	// if that clock is behind the one that made it (a failover to a server
+	// whose clock is behind, a clock stepped back).
 	Term() uint64
 
 	// Leader reads who leads from the database. When nobody holds a live

@@ -14,7 +14,8 @@ import (
 // lock delay, so the two never lead at the same moment. If id never claims
 // the row, it expires after its lease and the election goes on.
 //
-// The plain SQL equivalent (the term then comes from the database clock):
+// The plain SQL equivalent (the term then comes from the database clock
+// alone, and is lower than the old term if that clock is behind):
 //
 //	REPLACE INTO service_election (anchor, service_id, last_seen_active)
 //	VALUES ('name', 'id', NOW(6));
@@ -52,6 +53,8 @@ FROM `+tbl+` WHERE anchor = ?`, name, id, DefaultLeaseDuration.Milliseconds(), n
 // candidate that inserts a new row waits out its lock delay before leading.
 // It returns the record that was deleted, and an error wrapping ErrNoLeader
 // when there was no row.
+//
+// The next row's term is the database clock alone (see Election.Term).
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
 // On Galera the DELETE is tried up to three times, like Assume's REPLACE.
