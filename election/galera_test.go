@@ -21,8 +21,9 @@ import (
 
 // startGalera2 starts a two-node Galera cluster on loopback, with the
 // election table migrated into database sqlelect, and returns the nodes.
-// extra1 are more options of node 1 (which bootstraps the cluster).
-func startGalera2(t *testing.T, ctx context.Context, extra1 []string) (n1, n2 *mysqld.Server) {
+// extra1 are more options of node 1 (which bootstraps the cluster), env2
+// more environment variables of node 2's server.
+func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1, n2 *mysqld.Server) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a two-node Galera cluster")
@@ -40,7 +41,7 @@ func startGalera2(t *testing.T, ctx context.Context, extra1 []string) (n1, n2 *m
 	}
 	t.Cleanup(func() { _ = n1.Stop() })
 	args2, _ := galeraArgs(t, port1)
-	n2, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: args2, Logf: t.Logf})
+	n2, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: args2, Env: env2, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestFencedGaleraTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	began := time.Now()
-	n1, n2 := startGalera2(t, ctx, []string{"--log-bin=node1-bin", "--log-slave-updates=ON", "--server-id=1"})
+	n1, n2 := startGalera2(t, ctx, []string{"--log-bin=node1-bin", "--log-slave-updates=ON", "--server-id=1"}, nil)
 	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
 	binlog, err := exec.LookPath("mariadb-binlog")
 	if err != nil {
