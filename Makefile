@@ -11,6 +11,12 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 # Debian/Ubuntu packages for a local test server, and for `go test -race` (cgo).
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
+# For the Galera tests (a 2- and 3-node cluster on loopback) and for
+# TestGaleraClockOffset (libfaketime offsets one node's clock). Installed by
+# deps when missing and it can (root, apt-get); otherwise those tests skip,
+# and deps says so without failing.
+GALERA_PKGS := galera-4 rsync
+FAKETIME_PKGS := libfaketime
 
 .PHONY: all deps test test-matrix test-short demo build chaos chaos-short bench
 
@@ -36,6 +42,16 @@ deps:
 	fi; \
 	cc="$$($(GO) env CC)"; \
 	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
+	optional=""; \
+	[ -e /usr/lib/galera/libgalera_smm.so ] && command -v rsync >/dev/null 2>&1 || optional=" $(GALERA_PKGS)"; \
+	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || optional="$$optional $(FAKETIME_PKGS)"; \
+	if [ -n "$$optional" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			need="$$need$$optional"; \
+		else \
+			echo "deps: not installed:$$optional; the Galera tests (and the clock offset test) will skip." >&2; \
+		fi; \
+	fi; \
 	if [ -z "$$need" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
 		case "$$need" in *mariadb-server*) \

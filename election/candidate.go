@@ -54,6 +54,7 @@ type candidate struct {
 	cfg     Config
 	b       backend
 	db      *sql.DB // the caller's, for Fenced
+	fence   fenceMode
 	log     *slog.Logger
 	running atomic.Bool
 

@@ -59,8 +59,12 @@
 //
 // The leader renews every RenewInterval. The term is the database clock in
 // microseconds at the takeover, and never less than the previous term plus
-// one, so it strictly increases on every change of holder, including across
-// an operator's DELETE or REPLACE (which lose the row's previous term).
+// one while the row exists, so it strictly increases on every change of
+// holder, including an operator's Assume (which reads the old term). A row
+// deleted (a plain DELETE, Reelect) or replaced with plain SQL loses its
+// term: the next one is the database clock alone, which is higher only if
+// that clock is ahead of the one that made the old term, not after a
+// failover to a server whose clock is behind, or a clock stepped back.
 //
 // # Safety
 //
@@ -155,6 +159,16 @@
 //     (laptop sleep, a paused VM) stops Linux's monotonic clock: a leader
 //     resumed after such a pause may believe it leads for up to
 //     RenewDeadline after resuming.
+//   - Expiry compares the NOW(6) of the server that executed the holder's
+//     last renewal with the NOW(6) of the server that executes the takeover.
+//     When they are different servers (Galera nodes, or the old and new
+//     primary after a failover) and the taker's clock is ahead by d, the
+//     takeover comes d early: safety needs d, plus the effect of clock
+//     rates and the time the leader's work takes to stop, below
+//     LeaseDuration - RenewDeadline (5 s with the defaults). With a larger
+//     offset two leaders overlap by about d minus that margin. Keep the
+//     database servers' clocks synchronized (NTP) well within the margin. A
+//     taker's clock that is behind only delays takeovers by the offset.
 //   - Leadership is advisory: a leader that ignores IsLeader, or whose work
 //     outlives the elected context, can act after it was deposed. Writes to
 //     the same database can be fenced (issue the write through a transaction

@@ -35,8 +35,13 @@ type Election interface {
 
 	// Term returns the fencing term of the current leadership, or 0 when
 	// this candidate does not lead. Terms strictly increase each time the
-	// election changes hands; pass the term to systems outside MySQL as a
-	// fencing token (like Consul's sequencer or etcd's revision).
+	// election changes hands while its row exists, including through
+	// Assume; pass the term to systems outside MySQL as a fencing token
+	// (like Consul's sequencer or etcd's revision). After the row is
+	// deleted (Reelect, a plain DELETE) or replaced with plain SQL, the next
+	// term is the database clock in microseconds: lower than the old term
+	// if that clock is behind the one that made it (a failover to a server
+	// whose clock is behind, a clock stepped back).
 	Term() uint64
 
 	// Leader reads who leads from the database. When nobody holds a live
@@ -56,10 +61,19 @@ type Election interface {
 	Resign(ctx context.Context) error
 
 	// Fenced runs fn in a database transaction that first checks, under a
-	// share lock on the election's row, that this candidate still leads with
-	// its term: a deposed leader that has not noticed yet changes nothing,
-	// and no takeover commits while fn runs. The error wraps ErrNotLeader
-	// when the check fails. See the backends' documentation.
+	// share lock on the election's row (on Galera: by writing the row), that
+	// this candidate still leads with its term: a deposed leader that has
+	// not noticed yet changes nothing, and no write of a deposed term
+	// commits after the takeover. On one server a takeover waits until the
+	// fenced transaction ends. On a certification-based cluster (Galera,
+	// Group Replication multi-primary) the fenced transaction and a
+	// takeover through any node conflict in certification and the one
+	// certified second fails with a deadlock error (1213); there a leader's
+	// fenced transactions are serialized on the row, and each moves the
+	// row's last_seen_active forward (extending the lease by the database
+	// clock only). The error wraps ErrNotLeader when the check fails. Keep
+	// fenced transactions shorter than RenewDeadline: the leader's own
+	// renewals wait for them.
 	Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 	// Name returns the election's name; ID returns this candidate's identity.

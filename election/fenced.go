@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 )
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
@@ -14,10 +16,98 @@ import (
 const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
   AND last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > NOW(6) LOCK IN SHARE MODE`
 
+// fencedWriteSQL is the check on a certification-based cluster (Galera,
+// Group Replication multi-primary), where a share lock is local to one node
+// and not part of the transaction's write set: it writes the election's row
+// under the same conditions, so that the fenced transaction and any takeover
+// (which writes the row too) conflict in certification and one of them
+// aborts. It always changes the row (last_seen_active strictly increases),
+// so it reports 1 affected row when it matched, with or without
+// CLIENT_FOUND_ROWS, and the row is in the write set. Moving
+// last_seen_active forward extends the lease by the database clock only:
+// the leader's own deadline is unchanged, so this is never unsafe; it can
+// delay a takeover after the leader's last fenced commit by up to one lease.
+const fencedWriteSQL = `UPDATE %s SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, NOW(6))
+WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
+  AND last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > NOW(6)`
+
+// fenceMode says how Fenced checks the term on a candidate's server:
+// fenceUnknown until the first Fenced call found out, then fenceShare (one
+// server: a share lock) or fenceWrite (a certification-based cluster: write
+// the row).
+type fenceMode struct{ v atomic.Int32 }
+
+const (
+	fenceUnknown int32 = iota
+	fenceShare
+	fenceWrite
+)
+
+// certifiedCluster reports whether the server is a node of a cluster that
+// certifies write sets (Galera: wsrep_on; MySQL Group Replication in
+// multi-primary mode), where only writes conflict across nodes. A server
+// without such a variable is not; any other error is returned.
+func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
+	variable := func(name string) (string, bool, error) {
+		var v sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT @@global.`+name).Scan(&v)
+		if mysqlErrno(err) == erUnknownSystemVariable {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("reading @@global.%s: %w", name, err)
+		}
+		return v.String, true, nil
+	}
+	on := func(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
+	v, ok, err := variable("wsrep_on")
+	if err != nil || (ok && on(v)) {
+		return ok && on(v), err
+	}
+	v, ok, err = variable("group_replication_single_primary_mode")
+	if err != nil {
+		return false, err
+	}
+	return ok && !on(v), nil
+}
+
+// check runs the fence's check in tx and returns sql.ErrNoRows when the
+// candidate does not hold term with a live lease. The first call finds out
+// which check the server needs (one more query, once).
+func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint64, bound lockBound) error {
+	mode := m.v.Load()
+	if mode == fenceUnknown {
+		cluster, err := certifiedCluster(ctx, tx)
+		if err != nil {
+			return err
+		}
+		mode = fenceShare
+		if cluster {
+			mode = fenceWrite
+		}
+		m.v.Store(mode)
+	}
+	if mode == fenceWrite {
+		res, err := tx.ExecContext(ctx, bound.wrap(fmt.Sprintf(fencedWriteSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return sql.ErrNoRows
+		}
+		return nil
+	}
+	var one int
+	return tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term).Scan(&one)
+}
+
 // fenced runs fn in a transaction on db that first checks, under a share
-// lock on the election's row, that candidate id still holds term. bound
-// limits the check's wait for the row lock (see lockBound).
-func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, bound lockBound, fn func(tx *sql.Tx) error) (err error) {
+// lock on the election's row (a write of the row on a certification-based
+// cluster, see fenceMode), that candidate id still holds term. bound limits
+// the check's wait for the row lock (see lockBound).
+func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound lockBound, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
@@ -30,8 +120,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, bound lock
 			_ = tx.Rollback()
 		}
 	}()
-	var one int
-	err = tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term).Scan(&one)
+	err = mode.check(ctx, tx, cfg, term, bound)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: election %q no longer held by %q with term %d", ErrNotLeader, cfg.Name, cfg.ID, term)
 	}
@@ -48,20 +137,32 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, term uint64, bound lock
 }
 
 // Fenced runs fn in a transaction of the candidate's database that first
-// checks, inside the transaction and under a share lock on the election's
-// row, that this candidate still leads with its current term and a live
-// lease by the database clock. No takeover can commit while the transaction
-// runs: a takeover waits for it, and then wins. When the check fails, fn is
-// not called, nothing changes, and the error wraps ErrNotLeader. When fn
-// returns an error the transaction is rolled back and that error returned.
+// checks, inside the transaction, that this candidate still leads with its
+// current term and a live lease by the database clock. When the check fails,
+// fn is not called, nothing changes, and the error wraps ErrNotLeader. When
+// fn returns an error the transaction is rolled back and that error
+// returned. No write of a deposed term commits after the takeover that
+// deposed it:
+//
+//   - On one server (and a primary with replicas) the check takes a share
+//     lock on the election's row: a takeover, which must update the row,
+//     waits until the transaction ends, and then wins. Fenced transactions
+//     of one leader run concurrently.
+//   - On a certification-based cluster (Galera: wsrep_on; MySQL Group
+//     Replication in multi-primary mode), where a lock is local to one node
+//     and not part of the write set, the check instead writes the row (it
+//     moves last_seen_active forward, extending the lease by the database
+//     clock; the leader's own deadline is unchanged). The fenced transaction
+//     and a takeover through any node then conflict in certification: the
+//     one certified second fails with a deadlock error (1213) and changes
+//     nothing. Fenced transactions of one leader are serialized on the row.
+//     The first Fenced call reads the server's variables to choose (one more
+//     query, once).
 //
 // fn must use tx for the writes to be fenced. Keep the transaction shorter
-// than RenewDeadline: this candidate's own renewals wait for it too.
-//
-// On Galera the share lock is local to one node: a takeover through another
-// node is not delayed; instead the fenced transaction fails at commit with a
-// deadlock error (1213) and changes nothing. Either way no write of a
-// deposed term commits after the takeover.
+// than RenewDeadline: this candidate's own renewals wait for it too. On
+// Galera an operator's takeover through another node can lose to a steady
+// stream of fenced writes (see Assume).
 func (c *candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return fenced(ctx, c.db, c.cfg, c.Term(), stmtBound(c.b), fn)
+	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), stmtBound(c.b), fn)
 }

@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS service_election (
   last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   -- Fencing term: strictly increases every time the row changes hands. It is
   -- derived from the database clock in microseconds, and never lower than the
-  -- previous term plus one, so it also increases across a DELETE or REPLACE.
+  -- previous term plus one while the row exists; after a DELETE or a plain
+  -- REPLACE it is the clock alone (lower if the clock went back).
   term BIGINT UNSIGNED NOT NULL DEFAULT (FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000)),
   -- When the current term began, by the database clock.
   term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),

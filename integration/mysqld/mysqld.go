@@ -72,6 +72,11 @@ type Options struct {
 	// --user, which Server relies on.
 	ExtraArgs []string
 
+	// Env, if not empty, is added to the server's environment (which is
+	// otherwise the test process's), as KEY=value: for example an
+	// LD_PRELOAD of libfaketime to offset the server's clock.
+	Env []string
+
 	// StartTimeout bounds Start (creating the data directory and waiting
 	// for the server to accept connections) and each Restart, in addition
 	// to any deadline of their ctx. Default: DefaultStartTimeout (60 s).
@@ -458,6 +463,9 @@ func (s *Server) startProcess() (*process, error) {
 
 	cmd := s.command(args...)
 	cmd.Dir = s.Dir
+	if len(s.opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.opts.Env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	setProcessGroup(cmd)

@@ -1,0 +1,294 @@
+package election_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/integration/testdb"
+)
+
+// startGalera2 starts a two-node Galera cluster on loopback, with the
+// election table migrated into database sqlelect, and returns the nodes.
+// extra1 are more options of node 1 (which bootstraps the cluster), env2
+// more environment variables of node 2's server.
+func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1, n2 *mysqld.Server) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a two-node Galera cluster")
+	}
+	if _, err := os.Stat(galeraLib); err != nil {
+		t.Skipf("no Galera provider (apt-get install -y galera-4 rsync): %v", err)
+	}
+	args1, port1 := galeraArgs(t, 0)
+	n1, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: append(args1, extra1...), Logf: t.Logf})
+	if errors.Is(err, mysqld.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n1.Stop() })
+	args2, _ := galeraArgs(t, port1)
+	n2, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: args2, Env: env2, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n2.Stop() })
+	db1 := testdb.Open(t, n1.DSN(""))
+	if _, err := db1.ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Migrate(t, n1.DSN("sqlelect"))
+	db2 := testdb.Open(t, n2.DSN(""))
+	for {
+		var name, state, size string
+		err1 := db2.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state)
+		err2 := db2.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &size)
+		var tables int
+		err3 := db2.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sqlelect' AND TABLE_NAME = 'service_election'").Scan(&tables)
+		if err1 == nil && err2 == nil && err3 == nil && state == "Synced" && size == "2" && tables == 1 {
+			return n1, n2
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node 2 not synced: state %q, cluster size %q, table %d (%v)", state, size, tables, errors.Join(err1, err2, err3))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestFencedGaleraTakeover: on Galera, a fenced write of a deposed term
+// never commits after the takeover. Leader L on node 1 runs fenced writes
+// in a loop (several at once); an operator forces candidate M with Assume
+// through node 2, again and again (L takes the row back when M's lease runs
+// out). Node 1's binary log (which also logs the write sets applied from
+// node 2) gives the order in which node 1 committed every transaction: a
+// fenced write whose term is below a term the election row already had is
+// a stale write. A share lock on the row is local to node 1 and not part of
+// the write set, so it cannot stop this: a fenced transaction certified
+// after the takeover was aborted by the takeover's applier and replayed
+// after it. Fenced therefore writes the row on Galera, so that the two
+// conflict in certification.
+func TestFencedGaleraTakeover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	began := time.Now()
+	n1, n2 := startGalera2(t, ctx, []string{"--log-bin=node1-bin", "--log-slave-updates=ON", "--server-id=1"}, nil)
+	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
+	binlog, err := exec.LookPath("mariadb-binlog")
+	if err != nil {
+		t.Skipf("no mariadb-binlog to read node 1's binary log: %v", err)
+	}
+	db1 := testdb.Open(t, n1.DSN("sqlelect"))
+	db2 := testdb.Open(t, n2.DSN("sqlelect"))
+	if _, err := db1.ExecContext(ctx, `CREATE TABLE fenced_galera (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, term BIGINT UNSIGNED NOT NULL, writer INT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	name := "fenced-galera-" + randHex(4)
+	const lease = 600 * time.Millisecond
+	l, err := election.NewTable(db1, election.Config{Name: name, ID: "L", LeaseDuration: lease,
+		RenewDeadline: 400 * time.Millisecond, RenewInterval: 100 * time.Millisecond,
+		RetryInterval: 50 * time.Millisecond, QueryTimeout: 300 * time.Millisecond, JitterFactor: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- l.Run(rctx) }()
+	defer func() { rcancel(); <-runDone }()
+
+	// Writers: fenced inserts while L leads, for the whole test.
+	const writers = 4
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				term := l.Term()
+				if term == 0 {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
+				err := l.Fenced(ctx, func(tx *sql.Tx) error {
+					_, err := tx.Exec("INSERT INTO fenced_galera (term, writer) VALUES (?, ?)", term, w)
+					return err
+				})
+				kind := "ok"
+				switch {
+				case errors.Is(err, election.ErrNotLeader):
+					kind = "not leader"
+				case err != nil:
+					kind = "error"
+				}
+				mu.Lock()
+				counts[kind]++
+				mu.Unlock()
+			}
+		}()
+	}
+
+	// Takeovers through node 2, each while L leads and writes.
+	const takeovers = 12
+	failedAssumes := 0
+	for i := range takeovers {
+		for deadline := time.Now().Add(10 * time.Second); !l.IsLeader(); time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("takeover %d: L not leading again", i)
+			}
+		}
+		time.Sleep(50*time.Millisecond + time.Duration(i)*7*time.Millisecond)
+		// A takeover through node 2 loses certification to a fenced write
+		// in flight on node 1 (error 1213): retry, as an operator would.
+		for try := 1; ; try++ {
+			actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := election.Assume(actx, db2, "", name, "M")
+			acancel()
+			if err == nil {
+				break
+			}
+			if try == 100 {
+				t.Fatalf("takeover %d: %v", i, err)
+			}
+			failedAssumes++
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("fenced writes: %v; %d takeovers, %d Assume calls failed (1213) and were retried (%v)",
+		counts, takeovers, failedAssumes, time.Since(began).Round(time.Millisecond))
+
+	stale, writes, changes := staleFencedWrites(t, ctx, binlog, n1, db1, name)
+	t.Logf("node 1's binary log: %d fenced writes, %d changes of term, %d fenced writes committed after their term was superseded", writes, changes, stale)
+	if changes < takeovers {
+		t.Errorf("only %d changes of term in node 1's binary log; want at least %d", changes, takeovers)
+	}
+	if stale != 0 {
+		t.Errorf("%d fenced writes of a deposed term committed after the takeover", stale)
+	}
+}
+
+// staleFencedWrites reads node 1's binary log in commit order and counts
+// the rows inserted into fenced_galera whose term is lower than a term the
+// election's row had before. It also returns how many fenced rows and how
+// many changes of the row's term it saw.
+func staleFencedWrites(t *testing.T, ctx context.Context, binlog string, n1 *mysqld.Server, db1 *sql.DB, name string) (stale, writes, changes int) {
+	t.Helper()
+	col := func(table, column string) int {
+		var pos int
+		if err := db1.QueryRowContext(ctx, `SELECT ORDINAL_POSITION FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = 'sqlelect' AND TABLE_NAME = ? AND COLUMN_NAME = ?`, table, column).Scan(&pos); err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	anchorCol, termCol, fencedTermCol := col("service_election", "anchor"), col("service_election", "term"), col("fenced_galera", "term")
+	var logs []string
+	rows, err := db1.QueryContext(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var f string
+		var size any
+		if err := rows.Scan(&f, &size); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, f)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(n1.Addr, ":")
+	cmd := exec.CommandContext(ctx, binlog, append([]string{"--read-from-remote-server", "--host=" + host,
+		"--port=" + port, "--user=root", "--base64-output=DECODE-ROWS", "--verbose"}, logs...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", binlog, err)
+	}
+	// Row events as decoded by mariadb-binlog --verbose:
+	//   ### INSERT INTO `db`.`t` / ### UPDATE `db`.`t` / ### DELETE FROM `db`.`t`
+	//   ### WHERE (before image) / ### SET (after image)
+	//   ###   @N=value
+	event := regexp.MustCompile("^### (INSERT INTO|UPDATE|DELETE FROM) `[^`]*`\\.`([^`]*)`")
+	field := regexp.MustCompile(`^###   @(\d+)=(.*)$`)
+	var table, section string
+	img := map[int]string{}
+	var maxTerm uint64
+	flush := func() {
+		if section == "SET" {
+			switch table {
+			case "service_election":
+				if strings.Trim(img[anchorCol], "'") == name {
+					term, _ := strconv.ParseUint(strings.Fields(img[termCol])[0], 10, 64)
+					if term > maxTerm {
+						if maxTerm != 0 {
+							changes++
+						}
+						maxTerm = term
+					}
+				}
+			case "fenced_galera":
+				writes++
+				term, _ := strconv.ParseUint(strings.Fields(img[fencedTermCol])[0], 10, 64)
+				if term < maxTerm {
+					stale++
+				}
+			}
+		}
+		img = map[int]string{}
+		section = ""
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := event.FindStringSubmatch(line); m != nil {
+			flush()
+			table = m[2]
+			continue
+		}
+		switch line {
+		case "### SET", "### WHERE":
+			flush()
+			section = strings.TrimPrefix(line, "### ")
+			continue
+		}
+		if m := field.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			img[n] = m[2]
+			continue
+		}
+		flush()
+	}
+	flush()
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if writes == 0 {
+		t.Fatalf("no fenced write in node 1's binary log (%d bytes of mariadb-binlog output)", len(out))
+	}
+	return stale, writes, changes
+}
