@@ -26,6 +26,13 @@
 //   - protocol: the callbacks' contract broken (elected twice without a
 //     demotion, demoted without elected, a process that exited leading
 //     without a demotion, a leadership never demoted).
+//   - stuck: a candidate whose Run hung: its heartbeats (the beats of its
+//     stats records) did not advance for longer than Config.StuckAfter
+//     while it ran and was not SIGSTOPped, or it had not exited
+//     StuckAfter after a SIGTERM. (An election with no leader for longer
+//     than Bound after a fault ended is a liveness violation.)
+//   - server: the database refused or timed out an unrelated client
+//     during a fault (the suite's probe; a probe_failed record).
 package chaos
 
 import (
@@ -40,10 +47,13 @@ import (
 // the suite.
 //
 // Candidates' events: started, elected, demoted, fenced_ok,
-// fenced_rejected, fenced_error, stats, error, exit. The suite's: killed (a
-// SIGKILL was sent to ID at Time), exited (the process of ID exited at or
-// before Time), fault (a fault of Kind from Time to End, aimed at Target),
-// run_end (no more faults after Time).
+// fenced_rejected, fenced_error, stats (with Beats: heartbeats so far),
+// resign, error, exit. The suite's: killed (a SIGKILL was sent to ID at
+// Time), sigterm (a SIGTERM was sent to ID at Time), exited (the process of
+// ID exited at or before Time), fault (a fault of Kind from Time to End,
+// aimed at Target), probe_failed (an unrelated client could not use the
+// server during a fault; Detail says how often), run_end (no more faults
+// after Time).
 type Record struct {
 	Event  string             `json:"event"`
 	ID     string             `json:"id,omitempty"`
@@ -57,6 +67,7 @@ type Record struct {
 	Kind   string             `json:"kind,omitempty"`
 	End    time.Time          `json:"end,omitzero"`
 	Target string             `json:"target,omitempty"`
+	Beats  uint64             `json:"beats,omitempty"`
 }
 
 func (r Record) String() string {
@@ -82,6 +93,9 @@ func (r Record) String() string {
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(&b, " reason=%s", r.Reason)
+	}
+	if r.Beats != 0 {
+		fmt.Fprintf(&b, " beats=%d", r.Beats)
 	}
 	if r.Detail != "" {
 		fmt.Fprintf(&b, " detail=%q", r.Detail)
@@ -117,6 +131,10 @@ type Config struct {
 	// still lands (the database checked the lease by its own clock). Zero
 	// allows none.
 	FenceSlack time.Duration
+	// StuckAfter is how long a running candidate's heartbeats may stall,
+	// and how long it may take to exit after a SIGTERM, before it counts
+	// as stuck. Zero means Bound.
+	StuckAfter time.Duration
 }
 
 // Bound is the liveness bound the configuration promises after a fault
@@ -152,9 +170,14 @@ func (iv Interval) String() string {
 
 // Violation is one broken guarantee, with the records that show it.
 type Violation struct {
-	Kind     string // overlap, term, liveness, fence, protocol
+	Kind     string // overlap, term, liveness, fence, protocol, stuck, server
 	Msg      string
 	Evidence []string
+	// At is when it began (for an overlap, the second leader's election;
+	// for a stall, StuckAfter past the last heartbeat): it is counted
+	// against the last fault that began at or before At
+	// (FaultOutcome.Violations).
+	At time.Time
 }
 
 func (v Violation) String() string {
@@ -177,6 +200,9 @@ type FaultOutcome struct {
 	// Recovered: a leader led within Bound of the fault's end.
 	Recovered bool
 	Next      *Interval
+	// Violations counts, by kind, the violations that began after this
+	// fault began and before the next one did.
+	Violations map[string]int
 }
 
 // Result is the checker's verdict.
@@ -215,12 +241,21 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	var res Result
 	recs = slices.Clone(recs)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
-	violate := func(kind, msg string, ev ...fmt.Stringer) {
+	// violate notes a violation; it began at the time of the last piece of
+	// evidence (a Record's Time, a Write's At).
+	violate := func(kind, msg string, ev ...fmt.Stringer) *Violation {
 		v := Violation{Kind: kind, Msg: msg}
 		for _, e := range ev {
 			v.Evidence = append(v.Evidence, e.String())
+			switch e := e.(type) {
+			case Record:
+				v.At = e.Time
+			case Write:
+				v.At = e.At
+			}
 		}
 		res.Violations = append(res.Violations, v)
+		return &res.Violations[len(res.Violations)-1]
 	}
 
 	// Leaderships, per candidate.
@@ -275,6 +310,8 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			res.FencedRejected++
 		case "stats":
 			lastStats[r.ID] = r.Errors
+		case "probe_failed":
+			violate("server", "an unrelated client could not use the server: "+r.Detail, r)
 		}
 	}
 	for _, o := range open {
@@ -372,6 +409,25 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 		res.Faults = append(res.Faults, out)
 	}
 
+	checkStuck(cfg, recs, last, violate)
+
+	// Count each violation against the fault in progress.
+	for _, v := range res.Violations {
+		k := -1
+		for i, f := range res.Faults {
+			if !f.Fault.Time.After(v.At) {
+				k = i
+			}
+		}
+		if k < 0 {
+			continue
+		}
+		if res.Faults[k].Violations == nil {
+			res.Faults[k].Violations = map[string]int{}
+		}
+		res.Faults[k].Violations[v.Kind]++
+	}
+
 	// Fenced writes.
 	res.Writes = len(writes)
 	ws := slices.Clone(writes)
@@ -415,3 +471,113 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// checkStuck reports candidates whose Run hung (see the package comment);
+// recs are sorted by time, last is the last record's time.
+func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) {
+	after := cfg.StuckAfter
+	if after <= 0 {
+		after = cfg.Bound
+	}
+	if after <= 0 {
+		return
+	}
+	type life struct {
+		progress time.Time // the last time its beats advanced
+		lastBeat Record    // the record that said so
+		beats    uint64
+		tracked  bool      // it reports beats
+		end      time.Time // killed, SIGTERMed or exited: no more heartbeats expected
+		sigterm  *Record
+		exited   bool
+		exitedAt time.Time
+	}
+	lives := map[string]*life{}
+	var order []string
+	var stops []Record // sigstop faults
+	runEnd := last
+	get := func(r Record) *life {
+		l := lives[r.ID]
+		if l == nil {
+			l = &life{progress: r.Time, lastBeat: r}
+			lives[r.ID] = l
+			order = append(order, r.ID)
+		}
+		return l
+	}
+	stopped := func(id string, from, to time.Time) bool {
+		for _, f := range stops {
+			if f.Target == id && f.Time.Before(to) && f.End.After(from) {
+				return true
+			}
+		}
+		return false
+	}
+	stall := func(id string, l *life, to time.Time, ev Record) {
+		if l.tracked && to.Sub(l.progress) > after && !stopped(id, l.progress, to) {
+			v := violate("stuck", fmt.Sprintf("%s made no heartbeat for %v (more than %v) while running", id,
+				to.Sub(l.progress).Round(time.Millisecond), after), l.lastBeat, ev)
+			v.At = l.progress.Add(after) // when it became a stall: during the fault that caused it
+
+		}
+	}
+	for _, r := range recs {
+		switch r.Event {
+		case "fault":
+			if r.Kind == kindSigstopName {
+				stops = append(stops, r)
+			}
+		case "run_end":
+			runEnd = r.Time
+		}
+		if r.ID == "" {
+			continue
+		}
+		switch r.Event {
+		case "started", "stats", "killed", "sigterm", "exited":
+		default:
+			continue
+		}
+		l := get(r)
+		switch r.Event {
+		case "stats":
+			if r.Beats > l.beats && l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.beats, l.progress, l.lastBeat, l.tracked = r.Beats, r.Time, r, true
+			}
+		case "killed", "sigterm":
+			if l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.end = r.Time
+			}
+			if r.Event == "sigterm" && l.sigterm == nil {
+				rc := r
+				l.sigterm = &rc
+			}
+		case "exited":
+			if l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.end = r.Time
+			}
+			l.exited, l.exitedAt = true, r.Time
+		}
+	}
+	for _, id := range order {
+		l := lives[id]
+		if l.end.IsZero() && runEnd.After(l.progress) {
+			stall(id, l, runEnd, Record{Event: "run_end", Time: runEnd})
+		}
+		if st := l.sigterm; st != nil {
+			switch {
+			case !l.exited:
+				violate("stuck", fmt.Sprintf("%s never exited after SIGTERM", id), *st)
+			case l.exitedAt.Sub(st.Time) > after:
+				violate("stuck", fmt.Sprintf("%s exited %v after SIGTERM (more than %v)", id,
+					l.exitedAt.Sub(st.Time).Round(time.Millisecond), after), *st)
+			}
+		}
+	}
+}
+
+// kindSigstopName is the fault kind during which a candidate is frozen.
+const kindSigstopName = "sigstop"

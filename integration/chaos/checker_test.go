@@ -257,3 +257,87 @@ func TestBound(t *testing.T) {
 		t.Errorf("Bound = %v, want %v", got, want)
 	}
 }
+
+func statsRec(id string, beats uint64, ms int) Record {
+	return Record{Event: "stats", ID: id, Beats: beats, Time: at(ms)}
+}
+
+func TestCheckStuckHeartbeats(t *testing.T) {
+	recs := []Record{
+		{Event: "started", ID: "a", Time: at(0)},
+		statsRec("a", 3, 500),
+		statsRec("a", 6, 1000),
+		faultRec("net_halfopen_wake", 1100, 9000),
+		statsRec("a", 7, 8000), // 7 s without a heartbeat: Run hung
+		{Event: "started", ID: "b", Time: at(0)},
+		statsRec("b", 3, 500),
+		{Event: "fault", Kind: "sigstop", Target: "b", Time: at(600), End: at(7000)},
+		statsRec("b", 4, 7100), // frozen meanwhile: not stuck
+		{Event: "started", ID: "c", Time: at(0)},
+		statsRec("c", 3, 500),
+		{Event: "sigterm", ID: "c", Time: at(1000)},
+		{Event: "exited", ID: "c", Time: at(1010)}, // exits at once: fine
+		{Event: "started", ID: "d", Time: at(0)},
+		statsRec("d", 3, 500),
+		{Event: "sigterm", ID: "d", Time: at(1000)},
+		{Event: "exited", ID: "d", Time: at(7000)}, // 6 s after SIGTERM
+		{Event: "run_end", Time: at(9000)},
+		statsRec("e", 1, 100),                       // its last heartbeat long before the run's end, never stopped
+		{Event: "sigterm", ID: "e", Time: at(9100)}, // never exits
+	}
+	cfg := cfg
+	cfg.StuckAfter = 5 * time.Second
+	r := Check(cfg, recs, nil)
+	var msgs []string
+	for _, v := range r.Violations {
+		if v.Kind == "stuck" {
+			msgs = append(msgs, v.Msg)
+		}
+	}
+	want := []string{
+		"a made no heartbeat for 7s (more than 5s) while running",
+		"e made no heartbeat for 9s (more than 5s) while running",
+		"d exited 6s after SIGTERM (more than 5s)",
+		"e never exited after SIGTERM",
+	}
+	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stuck violations:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+	}
+	// a's last heartbeat was just before the fault; it became a stall
+	// during it, StuckAfter later.
+	found := false
+	for _, v := range r.Violations {
+		if v.Kind == "stuck" && strings.HasPrefix(v.Msg, "a ") {
+			found = true
+			if !v.At.Equal(at(6000)) {
+				t.Errorf("a's stall at %v, want %v", v.At, at(6000))
+			}
+		}
+	}
+	if !found {
+		t.Error("a's stall not found")
+	}
+}
+
+func TestCheckViolationsPerFault(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		faultRec("op_assume_resign", 1000, 3000),
+		elected("b", 11, 1500), // a leads until 1800
+		demoted("a", 10, 1900, 1800),
+		demoted("b", 11, 4000, 4000),
+		elected("c", 12, 4100),
+		demoted("c", 12, 7100, 7100),
+		faultRec("row_lock", 5000, 6000),
+		{Event: "probe_failed", Time: at(5000), Detail: "3 of 10 new connections failed"},
+		{Event: "run_end", Time: at(7000)},
+	}
+	r := Check(cfg, recs, nil)
+	wantKinds(t, r, "server,overlap")
+	if got := r.Faults[0].Violations["overlap"]; got != 1 {
+		t.Errorf("overlaps counted against op_assume_resign: %d, want 1", got)
+	}
+	if got := r.Faults[1].Violations["server"]; got != 1 {
+		t.Errorf("server findings counted against row_lock: %d, want 1", got)
+	}
+}

@@ -9,7 +9,8 @@
 //	{"event":"fenced_rejected","id":"c1.1","term":42,"time":"…"} Fenced said ErrNotLeader
 //	{"event":"fenced_error","id":"c1.1","term":42,"time":"…","detail":"…"}
 //	{"event":"demoted","id":"c1.1","term":42,"time":"…","until":"…","reason":"lease_lost"}
-//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3}}
+//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3},"beats":120}
+//	{"event":"resign","id":"c1.1","time":"…","detail":"…"}      SIGUSR1: Resign returned
 //	{"event":"error","id":"c1.1","time":"…","detail":"…"}       Run failed
 //	{"event":"exit","id":"c1.1","time":"…"}
 //
@@ -20,8 +21,15 @@
 // chaos_writes every D through Election.Fenced, under the leadership's
 // context.
 //
+// "beats" (stats) is the number of heartbeats (follow or hold statements,
+// failed ones included) Run has finished so far: while it grows, Run is
+// campaigning; the suite's checker reports a candidate whose beats stop
+// (stuck). Stats are printed every --stats-every when the errors or the
+// beats changed.
+//
 // SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
-// released) and the process exits 0. A Run error exits 2.
+// released) and the process exits 0. SIGUSR1 calls Election.Resign and the
+// process goes on campaigning. A Run error exits 2.
 //
 //	go build -o /tmp/candidate ./integration/chaos/candidate
 //	/tmp/candidate --backend table --dsn 'root@tcp(127.0.0.1:3306)/db' --election e --id c1
@@ -57,6 +65,7 @@ type line struct {
 	Detail string             `json:"detail,omitempty"`
 	Pid    int                `json:"pid,omitempty"`
 	Errors map[string]float64 `json:"errors,omitempty"`
+	Beats  uint64             `json:"beats,omitempty"`
 }
 
 type printer struct {
@@ -149,12 +158,30 @@ func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, stat
 
 	statsDone := make(chan struct{})
 	var last map[string]float64
+	var lastBeats uint64
 	printStats := func() {
-		if errs := errorCounts(reg); !equal(errs, last) {
-			last = errs
-			p.emit(line{Event: "stats", Errors: errs})
+		errs, beats := errorCounts(reg)
+		if !equal(errs, last) || beats != lastBeats {
+			last, lastBeats = errs, beats
+			p.emit(line{Event: "stats", Errors: errs, Beats: beats})
 		}
 	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-usr1:
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := e.Resign(rctx)
+				cancel()
+				p.emit(line{Event: "resign", Detail: errString(err)})
+			}
+		}
+	}()
 	go func() {
 		defer close(statsDone)
 		if statsEvery <= 0 {
@@ -211,26 +238,40 @@ func writeFenced(ctx context.Context, p *printer, e election.Election, id string
 	}
 }
 
-// errorCounts reads sqlelect_heartbeat_errors_total by kind.
-func errorCounts(reg *prometheus.Registry) map[string]float64 {
+// errorCounts reads sqlelect_heartbeat_errors_total by kind, and the
+// number of heartbeats (the sample count of
+// sqlelect_heartbeat_duration_seconds).
+func errorCounts(reg *prometheus.Registry) (map[string]float64, uint64) {
 	out := map[string]float64{}
+	var beats uint64
 	mfs, err := reg.Gather()
 	if err != nil {
-		return out
+		return out, 0
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "sqlelect_heartbeat_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
+		switch mf.GetName() {
+		case "sqlelect_heartbeat_errors_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "kind" {
+						out[l.GetValue()] += m.GetCounter().GetValue()
+					}
 				}
+			}
+		case "sqlelect_heartbeat_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				beats += m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	return out
+	return out, beats
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 func equal(a, b map[string]float64) bool {
