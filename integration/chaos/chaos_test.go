@@ -46,6 +46,65 @@ func TestChaos(t *testing.T) {
 			chaosSingleServer(t, backend, n)
 		})
 	}
+	t.Run("batch", func(t *testing.T) {
+		t.Parallel()
+		chaosBatch(t, n)
+	})
+}
+
+// batchElections is how many elections each candidate of chaosBatch runs
+// through its Batcher.
+const batchElections = 12
+
+// chaosBatch runs candidates that each campaign in batchElections
+// table-backend elections through one election.Batcher, and cuts, freezes
+// and kills the leader of the first: every election is checked. The first
+// candidate starts alone and takes every election; a leader's renewals run
+// in batches as long as it leads five or more whose renewals fall within
+// the linger (half a renew interval).
+func chaosBatch(t *testing.T, rounds int) {
+	tm := defaultTimings
+	var admin *sql.DB
+	adminOf := func(*slot) *sql.DB { return admin }
+	faults := selectFaults(t, []fault{
+		{kind: kindKill9, inject: kill9, once: true},
+		{kind: kindSigstop, inject: sigstop, once: true},
+		{kind: kindKillConn, inject: killConn(adminOf), once: true},
+		{kind: kindNetBlack, inject: netBlackhole, once: true},
+		{kind: kindNetReset, inject: netReset, once: true},
+		{kind: kindNetLimit, inject: netLimit, once: true},
+		{kind: kindNetDown, inject: netDown, once: true},
+		{kind: kindNetHalfOpen, inject: netHalfOpen, once: true},
+		{kind: kindNetHalfOpenBatch, inject: netHalfOpenBatch, once: true},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
+	t.Cleanup(cancel)
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
+	tox := toxiServer()
+	c := newCluster(t, ctx, "batch", "table", tm)
+	c.elections, c.batch = batchElections, true
+	for i := 1; i <= candidatesPerServer; i++ {
+		user := fmt.Sprintf("c%d", i)
+		px := newProxy(t, tox, "batch-"+user, srv.Addr)
+		h := newHole(t, px.Addr())
+		s := c.addSlot(user, createUser(t, ctx, admin, user, h.Addr()), 0, px, h)
+		c.start(s)
+		if i == 1 {
+			// The first takes every election, so that its renewals run
+			// in batches.
+			if c.waitLeader(c.tm.LockDelay+c.tm.bound()+5*time.Second) == nil {
+				t.Fatal("batch: no first leader")
+			}
+			c.pause(c.tm.LockDelay)
+		}
+	}
+	c.campaign(faults, rounds)
+	c.finish(admin)
 }
 
 // budget bounds a run of rounds of each of kinds faults.
@@ -93,7 +152,7 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 	var err error
 	// A modest max_connections, so that statements left waiting on the
 	// server (row_lock) show as refused connections.
-	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=80", "--innodb-buffer-pool-size=64M"}})
+	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=50", "--innodb-buffer-pool-size=64M"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@
 //   - term: a term that does not strictly increase from one leadership to
 //     the next (ordered by start).
 //   - liveness: a fault after whose end no new leader was elected within
-//     Config.Bound.
+//     Config.Bound (after its start for the kinds of Config.FromStart).
 //   - fence: a row of chaos_writes that was not written by the current
 //     leadership: it names no leadership of that candidate and term, lies
 //     outside it, was written after a leadership with a higher term had
@@ -68,6 +68,9 @@ type Record struct {
 	End    time.Time          `json:"end,omitzero"`
 	Target string             `json:"target,omitempty"`
 	Beats  uint64             `json:"beats,omitempty"`
+	// Election names the election of a candidate's event when its process
+	// campaigns in several (empty otherwise, and for process events).
+	Election string `json:"election,omitempty"`
 }
 
 func (r Record) String() string {
@@ -94,6 +97,9 @@ func (r Record) String() string {
 	if r.Reason != "" {
 		fmt.Fprintf(&b, " reason=%s", r.Reason)
 	}
+	if r.Election != "" {
+		fmt.Fprintf(&b, " election=%s", r.Election)
+	}
 	if r.Beats != 0 {
 		fmt.Fprintf(&b, " beats=%d", r.Beats)
 	}
@@ -111,6 +117,8 @@ type Write struct {
 	Term uint64    // the term the writer held
 	Who  string    // the writer's candidate id
 	At   time.Time // NOW(6) inside the fenced transaction, after its check
+	// Election is the election, when the writer campaigned in several.
+	Election string
 }
 
 func (w Write) String() string {
@@ -131,6 +139,11 @@ type Config struct {
 	// still lands (the database checked the lease by its own clock). Zero
 	// allows none.
 	FenceSlack time.Duration
+	// FromStart names the fault kinds that isolate the leader alone: the
+	// others must elect a new leader within Bound of the fault's start,
+	// while it lasts (a partitioned leader's lease runs out; nothing it
+	// left behind may block the takeover).
+	FromStart map[string]bool
 	// StuckAfter is how long a running candidate's heartbeats may stall,
 	// and how long it may take to exit after a SIGTERM, before it counts
 	// as stuck. Zero means Bound.
@@ -367,9 +380,12 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 		runEnd = last
 	}
 	for i, f := range faults {
-		end := f.End
-		if end.Before(f.Time) {
+		end, from := f.End, "end"
+		if end.Before(f.Time) || cfg.FromStart[f.Kind] {
 			end = f.Time
+		}
+		if cfg.FromStart[f.Kind] {
+			from = "start"
 		}
 		horizon := end.Add(cfg.Bound)
 		if i+1 < len(faults) && faults[i+1].Time.Before(horizon) {
@@ -399,7 +415,7 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound))
 			}
 			if !out.Recovered {
-				msg := fmt.Sprintf("no leader within %v after the end of fault %s", cfg.Bound, f.Kind)
+				msg := fmt.Sprintf("no leader within %v after the %s of fault %s", cfg.Bound, from, f.Kind)
 				if out.Next != nil {
 					msg += fmt.Sprintf(": the next one, %s, was elected %v after it", out.Next, out.Next.Start.Sub(end))
 				}
@@ -581,3 +597,62 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 
 // kindSigstopName is the fault kind during which a candidate is frozen.
 const kindSigstopName = "sigstop"
+
+// CheckElections checks several elections whose candidates share processes
+// (each process campaigns in all of them): the records of election e are
+// those with Election e and the process's and suite's own (no Election),
+// its writes those with Election e. The result is names[0]'s, with the
+// other elections' leaderships, writes and violations (their messages
+// prefixed with the election) added and counted against the same faults;
+// stuck candidates and server findings, which concern processes, are
+// counted once.
+func CheckElections(cfg Config, recs []Record, writes []Write, names []string) Result {
+	var res Result
+	for i, name := range names {
+		var rs []Record
+		for _, r := range recs {
+			if r.Election == name || r.Election == "" {
+				rs = append(rs, r)
+			}
+		}
+		var ws []Write
+		for _, w := range writes {
+			if w.Election == name {
+				ws = append(ws, w)
+			}
+		}
+		r := Check(cfg, rs, ws)
+		if i == 0 {
+			res = r
+			continue
+		}
+		for _, v := range r.Violations {
+			if v.Kind == "stuck" || v.Kind == "server" {
+				continue
+			}
+			v.Msg = "election " + name + ": " + v.Msg
+			res.Violations = append(res.Violations, v)
+		}
+		for j := range min(len(res.Faults), len(r.Faults)) {
+			f, o := &res.Faults[j], r.Faults[j]
+			if !o.Recovered {
+				f.Recovered = false
+			}
+			for k, n := range o.Violations {
+				if k == "stuck" || k == "server" {
+					continue
+				}
+				if f.Violations == nil {
+					f.Violations = map[string]int{}
+				}
+				f.Violations[k] += n
+			}
+		}
+		res.Intervals = append(res.Intervals, r.Intervals...)
+		res.TermsChecked += r.TermsChecked
+		res.Writes += r.Writes
+		res.FencedOK += r.FencedOK
+		res.FencedRejected += r.FencedRejected
+	}
+	return res
+}

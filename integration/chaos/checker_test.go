@@ -221,16 +221,16 @@ func TestCheckFence(t *testing.T) {
 		writes []Write
 		want   string
 	}{
-		{"ok", []Write{{1, 10, "a", at(10)}, {2, 10, "a", at(1040)}, {3, 11, "b", at(2500)}}, ""},
-		{"unknown term", []Write{{1, 12, "a", at(10)}}, "fence"},
-		{"wrong writer", []Write{{1, 11, "a", at(2500)}}, "fence"},
-		{"before its leadership", []Write{{1, 11, "b", at(1999)}}, "fence"},
-		{"after its leadership", []Write{{1, 10, "a", at(1051)}}, "fence"},
+		{"ok", []Write{{1, 10, "a", at(10), ""}, {2, 10, "a", at(1040), ""}, {3, 11, "b", at(2500), ""}}, ""},
+		{"unknown term", []Write{{1, 12, "a", at(10), ""}}, "fence"},
+		{"wrong writer", []Write{{1, 11, "a", at(2500), ""}}, "fence"},
+		{"before its leadership", []Write{{1, 11, "b", at(1999), ""}}, "fence"},
+		{"after its leadership", []Write{{1, 10, "a", at(1051), ""}}, "fence"},
 		// a deposed leader's write committed after the next leader was
 		// elected (and after its own leadership: two findings).
-		{"after a higher term", []Write{{1, 10, "a", at(2001)}}, "fence,fence"},
+		{"after a higher term", []Write{{1, 10, "a", at(2001), ""}}, "fence,fence"},
 		// ordered by the database clock, not by id
-		{"ids out of order", []Write{{1, 10, "a", at(10)}, {2, 11, "b", at(2500)}, {3, 10, "a", at(20)}}, ""},
+		{"ids out of order", []Write{{1, 10, "a", at(10), ""}, {2, 11, "b", at(2500), ""}, {3, 10, "a", at(20), ""}}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,7 +246,7 @@ func TestCheckFence(t *testing.T) {
 		elected("b", 11, 1000),
 		demoted("b", 11, 4000, 4000),
 	}
-	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500)}, {2, 10, "a", at(1600)}})
+	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500), ""}, {2, 10, "a", at(1600), ""}})
 	wantKinds(t, r, "overlap,fence,fence")
 }
 

@@ -29,6 +29,9 @@ const (
 	// Half-open connections:
 	kindNetHalfOpen     = "net_halfopen"      // every connection of the leader frozen, none closed
 	kindNetHalfOpenWake = "net_halfopen_wake" // the leader's handover-lock connections frozen, then it is deposed
+	// The Batcher's connection frozen right after its SELECT … FOR UPDATE
+	// SKIP LOCKED ran (the server keeps the transaction and its row locks).
+	kindNetHalfOpenBatch = "net_halfopen_batch"
 	// A transaction holds the election's row lock for ten leases while an
 	// unrelated client keeps connecting.
 	kindRowLock = "row_lock"
@@ -166,11 +169,14 @@ func opCompound(kind string, admin func() *sql.DB, adminOf func(*slot) *sql.DB) 
 			if step(c.assume(ctx, db, fid)) {
 				return fail(failed)
 			}
-			before, _ := c.readRow(ctx, db)
 			// F claims the row (a new term, acquired "claimed") and
 			// waits out its lock delay.
 			notes = append(notes, fid+" claimed "+c.waitRow(ctx, db, claim, func(r rowState) bool {
-				return r.exists && r.id == fid && (r.term != before.term || r.acquired != before.acquired)
+				switch r.acquired { // what a take writes (not "operator", nor a REPLACE's default)
+				case "claimed", "expired", "released", "lock":
+					return r.exists && r.id == fid
+				}
+				return false
 			}))
 			switch kind {
 			case kindOpAssumeResign:
@@ -203,17 +209,45 @@ func opCompound(kind string, admin func() *sql.DB, adminOf func(*slot) *sql.DB) 
 }
 
 // netHalfOpen freezes every connection of the leader without closing any
-// for longer than the lease, then heals: what either side sent meanwhile
-// arrives late.
+// for two bounds, then heals: what either side sent meanwhile arrives late.
+// The server keeps the leader's sessions meanwhile (as it would for a host
+// that is gone, until wait_timeout), with whatever locks they hold: the
+// others must still elect a leader within the bound of the fault's start
+// (Config.FromStart).
 func netHalfOpen(c *cluster, l *slot) (string, error) {
 	id := l.proc.id
 	if l.hole == nil {
 		return id, errors.New("the slot has no hole relay")
 	}
 	l.hole.set(holeAll)
-	c.pause(c.tm.Lease + 500*time.Millisecond + c.jitter(time.Second))
+	c.pause(2*c.tm.bound() + c.jitter(time.Second))
 	l.hole.set(holeOpen)
 	return id, nil
+}
+
+// netHalfOpenBatch freezes the leader's connection that runs a Batcher's
+// renewal right after its SELECT … FOR UPDATE SKIP LOCKED went through (or,
+// when no batch comes within 3 s, every connection), for two bounds: the
+// server keeps that transaction and its row locks meanwhile, and the others
+// must still elect leaders within the bound of the fault's start
+// (Config.FromStart).
+func netHalfOpenBatch(c *cluster, l *slot) (string, error) {
+	id := l.proc.id
+	if l.hole == nil {
+		return id, errors.New("the slot has no hole relay")
+	}
+	defer l.hole.set(holeOpen)
+	how := id + " batch connection frozen after SKIP LOCKED"
+	select {
+	case <-l.hole.armAfter("SKIP LOCKED"):
+	case <-time.After(3 * time.Second):
+		l.hole.set(holeAll)
+		how = id + " all connections frozen (no batch in 3 s)"
+	case <-c.ctx.Done():
+		return id, c.ctx.Err()
+	}
+	c.pause(2*c.tm.bound() + c.jitter(time.Second))
+	return how, nil
 }
 
 // netHalfOpenWake freezes the leader's handover-lock (wake) connections

@@ -124,7 +124,8 @@ func (tm timings) bound() time.Duration {
 }
 
 func (tm timings) checkerConfig() Config {
-	return Config{RenewDeadline: tm.RenewDeadline, Bound: tm.bound(), FenceSlack: fenceSlack, StuckAfter: tm.bound()}
+	return Config{RenewDeadline: tm.RenewDeadline, Bound: tm.bound(), FenceSlack: fenceSlack, StuckAfter: tm.bound(),
+		FromStart: map[string]bool{kindNetHalfOpen: true, kindNetHalfOpenBatch: true}}
 }
 
 // The candidate binary, built once per test binary.
@@ -171,10 +172,14 @@ type cluster struct {
 	backend string // the candidates' --backend
 	name    string // the election
 	prefix  string // of the candidates' ids: "c" (c1.1, c2.1, …) unless set
-	tm      timings
-	rng     *rand.Rand
-	outDir  string
-	recFile *os.File
+	// elections, when more than 1, is how many elections each candidate
+	// campaigns in (name, name-2, …); batch runs them through a Batcher.
+	elections int
+	batch     bool
+	tm        timings
+	rng       *rand.Rand
+	outDir    string
+	recFile   *os.File
 
 	mu      sync.Mutex
 	recs    []Record
@@ -250,6 +255,9 @@ func (c *cluster) record(r Record) {
 	defer c.mu.Unlock()
 	c.recs = append(c.recs, r)
 	_, _ = c.recFile.Write(append(b, '\n'))
+	if r.Election != "" && r.Election != c.name {
+		return // the faults aim at the leader of the first election
+	}
 	switch r.Event {
 	case "elected":
 		c.leading[r.ID] = r.Term
@@ -282,6 +290,14 @@ func (c *cluster) start(s *slot) {
 		"--renew-interval", c.tm.RenewInterval.String(), "--retry-interval", c.tm.RetryInterval.String(),
 		"--query-timeout", c.tm.QueryTimeout.String(), "--lock-delay", c.tm.LockDelay.String(),
 		"--fenced-every", c.tm.FencedEvery.String(), "--stats-every", "500ms",
+	}
+	if c.elections > 1 {
+		args = append(args, "--elections", fmt.Sprint(c.elections))
+	}
+	if c.batch {
+		// Renewals that fall within half a renew interval share a batch
+		// (one statement only runs for five or more).
+		args = append(args, "--batch", "--batch-linger", (c.tm.RenewInterval / 2).String())
 	}
 	cmd := exec.Command(candidateBinary(c.t), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -534,7 +550,7 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	if err != nil {
 		c.t.Errorf("%s: reading chaos_writes: %v", c.label, err)
 	}
-	res := Check(c.tm.checkerConfig(), c.records(), writes)
+	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames())
 	for _, v := range res.Violations {
 		c.t.Errorf("%s: %s", c.label, v)
 	}
@@ -554,6 +570,18 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	return res
 }
 
+// electionNames returns the names of the cluster's elections.
+func (c *cluster) electionNames() []string {
+	if c.elections <= 1 {
+		return []string{c.name}
+	}
+	names := []string{c.name}
+	for i := 2; i <= c.elections; i++ {
+		names = append(names, fmt.Sprintf("%s-%d", c.name, i))
+	}
+	return names
+}
+
 func joinIntervals(ivs []Interval) string {
 	var s []string
 	for _, iv := range ivs {
@@ -566,7 +594,7 @@ func joinIntervals(ivs []Interval) string {
 func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, "SELECT id, term, who, at FROM chaos_writes ORDER BY id")
+	rows, err := db.QueryContext(ctx, "SELECT id, term, who, election, at FROM chaos_writes ORDER BY id")
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +602,7 @@ func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
 	var out []Write
 	for rows.Next() {
 		var w Write
-		if err := rows.Scan(&w.Seq, &w.Term, &w.Who, &w.At); err != nil {
+		if err := rows.Scan(&w.Seq, &w.Term, &w.Who, &w.Election, &w.At); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
@@ -618,6 +646,7 @@ func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   term BIGINT UNSIGNED NOT NULL,
   who VARCHAR(64) NOT NULL,
+  election VARCHAR(64) NOT NULL DEFAULT '',
   at DATETIME(6) NOT NULL
 ) ENGINE=InnoDB`); err != nil {
 		t.Fatal(err)

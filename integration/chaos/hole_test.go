@@ -37,6 +37,11 @@ type hole struct {
 	mode  holeMode
 	conns map[*holeConn]struct{}
 	done  bool
+	// arm, when set, freezes the first connection that sends it, right
+	// after the client's next message (the execution of a prepared
+	// statement whose text held it) went through; tripped is closed then.
+	arm     []byte
+	tripped chan struct{}
 }
 
 type holeMode int
@@ -52,6 +57,7 @@ var wakeMarker = []byte("sqlelect.wake#")
 type holeConn struct {
 	client, server net.Conn
 	wake           bool // guarded by hole.mu
+	armed, frozen  bool // guarded by hole.mu
 }
 
 // newHole starts a relay on a free port of 127.0.0.1 in front of upstream.
@@ -71,12 +77,29 @@ func newHole(t *testing.T, upstream string) *hole {
 // Addr is where the candidate connects.
 func (h *hole) Addr() string { return h.ln.Addr().String() }
 
-// set changes the mode; healing (holeOpen) delivers what was held.
+// set changes the mode; healing (holeOpen) delivers what was held and
+// disarms.
 func (h *hole) set(m holeMode) {
 	h.mu.Lock()
 	h.mode = m
+	if m == holeOpen {
+		h.arm = nil
+		for hc := range h.conns {
+			hc.armed, hc.frozen = false, false
+		}
+	}
 	h.mu.Unlock()
 	h.cond.Broadcast()
+}
+
+// armAfter freezes the first connection whose client sends marker, once
+// its next message went through (see hole.arm); the channel is closed
+// then.
+func (h *hole) armAfter(marker string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.arm, h.tripped = []byte(marker), make(chan struct{})
+	return h.tripped
 }
 
 func (h *hole) close() {
@@ -131,7 +154,7 @@ func (h *hole) serve(client net.Conn) {
 func (h *hole) wait(hc *holeConn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for !h.done && (h.mode == holeAll || (h.mode == holeWake && hc.wake)) {
+	for !h.done && (hc.frozen || h.mode == holeAll || (h.mode == holeWake && hc.wake)) {
 		h.cond.Wait()
 	}
 }
@@ -143,20 +166,35 @@ func (h *hole) pipe(hc *holeConn, dst, src net.Conn, fromClient bool) {
 	var tail []byte // the end of the previous read, for a marker split across reads
 	for {
 		n, err := src.Read(buf)
+		freeze := false
 		if fromClient && n > 0 {
 			scan := append(tail, buf[:n]...)
+			h.mu.Lock()
 			if bytes.Contains(scan, wakeMarker) {
-				h.mu.Lock()
 				hc.wake = true
-				h.mu.Unlock()
 			}
-			tail = append(tail[:0], scan[max(0, len(scan)-len(wakeMarker)):]...)
+			switch {
+			case h.arm != nil && hc.armed:
+				freeze = true
+			case h.arm != nil && bytes.Contains(scan, h.arm):
+				hc.armed = true
+			}
+			h.mu.Unlock()
+			tail = append(tail[:0], scan[max(0, len(scan)-64):]...)
 		}
 		h.wait(hc)
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr
 			}
+		}
+		if freeze {
+			h.mu.Lock()
+			if h.arm != nil { // not healed meanwhile
+				hc.frozen, h.arm = true, nil
+				close(h.tripped)
+			}
+			h.mu.Unlock()
 		}
 		if err != nil {
 			_ = dst.Close()
