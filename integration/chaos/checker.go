@@ -1,9 +1,13 @@
 // Package chaos is sqlelect's chaos suite: candidate processes (package
-// integration/chaos/candidate) campaign in one election while the suite
-// injects faults (kill -9, SIGSTOP, database restarts, killed connections,
-// network faults through toxiproxy, operators' REPLACE and DELETE, clean
-// resigns, Galera node deaths), and a checker reads everything they recorded
-// and fails on any violation of the election's guarantees.
+// integration/chaos/candidate) campaign in one election (or, through a
+// Batcher, in several) while the suite injects faults (kill -9, SIGSTOP,
+// database restarts, killed connections, network faults through toxiproxy,
+// half-open connections through a relay that freezes them without closing,
+// operators' REPLACE and DELETE alone and combined with a partition and a
+// resign or shutdown, a long-held row lock, the same election in a second
+// database, clean resigns, Galera node deaths), and a checker reads
+// everything they recorded and fails on any violation of the election's
+// guarantees.
 //
 // This file is the checker. It is pure: it reads Records (the candidates'
 // JSON lines and the suite's own notes of what it did and when) and Writes
@@ -599,7 +603,8 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 const kindSigstopName = "sigstop"
 
 // CheckElections checks several elections whose candidates share processes
-// (each process campaigns in all of them): the records of election e are
+// (each process campaigns in all of them; with one name it is Check): the
+// records of election e are
 // those with Election e and the process's and suite's own (no Election),
 // its writes those with Election e. The result is names[0]'s, with the
 // other elections' leaderships, writes and violations (their messages
@@ -607,6 +612,9 @@ const kindSigstopName = "sigstop"
 // stuck candidates and server findings, which concern processes, are
 // counted once.
 func CheckElections(cfg Config, recs []Record, writes []Write, names []string) Result {
+	if len(names) <= 1 {
+		return Check(cfg, recs, writes) // one election: nothing is tagged
+	}
 	var res Result
 	for i, name := range names {
 		var rs []Record

@@ -341,3 +341,32 @@ func TestCheckViolationsPerFault(t *testing.T) {
 		t.Errorf("server findings counted against row_lock: %d, want 1", got)
 	}
 }
+
+func TestCheckElections(t *testing.T) {
+	recs := []Record{
+		{Event: "started", ID: "a", Time: at(0)},
+		{Event: "elected", ID: "a", Term: 10, Time: at(0), Election: "e"},
+		{Event: "elected", ID: "b", Term: 10, Time: at(100), Election: "e-2"},
+		faultRec("kill9", 1000, 1000),
+		{Event: "elected", ID: "c", Term: 20, Time: at(1500), Election: "e-2"}, // b still leads e-2
+		{Event: "demoted", ID: "a", Term: 10, Time: at(3000), Until: at(3000), Election: "e"},
+		{Event: "demoted", ID: "b", Term: 10, Time: at(3000), Until: at(3000), Election: "e-2"},
+		{Event: "demoted", ID: "c", Term: 20, Time: at(3000), Until: at(3000), Election: "e-2"},
+		{Event: "run_end", Time: at(3000)},
+	}
+	writes := []Write{{1, 10, "a", at(50), "e"}, {2, 10, "b", at(150), "e-2"}}
+	r := CheckElections(cfg, recs, writes, []string{"e", "e-2"})
+	wantKinds(t, r, "overlap")
+	if r.Writes != 2 || len(r.Intervals) != 3 {
+		t.Errorf("writes %d, intervals %d: want 2 and 3", r.Writes, len(r.Intervals))
+	}
+	if got := r.Faults[0].Violations["overlap"]; got != 1 {
+		t.Errorf("overlaps counted against kill9: %d, want 1", got)
+	}
+	// One election: untagged records and writes.
+	one := CheckElections(cfg, []Record{elected("a", 1, 0), demoted("a", 1, 10, 10)}, []Write{{1, 1, "a", at(5), ""}}, []string{"x"})
+	wantKinds(t, one, "")
+	if one.Writes != 1 {
+		t.Errorf("one election: %d writes, want 1", one.Writes)
+	}
+}

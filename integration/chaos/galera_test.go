@@ -153,7 +153,6 @@ func TestChaosGalera(t *testing.T) {
 	var c *cluster
 	randomAdmin := func() *sql.DB { return admins[c.rng.IntN(len(admins))] }
 	adminOf := func(l *slot) *sql.DB { return admins[l.node] }
-	var probeDSN string
 	faults := []fault{
 		{kind: kindKill9, inject: kill9},
 		{kind: kindSigstop, inject: sigstop},
@@ -168,10 +167,8 @@ func TestChaosGalera(t *testing.T) {
 		{kind: kindOpAssumeReelect, inject: opCompound(kindOpAssumeReelect, randomAdmin, adminOf), once: true},
 		{kind: kindNetHalfOpen, inject: netHalfOpen, once: true},
 		{kind: kindNetHalfOpenWake, inject: netHalfOpenWake(randomAdmin), once: true},
-		{kind: kindRowLock, inject: func(c *cluster, l *slot) (string, error) {
-			// The row is locked on the leader's node, where its renewals run.
-			return rowLock(func() *sql.DB { return admins[l.node] }, strings.Replace(probeDSN, nodes[0].Addr, nodes[l.node].Addr, 1))(c, l)
-		}, once: true},
+		// No row_lock: a row lock taken on one node does not hold back the
+		// other nodes' writes, which abort it (1213) when they replicate.
 	}
 	faults = selectFaults(t, faults)
 	ctx, cancel := context.WithTimeout(context.Background(), budget(n, len(faults))+3*time.Minute)
@@ -216,7 +213,6 @@ func TestChaosGalera(t *testing.T) {
 		fencedLongTransaction(t, ctx, adminDSN, strings.Replace(adminDSN, nodes[0].Addr, nodes[1].Addr, 1))
 	})
 
-	probeDSN = createUser(t, ctx, admin, "probe", nodes[0].Addr)
 	c = newCluster(t, ctx, "galera", "table", tm)
 	for i := range galeraNodes * galeraCandidatesPerNode {
 		node := i % galeraNodes
