@@ -82,19 +82,33 @@ type rowState struct {
 	id       string
 	term     uint64
 	acquired string
+	seen     string // last_seen_active, as the server prints it
 }
 
 func (c *cluster) readRow(ctx context.Context, db *sql.DB) (rowState, error) {
 	var r rowState
 	var term sql.NullInt64
-	var acq sql.NullString
-	err := db.QueryRowContext(ctx, "SELECT service_id, term, acquired FROM service_election WHERE anchor = ?", c.name).
-		Scan(&r.id, &term, &acq)
+	var acq, seen sql.NullString
+	err := db.QueryRowContext(ctx, "SELECT service_id, term, acquired, CAST(last_seen_active AS CHAR) FROM service_election WHERE anchor = ?", c.name).
+		Scan(&r.id, &term, &acq, &seen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, nil
 	}
-	r.exists, r.term, r.acquired = err == nil, uint64(term.Int64), acq.String
+	r.exists, r.term, r.acquired, r.seen = err == nil, uint64(term.Int64), acq.String, seen.String
 	return r, err
+}
+
+// beforeRenewal returns just before the next renewal of the row's holder
+// (renewals come every RenewInterval, not jittered): it waits for one, up to
+// two intervals, then for an interval less 20 ms. Deleting the row then
+// lets the holder find it gone before a follower's next look does.
+func (c *cluster) beforeRenewal(ctx context.Context, db *sql.DB) string {
+	r0, _ := c.readRow(ctx, db)
+	seen := c.waitRow(ctx, db, 2*c.tm.RenewInterval, func(r rowState) bool {
+		return r.exists && r.id == r0.id && r.seen != r0.seen
+	})
+	c.pause(c.tm.RenewInterval - 20*time.Millisecond)
+	return r0.id + " renewed " + seen
 }
 
 // waitRow polls the row every 10 ms until ok says so, for at most within,
@@ -162,6 +176,7 @@ func opCompound(kind string, admin func() *sql.DB, adminOf func(*slot) *sql.DB) 
 			}
 			// A follower inserts a new row and waits out its lock delay.
 			notes = append(notes, "new row "+c.waitRow(ctx, db, claim, func(r rowState) bool { return r.exists }))
+			notes = append(notes, c.beforeRenewal(ctx, db))
 			if step(c.reelect(ctx, db)) {
 				return fail(failed)
 			}
@@ -188,6 +203,7 @@ func opCompound(kind string, admin func() *sql.DB, adminOf func(*slot) *sql.DB) 
 					return fail(failed)
 				}
 			case kindOpAssumeReelect:
+				notes = append(notes, c.beforeRenewal(ctx, db))
 				if step(c.reelect(ctx, db)) {
 					return fail(failed)
 				}
