@@ -109,15 +109,19 @@ build:
 	$(GO) build -o bin/sqlelect ./cmd/sqlelect
 
 CHAOS_ROUNDS ?= 8
+# CHAOS_FAULTS, when set, injects only the fault kinds it names, e.g.
+# CHAOS_FAULTS=op_assume_resign,net_halfopen (see RELIABILITY.md).
+CHAOS_FAULTS ?=
 
-# chaos runs the fault-injection suite (integration/chaos) on both backends
-# and a 3-node Galera cluster, CHAOS_ROUNDS rounds per fault, and prints the
-# summary table. chaos-short is the version CI runs on every change.
+# chaos runs the fault-injection suite (integration/chaos) on both backends,
+# the Batcher and a 3-node Galera cluster, CHAOS_ROUNDS rounds per fault, and
+# prints the summary table. chaos-short is the version CI runs on every
+# change (two rounds of the quick faults, one of the long ones).
 chaos: deps
-	SQLELECT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -v -timeout 60m -run Chaos ./integration/chaos/
+	SQLELECT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 60m -run Chaos ./integration/chaos/
 
 chaos-short: deps
-	$(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/
+	SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/
 
 # Flags for the harness, e.g. BENCH_FLAGS='-trials 10 -scenarios failover,handover'.
 BENCH_FLAGS ?=

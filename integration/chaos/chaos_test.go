@@ -46,6 +46,65 @@ func TestChaos(t *testing.T) {
 			chaosSingleServer(t, backend, n)
 		})
 	}
+	t.Run("batch", func(t *testing.T) {
+		t.Parallel()
+		chaosBatch(t, n)
+	})
+}
+
+// batchElections is how many elections each candidate of chaosBatch runs
+// through its Batcher.
+const batchElections = 12
+
+// chaosBatch runs candidates that each campaign in batchElections
+// table-backend elections through one election.Batcher, and cuts, freezes
+// and kills the leader of the first: every election is checked. The first
+// candidate starts alone and takes every election; a leader's renewals run
+// in batches as long as it leads five or more whose renewals fall within
+// the linger (half a renew interval).
+func chaosBatch(t *testing.T, rounds int) {
+	tm := defaultTimings
+	var admin *sql.DB
+	adminOf := func(*slot) *sql.DB { return admin }
+	faults := selectFaults(t, []fault{
+		{kind: kindKill9, inject: kill9, once: true},
+		{kind: kindSigstop, inject: sigstop, once: true},
+		{kind: kindKillConn, inject: killConn(adminOf), once: true},
+		{kind: kindNetBlack, inject: netBlackhole, once: true},
+		{kind: kindNetReset, inject: netReset, once: true},
+		{kind: kindNetLimit, inject: netLimit, once: true},
+		{kind: kindNetDown, inject: netDown, once: true},
+		{kind: kindNetHalfOpen, inject: netHalfOpen, once: true},
+		{kind: kindNetHalfOpenBatch, inject: netHalfOpenBatch, once: true},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
+	t.Cleanup(cancel)
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
+	tox := toxiServer()
+	c := newCluster(t, ctx, "batch", "table", tm)
+	c.elections, c.batch = batchElections, true
+	for i := 1; i <= candidatesPerServer; i++ {
+		user := fmt.Sprintf("c%d", i)
+		px := newProxy(t, tox, "batch-"+user, srv.Addr)
+		h := newHole(t, px.Addr())
+		s := c.addSlot(user, createUser(t, ctx, admin, user, h.Addr()), 0, px, h)
+		c.start(s)
+		if i == 1 {
+			// The first takes every election, so that its renewals run
+			// in batches.
+			if c.waitLeader(c.tm.LockDelay+c.tm.bound()+5*time.Second) == nil {
+				t.Fatal("batch: no first leader")
+			}
+			c.pause(c.tm.LockDelay)
+		}
+	}
+	c.campaign(faults, rounds)
+	c.finish(admin)
 }
 
 // budget bounds a run of rounds of each of kinds faults.
@@ -57,41 +116,73 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 	tm := defaultTimings
 	var srv *mysqld.Server
 	var admin *sql.DB
+	var probeDSN string
 	adminFor := func() *sql.DB { return admin }
+	adminOf := func(*slot) *sql.DB { return admin }
+	sd := &side{}
 	faults := []fault{
-		{kindKill9, kill9},
-		{kindSigstop, sigstop},
-		{kindResign, resign},
-		{kindDBRestart, func(c *cluster, l *slot) (string, error) { return dbRestart(srv)(c, l) }},
-		{kindKillConn, killConn(func(*slot) *sql.DB { return admin })},
-		{kindNetLatency, netLatency},
-		{kindNetBlack, netBlackhole},
-		{kindNetReset, netReset},
-		{kindNetSlicer, netSlicer},
-		{kindNetLimit, netLimit},
-		{kindNetDown, netDown},
-		{kindOpReplace, opReplace(adminFor)},
-		{kindOpDelete, opDelete(adminFor)},
+		{kind: kindKill9, inject: kill9},
+		{kind: kindSigstop, inject: sigstop},
+		{kind: kindResign, inject: resign},
+		{kind: kindDBRestart, inject: func(c *cluster, l *slot) (string, error) { return dbRestart(srv)(c, l) }},
+		{kind: kindKillConn, inject: killConn(adminOf)},
+		{kind: kindNetLatency, inject: netLatency},
+		{kind: kindNetBlack, inject: netBlackhole},
+		{kind: kindNetReset, inject: netReset},
+		{kind: kindNetSlicer, inject: netSlicer},
+		{kind: kindNetLimit, inject: netLimit},
+		{kind: kindNetDown, inject: netDown},
+		{kind: kindOpReplace, inject: opReplace(adminFor)},
+		{kind: kindOpDelete, inject: opDelete(adminFor)},
+		{kind: kindOpAssumeResign, inject: opCompound(kindOpAssumeResign, adminFor, adminOf), once: true},
+		{kind: kindOpAssumeShutdown, inject: opCompound(kindOpAssumeShutdown, adminFor, adminOf), once: true},
+		{kind: kindOpReelectReelect, inject: opCompound(kindOpReelectReelect, adminFor, adminOf), once: true},
+		{kind: kindOpAssumeReelect, inject: opCompound(kindOpAssumeReelect, adminFor, adminOf), once: true},
+		{kind: kindNetHalfOpen, inject: netHalfOpen, once: true},
+		{kind: kindRowLock, inject: func(c *cluster, l *slot) (string, error) { return rowLock(adminFor, probeDSN)(c, l) }, once: true},
+		{kind: kindTwoDB, inject: twoDatabases(sd), once: true},
 	}
+	if backend == "table" { // the lock backend keeps no handover lock
+		faults = append(faults, fault{kind: kindNetHalfOpenWake, inject: netHalfOpenWake(adminFor), once: true})
+	}
+	faults = selectFaults(t, faults)
 	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
 	t.Cleanup(cancel)
 
 	var err error
-	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=500", "--innodb-buffer-pool-size=64M"}})
+	// A modest max_connections, so that statements left waiting on the
+	// server (row_lock) show as refused connections.
+	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=50", "--innodb-buffer-pool-size=64M"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
 	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
+	probeDSN = createUser(t, ctx, admin, "probe", srv.Addr)
 
 	tox := toxiServer()
 	c := newCluster(t, ctx, backend, backend, tm)
 	for i := 1; i <= candidatesPerServer; i++ {
 		user := fmt.Sprintf("c%d", i)
 		px := newProxy(t, tox, backend+"-"+user, srv.Addr)
-		s := c.addSlot(user, createUser(t, ctx, admin, user, px.Addr()), 0, px)
+		h := newHole(t, px.Addr())
+		s := c.addSlot(user, createUser(t, ctx, admin, user, h.Addr()), 0, px, h)
 		c.start(s)
 	}
+
+	// two_db: the same election in database chaos2, two candidates talking
+	// to the server directly.
+	sd.c = newCluster(t, ctx, backend+"-db2", backend, tm)
+	sd.c.name, sd.c.prefix = c.name, "d"
+	sd.admin, _ = setupDatabaseNamed(t, ctx, srv.DSN(""), "chaos2")
+	for i := 1; i <= 2; i++ {
+		user := fmt.Sprintf("d%d", i)
+		sd.c.addSlot(user, createUserOn(t, ctx, admin, "chaos2", user, srv.Addr), 0, nil, nil)
+	}
+
 	c.campaign(faults, rounds)
 	c.finish(admin)
+	if sd.used {
+		sd.c.finish(sd.admin)
+	}
 }

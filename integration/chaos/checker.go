@@ -1,9 +1,13 @@
 // Package chaos is sqlelect's chaos suite: candidate processes (package
-// integration/chaos/candidate) campaign in one election while the suite
-// injects faults (kill -9, SIGSTOP, database restarts, killed connections,
-// network faults through toxiproxy, operators' REPLACE and DELETE, clean
-// resigns, Galera node deaths), and a checker reads everything they recorded
-// and fails on any violation of the election's guarantees.
+// integration/chaos/candidate) campaign in one election (or, through a
+// Batcher, in several) while the suite injects faults (kill -9, SIGSTOP,
+// database restarts, killed connections, network faults through toxiproxy,
+// half-open connections through a relay that freezes them without closing,
+// operators' REPLACE and DELETE alone and combined with a partition and a
+// resign or shutdown, a long-held row lock, the same election in a second
+// database, clean resigns, Galera node deaths), and a checker reads
+// everything they recorded and fails on any violation of the election's
+// guarantees.
 //
 // This file is the checker. It is pure: it reads Records (the candidates'
 // JSON lines and the suite's own notes of what it did and when) and Writes
@@ -18,7 +22,7 @@
 //   - term: a term that does not strictly increase from one leadership to
 //     the next (ordered by start).
 //   - liveness: a fault after whose end no new leader was elected within
-//     Config.Bound.
+//     Config.Bound (after its start for the kinds of Config.FromStart).
 //   - fence: a row of chaos_writes that was not written by the current
 //     leadership: it names no leadership of that candidate and term, lies
 //     outside it, was written after a leadership with a higher term had
@@ -26,6 +30,13 @@
 //   - protocol: the callbacks' contract broken (elected twice without a
 //     demotion, demoted without elected, a process that exited leading
 //     without a demotion, a leadership never demoted).
+//   - stuck: a candidate whose Run hung: its heartbeats (the beats of its
+//     stats records) did not advance for longer than Config.StuckAfter
+//     while it ran and was not SIGSTOPped, or it had not exited
+//     StuckAfter after a SIGTERM. (An election with no leader for longer
+//     than Bound after a fault ended is a liveness violation.)
+//   - server: the database refused or timed out an unrelated client
+//     during a fault (the suite's probe; a probe_failed record).
 package chaos
 
 import (
@@ -40,10 +51,13 @@ import (
 // the suite.
 //
 // Candidates' events: started, elected, demoted, fenced_ok,
-// fenced_rejected, fenced_error, stats, error, exit. The suite's: killed (a
-// SIGKILL was sent to ID at Time), exited (the process of ID exited at or
-// before Time), fault (a fault of Kind from Time to End, aimed at Target),
-// run_end (no more faults after Time).
+// fenced_rejected, fenced_error, stats (with Beats: heartbeats so far),
+// resign, error, exit. The suite's: killed (a SIGKILL was sent to ID at
+// Time), sigterm (a SIGTERM was sent to ID at Time), exited (the process of
+// ID exited at or before Time), fault (a fault of Kind from Time to End,
+// aimed at Target), probe_failed (an unrelated client could not use the
+// server during a fault; Detail says how often), run_end (no more faults
+// after Time).
 type Record struct {
 	Event  string             `json:"event"`
 	ID     string             `json:"id,omitempty"`
@@ -57,6 +71,10 @@ type Record struct {
 	Kind   string             `json:"kind,omitempty"`
 	End    time.Time          `json:"end,omitzero"`
 	Target string             `json:"target,omitempty"`
+	Beats  uint64             `json:"beats,omitempty"`
+	// Election names the election of a candidate's event when its process
+	// campaigns in several (empty otherwise, and for process events).
+	Election string `json:"election,omitempty"`
 }
 
 func (r Record) String() string {
@@ -83,6 +101,12 @@ func (r Record) String() string {
 	if r.Reason != "" {
 		fmt.Fprintf(&b, " reason=%s", r.Reason)
 	}
+	if r.Election != "" {
+		fmt.Fprintf(&b, " election=%s", r.Election)
+	}
+	if r.Beats != 0 {
+		fmt.Fprintf(&b, " beats=%d", r.Beats)
+	}
 	if r.Detail != "" {
 		fmt.Fprintf(&b, " detail=%q", r.Detail)
 	}
@@ -97,6 +121,8 @@ type Write struct {
 	Term uint64    // the term the writer held
 	Who  string    // the writer's candidate id
 	At   time.Time // NOW(6) inside the fenced transaction, after its check
+	// Election is the election, when the writer campaigned in several.
+	Election string
 }
 
 func (w Write) String() string {
@@ -117,6 +143,15 @@ type Config struct {
 	// still lands (the database checked the lease by its own clock). Zero
 	// allows none.
 	FenceSlack time.Duration
+	// FromStart names the fault kinds that isolate the leader alone: the
+	// others must elect a new leader within Bound of the fault's start,
+	// while it lasts (a partitioned leader's lease runs out; nothing it
+	// left behind may block the takeover).
+	FromStart map[string]bool
+	// StuckAfter is how long a running candidate's heartbeats may stall,
+	// and how long it may take to exit after a SIGTERM, before it counts
+	// as stuck. Zero means Bound.
+	StuckAfter time.Duration
 }
 
 // Bound is the liveness bound the configuration promises after a fault
@@ -152,9 +187,14 @@ func (iv Interval) String() string {
 
 // Violation is one broken guarantee, with the records that show it.
 type Violation struct {
-	Kind     string // overlap, term, liveness, fence, protocol
+	Kind     string // overlap, term, liveness, fence, protocol, stuck, server
 	Msg      string
 	Evidence []string
+	// At is when it began (for an overlap, the second leader's election;
+	// for a stall, StuckAfter past the last heartbeat): it is counted
+	// against the last fault that began at or before At
+	// (FaultOutcome.Violations).
+	At time.Time
 }
 
 func (v Violation) String() string {
@@ -177,6 +217,9 @@ type FaultOutcome struct {
 	// Recovered: a leader led within Bound of the fault's end.
 	Recovered bool
 	Next      *Interval
+	// Violations counts, by kind, the violations that began after this
+	// fault began and before the next one did.
+	Violations map[string]int
 }
 
 // Result is the checker's verdict.
@@ -215,12 +258,21 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	var res Result
 	recs = slices.Clone(recs)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
-	violate := func(kind, msg string, ev ...fmt.Stringer) {
+	// violate notes a violation; it began at the time of the last piece of
+	// evidence (a Record's Time, a Write's At).
+	violate := func(kind, msg string, ev ...fmt.Stringer) *Violation {
 		v := Violation{Kind: kind, Msg: msg}
 		for _, e := range ev {
 			v.Evidence = append(v.Evidence, e.String())
+			switch e := e.(type) {
+			case Record:
+				v.At = e.Time
+			case Write:
+				v.At = e.At
+			}
 		}
 		res.Violations = append(res.Violations, v)
+		return &res.Violations[len(res.Violations)-1]
 	}
 
 	// Leaderships, per candidate.
@@ -275,6 +327,8 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			res.FencedRejected++
 		case "stats":
 			lastStats[r.ID] = r.Errors
+		case "probe_failed":
+			violate("server", "an unrelated client could not use the server: "+r.Detail, r)
 		}
 	}
 	for _, o := range open {
@@ -330,9 +384,12 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 		runEnd = last
 	}
 	for i, f := range faults {
-		end := f.End
-		if end.Before(f.Time) {
+		end, from := f.End, "end"
+		if end.Before(f.Time) || cfg.FromStart[f.Kind] {
 			end = f.Time
+		}
+		if cfg.FromStart[f.Kind] {
+			from = "start"
 		}
 		horizon := end.Add(cfg.Bound)
 		if i+1 < len(faults) && faults[i+1].Time.Before(horizon) {
@@ -362,7 +419,7 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound))
 			}
 			if !out.Recovered {
-				msg := fmt.Sprintf("no leader within %v after the end of fault %s", cfg.Bound, f.Kind)
+				msg := fmt.Sprintf("no leader within %v after the %s of fault %s", cfg.Bound, from, f.Kind)
 				if out.Next != nil {
 					msg += fmt.Sprintf(": the next one, %s, was elected %v after it", out.Next, out.Next.Start.Sub(end))
 				}
@@ -370,6 +427,25 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			}
 		}
 		res.Faults = append(res.Faults, out)
+	}
+
+	checkStuck(cfg, recs, last, violate)
+
+	// Count each violation against the fault in progress.
+	for _, v := range res.Violations {
+		k := -1
+		for i, f := range res.Faults {
+			if !f.Fault.Time.After(v.At) {
+				k = i
+			}
+		}
+		if k < 0 {
+			continue
+		}
+		if res.Faults[k].Violations == nil {
+			res.Faults[k].Violations = map[string]int{}
+		}
+		res.Faults[k].Violations[v.Kind]++
 	}
 
 	// Fenced writes.
@@ -414,4 +490,177 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// checkStuck reports candidates whose Run hung (see the package comment);
+// recs are sorted by time, last is the last record's time.
+func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) {
+	after := cfg.StuckAfter
+	if after <= 0 {
+		after = cfg.Bound
+	}
+	if after <= 0 {
+		return
+	}
+	type life struct {
+		progress time.Time // the last time its beats advanced
+		lastBeat Record    // the record that said so
+		beats    uint64
+		tracked  bool      // it reports beats
+		end      time.Time // killed, SIGTERMed or exited: no more heartbeats expected
+		sigterm  *Record
+		exited   bool
+		exitedAt time.Time
+	}
+	lives := map[string]*life{}
+	var order []string
+	var stops []Record // sigstop faults
+	runEnd := last
+	get := func(r Record) *life {
+		l := lives[r.ID]
+		if l == nil {
+			l = &life{progress: r.Time, lastBeat: r}
+			lives[r.ID] = l
+			order = append(order, r.ID)
+		}
+		return l
+	}
+	stopped := func(id string, from, to time.Time) bool {
+		for _, f := range stops {
+			if f.Target == id && f.Time.Before(to) && f.End.After(from) {
+				return true
+			}
+		}
+		return false
+	}
+	stall := func(id string, l *life, to time.Time, ev Record) {
+		if l.tracked && to.Sub(l.progress) > after && !stopped(id, l.progress, to) {
+			v := violate("stuck", fmt.Sprintf("%s made no heartbeat for %v (more than %v) while running", id,
+				to.Sub(l.progress).Round(time.Millisecond), after), l.lastBeat, ev)
+			v.At = l.progress.Add(after) // when it became a stall: during the fault that caused it
+
+		}
+	}
+	for _, r := range recs {
+		switch r.Event {
+		case "fault":
+			if r.Kind == kindSigstopName {
+				stops = append(stops, r)
+			}
+		case "run_end":
+			runEnd = r.Time
+		}
+		if r.ID == "" {
+			continue
+		}
+		switch r.Event {
+		case "started", "stats", "killed", "sigterm", "exited":
+		default:
+			continue
+		}
+		l := get(r)
+		switch r.Event {
+		case "stats":
+			if r.Beats > l.beats && l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.beats, l.progress, l.lastBeat, l.tracked = r.Beats, r.Time, r, true
+			}
+		case "killed", "sigterm":
+			if l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.end = r.Time
+			}
+			if r.Event == "sigterm" && l.sigterm == nil {
+				rc := r
+				l.sigterm = &rc
+			}
+		case "exited":
+			if l.end.IsZero() {
+				stall(r.ID, l, r.Time, r)
+				l.end = r.Time
+			}
+			l.exited, l.exitedAt = true, r.Time
+		}
+	}
+	for _, id := range order {
+		l := lives[id]
+		if l.end.IsZero() && runEnd.After(l.progress) {
+			stall(id, l, runEnd, Record{Event: "run_end", Time: runEnd})
+		}
+		if st := l.sigterm; st != nil {
+			switch {
+			case !l.exited:
+				violate("stuck", fmt.Sprintf("%s never exited after SIGTERM", id), *st)
+			case l.exitedAt.Sub(st.Time) > after:
+				violate("stuck", fmt.Sprintf("%s exited %v after SIGTERM (more than %v)", id,
+					l.exitedAt.Sub(st.Time).Round(time.Millisecond), after), *st)
+			}
+		}
+	}
+}
+
+// kindSigstopName is the fault kind during which a candidate is frozen.
+const kindSigstopName = "sigstop"
+
+// CheckElections checks several elections whose candidates share processes
+// (each process campaigns in all of them; with one name it is Check): the
+// records of election e are
+// those with Election e and the process's and suite's own (no Election),
+// its writes those with Election e. The result is names[0]'s, with the
+// other elections' leaderships, writes and violations (their messages
+// prefixed with the election) added and counted against the same faults;
+// stuck candidates and server findings, which concern processes, are
+// counted once.
+func CheckElections(cfg Config, recs []Record, writes []Write, names []string) Result {
+	if len(names) <= 1 {
+		return Check(cfg, recs, writes) // one election: nothing is tagged
+	}
+	var res Result
+	for i, name := range names {
+		var rs []Record
+		for _, r := range recs {
+			if r.Election == name || r.Election == "" {
+				rs = append(rs, r)
+			}
+		}
+		var ws []Write
+		for _, w := range writes {
+			if w.Election == name {
+				ws = append(ws, w)
+			}
+		}
+		r := Check(cfg, rs, ws)
+		if i == 0 {
+			res = r
+			continue
+		}
+		for _, v := range r.Violations {
+			if v.Kind == "stuck" || v.Kind == "server" {
+				continue
+			}
+			v.Msg = "election " + name + ": " + v.Msg
+			res.Violations = append(res.Violations, v)
+		}
+		for j := range min(len(res.Faults), len(r.Faults)) {
+			f, o := &res.Faults[j], r.Faults[j]
+			if !o.Recovered {
+				f.Recovered = false
+			}
+			for k, n := range o.Violations {
+				if k == "stuck" || k == "server" {
+					continue
+				}
+				if f.Violations == nil {
+					f.Violations = map[string]int{}
+				}
+				f.Violations[k] += n
+			}
+		}
+		res.Intervals = append(res.Intervals, r.Intervals...)
+		res.TermsChecked += r.TermsChecked
+		res.Writes += r.Writes
+		res.FencedOK += r.FencedOK
+		res.FencedRejected += r.FencedRejected
+	}
+	return res
 }

@@ -221,16 +221,16 @@ func TestCheckFence(t *testing.T) {
 		writes []Write
 		want   string
 	}{
-		{"ok", []Write{{1, 10, "a", at(10)}, {2, 10, "a", at(1040)}, {3, 11, "b", at(2500)}}, ""},
-		{"unknown term", []Write{{1, 12, "a", at(10)}}, "fence"},
-		{"wrong writer", []Write{{1, 11, "a", at(2500)}}, "fence"},
-		{"before its leadership", []Write{{1, 11, "b", at(1999)}}, "fence"},
-		{"after its leadership", []Write{{1, 10, "a", at(1051)}}, "fence"},
+		{"ok", []Write{{1, 10, "a", at(10), ""}, {2, 10, "a", at(1040), ""}, {3, 11, "b", at(2500), ""}}, ""},
+		{"unknown term", []Write{{1, 12, "a", at(10), ""}}, "fence"},
+		{"wrong writer", []Write{{1, 11, "a", at(2500), ""}}, "fence"},
+		{"before its leadership", []Write{{1, 11, "b", at(1999), ""}}, "fence"},
+		{"after its leadership", []Write{{1, 10, "a", at(1051), ""}}, "fence"},
 		// a deposed leader's write committed after the next leader was
 		// elected (and after its own leadership: two findings).
-		{"after a higher term", []Write{{1, 10, "a", at(2001)}}, "fence,fence"},
+		{"after a higher term", []Write{{1, 10, "a", at(2001), ""}}, "fence,fence"},
 		// ordered by the database clock, not by id
-		{"ids out of order", []Write{{1, 10, "a", at(10)}, {2, 11, "b", at(2500)}, {3, 10, "a", at(20)}}, ""},
+		{"ids out of order", []Write{{1, 10, "a", at(10), ""}, {2, 11, "b", at(2500), ""}, {3, 10, "a", at(20), ""}}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,7 +246,7 @@ func TestCheckFence(t *testing.T) {
 		elected("b", 11, 1000),
 		demoted("b", 11, 4000, 4000),
 	}
-	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500)}, {2, 10, "a", at(1600)}})
+	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500), ""}, {2, 10, "a", at(1600), ""}})
 	wantKinds(t, r, "overlap,fence,fence")
 }
 
@@ -255,5 +255,118 @@ func TestBound(t *testing.T) {
 		500*time.Millisecond, 0.2, time.Second)
 	if want := 5340 * time.Millisecond; got != want {
 		t.Errorf("Bound = %v, want %v", got, want)
+	}
+}
+
+func statsRec(id string, beats uint64, ms int) Record {
+	return Record{Event: "stats", ID: id, Beats: beats, Time: at(ms)}
+}
+
+func TestCheckStuckHeartbeats(t *testing.T) {
+	recs := []Record{
+		{Event: "started", ID: "a", Time: at(0)},
+		statsRec("a", 3, 500),
+		statsRec("a", 6, 1000),
+		faultRec("net_halfopen_wake", 1100, 9000),
+		statsRec("a", 7, 8000), // 7 s without a heartbeat: Run hung
+		{Event: "started", ID: "b", Time: at(0)},
+		statsRec("b", 3, 500),
+		{Event: "fault", Kind: "sigstop", Target: "b", Time: at(600), End: at(7000)},
+		statsRec("b", 4, 7100), // frozen meanwhile: not stuck
+		{Event: "started", ID: "c", Time: at(0)},
+		statsRec("c", 3, 500),
+		{Event: "sigterm", ID: "c", Time: at(1000)},
+		{Event: "exited", ID: "c", Time: at(1010)}, // exits at once: fine
+		{Event: "started", ID: "d", Time: at(0)},
+		statsRec("d", 3, 500),
+		{Event: "sigterm", ID: "d", Time: at(1000)},
+		{Event: "exited", ID: "d", Time: at(7000)}, // 6 s after SIGTERM
+		{Event: "run_end", Time: at(9000)},
+		statsRec("e", 1, 100),                       // its last heartbeat long before the run's end, never stopped
+		{Event: "sigterm", ID: "e", Time: at(9100)}, // never exits
+	}
+	cfg := cfg
+	cfg.StuckAfter = 5 * time.Second
+	r := Check(cfg, recs, nil)
+	var msgs []string
+	for _, v := range r.Violations {
+		if v.Kind == "stuck" {
+			msgs = append(msgs, v.Msg)
+		}
+	}
+	want := []string{
+		"a made no heartbeat for 7s (more than 5s) while running",
+		"e made no heartbeat for 9s (more than 5s) while running",
+		"d exited 6s after SIGTERM (more than 5s)",
+		"e never exited after SIGTERM",
+	}
+	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stuck violations:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+	}
+	// a's last heartbeat was just before the fault; it became a stall
+	// during it, StuckAfter later.
+	found := false
+	for _, v := range r.Violations {
+		if v.Kind == "stuck" && strings.HasPrefix(v.Msg, "a ") {
+			found = true
+			if !v.At.Equal(at(6000)) {
+				t.Errorf("a's stall at %v, want %v", v.At, at(6000))
+			}
+		}
+	}
+	if !found {
+		t.Error("a's stall not found")
+	}
+}
+
+func TestCheckViolationsPerFault(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		faultRec("op_assume_resign", 1000, 3000),
+		elected("b", 11, 1500), // a leads until 1800
+		demoted("a", 10, 1900, 1800),
+		demoted("b", 11, 4000, 4000),
+		elected("c", 12, 4100),
+		demoted("c", 12, 7100, 7100),
+		faultRec("row_lock", 5000, 6000),
+		{Event: "probe_failed", Time: at(5000), Detail: "3 of 10 new connections failed"},
+		{Event: "run_end", Time: at(7000)},
+	}
+	r := Check(cfg, recs, nil)
+	wantKinds(t, r, "server,overlap")
+	if got := r.Faults[0].Violations["overlap"]; got != 1 {
+		t.Errorf("overlaps counted against op_assume_resign: %d, want 1", got)
+	}
+	if got := r.Faults[1].Violations["server"]; got != 1 {
+		t.Errorf("server findings counted against row_lock: %d, want 1", got)
+	}
+}
+
+func TestCheckElections(t *testing.T) {
+	recs := []Record{
+		{Event: "started", ID: "a", Time: at(0)},
+		{Event: "elected", ID: "a", Term: 10, Time: at(0), Election: "e"},
+		{Event: "elected", ID: "b", Term: 10, Time: at(100), Election: "e-2"},
+		faultRec("kill9", 1000, 1000),
+		{Event: "elected", ID: "c", Term: 20, Time: at(1500), Election: "e-2"}, // b still leads e-2
+		{Event: "demoted", ID: "a", Term: 10, Time: at(3000), Until: at(3000), Election: "e"},
+		{Event: "demoted", ID: "b", Term: 10, Time: at(3000), Until: at(3000), Election: "e-2"},
+		{Event: "demoted", ID: "c", Term: 20, Time: at(3000), Until: at(3000), Election: "e-2"},
+		{Event: "run_end", Time: at(3000)},
+	}
+	writes := []Write{{1, 10, "a", at(50), "e"}, {2, 10, "b", at(150), "e-2"}}
+	r := CheckElections(cfg, recs, writes, []string{"e", "e-2"})
+	wantKinds(t, r, "overlap")
+	if r.Writes != 2 || len(r.Intervals) != 3 {
+		t.Errorf("writes %d, intervals %d: want 2 and 3", r.Writes, len(r.Intervals))
+	}
+	if got := r.Faults[0].Violations["overlap"]; got != 1 {
+		t.Errorf("overlaps counted against kill9: %d, want 1", got)
+	}
+	// One election: untagged records and writes.
+	one := CheckElections(cfg, []Record{elected("a", 1, 0), demoted("a", 1, 10, 10)}, []Write{{1, 1, "a", at(5), ""}}, []string{"x"})
+	wantKinds(t, one, "")
+	if one.Writes != 1 {
+		t.Errorf("one election: %d writes, want 1", one.Writes)
 	}
 }

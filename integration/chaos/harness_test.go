@@ -36,6 +36,11 @@ const EnvRounds = "SQLELECT_CHAOS_ROUNDS"
 // is written (besides the test output).
 const EnvSummary = "SQLELECT_CHAOS_SUMMARY"
 
+// EnvFaults names the variable that, set to a comma-separated list of fault
+// kinds (e.g. op_assume_resign,net_halfopen), injects only those; runs that
+// inject none of them are skipped.
+const EnvFaults = "SQLELECT_CHAOS_FAULTS"
+
 // EnvKeep names the variable that, set to 1, keeps every run's records (they
 // are kept anyway when a run fails).
 const EnvKeep = "SQLELECT_CHAOS_KEEP"
@@ -57,6 +62,36 @@ func rounds(t *testing.T) int {
 		t.Skipf("%s=0", EnvRounds)
 	}
 	return n
+}
+
+// shortMode reports whether the suite runs its short version (neither the
+// flag nor the variable sets the rounds): the faults marked once then run
+// one round each.
+func shortMode() bool {
+	return *roundsFlag < 0 && os.Getenv(EnvRounds) == ""
+}
+
+// selectFaults keeps the faults that $SQLELECT_CHAOS_FAULTS names (all when
+// it is empty), and skips t when none is left.
+func selectFaults(t *testing.T, faults []fault) []fault {
+	v := os.Getenv(EnvFaults)
+	if v == "" {
+		return faults
+	}
+	want := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		want[strings.TrimSpace(k)] = true
+	}
+	var out []fault
+	for _, f := range faults {
+		if want[f.kind] {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		t.Skipf("%s=%s selects none of this run's faults", EnvFaults, v)
+	}
+	return out
 }
 
 // timings is the candidates' configuration: short, so that a round takes a
@@ -89,7 +124,8 @@ func (tm timings) bound() time.Duration {
 }
 
 func (tm timings) checkerConfig() Config {
-	return Config{RenewDeadline: tm.RenewDeadline, Bound: tm.bound(), FenceSlack: fenceSlack}
+	return Config{RenewDeadline: tm.RenewDeadline, Bound: tm.bound(), FenceSlack: fenceSlack, StuckAfter: tm.bound(),
+		FromStart: map[string]bool{kindNetHalfOpen: true, kindNetHalfOpenBatch: true}}
 }
 
 // The candidate binary, built once per test binary.
@@ -135,10 +171,15 @@ type cluster struct {
 	label   string // table, lock, galera: the summary's backend column
 	backend string // the candidates' --backend
 	name    string // the election
-	tm      timings
-	rng     *rand.Rand
-	outDir  string
-	recFile *os.File
+	prefix  string // of the candidates' ids: "c" (c1.1, c2.1, …) unless set
+	// elections, when more than 1, is how many elections each candidate
+	// campaigns in (name, name-2, …); batch runs them through a Batcher.
+	elections int
+	batch     bool
+	tm        timings
+	rng       *rand.Rand
+	outDir    string
+	recFile   *os.File
 
 	mu      sync.Mutex
 	recs    []Record
@@ -157,6 +198,7 @@ type slot struct {
 	inc  int
 	proc *proc
 	px   *proxy // the slot's toxiproxy, nil when none
+	hole *hole  // the relay in front of px (or the node), nil when none
 }
 
 type proc struct {
@@ -186,7 +228,7 @@ func newCluster(t *testing.T, ctx context.Context, label, backend string, tm tim
 		t.Fatal(err)
 	}
 	c := &cluster{
-		t: t, ctx: ctx, label: label, backend: backend, name: "chaos-" + label, tm: tm,
+		t: t, ctx: ctx, label: label, backend: backend, name: "chaos-" + label, prefix: "c", tm: tm,
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)), outDir: dir, recFile: f,
 		leading: map[string]uint64{},
 	}
@@ -213,6 +255,9 @@ func (c *cluster) record(r Record) {
 	defer c.mu.Unlock()
 	c.recs = append(c.recs, r)
 	_, _ = c.recFile.Write(append(b, '\n'))
+	if r.Election != "" && r.Election != c.name {
+		return // the faults aim at the leader of the first election
+	}
 	switch r.Event {
 	case "elected":
 		c.leading[r.ID] = r.Term
@@ -228,8 +273,8 @@ func (c *cluster) records() []Record {
 }
 
 // addSlot adds a candidate position; the caller has created its user.
-func (c *cluster) addSlot(user, dsn string, node int, px *proxy) *slot {
-	s := &slot{n: len(c.slots) + 1, user: user, dsn: dsn, node: node, px: px}
+func (c *cluster) addSlot(user, dsn string, node int, px *proxy, h *hole) *slot {
+	s := &slot{n: len(c.slots) + 1, user: user, dsn: dsn, node: node, px: px, hole: h}
 	c.slots = append(c.slots, s)
 	return s
 }
@@ -238,13 +283,21 @@ func (c *cluster) addSlot(user, dsn string, node int, px *proxy) *slot {
 func (c *cluster) start(s *slot) {
 	c.t.Helper()
 	s.inc++
-	id := fmt.Sprintf("c%d.%d", s.n, s.inc)
+	id := fmt.Sprintf("%s%d.%d", c.prefix, s.n, s.inc)
 	args := []string{
 		"--backend", c.backend, "--dsn", s.dsn, "--election", c.name, "--id", id,
 		"--lease", c.tm.Lease.String(), "--renew-deadline", c.tm.RenewDeadline.String(),
 		"--renew-interval", c.tm.RenewInterval.String(), "--retry-interval", c.tm.RetryInterval.String(),
 		"--query-timeout", c.tm.QueryTimeout.String(), "--lock-delay", c.tm.LockDelay.String(),
 		"--fenced-every", c.tm.FencedEvery.String(), "--stats-every", "500ms",
+	}
+	if c.elections > 1 {
+		args = append(args, "--elections", fmt.Sprint(c.elections))
+	}
+	if c.batch {
+		// Renewals that fall within half a renew interval share a batch
+		// (one statement only runs for five or more).
+		args = append(args, "--batch", "--batch-linger", (c.tm.RenewInterval / 2).String())
 	}
 	cmd := exec.Command(candidateBinary(c.t), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -294,12 +347,15 @@ func (c *cluster) signal(s *slot, sig syscall.Signal) error {
 	if p == nil || !p.running() {
 		return fmt.Errorf("slot %d: no running process", s.n)
 	}
-	if sig == syscall.SIGKILL {
+	switch sig {
+	case syscall.SIGKILL:
 		// Record the kill before sending it: the reader of the process's
 		// output records its exit as soon as it dies, and the checker
 		// must see the kill first.
 		p.killed = true
 		c.record(Record{Event: "killed", ID: p.id})
+	case syscall.SIGTERM:
+		c.record(Record{Event: "sigterm", ID: p.id})
 	}
 	err := p.cmd.Process.Signal(sig)
 	switch sig {
@@ -336,7 +392,7 @@ func (c *cluster) stopAll() {
 			if s.proc.stopped {
 				_ = c.signal(s, syscall.SIGCONT)
 			}
-			_ = s.proc.cmd.Process.Signal(syscall.SIGTERM)
+			_ = c.signal(s, syscall.SIGTERM)
 		}
 	}
 	for _, s := range c.slots {
@@ -419,6 +475,9 @@ func (c *cluster) jitter(d time.Duration) time.Duration {
 type fault struct {
 	kind   string
 	inject func(c *cluster, l *slot) (target string, err error)
+	// once: one round in the short version (shortMode), for the long
+	// faults.
+	once bool
 }
 
 // campaign runs the faults, each rounds times in a random order, one at a
@@ -431,8 +490,14 @@ func (c *cluster) campaign(faults []fault, rounds int) {
 		return
 	}
 	var plan []fault
-	for range rounds {
-		plan = append(plan, faults...)
+	for _, f := range faults {
+		n := rounds
+		if f.once && shortMode() {
+			n = 1
+		}
+		for range n {
+			plan = append(plan, f)
+		}
 	}
 	c.rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 	started := time.Now()
@@ -485,7 +550,7 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	if err != nil {
 		c.t.Errorf("%s: reading chaos_writes: %v", c.label, err)
 	}
-	res := Check(c.tm.checkerConfig(), c.records(), writes)
+	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames())
 	for _, v := range res.Violations {
 		c.t.Errorf("%s: %s", c.label, v)
 	}
@@ -505,6 +570,18 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	return res
 }
 
+// electionNames returns the names of the cluster's elections.
+func (c *cluster) electionNames() []string {
+	if c.elections <= 1 {
+		return []string{c.name}
+	}
+	names := []string{c.name}
+	for i := 2; i <= c.elections; i++ {
+		names = append(names, fmt.Sprintf("%s-%d", c.name, i))
+	}
+	return names
+}
+
 func joinIntervals(ivs []Interval) string {
 	var s []string
 	for _, iv := range ivs {
@@ -517,7 +594,7 @@ func joinIntervals(ivs []Interval) string {
 func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, "SELECT id, term, who, at FROM chaos_writes ORDER BY id")
+	rows, err := db.QueryContext(ctx, "SELECT id, term, who, election, at FROM chaos_writes ORDER BY id")
 	if err != nil {
 		return nil, err
 	}
@@ -525,7 +602,7 @@ func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
 	var out []Write
 	for rows.Next() {
 		var w Write
-		if err := rows.Scan(&w.Seq, &w.Term, &w.Who, &w.At); err != nil {
+		if err := rows.Scan(&w.Seq, &w.Term, &w.Who, &w.Election, &w.At); err != nil {
 			return nil, err
 		}
 		out = append(out, w)
@@ -537,20 +614,25 @@ func readWrites(ctx context.Context, db *sql.DB) ([]Write, error) {
 // chaos_writes through the root DSN rootDSN (on no database), and returns
 // an admin pool on it.
 func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, string) {
+	return setupDatabaseNamed(t, ctx, rootDSN, "chaos")
+}
+
+// setupDatabaseNamed is setupDatabase for database db.
+func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (*sql.DB, string) {
 	t.Helper()
 	root, err := sql.Open("mysql", rootDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if _, err := root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
+	if _, err := root.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := mysql.ParseDSN(rootDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DBName = "chaos"
+	cfg.DBName = db
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	dsn := cfg.FormatDSN()
@@ -564,6 +646,7 @@ func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, 
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   term BIGINT UNSIGNED NOT NULL,
   who VARCHAR(64) NOT NULL,
+  election VARCHAR(64) NOT NULL DEFAULT '',
   at DATETIME(6) NOT NULL
 ) ENGINE=InnoDB`); err != nil {
 		t.Fatal(err)
@@ -574,23 +657,28 @@ func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, 
 // createUser creates a database user for one candidate slot, so that its
 // connections can be found in the processlist, and returns its DSN to addr.
 func createUser(t *testing.T, ctx context.Context, admin *sql.DB, user, addr string) string {
+	return createUserOn(t, ctx, admin, "chaos", user, addr)
+}
+
+// createUserOn is createUser on database db.
+func createUserOn(t *testing.T, ctx context.Context, admin *sql.DB, db, user, addr string) string {
 	t.Helper()
 	for _, host := range []string{"%", "localhost"} {
 		for _, q := range []string{
 			fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%s' IDENTIFIED BY 'pw'", user, host),
-			fmt.Sprintf("GRANT ALL ON chaos.* TO '%s'@'%s'", user, host),
+			fmt.Sprintf("GRANT ALL ON %s.* TO '%s'@'%s'", db, user, host),
 		} {
 			if _, err := admin.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}
 	}
-	return candidateDSN(user, addr)
+	return candidateDSN(user, addr, db)
 }
 
-func candidateDSN(user, addr string) string {
+func candidateDSN(user, addr, db string) string {
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, "pw", "tcp", addr, "chaos"
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, "pw", "tcp", addr, db
 	cfg.Timeout = time.Second
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
 	return cfg.FormatDSN()

@@ -40,14 +40,15 @@ func (s *summaryTable) empty() bool {
 }
 
 // String renders two tables: faults per backend and kind with the failover
-// times (fault start to the next leader's election), and the checks per
+// times (fault start to the next leader's election) and the violations that
+// began during each kind of fault (see Violation.At), and the checks per
 // backend.
 func (s *summaryTable) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "backend\tfault\tinjected\tsurvived\tfailovers\tmin\tmedian\tp99\tmax\tlate")
+	fmt.Fprintln(w, "backend\tfault\tinjected\tsurvived\tfailovers\tmin\tmedian\tp99\tmax\tlate\toverlaps\tstuck\tother violations")
 	for _, r := range s.runs {
 		byKind := map[string][]FaultOutcome{}
 		for _, f := range r.res.Faults {
@@ -60,8 +61,19 @@ func (s *summaryTable) String() string {
 		sort.Strings(kinds)
 		for _, k := range kinds {
 			var ds []time.Duration
-			survived, late := 0, 0
+			survived, late, overlaps, stuck, other := 0, 0, 0, 0, 0
 			for _, f := range byKind[k] {
+				for kind, n := range f.Violations {
+					switch kind {
+					case "overlap":
+						overlaps += n
+					case "stuck":
+						stuck += n
+					case "liveness": // the late column
+					default:
+						other += n
+					}
+				}
 				switch {
 				case f.Survived:
 					survived++
@@ -73,14 +85,14 @@ func (s *summaryTable) String() string {
 				}
 			}
 			mn, med, p99, mx := stats(ds)
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n", r.backend, k, len(byKind[k]), survived, len(ds),
-				mn, med, p99, mx, late)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.backend, k, len(byKind[k]), survived, len(ds),
+				mn, med, p99, mx, late, overlaps, stuck, other)
 		}
 	}
 	w.Flush()
 	b.WriteString("\n")
 	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "backend\tfaults\tleaderships\tterms checked\toverlaps\tterm errors\tfence errors\tliveness\tprotocol\tfenced writes\tfenced rejected\tdeadlocks retried\tother heartbeat errors")
+	fmt.Fprintln(w, "backend\tfaults\tleaderships\tterms checked\toverlaps\tterm errors\tfence errors\tliveness\tstuck\tserver\tprotocol\tfenced writes\tfenced rejected\tdeadlocks retried\tother heartbeat errors")
 	for _, r := range s.runs {
 		other := 0.0
 		for k, v := range r.res.Errors {
@@ -88,9 +100,9 @@ func (s *summaryTable) String() string {
 				other += v
 			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\n", r.backend, len(r.res.Faults),
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\n", r.backend, len(r.res.Faults),
 			len(r.res.Intervals), r.res.TermsChecked, r.res.Count("overlap"), r.res.Count("term"), r.res.Count("fence"),
-			r.res.Count("liveness"), r.res.Count("protocol"), r.res.Writes, r.res.FencedRejected,
+			r.res.Count("liveness"), r.res.Count("stuck"), r.res.Count("server"), r.res.Count("protocol"), r.res.Writes, r.res.FencedRejected,
 			r.res.Errors["deadlock"], other)
 	}
 	w.Flush()

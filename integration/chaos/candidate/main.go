@@ -9,7 +9,8 @@
 //	{"event":"fenced_rejected","id":"c1.1","term":42,"time":"…"} Fenced said ErrNotLeader
 //	{"event":"fenced_error","id":"c1.1","term":42,"time":"…","detail":"…"}
 //	{"event":"demoted","id":"c1.1","term":42,"time":"…","until":"…","reason":"lease_lost"}
-//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3}}
+//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3},"beats":120}
+//	{"event":"resign","id":"c1.1","time":"…","detail":"…"}      SIGUSR1: Resign returned
 //	{"event":"error","id":"c1.1","time":"…","detail":"…"}       Run failed
 //	{"event":"exit","id":"c1.1","time":"…"}
 //
@@ -20,8 +21,20 @@
 // chaos_writes every D through Election.Fenced, under the leadership's
 // context.
 //
+// "beats" (stats) is the number of heartbeats (follow or hold statements,
+// failed ones included) Run has finished so far: while it grows, Run is
+// campaigning; the suite's checker reports a candidate whose beats stop
+// (stuck). Stats are printed every --stats-every when the errors or the
+// beats changed.
+//
 // SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
-// released) and the process exits 0. A Run error exits 2.
+// released) and the process exits 0. SIGUSR1 calls Election.Resign and the
+// process goes on campaigning. A Run error exits 2.
+//
+// With --elections N it campaigns in N elections (--election, then
+// --election with "-2", "-3", … appended), with --batch through one
+// election.Batcher; its events of one election then name it
+// ("election":"…") and its fenced writes fill chaos_writes.election.
 //
 //	go build -o /tmp/candidate ./integration/chaos/candidate
 //	/tmp/candidate --backend table --dsn 'root@tcp(127.0.0.1:3306)/db' --election e --id c1
@@ -57,6 +70,10 @@ type line struct {
 	Detail string             `json:"detail,omitempty"`
 	Pid    int                `json:"pid,omitempty"`
 	Errors map[string]float64 `json:"errors,omitempty"`
+	Beats  uint64             `json:"beats,omitempty"`
+	// Election names the election of an event when the process campaigns
+	// in several (--elections, --batch).
+	Election string `json:"election,omitempty"`
 }
 
 type printer struct {
@@ -88,6 +105,9 @@ func main() {
 	fencedEvery := flag.Duration("fenced-every", 0, "while leading, attempt a fenced write into chaos_writes this often (0: never)")
 	statsEvery := flag.Duration("stats-every", time.Second, "print heartbeat error counts this often when they changed (0: only at exit)")
 	fastHandover := flag.Bool("fast-handover", true, "table backend: followers wait for the holder's handover lock (false sets Config.DisableFastHandover)")
+	elections := flag.Int("elections", 1, "campaign in this many elections: --election, then --election with -2, -3, … appended")
+	batch := flag.Bool("batch", false, "table backend: run the elections through one election.Batcher")
+	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
 	flag.Parse()
 	if *dsn == "" || *id == "" {
 		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
@@ -98,7 +118,7 @@ func main() {
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
 		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
 		QueryTimeout: *queryTimeout, Value: *id, DisableFastHandover: !*fastHandover,
-	}, *fencedEvery, *statsEvery)
+	}, *elections, *batch, *batchLinger, *fencedEvery, *statsEvery)
 	if err != nil {
 		p.emit(line{Event: "error", Detail: err.Error()})
 		fmt.Fprintln(os.Stderr, "candidate:", err)
@@ -107,7 +127,15 @@ func main() {
 	p.emit(line{Event: "exit"})
 }
 
-func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, statsEvery time.Duration) error {
+// electionName is the name of the i-th election (from 0) of the process.
+func electionName(name string, i int) string {
+	if i == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s-%d", name, i+1)
+}
+
+func run(p *printer, backend, dsn string, base election.Config, n int, batch bool, linger, fencedEvery, statsEvery time.Duration) error {
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
@@ -116,31 +144,50 @@ func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, stat
 	metrics := election.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
-	cfg.Metrics = metrics
-
-	var e election.Election
-	cfg.Callbacks = election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
-			p.emit(line{Event: "elected", Term: term})
-			if fencedEvery > 0 {
-				writeFenced(ctx, p, e, cfg.ID, fencedEvery)
-			}
-			<-ctx.Done()
-		},
-		OnDemoted: func(d election.Demotion) {
-			p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason)})
-		},
+	base.Metrics = metrics
+	if batch {
+		if backend != "table" {
+			return fmt.Errorf("--batch needs the table backend")
+		}
+		b, err := election.NewBatcher(db, election.BatcherOptions{Table: base.Table, QueryTimeout: base.QueryTimeout, Linger: linger})
+		if err != nil {
+			return err
+		}
+		base.Batcher = b
 	}
-	switch backend {
-	case "table":
-		e, err = election.NewTable(db, cfg)
-	case "lock":
-		e, err = election.NewLock(db, cfg)
-	default:
-		err = fmt.Errorf("unknown backend %q (table or lock)", backend)
-	}
-	if err != nil {
-		return err
+	multi := n > 1 || batch
+	es := make([]election.Election, max(n, 1))
+	for i := range es {
+		cfg := base
+		cfg.Name = electionName(base.Name, i)
+		tag := ""
+		if multi {
+			tag = cfg.Name // the records say which election
+		}
+		e := &es[i]
+		cfg.Callbacks = election.Callbacks{
+			OnElected: func(ctx context.Context, term uint64) {
+				p.emit(line{Event: "elected", Term: term, Election: tag})
+				if fencedEvery > 0 {
+					writeFenced(ctx, p, *e, cfg.ID, tag, fencedEvery)
+				}
+				<-ctx.Done()
+			},
+			OnDemoted: func(d election.Demotion) {
+				p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason), Election: tag})
+			},
+		}
+		switch backend {
+		case "table":
+			*e, err = election.NewTable(db, cfg)
+		case "lock":
+			*e, err = election.NewLock(db, cfg)
+		default:
+			err = fmt.Errorf("unknown backend %q (table or lock)", backend)
+		}
+		if err != nil {
+			return err
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -149,12 +196,36 @@ func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, stat
 
 	statsDone := make(chan struct{})
 	var last map[string]float64
+	var lastBeats uint64
 	printStats := func() {
-		if errs := errorCounts(reg); !equal(errs, last) {
-			last = errs
-			p.emit(line{Event: "stats", Errors: errs})
+		errs, beats := errorCounts(reg)
+		if !equal(errs, last) || beats != lastBeats {
+			last, lastBeats = errs, beats
+			p.emit(line{Event: "stats", Errors: errs, Beats: beats})
 		}
 	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-usr1:
+				for _, e := range es {
+					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					err := e.Resign(rctx)
+					cancel()
+					tag := ""
+					if multi {
+						tag = e.Name()
+					}
+					p.emit(line{Event: "resign", Detail: errString(err), Election: tag})
+				}
+			}
+		}
+	}()
 	go func() {
 		defer close(statsDone)
 		if statsEvery <= 0 {
@@ -172,35 +243,46 @@ func run(p *printer, backend, dsn string, cfg election.Config, fencedEvery, stat
 			}
 		}
 	}()
-	err = e.Run(ctx)
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	for i, e := range es {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.Run(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", e.Name(), err)
+			}
+		}()
+	}
+	wg.Wait()
 	stop()
 	<-statsDone
 	printStats()
-	return err
+	return errors.Join(errs...)
 }
 
 // writeFenced attempts a fenced write every interval until ctx (the
 // leadership's) ends. The row's at is the database clock inside the fenced
 // transaction, after the check.
-func writeFenced(ctx context.Context, p *printer, e election.Election, id string, every time.Duration) {
+func writeFenced(ctx context.Context, p *printer, e election.Election, id, tag string, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		term := e.Term()
 		if term != 0 {
 			err := e.Fenced(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, "INSERT INTO chaos_writes (term, who, at) VALUES (?, ?, NOW(6))", term, id)
+				_, err := tx.ExecContext(ctx, "INSERT INTO chaos_writes (term, who, election, at) VALUES (?, ?, ?, NOW(6))", term, id, tag)
 				return err
 			})
 			switch {
 			case err == nil:
-				p.emit(line{Event: "fenced_ok", Term: term})
+				p.emit(line{Event: "fenced_ok", Term: term, Election: tag})
 			case errors.Is(err, election.ErrNotLeader):
-				p.emit(line{Event: "fenced_rejected", Term: term})
+				p.emit(line{Event: "fenced_rejected", Term: term, Election: tag})
 			case ctx.Err() != nil:
 				// Leadership ended during the write: not a rejection.
 			default:
-				p.emit(line{Event: "fenced_error", Term: term, Detail: err.Error()})
+				p.emit(line{Event: "fenced_error", Term: term, Detail: err.Error(), Election: tag})
 			}
 		}
 		select {
@@ -211,26 +293,40 @@ func writeFenced(ctx context.Context, p *printer, e election.Election, id string
 	}
 }
 
-// errorCounts reads sqlelect_heartbeat_errors_total by kind.
-func errorCounts(reg *prometheus.Registry) map[string]float64 {
+// errorCounts reads sqlelect_heartbeat_errors_total by kind, and the
+// number of heartbeats (the sample count of
+// sqlelect_heartbeat_duration_seconds).
+func errorCounts(reg *prometheus.Registry) (map[string]float64, uint64) {
 	out := map[string]float64{}
+	var beats uint64
 	mfs, err := reg.Gather()
 	if err != nil {
-		return out
+		return out, 0
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "sqlelect_heartbeat_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
+		switch mf.GetName() {
+		case "sqlelect_heartbeat_errors_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "kind" {
+						out[l.GetValue()] += m.GetCounter().GetValue()
+					}
 				}
+			}
+		case "sqlelect_heartbeat_duration_seconds":
+			for _, m := range mf.GetMetric() {
+				beats += m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	return out
+	return out, beats
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 func equal(a, b map[string]float64) bool {
