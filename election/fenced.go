@@ -3,10 +3,12 @@ package election
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
@@ -107,19 +109,41 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 // lock on the election's row (a write of the row on a certification-based
 // cluster, see fenceMode), that candidate id still holds term. bound limits
 // the check's wait for the row lock (see lockBound).
-func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound lockBound, fn func(tx *sql.Tx) error) (err error) {
+//
+// The transaction runs on a connection of its own whose session may idle at
+// most idle (whole seconds, at least 1) before the server drops it: a
+// transaction cut off by a partition (a half-open connection) or left by a
+// frozen process would otherwise keep its share lock, and every takeover
+// waiting, until wait_timeout (8 hours by default). The session's own
+// wait_timeout is put back before the connection returns to the pool; after
+// any error the connection is closed instead. The COMMIT is sent as a
+// statement under ctx (tx.Commit cannot be cancelled), so that a commit
+// whose answer does not come (a half-open connection, a stalled Galera
+// cluster) never keeps the caller, and with it OnElected and Run, waiting.
+func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound lockBound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("election: fenced: %w", err)
+	}
+	restored := false
+	defer func() {
+		if !restored {
+			// Its session is bounded and may be in a transaction.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}()
+	if _, err = conn.ExecContext(ctx, fmt.Sprintf(fencedIdleSQL, max(int64((idle+time.Second-1)/time.Second), 1))); err != nil {
+		return fmt.Errorf("election: fenced: %w", err)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("election: fenced: begin: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer func() { _ = tx.Rollback() }()
 	err = mode.check(ctx, tx, cfg, term, bound)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: election %q no longer held by %q with term %d", ErrNotLeader, cfg.Name, cfg.ID, term)
@@ -128,13 +152,34 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: check: %w", classify(err, cfg.Table))
 	}
 	if err = fn(tx); err != nil {
+		if tx.Rollback() == nil {
+			_, rerr := conn.ExecContext(ctx, fencedRestoreSQL)
+			restored = rerr == nil
+		}
 		return err
 	}
-	if err = tx.Commit(); err != nil {
+	// COMMIT as a statement of the transaction, under ctx; the Rollback
+	// that follows only ends the *sql.Tx (the server has nothing left to
+	// roll back). Statements on conn itself must wait until then: while the
+	// Tx is open, database/sql would block closing a broken conn.
+	_, err = tx.ExecContext(ctx, "COMMIT")
+	_ = tx.Rollback()
+	if err != nil {
 		return fmt.Errorf("election: fenced: commit: %w", err)
 	}
+	if _, err = conn.ExecContext(ctx, fencedRestoreSQL); err != nil {
+		return fmt.Errorf("election: fenced: committed, then: %w", err)
+	}
+	restored = true
 	return nil
 }
+
+// fencedIdleSQL bounds the idle time of a fenced transaction's session
+// (seconds), saving the session's own value; fencedRestoreSQL puts it back.
+const (
+	fencedIdleSQL    = `SET @sqlelect_fenced_wait_timeout = @@session.wait_timeout, SESSION wait_timeout = %d`
+	fencedRestoreSQL = `SET SESSION wait_timeout = @sqlelect_fenced_wait_timeout`
+)
 
 // Fenced runs fn in a transaction of the candidate's database that first
 // checks, inside the transaction, that this candidate still leads with its
@@ -163,6 +208,20 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 // than RenewDeadline: this candidate's own renewals wait for it too. On
 // Galera an operator's takeover through another node can lose to a steady
 // stream of fenced writes (see Assume).
+//
+// The transaction runs on a connection of its own whose session the server
+// drops when it has been idle (no statement from the client) for
+// LeaseDuration, rounded up to whole seconds: a transaction whose process
+// froze or whose connection went half-open in a partition holds its share
+// lock, and holds up every takeover, for at most that long instead of the
+// server's wait_timeout (8 hours by default); it is then rolled back. Every
+// statement, the COMMIT included, is bounded by ctx: pass the elected
+// context, and Fenced returns soon after leadership ends even when the
+// server does not answer. When ctx ends during the COMMIT the outcome is
+// unknown, as with any commit whose answer is lost: the connection is
+// closed, and the server either had committed (before any takeover, by the
+// rules above) or rolls the transaction back. Two statements per call
+// (bounding the session's idle time and putting it back) are the cost.
 func (c *candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), stmtBound(c.b), fn)
+	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), stmtBound(c.b), c.cfg.LeaseDuration, fn)
 }

@@ -71,6 +71,7 @@ func Run(t *testing.T, s Suite) {
 		{"LeaderRecord", testLeaderRecord},
 		{"FrozenLeaderFencedWritesRejected", testFrozenFenced},
 		{"TakeoverWaitsForFencedTransaction", testTakeoverWaitsForFenced},
+		{"SilentFencedTransactionDoesNotStallTakeover", testIdleFenced},
 		{"CutOffLeaderThenOperatorThenHolderLetsGo", testCompound},
 		{"ClientFoundRowsNoFalseLeader", testClientFoundRows},
 		{"MissingTable", testMissingTable},

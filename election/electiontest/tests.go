@@ -349,14 +349,17 @@ func testTakeoverWaitsForFenced(t *testing.T, s Suite) {
 	defer cancel()
 	term := old.e.Term()
 	var committed time.Time
-	// A fenced transaction that outlives the lease: the leader's own
-	// renewals wait for it, so it stands down by its clock; nobody may take
-	// over before the transaction ends.
+	// A fenced transaction that outlives the lease, busy on the server
+	// (an idle one is dropped after a lease: see testIdleFenced): the
+	// leader's own renewals wait for it, so it stands down by its clock;
+	// nobody may take over before the transaction ends.
 	err := old.e.Fenced(ctx, func(tx *sql.Tx) error {
 		if err := write(old, term)(tx); err != nil {
 			return err
 		}
-		time.Sleep(2 * Lease)
+		if _, err := tx.Exec("SELECT SLEEP(?)", (2 * Lease).Seconds()); err != nil {
+			return err
+		}
 		if ls := c.leaders(); len(ls) != 0 {
 			return fmt.Errorf("leaders %v while a fenced transaction runs", ids(ls))
 		}
@@ -375,5 +378,47 @@ func testTakeoverWaitsForFenced(t *testing.T, s Suite) {
 		if iv.term > term && iv.start.Before(committed) {
 			t.Fatalf("%s took over (term %d) before the fenced transaction committed", iv.id, iv.term)
 		}
+	}
+}
+
+// testIdleFenced: a fenced transaction whose client goes silent (a frozen
+// process, a partition that leaves the connection half-open) keeps its share
+// lock on the election's row only until the server drops its session, one
+// lease after its last statement, not for the server's wait_timeout (hours):
+// then a takeover proceeds, and the transaction's writes are rolled back.
+func testIdleFenced(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.fencedTable()
+	c.startN(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
+	defer cancel()
+	term := old.e.Term()
+	idled := make(chan time.Time, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- old.e.Fenced(ctx, func(tx *sql.Tx) error {
+			if err := write(old, term)(tx); err != nil {
+				return err
+			}
+			idled <- time.Now()
+			time.Sleep(8 * Lease) // silent, holding the share lock
+			return nil
+		})
+	}()
+	start := <-idled
+	// The leader's renewals wait for the share lock: it stands down by its
+	// clock. Then somebody leads again (the old leader too may renew once
+	// the lock is gone) well before the silent transaction would end.
+	time.Sleep(RenewDeadline + 50*time.Millisecond)
+	nl, at := c.waitLeader(takeoverBound, nil)
+	t.Logf("%s leads %v after the fenced transaction went silent", nl.id, at.Sub(start).Round(time.Millisecond))
+	err := <-errc
+	t.Logf("the silent fenced transaction returned %v after %v", err, time.Since(start).Round(time.Millisecond))
+	if err == nil {
+		t.Fatal("the silent fenced transaction committed after its session was dropped")
+	}
+	if n := c.fencedWrites(old.id); n != 0 {
+		t.Fatalf("%d fenced writes of the dropped transaction were kept", n)
 	}
 }
