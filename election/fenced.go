@@ -128,22 +128,14 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 	if err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
 	}
-	restored := false
-	defer func() {
-		if !restored {
-			// Its session is bounded and may be in a transaction.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		_ = conn.Close()
-	}()
+	var tx *sql.Tx
+	defer func() { finishFenced(ctx, conn, tx) }()
 	if _, err = conn.ExecContext(ctx, fmt.Sprintf(fencedIdleSQL, max(int64((idle+time.Second-1)/time.Second), 1))); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	if tx, err = conn.BeginTx(ctx, nil); err != nil {
 		return fmt.Errorf("election: fenced: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
 	err = mode.check(ctx, tx, cfg, term, bound)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: election %q no longer held by %q with term %d", ErrNotLeader, cfg.Name, cfg.ID, term)
@@ -152,26 +144,46 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: check: %w", classify(err, cfg.Table))
 	}
 	if err = fn(tx); err != nil {
-		if tx.Rollback() == nil {
-			_, rerr := conn.ExecContext(ctx, fencedRestoreSQL)
-			restored = rerr == nil
-		}
 		return err
 	}
-	// COMMIT as a statement of the transaction, under ctx; the Rollback
-	// that follows only ends the *sql.Tx (the server has nothing left to
-	// roll back). Statements on conn itself must wait until then: while the
-	// Tx is open, database/sql would block closing a broken conn.
-	_, err = tx.ExecContext(ctx, "COMMIT")
-	_ = tx.Rollback()
-	if err != nil {
+	// COMMIT as a statement of the transaction, under ctx; finishFenced's
+	// Rollback then only ends the *sql.Tx (nothing is left to roll back).
+	if _, err = tx.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("election: fenced: commit: %w", err)
 	}
-	if _, err = conn.ExecContext(ctx, fencedRestoreSQL); err != nil {
-		return fmt.Errorf("election: fenced: committed, then: %w", err)
-	}
-	restored = true
 	return nil
+}
+
+// finishFenced ends a fenced transaction's *sql.Tx (rolling back what was
+// not committed) and gives its connection back to the pool with the
+// session's own wait_timeout, or closes it when that fails. It waits for
+// that only until ctx ends: database/sql sends its ROLLBACK without a
+// deadline (when tx's context ends, too), and on a connection that stopped
+// answering (half-open) that waits until the connection fails; such a
+// finish goes on in the background meanwhile, so that Fenced, and with it
+// OnElected and Run, never wait for it.
+func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ok := ctx.Err() == nil
+		if tx != nil {
+			ok = tx.Rollback() == nil && ok
+		}
+		if ok {
+			_, err := conn.ExecContext(ctx, fencedRestoreSQL)
+			ok = err == nil
+		}
+		if !ok {
+			// Its session is bounded and may be in a transaction.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // fencedIdleSQL bounds the idle time of a fenced transaction's session

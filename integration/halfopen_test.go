@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,14 @@ import (
 // looks) has a deadline. Once the network heals it leads again.
 func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		new  func(*sql.DB, election.Config) (election.Election, error)
+		name   string
+		new    func(*sql.DB, election.Config) (election.Election, error)
+		fenced bool // the leader writes through Fenced in a loop while it leads
 	}{
-		{"table", election.NewTable},
-		{"lock", election.NewLock},
+		{"table", election.NewTable, false},
+		{"lock", election.NewLock, false},
+		{"table fenced", election.NewTable, true},
+		{"lock fenced", election.NewLock, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,13 +45,35 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			t.Cleanup(func() { _ = p.Close() })
 			cfg.Addr = p.Addr()
 			db := testdb.Open(t, cfg.FormatDSN())
+			if _, err := db.Exec("CREATE TABLE writes (n INT AUTO_INCREMENT PRIMARY KEY, term BIGINT UNSIGNED NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			var e election.Election
+			var once sync.Once
+			cut := make(chan struct{}) // closed when the network was cut
+			partition := func() { once.Do(func() { p.Blackhole(true); close(cut) }) }
 
 			var demoted, elected = make(chan election.Reason, 4), make(chan uint64, 4)
-			e, err := tc.new(db, election.Config{
+			e, err = tc.new(db, election.Config{
 				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond,
 				RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond,
 				Callbacks: election.Callbacks{
-					OnElected: func(ctx context.Context, term uint64) { elected <- term; <-ctx.Done() },
+					OnElected: func(ctx context.Context, term uint64) {
+						elected <- term
+						for tc.fenced && ctx.Err() == nil {
+							// A transaction in flight when the connection goes
+							// half-open must not keep OnElected, and Run, waiting.
+							_ = e.Fenced(ctx, func(tx *sql.Tx) error {
+								if _, err := tx.ExecContext(ctx, "INSERT INTO writes (term) VALUES (?)", term); err != nil {
+									return err
+								}
+								partition() // the COMMIT goes into the hole
+								return nil
+							})
+							time.Sleep(5 * time.Millisecond)
+						}
+						<-ctx.Done()
+					},
 					OnDemoted: func(d election.Demotion) { demoted <- d.Reason },
 				},
 			})
@@ -78,7 +104,10 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			go func() { <-elected; close(first) }()
 			wait("first election", first, 10*time.Second)
 
-			p.Blackhole(true)
+			if !tc.fenced {
+				partition()
+			}
+			wait("the network cut", cut, 5*time.Second)
 			stood := make(chan struct{})
 			go func() { <-demoted; close(stood) }()
 			wait("standing down in the partition", stood, 2*time.Second)

@@ -1,9 +1,11 @@
 // Package netfault is a TCP proxy on loopback for fault tests: in front of
 // one upstream address, it forwards every connection until told to
 // blackhole, and then drops the data of every connection, both ways, while
-// keeping the connections open: what a client sees across a partition that
-// sends no reset (a half-open connection). Healing forwards again; what was
-// dropped stays lost, so a request sent meanwhile is never answered.
+// keeping the connections open, even when one end closes its side: what a
+// client sees across a partition that lets nothing through, not even a
+// reset or a FIN (a half-open connection). Healing forwards again (and
+// passes on a close that happened meanwhile); what was dropped stays lost,
+// so a request sent meanwhile is never answered.
 package netfault
 
 import (
@@ -11,6 +13,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Proxy is a blackholing TCP proxy. Its methods are safe for concurrent use.
@@ -23,6 +26,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	quit   chan struct{} // closed by Close
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to upstream
@@ -32,7 +36,7 @@ func Start(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}, quit: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -49,6 +53,9 @@ func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
 func (p *Proxy) Close() error {
 	err := p.ln.Close()
 	p.mu.Lock()
+	if !p.closed {
+		close(p.quit)
+	}
 	p.closed = true
 	for c := range p.conns {
 		_ = c.Close()
@@ -124,6 +131,15 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
+			// A partition passes no close on either: hold the other
+			// side open until it heals.
+			for p.black.Load() {
+				select {
+				case <-p.quit:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
 			return
 		}
 	}
