@@ -1,112 +1,16 @@
 package election
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/integration/netfault"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 )
-
-// partitionProxy forwards TCP connections from a port of 127.0.0.1 to the
-// server until it sees the client send marker; from then on it forwards
-// nothing, either way, and closes nothing: to the server the client went
-// silent, as behind a network partition. (toxiproxy's timeout toxic drops
-// the data but passes the client's close on to the server, which then ends
-// the session at once: no partition looks like that.)
-type partitionProxy struct {
-	ln     net.Listener
-	target string
-	marker []byte
-
-	mu      sync.Mutex
-	cut     bool
-	cutAt   time.Time
-	cutDone chan struct{}
-	conns   []net.Conn
-}
-
-func newPartitionProxy(t *testing.T, target string, marker string) *partitionProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partitionProxy{ln: ln, target: target, marker: []byte(marker), cutDone: make(chan struct{})}
-	go p.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-	})
-	return p
-}
-
-func (p *partitionProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go p.pipe(s, c, true)
-		go p.pipe(c, s, false)
-	}
-}
-
-// pipe copies from src to dst until the partition; upstream (client to
-// server) data is scanned for the marker, and the packet holding it is
-// dropped.
-func (p *partitionProxy) pipe(dst, src net.Conn, upstream bool) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			if upstream && !p.cut && bytes.Contains(buf[:n], p.marker) {
-				p.cut, p.cutAt = true, time.Now()
-				close(p.cutDone)
-			}
-			cut := p.cut
-			p.mu.Unlock()
-			if cut {
-				// Partitioned: swallow everything, close nothing.
-				// dst stays open until the test ends.
-				_, _ = io.Copy(io.Discard, src)
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			p.mu.Lock()
-			cut := p.cut
-			p.mu.Unlock()
-			if !cut {
-				dst.Close()
-			}
-			return
-		}
-	}
-}
 
 // TestBatcherPartitionFreesRowLocks (issue 12, item 5): the network is cut
 // just after a batch of renewals ran its SELECT … FOR UPDATE SKIP LOCKED
@@ -127,8 +31,17 @@ func TestBatcherPartitionFreesRowLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newPartitionProxy(t, cfg.Addr, "SET last_seen_active = NOW(6) WHERE anchor IN")
-	cfg.Addr = px.ln.Addr().String()
+	px, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	// The partition: nothing passes, nothing is closed, from the batch's
+	// UPDATE on (the UPDATE never reaches the server).
+	cut := px.BlackholeOn([]byte("SET last_seen_active = NOW(6) WHERE anchor IN"))
+	cutAtc := make(chan time.Time, 1)
+	go func() { <-cut; cutAtc <- time.Now() }()
+	cfg.Addr = px.Addr()
 	proxied := testdb.Open(t, cfg.FormatDSN())
 
 	var names []any
@@ -149,9 +62,10 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 	bctx, bcancel := context.WithTimeout(ctx, queryTimeout)
 	_, err = b.execRenew(bctx, reqs)
 	bcancel()
+	var cutAt time.Time
 	select {
-	case <-px.cutDone:
-	default:
+	case cutAt = <-cutAtc:
+	case <-time.After(time.Second):
 		t.Fatalf("the batch never sent its UPDATE (err %v)", err)
 	}
 	t.Logf("partitioned before the batch's UPDATE; the batch returned %v", err)
@@ -168,7 +82,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 	limit := queryTimeout + 5*time.Second
 	for {
 		_, err := probe.ExecContext(ctx, `UPDATE service_election SET value = 'free' WHERE anchor IN (`+placeholders(len(names))+`)`, names...)
-		since := time.Since(px.cutAt)
+		since := time.Since(cutAt)
 		if err == nil {
 			t.Logf("rows free %v after the partition", since.Round(10*time.Millisecond))
 			return

@@ -4,15 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/netfault"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
@@ -116,8 +115,12 @@ func TestGaleraClockOffset(t *testing.T) {
 // led after M was elected (negative: the gap between them).
 func offsetOverlap(t *testing.T, ctx context.Context, node1 string, db2 *sql.DB, lease, rd time.Duration) time.Duration {
 	t.Helper()
-	proxy := newBlackholeProxy(t, node1)
-	db1 := testdb.Open(t, "root@tcp("+proxy.addr+")/sqlelect?parseTime=true&time_zone=%27%2B00%3A00%27")
+	proxy, err := netfault.Start(node1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	db1 := testdb.Open(t, "root@tcp("+proxy.Addr()+")/sqlelect?parseTime=true&time_zone=%27%2B00%3A00%27")
 	name := "clock-offset-" + randHex(4)
 	cfg := func(id string) election.Config {
 		return election.Config{Name: name, ID: id, LeaseDuration: lease, RenewDeadline: rd,
@@ -154,7 +157,7 @@ func offsetOverlap(t *testing.T, ctx context.Context, node1 string, db2 *sql.DB,
 	stopM := run(m)
 	defer stopM()
 	time.Sleep(lease / 2)
-	proxy.cut()
+	proxy.Blackhole(true) // a partition: nothing passes, nothing is closed
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		done := !lUntil.IsZero() && !mElected.IsZero()
@@ -170,68 +173,3 @@ func offsetOverlap(t *testing.T, ctx context.Context, node1 string, db2 *sql.DB,
 	defer mu.Unlock()
 	return lUntil.Sub(mElected)
 }
-
-// blackholeProxy forwards TCP connections to a server until cut, then
-// forwards nothing either way and closes nothing (a partition).
-type blackholeProxy struct {
-	addr string
-	ln   net.Listener
-	dead atomic.Bool
-}
-
-func newBlackholeProxy(t *testing.T, upstream string) *blackholeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &blackholeProxy{addr: ln.Addr().String(), ln: ln}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 && !p.dead.Load() {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				if !p.dead.Load() {
-					dst.Close() // after the cut, close nothing
-				}
-				return
-			}
-		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, up)
-			mu.Unlock()
-			go pipe(up, c)
-			go pipe(c, up)
-		}
-	}()
-	return p
-}
-
-// cut stops forwarding: bytes sent either way are dropped from now on.
-func (p *blackholeProxy) cut() { p.dead.Store(true) }

@@ -32,7 +32,9 @@ func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1,
 		t.Skipf("no Galera provider (apt-get install -y galera-4 rsync): %v", err)
 	}
 	args1, port1 := galeraArgs(t, 0)
-	n1, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: append(args1, extra1...), Logf: t.Logf})
+	// Galera is MariaDB's, from the host's packages, whatever
+	// $SQLELECT_TEST_SERVER picks for the other tests.
+	n1, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: append(args1, extra1...), Logf: t.Logf})
 	if errors.Is(err, mysqld.ErrNoServer) {
 		t.Skip(err)
 	}
@@ -41,7 +43,7 @@ func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1,
 	}
 	t.Cleanup(func() { _ = n1.Stop() })
 	args2, _ := galeraArgs(t, port1)
-	n2, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: args2, Env: env2, Logf: t.Logf})
+	n2, err = mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args2, Env: env2, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

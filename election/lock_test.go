@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/mysqld"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
@@ -637,41 +635,11 @@ func freePort(t *testing.T) int {
 // gets the same GET_LOCK, so the lock backend must refuse to run there, and
 // points to the table backend.
 func TestLockRefusesGalera(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a two-node Galera cluster")
-	}
-	if _, err := os.Stat(galeraLib); err != nil {
-		t.Skipf("no Galera provider: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args1, port1 := galeraArgs(t, 0)
-	n1, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args1, Logf: t.Logf})
-	if errors.Is(err, mysqld.ErrNoServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n1.Stop() })
-	args2, _ := galeraArgs(t, port1)
-	n2, err := mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args2, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n2.Stop() })
-
+	n1, n2 := startGalera2(t, ctx, nil, nil)
 	db1 := testdb.Open(t, n1.DSN(""))
-	if _, err := db1.ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Migrate(t, n1.DSN("sqlelect"))
 	db2 := testdb.Open(t, n2.DSN("sqlelect"))
-	var size string
-	var vname string
-	if err := db2.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'").Scan(&vname, &size); err != nil || size != "2" {
-		t.Fatalf("wsrep_cluster_size = %q, %v; want 2", size, err)
-	}
 
 	// Why: one lock name, granted on both nodes at once.
 	lock := election.LockName("sqlelect", "", "jobs")

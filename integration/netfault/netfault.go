@@ -9,6 +9,7 @@
 package netfault
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"sync"
@@ -27,6 +28,8 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	quit   chan struct{} // closed by Close
+	marker []byte        // BlackholeOn's trigger; nil when none is armed
+	hit    chan struct{} // closed when the marker was seen
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to upstream
@@ -47,6 +50,29 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Blackhole starts (on) or ends dropping every connection's data.
 func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
+
+// BlackholeOn arms a trigger: the blackhole starts as soon as a client sends
+// data containing marker (that data is dropped, so the statement carrying
+// it never reaches the server). The returned channel is closed then.
+func (p *Proxy) BlackholeOn(marker []byte) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marker, p.hit = append([]byte(nil), marker...), make(chan struct{})
+	return p.hit
+}
+
+// trigger reports whether client data b fires an armed BlackholeOn.
+func (p *Proxy) trigger(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.marker == nil || !bytes.Contains(b, p.marker) {
+		return false
+	}
+	p.black.Store(true)
+	p.marker = nil
+	close(p.hit)
+	return true
+}
 
 // Close stops listening, closes every connection and waits for the proxy's
 // goroutines.
@@ -110,8 +136,8 @@ func (p *Proxy) accept() {
 			}
 			defer p.untrack(up)
 			done := make(chan struct{}, 2)
-			go func() { p.pipe(up, down); done <- struct{}{} }()
-			go func() { p.pipe(down, up); done <- struct{}{} }()
+			go func() { p.pipe(up, down, true); done <- struct{}{} }()
+			go func() { p.pipe(down, up, false); done <- struct{}{} }()
 			<-done // one side ended: end both
 			_ = up.Close()
 			_ = down.Close()
@@ -120,11 +146,15 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies from src to dst, dropping what arrives while blackholed.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies from src to dst, dropping what arrives while blackholed;
+// fromClient says src is the client.
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && fromClient {
+			p.trigger(buf[:n])
+		}
 		if n > 0 && !p.black.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
