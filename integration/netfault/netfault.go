@@ -28,8 +28,8 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	quit   chan struct{} // closed by Close
-	marker []byte        // BlackholeOn's trigger; nil when none is armed
-	hit    chan struct{} // closed when the marker was seen
+	marker []byte        // the armed trigger's marker; nil when none is armed
+	fire   func()        // what the trigger does, before the data is forwarded
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards to upstream
@@ -55,23 +55,31 @@ func (p *Proxy) Blackhole(on bool) { p.black.Store(on) }
 // data containing marker (that data is dropped, so the statement carrying
 // it never reaches the server). The returned channel is closed then.
 func (p *Proxy) BlackholeOn(marker []byte) <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.marker, p.hit = append([]byte(nil), marker...), make(chan struct{})
-	return p.hit
+	hit := make(chan struct{})
+	p.On(marker, func() { p.black.Store(true); close(hit) })
+	return hit
 }
 
-// trigger reports whether client data b fires an armed BlackholeOn.
-func (p *Proxy) trigger(b []byte) bool {
+// On arms a trigger: the first time a client sends data containing marker,
+// fn runs, on the proxy's goroutine, before that data is forwarded (or
+// dropped). It replaces a trigger armed before and not fired yet.
+func (p *Proxy) On(marker []byte, fn func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.marker, p.fire = append([]byte(nil), marker...), fn
+}
+
+// trigger fires an armed trigger whose marker client data b contains.
+func (p *Proxy) trigger(b []byte) {
+	p.mu.Lock()
 	if p.marker == nil || !bytes.Contains(b, p.marker) {
-		return false
+		p.mu.Unlock()
+		return
 	}
-	p.black.Store(true)
-	p.marker = nil
-	close(p.hit)
-	return true
+	fn := p.fire
+	p.marker, p.fire = nil, nil
+	p.mu.Unlock()
+	fn()
 }
 
 // Close stops listening, closes every connection and waits for the proxy's
