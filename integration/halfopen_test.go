@@ -32,19 +32,7 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dsn := testdb.DSN(t)
-			testdb.Migrate(t, dsn)
-			cfg, err := mysql.ParseDSN(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := netfault.Start(cfg.Addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.Close() })
-			cfg.Addr = p.Addr()
-			db := testdb.Open(t, cfg.FormatDSN())
+			db, p := proxiedDB(t)
 			if _, err := db.Exec("CREATE TABLE writes (n INT AUTO_INCREMENT PRIMARY KEY, term BIGINT UNSIGNED NOT NULL)"); err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +42,7 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			partition := func() { once.Do(func() { p.Blackhole(true); close(cut) }) }
 
 			var demoted, elected = make(chan election.Reason, 4), make(chan uint64, 4)
-			e, err = tc.new(db, election.Config{
+			e, err := tc.new(db, election.Config{
 				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond,
 				RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond,
 				Callbacks: election.Callbacks{
@@ -118,4 +106,23 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			wait("leading again after the network healed", again, 5*time.Second)
 		})
 	}
+}
+
+// proxiedDB gives a test a database with the election table, and a pool
+// whose connections go through a netfault proxy of their own.
+func proxiedDB(t *testing.T) (*sql.DB, *netfault.Proxy) {
+	t.Helper()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cfg.Addr = p.Addr()
+	return testdb.Open(t, cfg.FormatDSN()), p
 }

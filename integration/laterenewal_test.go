@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/netfault"
-	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
 // offsetClock is the real clock plus an offset the test moves forward: to
@@ -40,19 +36,7 @@ func TestLateRenewalDoesNotReviveLeadership(t *testing.T) {
 		rd    = 1200 * time.Millisecond
 		ri    = 200 * time.Millisecond
 	)
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := netfault.Start(cfg.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	cfg.Addr = p.Addr()
-	db := testdb.Open(t, cfg.FormatDSN())
+	db, p := proxiedDB(t)
 
 	var mu sync.Mutex
 	var events []string
