@@ -262,6 +262,7 @@ func netHalfOpenBatch(c *cluster, l *slot) (string, error) {
 	case <-c.ctx.Done():
 		return id, c.ctx.Err()
 	}
+	c.took = time.Now() // liveness counts from the freeze, not from the wait for it
 	c.pause(2*c.tm.bound() + c.jitter(time.Second))
 	return how, nil
 }

@@ -166,6 +166,11 @@ func candidateBinary(t *testing.T) string {
 // cluster is one election: candidate processes, what they print, and the
 // suite's notes, for the checker.
 type cluster struct {
+	// took, when a fault's inject sets it, is when the fault took effect
+	// (a freeze armed to fire at a given statement): the fault's record
+	// starts then.
+	took time.Time
+
 	t       *testing.T
 	ctx     context.Context
 	label   string // table, lock, galera: the summary's backend column
@@ -516,8 +521,12 @@ func (c *cluster) campaign(faults []fault, rounds int) {
 			continue // it changed hands meanwhile: try again next round
 		}
 		start := time.Now()
+		c.took = time.Time{}
 		target, err := f.inject(c, l)
 		end := time.Now()
+		if !c.took.IsZero() {
+			start = c.took // the fault took effect later than it was begun
+		}
 		if err != nil {
 			c.t.Errorf("%s: injecting %s: %v", c.label, f.kind, err)
 		}
