@@ -192,7 +192,10 @@
 //     writes on pooled connections (the table backend's heartbeat and
 //     release, Assume, Reelect) wait for a row lock up to the server's
 //     innodb_lock_wait_timeout (SELECTs are bounded by MAX_EXECUTION_TIME):
-//     on MySQL set innodb_lock_wait_timeout near QueryTimeout.
+//     on MySQL set innodb_lock_wait_timeout near QueryTimeout, for example in
+//     the DSN (innodb_lock_wait_timeout=5: the driver sets it on every
+//     connection; TestHeldRowLockLeavesServerUsable checks that this keeps a
+//     MySQL 9.7 server usable under a held row lock).
 //
 // # Concurrency and callbacks
 //
