@@ -150,6 +150,23 @@ func (h *harness) stop() error {
 	}
 }
 
+// advanceUntilLeader advances the fake clock a second at a time until the
+// candidate leads, and returns how far it advanced; it fails the test past
+// limit.
+func (h *harness) advanceUntilLeader(limit time.Duration) time.Duration {
+	h.t.Helper()
+	var elapsed time.Duration
+	for !h.c.IsLeader() {
+		if elapsed > limit {
+			h.t.Fatal("never elected")
+		}
+		h.clock.Advance(time.Second)
+		elapsed += time.Second
+		waitFor(h.t, func() bool { return h.clock.waiters() >= 1 })
+	}
+	return elapsed
+}
+
 // checkNoLeaks fails the test if goroutines of this package outlive it.
 func checkNoLeaks(t *testing.T) {
 	t.Cleanup(func() {
@@ -219,16 +236,8 @@ func TestLockDelayBeforeLeading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
 			h := newHarness(t, b, func(c *Config) { c.DisableLockDelay = tc.disable })
-			var elapsed time.Duration
 			h.clock.WaitTimers(t, 1)
-			for !h.c.IsLeader() {
-				if elapsed > 2*tLease {
-					t.Fatal("never elected")
-				}
-				h.clock.Advance(time.Second)
-				elapsed += time.Second
-				waitFor(t, func() bool { return h.clock.waiters() >= 1 })
-			}
+			elapsed := h.advanceUntilLeader(2 * tLease)
 			if tc.wantDelay == 0 && elapsed != 0 {
 				t.Fatalf("elected after %v, want at once", elapsed)
 			}
@@ -438,15 +447,7 @@ func TestLockDelayOutlivesTheHold(t *testing.T) {
 		f.renewB = func(uint64) (beat, error) { return beat{}, nil } // deposed
 		f.followB = beat{held: true, term: 4}                        // and back, with no delay
 	})
-	elapsed := time.Duration(0)
-	for !h.c.IsLeader() {
-		if elapsed > 2*tLease {
-			t.Fatal("never elected")
-		}
-		h.clock.Advance(time.Second)
-		elapsed += time.Second
-		waitFor(t, func() bool { return h.clock.waiters() >= 1 })
-	}
+	elapsed := h.advanceUntilLeader(2 * tLease)
 	if elapsed < tLease {
 		t.Fatalf("led %v after the first hold began, before its lock delay %v ended", elapsed, tLease)
 	}
