@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin
 
 SHELL := /bin/sh
 
-# Where integration/mysqld looks for a server binary, after PATH.
+# Where internal/mysqld looks for a server binary, after PATH.
 SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 # Debian/Ubuntu packages for a local test server, and for `go test -race` (cgo).
 SERVER_PKGS := mariadb-server galera-4 rsync
@@ -74,13 +74,20 @@ deps:
 	if [ -n "$$policy" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
 	exit $$rc
 
-test: deps
-	$(GO) vet ./...
-	SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...
+# The repository holds two modules: the library (this directory; its
+# requirements are the driver, sqlx, golang-migrate and client_golang) and
+# integration/ (the end-to-end, chaos and bench suites, with dockertest and
+# toxiproxy). Targets that cover everything run in both.
+MODULES := . integration
 
-# The servers test-matrix runs on (integration/mysqld, $$SQLELECT_TEST_SERVER):
+test: deps
+	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
+	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
+		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...); done
+
+# The servers test-matrix runs on (internal/mysqld, $$SQLELECT_TEST_SERVER):
 # the host's MariaDB 10.11, Oracle MySQL 9.7 (Debian sid) and MariaDB 11.8
-# (Debian trixie), the last two each in a Debian root that integration/mysqld
+# (Debian trixie), the last two each in a Debian root that internal/mysqld
 # builds with debootstrap on first use (as root; about 30 s each, once per
 # machine, kept in /var/cache/sqlelect/roots).
 MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
@@ -88,19 +95,21 @@ MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
 # test-matrix runs vet, the tests (unit, behaviour suite on both backends, CLI,
 # examples) and chaos-short on every server of MATRIX, one after the other.
 test-matrix: deps
-	$(GO) vet ./...
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@set -e; for s in $(MATRIX); do \
-		echo "== test-matrix: $$s: go test"; \
-		SQLELECT_TEST_SERVER=$$s SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...; \
+		for m in $(MODULES); do \
+			echo "== test-matrix: $$s: $$m: go test"; \
+			(cd $$m && SQLELECT_TEST_SERVER=$$s SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...); \
+		done; \
 		echo "== test-matrix: $$s: chaos-short"; \
 		log=$$(mktemp); rc=0; \
-		SQLELECT_TEST_SERVER=$$s $(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/ >$$log 2>&1 || rc=$$?; \
+		(cd integration && SQLELECT_TEST_SERVER=$$s $(GO) test -count=1 -v -timeout 15m -run Chaos ./chaos/) >$$log 2>&1 || rc=$$?; \
 		tail -n 60 $$log; rm -f $$log; \
 		[ $$rc = 0 ] || exit $$rc; \
 	done
 
 test-short:
-	$(GO) test -short ./...
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short ./...); done
 
 demo: deps
 	$(GO) run ./examples/demo
@@ -118,10 +127,10 @@ CHAOS_FAULTS ?=
 # prints the summary table. chaos-short is the version CI runs on every
 # change (two rounds of the quick faults, one of the long ones).
 chaos: deps
-	SQLELECT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 60m -run Chaos ./integration/chaos/
+	cd integration && SQLELECT_CHAOS_ROUNDS=$(CHAOS_ROUNDS) SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 60m -run Chaos ./chaos/
 
 chaos-short: deps
-	SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 15m -run Chaos ./integration/chaos/
+	cd integration && SQLELECT_CHAOS_FAULTS=$(CHAOS_FAULTS) $(GO) test -count=1 -v -timeout 15m -run Chaos ./chaos/
 
 # Flags for the harness, e.g. BENCH_FLAGS='-trials 10 -scenarios failover,handover'.
 BENCH_FLAGS ?=
@@ -141,4 +150,4 @@ bench: deps
 			echo "bench: could not install gnuplot; no plot"; \
 		else echo "bench: gnuplot not found; no plot (Debian: apt-get install gnuplot-nox)"; fi; }
 	$(GO) test -run '^$$' -bench . -benchmem ./election/
-	$(GO) run ./integration/bench $(BENCH_FLAGS)
+	cd integration && $(GO) run ./bench $(BENCH_FLAGS)

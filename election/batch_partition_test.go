@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/integration/netfault"
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // TestBatcherPartitionFreesRowLocks (issue 12, item 5): the network is cut

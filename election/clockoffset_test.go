@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/netfault"
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // libfaketime finds Debian's libfaketime (package libfaketime), or "".

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/mysqld"
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // startGalera2 starts a two-node Galera cluster on loopback, with the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // TestTermAfterDeleteFollowsDatabaseClock documents the limit of the term

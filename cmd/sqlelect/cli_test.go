@@ -21,7 +21,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // migrated returns the DSN of a fresh database with the election table.

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // bin is the sqlelect binary built by TestMain.

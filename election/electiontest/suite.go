@@ -5,7 +5,7 @@
 // resignations and operators' REPLACE and DELETE.
 //
 // Use it from a test with a function that returns a DSN to a fresh, empty
-// database (integration/testdb.DSN does):
+// database (internal/testdb.DSN does):
 //
 //	func TestTable(t *testing.T) {
 //		electiontest.Run(t, electiontest.Suite{New: election.NewTable, DSN: testdb.DSN})

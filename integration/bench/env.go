@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -71,7 +71,7 @@ func newEnv(ctx context.Context) (*env, error) {
 		return nil, err
 	}
 	e.cand, e.seed = filepath.Join(e.binDir, "candidate"), filepath.Join(e.binDir, "seedcandidate")
-	for out, pkg := range map[string]string{e.cand: "./integration/chaos/candidate", e.seed: "./integration/bench/seedcandidate"} {
+	for out, pkg := range map[string]string{e.cand: "github.com/sqlelect/sqlelect/integration/chaos/candidate", e.seed: "github.com/sqlelect/sqlelect/integration/bench/seedcandidate"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -16,8 +16,8 @@
 // and prints a markdown summary; raw trials go to -out as CSV, with a PNG
 // plot made by gnuplot when it is installed.
 //
-//	go run ./integration/bench -trials 30
-//	go run ./integration/bench -scenarios scale -scale 10000:5m,30000:1m
+//	cd integration && go run ./bench -trials 30
+//	cd integration && go run ./bench -scenarios scale -scale 10000:5m,30000:1m
 package main
 
 import (
@@ -41,7 +41,7 @@ func main() {
 	flag.DurationVar(&o.costWindow, "cost-window", 20*time.Second, "measurement window of each cost phase")
 	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,cost,seed,scale", "comma-separated scenarios")
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
-	flag.StringVar(&o.out, "out", "integration/bench/results", "directory for the raw results, the summary and the plot")
+	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

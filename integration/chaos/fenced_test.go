@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // TestChaosFencedLongTransaction: Election.Fenced promises that a deposed

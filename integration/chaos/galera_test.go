@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // galeraProvider is Debian's galera-4 library.

@@ -3,7 +3,6 @@ package testdb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,11 +13,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/ory/dockertest/v3"
 	"github.com/ory/dockertest/v3/docker"
-)
 
-// errNoDocker marks "no Docker engine answers", as opposed to a container
-// that failed.
-var errNoDocker = errors.New("no Docker engine")
+	"github.com/sqlelect/sqlelect/internal/testdb"
+)
 
 // dockerPassword is root's password in the container. The container only
 // lives as long as the test binary.
@@ -26,24 +23,24 @@ const dockerPassword = "sqlelect"
 
 // startDocker runs the image named by SQLELECT_TEST_IMAGE (default
 // mariadb:10.11) and waits until root can connect. It returns an error
-// wrapping errNoDocker when no Docker engine answers a ping within 5 s.
+// wrapping testdb.ErrNoDocker when no Docker engine answers a ping within 5 s.
 // Pulling the image is not bounded by ctx; waiting for the server is
 // bounded by ctx and 3 minutes.
-func startDocker(ctx context.Context, logf func(string, ...any)) (*dockertest.Pool, *dockertest.Resource, *mysql.Config, error) {
+func startDocker(ctx context.Context, logf func(string, ...any)) (*mysql.Config, func() error, error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", errNoDocker, err)
+		return nil, nil, fmt.Errorf("%w: %w", testdb.ErrNoDocker, err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = pool.Client.PingWithContext(pingCtx)
 	cancel()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", errNoDocker, err)
+		return nil, nil, fmt.Errorf("%w: %w", testdb.ErrNoDocker, err)
 	}
 
-	image := os.Getenv(EnvImage)
+	image := os.Getenv(testdb.EnvImage)
 	if image == "" {
-		image = DefaultImage
+		image = testdb.DefaultImage
 	}
 	repo, tag := splitImage(image)
 	logf("testdb: starting Docker container %s:%s", repo, tag)
@@ -60,7 +57,7 @@ func startDocker(ctx context.Context, logf func(string, ...any)) (*dockertest.Po
 		hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("run container %s: %w", image, err)
+		return nil, nil, fmt.Errorf("run container %s: %w", image, err)
 	}
 
 	cfg := mysql.NewConfig()
@@ -70,9 +67,15 @@ func startDocker(ctx context.Context, logf func(string, ...any)) (*dockertest.Po
 	cfg.Addr = net.JoinHostPort(dockerHost(), res.GetPort("3306/tcp"))
 	if err := waitDocker(ctx, cfg.Clone()); err != nil {
 		_ = pool.Purge(res)
-		return nil, nil, nil, fmt.Errorf("container %s at %s: %w", image, cfg.Addr, err)
+		return nil, nil, fmt.Errorf("container %s at %s: %w", image, cfg.Addr, err)
 	}
-	return pool, res, cfg, nil
+	purge := func() error {
+		if err := pool.Purge(res); err != nil {
+			return fmt.Errorf("purge container %s: %w", res.Container.ID, err)
+		}
+		return nil
+	}
+	return cfg, purge, nil
 }
 
 // waitDocker pings cfg (which it modifies) every 500 ms until it answers, for at most 3

@@ -1,375 +1,50 @@
-// Package testdb gives tests a fresh, empty MariaDB or MySQL database.
+// Package testdb is the integration module's way to a fresh, empty MariaDB or
+// MySQL database: the main module's internal/testdb, plus a Docker path built
+// on dockertest (tried after SQLELECT_TEST_DSN and before a local server),
+// so that the library's own module does not depend on Docker.
 //
-// A package that uses it calls Main from its TestMain, so that the shared
-// server is torn down when its tests are done:
+// A package that uses it calls Main from its TestMain:
 //
 //	func TestMain(m *testing.M) { testdb.Main(m) }
 //
-// and each test asks for its own database:
-//
-//	db := testdb.Open(t, testdb.DSN(t))
-//
-// The shared server is set up on first use, once per test binary, from the
-// first of these that works:
-//
-//  1. SQLELECT_TEST_DSN, a go-sql-driver/mysql DSN of a user that may
-//     CREATE and DROP databases (its database name is ignored);
-//  2. a Docker container of SQLELECT_TEST_IMAGE (default "mariadb:10.11";
-//     "mysql:8.4" works too) when a Docker engine answers;
-//  3. a throwaway local server started with package mysqld.
-//
-// When none works, tests that ask for a database fail with a message saying
-// how to get one, or are skipped when run with -short.
-//
-// The helpers call t.Fatal, t.Skip and t.Cleanup, so they must be called
-// from the test's goroutine.
+// See internal/testdb for what each helper does.
 package testdb
 
 import (
-	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/ory/dockertest/v3"
-
-	"github.com/sqlelect/sqlelect/integration/mysqld"
-	"github.com/sqlelect/sqlelect/schema"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // Environment variables read by this package.
 const (
 	// EnvDSN names the variable holding the DSN of an existing server.
-	EnvDSN = "SQLELECT_TEST_DSN"
+	EnvDSN = testdb.EnvDSN
 	// EnvImage names the variable holding the Docker image to run.
-	EnvImage = "SQLELECT_TEST_IMAGE"
+	EnvImage = testdb.EnvImage
 	// DefaultImage is the Docker image run when EnvImage is unset.
-	DefaultImage = "mariadb:10.11"
+	DefaultImage = testdb.DefaultImage
 )
 
-// howTo tells the reader of a failed or skipped test how to get a server.
-const howTo = "testdb needs a MariaDB/MySQL server; either\n" +
-	"\t- install one: apt-get install -y mariadb-server (or: make deps), or\n" +
-	"\t- set " + EnvDSN + " to the DSN of a user that may CREATE DATABASE, e.g. root:pw@tcp(127.0.0.1:3306)/, or\n" +
-	"\t- run a Docker engine (image " + EnvImage + ", default " + DefaultImage + ")"
+// Main runs the tests of a package, with a Docker container as the shared
+// server when a Docker engine answers (and SQLELECT_TEST_DSN is unset), and
+// then tears the server down. It does not return.
+func Main(m *testing.M) { testdb.MainWith(m, startDocker) }
 
-// Where the shared server comes from.
-const (
-	sourceEnv    = "$" + EnvDSN
-	sourceDocker = "docker"
-	sourceLocal  = "mysqld"
-)
+// DSN creates a new, empty database on the shared server and returns a DSN
+// for it; the database is dropped in t.Cleanup.
+func DSN(t testing.TB) string { t.Helper(); return testdb.DSN(t) }
 
-// setupTimeout bounds setting up the shared server, apart from pulling a
-// Docker image (which dockertest cannot cancel).
-const setupTimeout = 3 * time.Minute
+// Migrate runs the schema migrations on the database of dsn.
+func Migrate(t testing.TB, dsn string) { t.Helper(); testdb.Migrate(t, dsn) }
 
-// shared is the server of this test binary. It is a package-level variable
-// only because a test binary has a single lifetime: the server is set up by
-// the first test that needs it and torn down by Main when all tests are
-// done. It is unexported and never reassigned.
-var shared sharedServer
+// AdminDSN returns a DSN for the shared server's administrative user.
+func AdminDSN(t testing.TB) string { t.Helper(); return testdb.AdminDSN(t) }
 
-// sharedServer is set up at most once; the fields after once are written
-// only inside once.Do and read only after it.
-type sharedServer struct {
-	once sync.Once
+// Server returns the shared server when it is a local process.
+func Server(t testing.TB) *mysqld.Server { t.Helper(); return testdb.Server(t) }
 
-	err    error
-	notes  []string      // how setup went, logged in the test that ran it
-	source string        // sourceEnv, sourceDocker or sourceLocal
-	admin  *mysql.Config // a user that may create databases, on no database
-	db     *sql.DB       // pool of admin, for CREATE and DROP DATABASE
-
-	local    *mysqld.Server
-	pool     *dockertest.Pool
-	resource *dockertest.Resource
-
-	upMu sync.Mutex // serializes restarting a killed local server
-}
-
-// get returns the shared server, setting it up on first use. It fails t, or
-// skips it under -short, when there is no server.
-func get(t testing.TB) *sharedServer {
-	t.Helper()
-	s := &shared
-	ran := false
-	s.once.Do(func() {
-		ran = true
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		s.err = s.setup(ctx)
-	})
-	if ran {
-		for _, n := range s.notes {
-			t.Log(n)
-		}
-	}
-	if s.err != nil {
-		msg := fmt.Sprintf("testdb: no database server: %v\n%s", s.err, howTo)
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return s
-}
-
-func (s *sharedServer) logf(format string, args ...any) {
-	s.notes = append(s.notes, fmt.Sprintf(format, args...))
-}
-
-// setup finds or starts the shared server and opens the admin pool.
-func (s *sharedServer) setup(ctx context.Context) error {
-	if dsn := os.Getenv(EnvDSN); dsn != "" {
-		cfg, err := mysql.ParseDSN(dsn)
-		if err != nil {
-			return fmt.Errorf("parse %s: %w", EnvDSN, err)
-		}
-		s.source = sourceEnv
-		return s.connect(ctx, cfg)
-	}
-
-	var errs []error
-	pool, res, cfg, err := startDocker(ctx, s.logf)
-	switch {
-	case err == nil:
-		s.source, s.pool, s.resource = sourceDocker, pool, res
-		if err := s.connect(ctx, cfg); err != nil {
-			return err
-		}
-		return nil
-	case errors.Is(err, errNoDocker):
-		s.logf("testdb: not using Docker: %v", err)
-	default:
-		s.logf("testdb: Docker failed, falling back to a local server: %v", err)
-		errs = append(errs, err)
-	}
-
-	srv, err := mysqld.Start(ctx, mysqld.Options{
-		ExtraArgs: []string{"--character-set-server=utf8mb4"},
-		Logf:      s.logf,
-	})
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	s.source, s.local = sourceLocal, srv
-	s.logf("testdb: server %s: %s", srv.Name(), srv.Version())
-	cfg, err = mysql.ParseDSN(srv.DSN(""))
-	if err != nil {
-		return fmt.Errorf("parse %q: %w", srv.DSN(""), err)
-	}
-	return s.connect(ctx, cfg)
-}
-
-// connect normalizes cfg into s.admin and opens and pings s.db.
-func (s *sharedServer) connect(ctx context.Context, cfg *mysql.Config) error {
-	cfg.DBName = ""
-	cfg.ParseTime = true
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	if _, ok := cfg.Params["time_zone"]; !ok {
-		cfg.Params["time_zone"] = "'+00:00'"
-	}
-	s.admin = cfg
-
-	pc := cfg.Clone()
-	// DROP DATABASE waits for metadata locks held by a test's leftover
-	// transactions; give up after a minute rather than hang the cleanup.
-	pc.Params["lock_wait_timeout"] = "60"
-	// Tests that kill the server leave broken idle connections, which the
-	// driver would log; errors that matter are returned anyway.
-	pc.Logger = &mysql.NopLogger{}
-	conn, err := mysql.NewConnector(pc)
-	if err != nil {
-		return fmt.Errorf("%s: %w", s.source, err)
-	}
-	s.db = sql.OpenDB(conn)
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := s.db.PingContext(pingCtx); err != nil {
-		return fmt.Errorf("connect to %s server at %s as %q: %w", s.source, cfg.Addr, cfg.User, err)
-	}
-	s.logf("testdb: using %s server at %s", s.source, cfg.Addr)
-	return nil
-}
-
-// teardown closes the admin pool and stops a server this package started.
-func (s *sharedServer) teardown() error {
-	var errs []error
-	if s.db != nil {
-		if err := s.db.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.local != nil {
-		if err := s.local.Stop(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.resource != nil {
-		if err := s.pool.Purge(s.resource); err != nil {
-			errs = append(errs, fmt.Errorf("purge container %s: %w", s.resource.Container.ID, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// ensureUp restarts the local server if a test killed it and left it down.
-func (s *sharedServer) ensureUp(ctx context.Context) error {
-	if s.local == nil {
-		return nil
-	}
-	s.upMu.Lock()
-	defer s.upMu.Unlock()
-	if s.local.Pid() != 0 {
-		return nil
-	}
-	return s.local.Restart(ctx)
-}
-
-// dsn formats the admin config for database db.
-func (s *sharedServer) dsn(db string) string {
-	cfg := s.admin.Clone()
-	cfg.DBName = db
-	return cfg.FormatDSN()
-}
-
-// Main runs the tests of a package and then tears down the shared server
-// (stops the local server and removes its data, or purges the Docker
-// container), and exits with the tests' exit code. Call it from TestMain:
-//
-//	func TestMain(m *testing.M) { testdb.Main(m) }
-//
-// Main does not return. A package that does not call it leaks the server
-// until the binary exits; a leaked local server is killed and its directory
-// removed by the next mysqld.Start, but a leaked Docker container is not.
-func Main(m *testing.M) {
-	code := m.Run()
-	if err := shared.teardown(); err != nil {
-		fmt.Fprintf(os.Stderr, "testdb: tearing down the shared server: %v\n", err)
-	}
-	os.Exit(code)
-}
-
-// DSN creates a new, empty database named sqlelect_<12 hex digits> with
-// character set utf8mb4 on the shared server and returns a DSN for it
-// (parseTime=true, session time zone UTC). The database is dropped in
-// t.Cleanup. DSN fails t (skips it under -short) when there is no server.
-func DSN(t testing.TB) string {
-	t.Helper()
-	s := get(t)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatalf("testdb: random database name: %v", err)
-	}
-	name := "sqlelect_" + hex.EncodeToString(b[:])
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.ensureUp(ctx); err != nil {
-		t.Fatalf("testdb: restart killed server: %v", err)
-	}
-	if _, err := s.db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("testdb: create database %s on %s: %v", name, s.admin.Addr, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		if err := s.ensureUp(ctx); err != nil {
-			t.Errorf("testdb: restart killed server to drop %s: %v", name, err)
-			return
-		}
-		if _, err := s.db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			t.Errorf("testdb: drop database %s: %v", name, err)
-		}
-	})
-	return s.dsn(name)
-}
-
-// Migrate runs the schema migrations (package schema) on the database of
-// dsn; already applied migrations are left alone. It fails t on any error.
-func Migrate(t testing.TB, dsn string) {
-	t.Helper()
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatalf("testdb: migrate: %v", err)
-	}
-	defer m.Close()
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
-		t.Fatalf("testdb: migrate: %v", err)
-	}
-}
-
-// AdminDSN returns a DSN for the shared server's administrative user (root,
-// or the user of SQLELECT_TEST_DSN) on no database, with parseTime=true and
-// the session time zone UTC. Databases it creates are not dropped
-// automatically. It fails t (skips it under -short) when there is no server.
-func AdminDSN(t testing.TB) string {
-	t.Helper()
-	return get(t).dsn("")
-}
-
-// Server returns the shared server when it is a local process started by
-// package mysqld, for tests that Kill and Restart it. It skips t when the
-// server comes from SQLELECT_TEST_DSN or Docker, and fails t (skips it under
-// -short) when there is no server.
-//
-// The server is shared by all tests of the package: a test that kills it
-// must not run in parallel with tests that use it. If the server is down
-// when t ends, it is restarted in t.Cleanup (and before any DSN call).
-func Server(t testing.TB) *mysqld.Server {
-	t.Helper()
-	s := get(t)
-	if s.local == nil {
-		t.Skipf("testdb: the shared server comes from %s; killing and restarting it needs a local process "+
-			"(unset %s and stop Docker, or use mysqld.Start)", s.source, EnvDSN)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		if err := s.ensureUp(ctx); err != nil {
-			t.Errorf("testdb: restart killed server: %v", err)
-		}
-	})
-	return s.local
-}
-
-// Open opens dsn with the mysql driver, pings it (giving up after 10 s) and
-// closes it in t.Cleanup. It fails t if the ping fails.
-func Open(t testing.TB, dsn string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatalf("testdb: open %s: %v", redact(dsn), err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("testdb: close %s: %v", redact(dsn), err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		t.Fatalf("testdb: ping %s: %v", redact(dsn), err)
-	}
-	return db
-}
-
-// redact hides the password of dsn for messages.
-func redact(dsn string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil || cfg.Passwd == "" {
-		return dsn
-	}
-	cfg.Passwd = "***"
-	return cfg.FormatDSN()
-}
+// Open opens and pings dsn and closes it in t.Cleanup.
+func Open(t testing.TB, dsn string) *sql.DB { t.Helper(); return testdb.Open(t, dsn) }

@@ -1,6 +1,6 @@
 // Package exampledb gives the examples a database with the election table:
 // the one SQLELECT_DSN names, or else a throwaway MariaDB or MySQL server
-// started from the binaries on this machine (package integration/mysqld), as
+// started from the binaries on this machine (package internal/mysqld), as
 // examples/demo does.
 package exampledb
 
@@ -13,7 +13,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the driver the examples use
 
-	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/integration/mysqld"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // start starts a server for this test and stops it in t.Cleanup. Without a

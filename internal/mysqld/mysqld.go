@@ -458,7 +458,7 @@ func (s *Server) startProcess() (*process, error) {
 	defer logFile.Close() // the child has its own copy once started
 	off, _ := logFile.Seek(0, io.SeekEnd)
 	args := s.args()
-	fmt.Fprintf(logFile, "==== %s sqlelect/integration/mysqld: %s %s\n",
+	fmt.Fprintf(logFile, "==== %s sqlelect/internal/mysqld: %s %s\n",
 		time.Now().UTC().Format(time.RFC3339), s.binary, strings.Join(args, " "))
 
 	cmd := s.command(args...)
