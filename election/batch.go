@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -76,9 +77,13 @@ type Batcher struct {
 	renews *combiner[renewReq, bool]
 	reads  *combiner[string, readResult]
 
-	// bound limits the reads' server-side lock waits; detected at the
-	// first read.
-	bound atomicBound
+	// lockStmt locks the rows a batch of renewals may renew, renewStmt
+	// renews them (execRenew).
+	lockStmt, renewStmt stmt
+	// readSQL reads rows (execRead); read is readSQL compiled with the
+	// bound of the server's lock waits, detected at the first read.
+	readSQL     string
+	readBounded atomic.Pointer[stmt]
 	// boundSQL bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restoreSQL puts back what it had.
 	boundSQL, restoreSQL string
@@ -121,7 +126,18 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.Clock == nil {
 		opts.Clock = RealClock{}
 	}
-	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
+	tbl := quoteTable(opts.Table)
+	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts,
+		lockStmt: mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
+			` WHERE anchor IN (:names) AND released = 0 FOR UPDATE SKIP LOCKED`),
+		// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans
+		// the whole primary key instead, and MariaDB 11.6.2+
+		// (innodb_snapshot_isolation ON) no longer skips a row locked by
+		// another transaction under READ COMMITTED: the batch would wait
+		// for an operator's lock on an unrelated row.
+		renewStmt: mustStmt(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (:names)`),
+		readSQL:   `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`,
+	}
 	n := lockWaitSecs(opts.QueryTimeout)
 	b.boundSQL = fmt.Sprintf(`SET @sqlelect_wait_timeout = @@session.wait_timeout,
   @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
@@ -166,20 +182,6 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	if len(reqs) < minRenewBatch {
 		return out, nil // not renewed here: each falls back to its heartbeat
 	}
-	names := make([]any, 0, len(reqs))
-	seen := make(map[string]bool, len(reqs))
-	for _, r := range reqs {
-		if !seen[r.name] {
-			seen[r.name] = true
-			names = append(names, r.name)
-		}
-	}
-	// READ COMMITTED: the UPDATE below may scan the whole primary key
-	// (the optimizer's choice when the batch is a large part of the
-	// table); under REPEATABLE READ it would then wait for every row
-	// another transaction has locked, stalling all the batch's elections
-	// for one operator's lock. Under READ COMMITTED InnoDB skips a locked
-	// row that does not match the WHERE (semi-consistent read).
 	conn, err := b.db.Connx(ctx)
 	if err != nil {
 		return nil, classify(err, b.table)
@@ -196,21 +198,39 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	if _, err := conn.ExecContext(ctx, b.boundSQL); err != nil {
 		return nil, classify(err, b.table)
 	}
-	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
+	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
 		return nil, classify(err, b.table)
 	}
+	if _, err := conn.ExecContext(ctx, b.restoreSQL); err != nil {
+		return nil, classify(err, b.table)
+	}
+	return out, nil
+}
+
+// renewLocked renews, in one transaction on conn, the rows of reqs that it
+// can lock at once and that still name their request's candidate and term,
+// and sets out[i] for each request renewed.
+//
+// READ COMMITTED: the UPDATE may scan the whole primary key (the
+// optimizer's choice when the batch is a large part of the table); under
+// REPEATABLE READ it would then wait for every row another transaction has
+// locked, stalling all the batch's elections for one operator's lock. Under
+// READ COMMITTED InnoDB skips a locked row that does not match the WHERE
+// (semi-consistent read).
+func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renewReq, out []bool) error {
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
 	defer func() { _ = tx.Rollback() }()
-	tbl := quoteTable(b.table)
 	var rows []struct {
 		Anchor    string `db:"anchor"`
 		ServiceID string `db:"service_id"`
 		Term      uint64 `db:"term"`
 	}
-	err = tx.SelectContext(ctx, &rows, `SELECT anchor, service_id, term FROM `+tbl+
-		` WHERE anchor IN (`+placeholders(len(names))+`) AND released = 0 FOR UPDATE SKIP LOCKED`, names...)
-	if err != nil {
-		return nil, classify(err, b.table)
+	query, args := b.lockStmt.bind(params{Names: uniqueNames(reqs)})
+	if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
+		return err
 	}
 	type key struct {
 		name, id string
@@ -220,7 +240,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	for _, r := range rows {
 		locked[key{r.Anchor, r.ServiceID, r.Term}] = true
 	}
-	renew := make([]any, 0, len(rows))
+	var renew []string
 	for i, r := range reqs {
 		k := key{r.name, r.id, r.term}
 		if locked[k] {
@@ -230,37 +250,35 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		}
 	}
 	if len(renew) > 0 {
-		// FORCE INDEX (PRIMARY): from about 40 names the optimizer
-		// scans the whole primary key instead, and MariaDB 11.6.2+
-		// (innodb_snapshot_isolation ON) no longer skips a row locked
-		// by another transaction under READ COMMITTED: the batch would
-		// wait for an operator's lock on an unrelated row.
-		if _, err := tx.ExecContext(ctx, `UPDATE `+tbl+` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (`+
-			placeholders(len(renew))+`)`, renew...); err != nil {
-			return nil, classify(err, b.table)
+		query, args := b.renewStmt.bind(params{Names: renew})
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, classify(err, b.table)
+	return tx.Commit()
+}
+
+// uniqueNames lists the elections of reqs, each once, in order.
+func uniqueNames(reqs []renewReq) []string {
+	names := make([]string, 0, len(reqs))
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if !seen[r.name] {
+			seen[r.name] = true
+			names = append(names, r.name)
+		}
 	}
-	if _, err := conn.ExecContext(ctx, b.restoreSQL); err != nil {
-		return nil, classify(err, b.table)
-	}
-	return out, nil
+	return names
 }
 
 func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, error) {
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
-	}
-	bound, err := b.stmtBound(ctx)
+	read, err := b.readStmt(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var rows []recordRow
-	if err := b.db.SelectContext(ctx, &rows, bound.wrap(`SELECT `+recordColumns+` FROM `+quoteTable(b.table)+
-		` WHERE anchor IN (`+placeholders(len(names))+`)`), args...); err != nil {
+	query, args := read.bind(params{Names: names})
+	if err := b.db.SelectContext(ctx, &rows, query, args...); err != nil {
 		return nil, classify(err, b.table)
 	}
 	byName := make(map[string]Record, len(rows))
@@ -278,18 +296,22 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	return out, nil
 }
 
-// stmtBound returns the bound of the reads, reading the server's version
-// at the first call.
-func (b *Batcher) stmtBound(ctx context.Context) (lockBound, error) {
-	if p := b.bound.p.Load(); p != nil {
+// boundRead is the reads' statement, bounded by bound.
+func (b *Batcher) boundRead(bound lockBound) stmt { return mustStmt(bound.wrap(b.readSQL)) }
+
+// readStmt returns the reads' statement, bounded for the server (see
+// lockBound), reading the server's version at the first call.
+func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
+	if p := b.readBounded.Load(); p != nil {
 		return *p, nil
 	}
 	bound, err := detectBound(ctx, b.db, b.opts.QueryTimeout)
 	if err != nil {
-		return lockBound{}, err
+		return stmt{}, err
 	}
-	b.bound.store(bound)
-	return bound, nil
+	read := b.boundRead(bound)
+	b.readBounded.Store(&read)
+	return read, nil
 }
 
 func placeholders(n int) string {

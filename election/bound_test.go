@@ -80,7 +80,8 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("server %s: bound %+v; heartbeat begins %q", version, bound, tb.heartbeatSQL[:min(len(tb.heartbeatSQL), 90)])
+	heartbeatSQL, heartbeatArgs := tb.stmts.heartbeat.bind(tb.params(0))
+	t.Logf("server %s: bound %+v; heartbeat begins %q", version, bound, heartbeatSQL[:min(len(heartbeatSQL), 90)])
 	if bound.flavor == flavorOther || bound.secs != 1 {
 		t.Fatalf("bound = %+v, want a flavour and 1 s", bound)
 	}
@@ -106,7 +107,7 @@ func TestLockBoundOnServer(t *testing.T) {
 			t.Errorf("%s: %s %d %s", what, level, code, msg)
 		}
 	}
-	res, err := conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	res, err := conn.ExecContext(ctx, heartbeatSQL, heartbeatArgs...)
 	if err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
@@ -116,7 +117,8 @@ func TestLockBoundOnServer(t *testing.T) {
 	}
 	var term uint64
 	var acquired string
-	if err := conn.QueryRowContext(ctx, tb.checkSQL, "bound", "me").Scan(&term, &acquired); err != nil {
+	checkSQL, checkArgs := tb.stmts.check.bind(tb.params(0))
+	if err := conn.QueryRowContext(ctx, checkSQL, checkArgs...).Scan(&term, &acquired); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	noWarnings("check")
@@ -131,7 +133,8 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(ctx, tb.releaseSQL, "bound", "me", term); err != nil {
+	releaseSQL, releaseArgs := tb.stmts.release.bind(tb.params(term))
+	if _, err := conn.ExecContext(ctx, releaseSQL, releaseArgs...); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	noWarnings("release")
@@ -173,7 +176,7 @@ func TestLockBoundOnServer(t *testing.T) {
 		return
 	}
 	start = time.Now()
-	_, err = conn.ExecContext(ctx, tb.heartbeatSQL, tb.heartbeatArgs(0)...)
+	_, err = conn.ExecContext(ctx, heartbeatSQL, heartbeatArgs...)
 	took = time.Since(start)
 	if mysqlErrno(err) != 1205 || took > 5*time.Second {
 		t.Fatalf("heartbeat on a locked row: %v after %v; want Error 1205 after about 1 s", err, took)

@@ -28,29 +28,36 @@ import (
 // can still fail under a steady stream of fenced writes; retry, or run it
 // through the leader's node (where it waits for them instead).
 func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	if err := errors.Join(ValidateTable(table), ValidateName(name), ValidateID(id)); err != nil {
-		return Record{}, err
-	}
-	if db == nil {
-		return Record{}, ErrNilDB
-	}
-	bound, err := operatorBound(ctx, db)
+	op, err := newOperation(ctx, db, table, name, id)
 	if err != nil {
 		return Record{}, err
 	}
-	tbl := quoteTable(table)
-	_, err = execRetryingConflicts(ctx, db, bound.wrap(`REPLACE INTO `+tbl+` (anchor, service_id, last_seen_active, term,
-  term_started_at, lease_ms, released, acquired, value, backend, connection_id)
-SELECT ?, ?, NOW(6), GREATEST(COALESCE(MAX(term), 0) + 1, `+termNowSQL+`), NOW(6),
-  COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM `+tbl+` WHERE anchor = ?`), name, id, DefaultLeaseDuration.Milliseconds(), name)
-	if err != nil {
-		return Record{}, classify(err, table)
+	if _, err := op.exec(ctx, assumeSQL(quoteTable(op.table)), params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds()}); err != nil {
+		return Record{}, err
 	}
-	return Status(ctx, db, table, name)
+	return Status(ctx, db, op.table, name)
+}
+
+// assumeSQL is Assume's statement on table tbl (quoted): it replaces election
+// :name's row by one that names :me, with a new term and the old lease
+// (:lease milliseconds when there was no row).
+func assumeSQL(tbl string) string {
+	cols, values := insertColumns([]column{
+		{"anchor", ":name"},
+		{"service_id", ":me"},
+		{"last_seen_active", "NOW(6)"},
+		{"term", "GREATEST(COALESCE(MAX(term), 0) + 1, " + termNowSQL + ")"},
+		{"term_started_at", "NOW(6)"},
+		{"lease_ms", "COALESCE(MAX(lease_ms), :lease)"},
+		{"released", "0"},
+		{"acquired", "'operator'"},
+		{"value", "''"},
+		{"backend", "COALESCE(MAX(backend), 'table')"},
+		{"connection_id", "NULL"},
+	})
+	return `REPLACE INTO ` + tbl + ` (` + cols + `)
+SELECT ` + values + `
+FROM ` + tbl + ` WHERE anchor = :name`
 }
 
 // Reelect forces a re-election of election name: the operator's DELETE of
@@ -67,32 +74,71 @@ FROM `+tbl+` WHERE anchor = ?`), name, id, DefaultLeaseDuration.Milliseconds(), 
 // (DefaultQueryTimeout without a deadline). On Galera the DELETE is tried up
 // to three times, like Assume's REPLACE.
 func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	if err := errors.Join(ValidateTable(table), ValidateName(name)); err != nil {
+	op, err := newOperation(ctx, db, table, name)
+	if err != nil {
 		return Record{}, err
 	}
-	if db == nil {
-		return Record{}, ErrNilDB
-	}
-	prev, err := Status(ctx, db, table, name)
+	prev, err := Status(ctx, db, op.table, name)
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, err
 	}
-	bound, err := operatorBound(ctx, db)
+	res, err := op.exec(ctx, reelectSQL(quoteTable(op.table)), params{Name: name})
 	if err != nil {
 		return Record{}, err
-	}
-	res, err := execRetryingConflicts(ctx, db, bound.wrap(`DELETE FROM `+quoteTable(table)+` WHERE anchor = ?`), name)
-	if err != nil {
-		return Record{}, classify(err, table)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return Record{Election: name}, fmt.Errorf("%w: election %q has no row", ErrNoLeader, name)
 	}
 	return prev, nil
 }
+
+// reelectSQL is Reelect's statement on table tbl (quoted).
+func reelectSQL(tbl string) string { return `DELETE FROM ` + tbl + ` WHERE anchor = :name` }
+
+// operation is an operator's action (Assume, Reelect) on one election.
+type operation struct {
+	db    *sql.DB
+	table string    // validated, DefaultTable when the caller gave none
+	bound lockBound // of the action's statement (operatorBound)
+}
+
+// newOperation checks an operator action's arguments (table may be empty
+// for DefaultTable; ids are candidates' IDs), and reads the server's
+// version for the bound of its statement.
+func newOperation(ctx context.Context, db *sql.DB, table, name string, ids ...string) (operation, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	errs := []error{ValidateTable(table), ValidateName(name)}
+	for _, id := range ids {
+		errs = append(errs, ValidateID(id))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return operation{}, err
+	}
+	if db == nil {
+		return operation{}, ErrNilDB
+	}
+	bound, err := operatorBound(ctx, db)
+	if err != nil {
+		return operation{}, err
+	}
+	return operation{db: db, table: table, bound: bound}, nil
+}
+
+// exec runs the action's statement, text with named parameters taken from p,
+// bounded, and retried on write conflicts (execRetryingConflicts).
+func (o operation) exec(ctx context.Context, text string, p params) (sql.Result, error) {
+	query, args := o.stmt(text).bind(p)
+	res, err := execRetryingConflicts(ctx, o.db, query, args...)
+	if err != nil {
+		return nil, classify(err, o.table)
+	}
+	return res, nil
+}
+
+// stmt compiles text, bounded.
+func (o operation) stmt(text string) stmt { return mustStmt(o.bound.wrap(text)) }
 
 // execRetryingConflicts runs a single-statement write, again (up to three
 // tries in all) while it fails with a deadlock error: on Galera, losing

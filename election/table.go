@@ -46,7 +46,14 @@ type tableBackend struct {
 	// preflight, which then prepares the statements again.
 	bound atomicBound
 
-	heartbeatSQL, checkSQL, releaseSQL, handOffSQL, peekSQL string
+	stmts tableStmts
+}
+
+// tableStmts are the table backend's statements, compiled by prepareSQL;
+// they take their arguments from tableBackend.params.
+type tableStmts struct {
+	heartbeat, check, release, handOff stmt
+	peek                               string
 }
 
 // expiredSQL is true when the row's lease has run out by the database clock.
@@ -56,78 +63,106 @@ const expiredSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND <= 
 // than the previous term plus one.
 const termNowSQL = `FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)`
 
-// prepareSQL builds the statements once.
+// The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
+// :hold the term it holds (0 when it holds none).
+const (
+	// renewCond (R): the row is the candidate's, with the term it holds.
+	renewCond = `(` + holdsCond + `)`
+	// takeCond (T): the candidate takes the row, with a new term.
+	takeCond = `(NOT ` + renewCond + ` AND (released <> 0 OR ` + expiredSQL + ` OR service_id = :me))`
+	// changeCond (C): the heartbeat changes the row.
+	changeCond = `(` + renewCond + ` OR ` + takeCond + `)`
+)
+
+// holdsCond is true while the row names the candidate with the term it
+// holds, not released.
+const holdsCond = `service_id = :me AND term = :hold AND released = 0`
+
+// heldCond matches election :name's row while the candidate holds it.
+const heldCond = `anchor = :name AND ` + holdsCond
+
+// heartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
+// DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
+// (0 when it holds none):
 //
-// The heartbeat is one INSERT … ON DUPLICATE KEY UPDATE. With ?me the
-// candidate and ?hold the term it holds (0 when it holds none):
-//
-//	R (renew)  = service_id = ?me AND term = ?hold AND released = 0
-//	T (take)   = NOT R AND (released <> 0 OR expired OR service_id = ?me)
+//	R (renew)  = service_id = :me AND term = :hold AND released = 0
+//	T (take)   = NOT R AND (released <> 0 OR expired OR service_id = :me)
 //	C (change) = R OR T
 //
 // Every SET expression is written so that the result is the same whether the
 // server assigns left to right (MySQL) or simultaneously (MariaDB's
 // SIMULTANEOUS_ASSIGNMENT): columns read by a condition are assigned after
 // it, or their new values leave the condition unchanged (once service_id is
-// ?me and the term is new, T stays true; when C is false nothing changes).
+// :me and the term is new, T stays true; when C is false nothing changes).
+// The assignments are made in the order they are listed here.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
 // CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
 // term in the same round trip. An ambiguous 1 and every change of term are
 // confirmed by reading the row, so a DSN with clientFoundRows=true cannot
 // produce a false leader.
-//
-// Every statement that can wait for a lock is wrapped by t.bound (a no-op
-// until preflight detected the server).
-func (t *tableBackend) prepareSQL() {
-	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
-	const r = `(service_id = ? AND term = ? AND released = 0)`
-	take := `(NOT ` + r + ` AND (released <> 0 OR ` + expiredSQL + ` OR service_id = ?))`
-	change := `(` + r + ` OR ` + take + `)`
-	t.heartbeatSQL = bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
-  lease_ms, released, acquired, value, backend, connection_id)
-VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL)
+func heartbeatSQL(tbl string) string {
+	cols, values := insertColumns([]column{
+		{"anchor", ":name"},
+		{"service_id", ":me"},
+		{"last_seen_active", "NOW(6)"},
+		{"term", "LAST_INSERT_ID(" + termNowSQL + ")"},
+		{"term_started_at", "NOW(6)"},
+		{"lease_ms", ":lease"},
+		{"released", "0"},
+		{"acquired", "'insert'"},
+		{"value", ":value"},
+		{"backend", "'table'"},
+		{"connection_id", "NULL"},
+	})
+	return `INSERT INTO ` + tbl + ` (` + cols + `)
+VALUES (` + values + `)
 ON DUPLICATE KEY UPDATE
-  acquired = IF(` + take + `, IF(released <> 0, 'released', IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
-  term_started_at = IF(` + take + `, NOW(6), term_started_at),
-  term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, ` + termNowSQL + `), term)),
-  value = IF(` + change + `, ?, value),
-  backend = IF(` + change + `, 'table', backend),
-  connection_id = IF(` + change + `, NULL, connection_id),
-  service_id = IF(` + change + `, ?, service_id),
-  released = IF(` + change + `, 0, released),
-  lease_ms = IF(` + change + `, ?, lease_ms),
-  last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`)
-	t.checkSQL = bound.wrap(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	t.releaseSQL = bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
-	t.handOffSQL = bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
-	t.peekSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
+  ` + conditionalSets([]setWhen{
+		{takeCond, []setIf{
+			{col: "acquired", to: `IF(released <> 0, 'released', IF(` + expiredSQL + `, 'expired', 'claimed'))`},
+			{col: "term_started_at", to: "NOW(6)"},
+			{col: "term", to: "GREATEST(term + 1, " + termNowSQL + ")", through: "LAST_INSERT_ID"},
+		}},
+		{changeCond, []setIf{
+			{col: "value", to: ":value"},
+			{col: "backend", to: "'table'"},
+			{col: "connection_id", to: "NULL"},
+			{col: "service_id", to: ":me"},
+			{col: "released", to: "0"},
+			{col: "lease_ms", to: ":lease"},
+			{col: "last_seen_active", to: "NOW(6)"},
+		}},
+	})
 }
 
-// heartbeatArgs lays out the arguments of heartbeatSQL in order.
-func (t *tableBackend) heartbeatArgs(hold uint64) []any {
-	me, lease, val := t.cfg.ID, t.cfg.leaseMillis(), t.cfg.Value
-	rArgs := []any{me, hold}
-	takeArgs := append(append([]any{}, rArgs...), me)
-	changeArgs := append(append([]any{}, rArgs...), takeArgs...)
-	args := []any{t.cfg.Name, me, lease, val}
-	args = append(args, takeArgs...) // acquired
-	args = append(args, takeArgs...) // term_started_at
-	args = append(args, takeArgs...) // term
-	args = append(args, changeArgs...)
-	args = append(args, val) // value
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, me) // service_id
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, lease) // lease_ms
-	args = append(args, changeArgs...)
-	return args
+// prepareSQL builds the statements: once by NewTable, and again by
+// preflight once it detected the server. Every statement that can wait for a
+// lock is wrapped by t.bound (a no-op until then).
+func (t *tableBackend) prepareSQL() {
+	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
+	t.stmts = tableStmts{
+		heartbeat: mustStmt(bound.wrap(heartbeatSQL(tbl))),
+		check:     mustStmt(bound.wrap(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`)),
+		release:   mustStmt(bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE ` + heldCond)),
+		handOff:   mustStmt(bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)),
+		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
+	}
+}
+
+// params are the values of the statements' parameters for this candidate
+// holding term hold (0 for none).
+func (t *tableBackend) params(hold uint64) params {
+	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.cfg.Value}
+}
+
+// exec runs s with p.
+func (t *tableBackend) exec(ctx context.Context, s stmt, p params) (sql.Result, error) {
+	query, args := s.bind(p)
+	return t.db.ExecContext(ctx, query, args...)
 }
 
 func (t *tableBackend) preflight(ctx context.Context) error {
-	if _, err := t.db.ExecContext(ctx, t.peekSQL); err != nil {
+	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
 		return classify(err, t.cfg.Table)
 	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
@@ -223,7 +258,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 }
 
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
-	res, err := t.db.ExecContext(ctx, t.heartbeatSQL, t.heartbeatArgs(hold)...)
+	res, err := t.exec(ctx, t.stmts.heartbeat, t.params(hold))
 	if err != nil {
 		return beat{}, classify(err, t.cfg.Table)
 	}
@@ -244,7 +279,8 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		Term     uint64 `db:"term"`
 		Acquired string `db:"acquired"`
 	}
-	err = t.db.GetContext(ctx, &row, t.checkSQL, t.cfg.Name, t.cfg.ID)
+	query, args := t.stmts.check.bind(t.params(hold))
+	err = t.db.GetContext(ctx, &row, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return beat{}, nil
 	}
@@ -267,19 +303,22 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }
 
-// handOffSet gives a held row up without marking it released: it expires
+// handOffSets gives a held row up without marking it released: it expires
 // the given number of milliseconds from now by the database clock, so that
 // the next holder takes an expired row after the lock delay the releaser had
 // not served (see candidate.releaseHold).
+const handOffSets = `last_seen_active = NOW(6), lease_ms = :lease`
+
+// handOffSet is handOffSets with a positional placeholder, for the lock
+// backend's statements (lock.go), which are not compiled by compileStmt.
 const handOffSet = `last_seen_active = NOW(6), lease_ms = ?`
 
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
-	var err error
+	s, p := t.stmts.release, t.params(hold)
 	if unserved > 0 {
-		_, err = t.db.ExecContext(ctx, t.handOffSQL, ceilMillis(unserved), t.cfg.Name, t.cfg.ID, hold)
-	} else {
-		_, err = t.db.ExecContext(ctx, t.releaseSQL, t.cfg.Name, t.cfg.ID, hold)
+		s, p.Lease = t.stmts.handOff, ceilMillis(unserved)
 	}
+	_, err := t.exec(ctx, s, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}

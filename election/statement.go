@@ -1,0 +1,217 @@
+package election
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file is the one place where the library's statements get their
+// placeholders and arguments. A statement is written once, as SQL with named
+// parameters (:me, :hold, …); compiling it replaces each name by a ? and
+// remembers the name, and binding takes the arguments from a params in the
+// same order. Conditions and expressions are Go constants of such SQL, so a
+// condition that a statement repeats carries its parameters wherever it goes,
+// and no list of positional arguments is kept by hand next to the text.
+
+// params are the values a statement's named parameters take.
+type params struct {
+	Name  string   // :name, the election (the row's anchor)
+	Me    string   // :me, the candidate's ID
+	Hold  uint64   // :hold, the term the candidate holds, 0 for none
+	Lease int64    // :lease, a lease in milliseconds
+	Value string   // :value, the value the candidate publishes
+	Names []string // :names, a list of elections: expands to one ? each
+}
+
+// param is a named parameter, resolved when a statement is compiled.
+type param uint8
+
+const (
+	paramName param = iota
+	paramMe
+	paramHold
+	paramLease
+	paramValue
+	paramNames
+)
+
+// lookupParam resolves a parameter's name.
+func lookupParam(name string) (param, bool) {
+	switch name {
+	case "name":
+		return paramName, true
+	case "me":
+		return paramMe, true
+	case "hold":
+		return paramHold, true
+	case "lease":
+		return paramLease, true
+	case "value":
+		return paramValue, true
+	case "names":
+		return paramNames, true
+	}
+	return 0, false
+}
+
+// value is p's value for a scalar parameter.
+func (p *params) value(id param) any {
+	switch id {
+	case paramName:
+		return p.Name
+	case paramMe:
+		return p.Me
+	case paramHold:
+		return p.Hold
+	case paramLease:
+		return p.Lease
+	case paramValue:
+		return p.Value
+	}
+	panic(fmt.Sprintf("election: parameter %d is not a scalar", id))
+}
+
+// stmt is a compiled statement: text between its parameters, and the
+// parameters in the order of their placeholders. A stmt is immutable and
+// safe to share.
+type stmt struct {
+	parts  []string // len(params)+1 pieces of text around the placeholders
+	params []param
+	text   string // the parts joined with ?, when no parameter is a list
+}
+
+// compileStmt compiles sql with named parameters (a colon and a parameter's
+// name, see lookupParam) into a stmt. Text in single quotes is left alone; a
+// positional ? outside quotes is refused, so that every argument comes from
+// a name.
+func compileStmt(sql string) (stmt, error) {
+	var s stmt
+	var cur strings.Builder
+	hasList := false
+	for i := 0; i < len(sql); i++ {
+		c := sql[i]
+		switch {
+		case c == '\'':
+			end := strings.IndexByte(sql[i+1:], '\'')
+			if end < 0 {
+				return stmt{}, fmt.Errorf("election: unterminated string in statement %q", sql)
+			}
+			cur.WriteString(sql[i : i+end+2])
+			i += end + 1
+		case c == '?':
+			return stmt{}, fmt.Errorf("election: positional placeholder in statement %q", sql)
+		case c == ':' && i+1 < len(sql) && isParamByte(sql[i+1]):
+			j := i + 1
+			for j < len(sql) && isParamByte(sql[j]) {
+				j++
+			}
+			id, ok := lookupParam(sql[i+1 : j])
+			if !ok {
+				return stmt{}, fmt.Errorf("election: unknown parameter :%s in statement %q", sql[i+1:j], sql)
+			}
+			hasList = hasList || id == paramNames
+			s.parts = append(s.parts, cur.String())
+			s.params = append(s.params, id)
+			cur.Reset()
+			i = j - 1
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	s.parts = append(s.parts, cur.String())
+	if !hasList {
+		s.text = strings.Join(s.parts, "?")
+	}
+	return s, nil
+}
+
+func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
+
+// mustStmt compiles sql, which is one of the library's own statements: an
+// error is a bug, caught by any test that builds the statement.
+func mustStmt(sql string) stmt {
+	s, err := compileStmt(sql)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// bind returns the statement's text and its arguments taken from p, in the
+// order of the placeholders. A list parameter becomes one placeholder per
+// element (at least one element is needed for valid SQL).
+func (s stmt) bind(p params) (string, []any) {
+	n := len(s.params)
+	if s.text == "" {
+		n += len(p.Names)
+	}
+	args := make([]any, 0, n)
+	var b strings.Builder
+	for i, id := range s.params {
+		if s.text == "" {
+			b.WriteString(s.parts[i])
+		}
+		if id != paramNames {
+			args = append(args, p.value(id))
+			if s.text == "" {
+				b.WriteByte('?')
+			}
+			continue
+		}
+		for j, name := range p.Names {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('?')
+			args = append(args, name)
+		}
+	}
+	if s.text != "" {
+		return s.text, args
+	}
+	b.WriteString(s.parts[len(s.parts)-1])
+	return b.String(), args
+}
+
+// column is a column and the expression it gets, in an INSERT or REPLACE.
+type column struct{ name, value string }
+
+// insertColumns renders cols as "(name, …)\nVALUES (value, …)"'s two lists:
+// the column list and the value list, generated from one list so that they
+// cannot drift apart.
+func insertColumns(cols []column) (names, values string) {
+	n, v := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		n[i], v[i] = c.name, c.value
+	}
+	return strings.Join(n, ", "), strings.Join(v, ", ")
+}
+
+// setIf is an assignment made only when a condition holds:
+// col = through(IF(cond, to, col)).
+type setIf struct {
+	col, to string
+	through string // a function the result is passed through, "" for none
+}
+
+// setWhen is a condition and the assignments made when it holds.
+type setWhen struct {
+	cond string
+	sets []setIf
+}
+
+// conditionalSets renders groups as a SET list, in order: each assignment
+// keeps the column's value unless its group's condition holds.
+func conditionalSets(groups []setWhen) string {
+	var out []string
+	for _, g := range groups {
+		for _, s := range g.sets {
+			e := `IF(` + g.cond + `, ` + s.to + `, ` + s.col + `)`
+			if s.through != "" {
+				e = s.through + `(` + e + `)`
+			}
+			out = append(out, s.col+` = `+e)
+		}
+	}
+	return strings.Join(out, ",\n  ")
+}
