@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -312,10 +311,6 @@ func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
 	read := b.boundRead(bound)
 	b.readBounded.Store(&read)
 	return read, nil
-}
-
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
 // combiner runs requests in batches: a request joins the batch that is

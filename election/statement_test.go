@@ -57,6 +57,11 @@ func countPlaceholders(sql string) int {
 	return n
 }
 
+// placeholders is n comma-separated placeholders.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
 // builtStatement is one statement as the library builds it, bound.
 type builtStatement struct {
 	what string

@@ -59,9 +59,16 @@ type tableStmts struct {
 // expiredSQL is true when the row's lease has run out by the database clock.
 const expiredSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND <= NOW(6))`
 
-// termSQL is a new term: the database clock in microseconds, and never less
-// than the previous term plus one.
+// termNowSQL is the database clock in microseconds: a new term, or with
+// GREATEST(term + 1, …) one never less than the previous term plus one.
 const termNowSQL = `FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)`
+
+// holdsCond is true while the row names the candidate (:me) with the term it
+// holds (:hold), not released.
+const holdsCond = `service_id = :me AND term = :hold AND released = 0`
+
+// heldCond matches election :name's row while the candidate holds it.
+const heldCond = `anchor = :name AND ` + holdsCond
 
 // The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
 // :hold the term it holds (0 when it holds none).
@@ -73,13 +80,6 @@ const (
 	// changeCond (C): the heartbeat changes the row.
 	changeCond = `(` + renewCond + ` OR ` + takeCond + `)`
 )
-
-// holdsCond is true while the row names the candidate with the term it
-// holds, not released.
-const holdsCond = `service_id = :me AND term = :hold AND released = 0`
-
-// heldCond matches election :name's row while the candidate holds it.
-const heldCond = `anchor = :name AND ` + holdsCond
 
 // heartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
 // DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
@@ -94,7 +94,9 @@ const heldCond = `anchor = :name AND ` + holdsCond
 // SIMULTANEOUS_ASSIGNMENT): columns read by a condition are assigned after
 // it, or their new values leave the condition unchanged (once service_id is
 // :me and the term is new, T stays true; when C is false nothing changes).
-// The assignments are made in the order they are listed here.
+// The SET list is rendered in the order written below, T's assignments
+// first: moving one changes what MySQL computes, and its arguments move with
+// it.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
 // CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
 // term in the same round trip. An ambiguous 1 and every change of term are
