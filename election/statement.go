@@ -77,24 +77,24 @@ func (p *params) value(id param) any {
 type stmt struct {
 	parts  []string // len(params)+1 pieces of text around the placeholders
 	params []param
-	text   string // the parts joined with ?, when no parameter is a list
+	list   bool   // a parameter is a list: the text depends on its length
+	text   string // the parts joined with ?, without a list
 }
 
 // compileStmt compiles sql with named parameters (a colon and a parameter's
-// name, see lookupParam) into a stmt. Text in single quotes is left alone; a
-// positional ? outside quotes is refused, so that every argument comes from
-// a name.
+// name, see lookupParam) into a stmt. Text in quotes ('…', "…" or `…`,
+// without backslash escapes) is left alone; a positional ? outside quotes is
+// refused, so that every argument comes from a name.
 func compileStmt(sql string) (stmt, error) {
 	var s stmt
 	var cur strings.Builder
-	hasList := false
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
 		switch {
-		case c == '\'':
-			end := strings.IndexByte(sql[i+1:], '\'')
+		case c == '\'' || c == '"' || c == '`':
+			end := strings.IndexByte(sql[i+1:], c)
 			if end < 0 {
-				return stmt{}, fmt.Errorf("election: unterminated string in statement %q", sql)
+				return stmt{}, fmt.Errorf("election: unterminated quote in statement %q", sql)
 			}
 			cur.WriteString(sql[i : i+end+2])
 			i += end + 1
@@ -109,7 +109,7 @@ func compileStmt(sql string) (stmt, error) {
 			if !ok {
 				return stmt{}, fmt.Errorf("election: unknown parameter :%s in statement %q", sql[i+1:j], sql)
 			}
-			hasList = hasList || id == paramNames
+			s.list = s.list || id == paramNames
 			s.parts = append(s.parts, cur.String())
 			s.params = append(s.params, id)
 			cur.Reset()
@@ -119,7 +119,7 @@ func compileStmt(sql string) (stmt, error) {
 		}
 	}
 	s.parts = append(s.parts, cur.String())
-	if !hasList {
+	if !s.list {
 		s.text = strings.Join(s.parts, "?")
 	}
 	return s, nil
@@ -141,21 +141,20 @@ func mustStmt(sql string) stmt {
 // order of the placeholders. A list parameter becomes one placeholder per
 // element (at least one element is needed for valid SQL).
 func (s stmt) bind(p params) (string, []any) {
-	n := len(s.params)
-	if s.text == "" {
-		n += len(p.Names)
+	if !s.list {
+		args := make([]any, len(s.params))
+		for i, id := range s.params {
+			args[i] = p.value(id)
+		}
+		return s.text, args
 	}
-	args := make([]any, 0, n)
+	args := make([]any, 0, len(s.params)+len(p.Names))
 	var b strings.Builder
 	for i, id := range s.params {
-		if s.text == "" {
-			b.WriteString(s.parts[i])
-		}
+		b.WriteString(s.parts[i])
 		if id != paramNames {
+			b.WriteByte('?')
 			args = append(args, p.value(id))
-			if s.text == "" {
-				b.WriteByte('?')
-			}
 			continue
 		}
 		for j, name := range p.Names {
@@ -165,9 +164,6 @@ func (s stmt) bind(p params) (string, []any) {
 			b.WriteByte('?')
 			args = append(args, name)
 		}
-	}
-	if s.text != "" {
-		return s.text, args
 	}
 	b.WriteString(s.parts[len(s.parts)-1])
 	return b.String(), args

@@ -20,6 +20,7 @@ func TestCompileStmt(t *testing.T) {
 			"UPDATE t SET a = ? WHERE anchor = ? AND term = ? AND b = ?", []any{"v", "e", uint64(7), int64(1500)}},
 		{"SELECT ':me', ':x?' FROM t WHERE s = :me AND t = :me", "SELECT ':me', ':x?' FROM t WHERE s = ? AND t = ?", []any{"me", "me"}},
 		{"SELECT 1 FROM t WHERE a IN (:names) AND b = :me", "SELECT 1 FROM t WHERE a IN (?,?,?) AND b = ?", []any{"a", "b", "c", "me"}},
+		{"SELECT `a:me`, \"b:me\" FROM t WHERE a = :me", "SELECT `a:me`, \"b:me\" FROM t WHERE a = ?", []any{"me"}},
 		{"SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = :name", "SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = ?", []any{"e"}},
 	} {
 		s, err := compileStmt(c.sql)
