@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,29 +126,41 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.Clock == nil {
 		opts.Clock = RealClock{}
 	}
-	tbl := quoteTable(opts.Table)
-	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts,
-		lockStmt: mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
-			` WHERE anchor IN (:names) AND released = 0 FOR UPDATE SKIP LOCKED`),
-		// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans
-		// the whole primary key instead, and MariaDB 11.6.2+
-		// (innodb_snapshot_isolation ON) no longer skips a row locked by
-		// another transaction under READ COMMITTED: the batch would wait
-		// for an operator's lock on an unrelated row.
-		renewStmt: mustStmt(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (:names)`),
-		readSQL:   `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`,
-	}
-	n := lockWaitSecs(opts.QueryTimeout)
-	b.boundSQL = fmt.Sprintf(`SET @sqlelect_wait_timeout = @@session.wait_timeout,
-  @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
-  @sqlelect_lock_wait_timeout = @@session.lock_wait_timeout,
-  SESSION wait_timeout = %d, SESSION innodb_lock_wait_timeout = %d, SESSION lock_wait_timeout = %d`, n, n, n)
-	b.restoreSQL = `SET SESSION wait_timeout = @sqlelect_wait_timeout,
-  SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
-  SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`
+	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
+	b.prepareSQL()
 	b.renews = newCombiner(opts, b.execRenew)
 	b.reads = newCombiner(opts, b.execRead)
 	return b, nil
+}
+
+// batchSessionVars are the session variables a renewal's connection bounds
+// (boundSQL) and puts back (restoreSQL).
+func batchSessionVars() []string {
+	return []string{"wait_timeout", "innodb_lock_wait_timeout", "lock_wait_timeout"}
+}
+
+// prepareSQL builds the statements once.
+func (b *Batcher) prepareSQL() {
+	tbl := quoteTable(b.table)
+	b.lockStmt = mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
+		` WHERE anchor IN (:names) AND released = 0 FOR UPDATE SKIP LOCKED`)
+	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
+	// whole primary key instead, and MariaDB 11.6.2+
+	// (innodb_snapshot_isolation ON) no longer skips a row locked by
+	// another transaction under READ COMMITTED: the batch would wait for an
+	// operator's lock on an unrelated row.
+	b.renewStmt = mustStmt(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (:names)`)
+	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+
+	n := lockWaitSecs(b.opts.QueryTimeout)
+	var save, set, restore []string
+	for _, v := range batchSessionVars() {
+		save = append(save, fmt.Sprintf("@sqlelect_%s = @@session.%s", v, v))
+		set = append(set, fmt.Sprintf("SESSION %s = %d", v, n))
+		restore = append(restore, fmt.Sprintf("SESSION %s = @sqlelect_%s", v, v))
+	}
+	b.boundSQL = "SET " + strings.Join(append(save, set...), ",\n  ")
+	b.restoreSQL = "SET " + strings.Join(restore, ",\n  ")
 }
 
 // renew renews term of candidate id in election name if the row still says

@@ -83,7 +83,7 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	b, err := NewBatcher(db, BatcherOptions{Table: table})
+	b, err := NewBatcher(db, BatcherOptions{Table: table, QueryTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +98,8 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	add("release", tb.stmts.release, tb.params(p.Hold))
 	add("handOff", tb.stmts.handOff, tb.params(p.Hold))
 	add("peek", mustStmt(tb.stmts.peek), p)
+	add("batch bound", mustStmt(b.boundSQL), p)
+	add("batch restore", mustStmt(b.restoreSQL), p)
 	add("batch lock", b.lockStmt, p)
 	add("batch renew", b.renewStmt, p)
 	add("batch read", b.boundRead(bound), p)
@@ -227,6 +229,13 @@ ON DUPLICATE KEY UPDATE
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},
 		{"peek", peekSQL, []any{}},
+		{"batch bound", `SET @sqlelect_wait_timeout = @@session.wait_timeout,
+  @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
+  @sqlelect_lock_wait_timeout = @@session.lock_wait_timeout,
+  SESSION wait_timeout = 4, SESSION innodb_lock_wait_timeout = 4, SESSION lock_wait_timeout = 4`, []any{}},
+		{"batch restore", `SET SESSION wait_timeout = @sqlelect_wait_timeout,
+  SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
+  SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`, []any{}},
 		{"batch lock", `SELECT anchor, service_id, term FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (` +
