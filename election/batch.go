@@ -308,9 +308,6 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	return out, nil
 }
 
-// boundRead is the reads' statement, bounded by bound.
-func (b *Batcher) boundRead(bound lockBound) stmt { return mustStmt(bound.wrap(b.readSQL)) }
-
 // readStmt returns the reads' statement, bounded for the server (see
 // lockBound), reading the server's version at the first call.
 func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
@@ -321,7 +318,7 @@ func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
 	if err != nil {
 		return stmt{}, err
 	}
-	read := b.boundRead(bound)
+	read := bound.stmt(b.readSQL)
 	b.readBounded.Store(&read)
 	return read, nil
 }

@@ -28,7 +28,7 @@ import (
 // can still fail under a steady stream of fenced writes; retry, or run it
 // through the leader's node (where it waits for them instead).
 func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, error) {
-	op, err := newOperation(ctx, db, table, name, id)
+	op, err := newOperation(db, table, name, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -74,7 +74,7 @@ FROM ` + tbl + ` WHERE anchor = :name`
 // (DefaultQueryTimeout without a deadline). On Galera the DELETE is tried up
 // to three times, like Assume's REPLACE.
 func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
-	op, err := newOperation(ctx, db, table, name)
+	op, err := newOperation(db, table, name)
 	if err != nil {
 		return Record{}, err
 	}
@@ -98,14 +98,12 @@ func reelectSQL(tbl string) string { return `DELETE FROM ` + tbl + ` WHERE ancho
 // operation is an operator's action (Assume, Reelect) on one election.
 type operation struct {
 	db    *sql.DB
-	table string    // validated, DefaultTable when the caller gave none
-	bound lockBound // of the action's statement (operatorBound)
+	table string // validated, DefaultTable when the caller gave none
 }
 
-// newOperation checks an operator action's arguments (table may be empty
-// for DefaultTable; ids are candidates' IDs), and reads the server's
-// version for the bound of its statement.
-func newOperation(ctx context.Context, db *sql.DB, table, name string, ids ...string) (operation, error) {
+// newOperation checks an operator action's arguments: table may be empty
+// for DefaultTable; ids are candidates' IDs.
+func newOperation(db *sql.DB, table, name string, ids ...string) (operation, error) {
 	if table == "" {
 		table = DefaultTable
 	}
@@ -119,26 +117,24 @@ func newOperation(ctx context.Context, db *sql.DB, table, name string, ids ...st
 	if db == nil {
 		return operation{}, ErrNilDB
 	}
-	bound, err := operatorBound(ctx, db)
-	if err != nil {
-		return operation{}, err
-	}
-	return operation{db: db, table: table, bound: bound}, nil
+	return operation{db: db, table: table}, nil
 }
 
 // exec runs the action's statement, text with named parameters taken from p,
-// bounded, and retried on write conflicts (execRetryingConflicts).
+// bounded by operatorBound, and retried on write conflicts
+// (execRetryingConflicts).
 func (o operation) exec(ctx context.Context, text string, p params) (sql.Result, error) {
-	query, args := o.stmt(text).bind(p)
+	bound, err := operatorBound(ctx, o.db)
+	if err != nil {
+		return nil, err
+	}
+	query, args := bound.stmt(text).bind(p)
 	res, err := execRetryingConflicts(ctx, o.db, query, args...)
 	if err != nil {
 		return nil, classify(err, o.table)
 	}
 	return res, nil
 }
-
-// stmt compiles text, bounded.
-func (o operation) stmt(text string) stmt { return mustStmt(o.bound.wrap(text)) }
 
 // execRetryingConflicts runs a single-statement write, again (up to three
 // tries in all) while it fails with a deadlock error: on Galera, losing

@@ -137,6 +137,10 @@ func mustStmt(sql string) stmt {
 	return s
 }
 
+// stmt compiles sql, one of the library's own statements, bounded by b (see
+// lockBound.wrap).
+func (b lockBound) stmt(sql string) stmt { return mustStmt(b.wrap(sql)) }
+
 // bind returns the statement's text and its arguments taken from p, in the
 // order of the placeholders. A list parameter becomes one placeholder per
 // element (at least one element is needed for valid SQL).

@@ -87,7 +87,6 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := operation{table: table, bound: bound}
 	var out []builtStatement
 	add := func(what string, s stmt, p params) {
 		q, args := s.bind(p)
@@ -102,9 +101,9 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	add("batch restore", mustStmt(b.restoreSQL), p)
 	add("batch lock", b.lockStmt, p)
 	add("batch renew", b.renewStmt, p)
-	add("batch read", b.boundRead(bound), p)
-	add("Assume", op.stmt(assumeSQL(quoteTable(table))), p)
-	add("Reelect", op.stmt(reelectSQL(quoteTable(table))), p)
+	add("batch read", bound.stmt(b.readSQL), p)
+	add("Assume", bound.stmt(assumeSQL(quoteTable(table))), p)
+	add("Reelect", bound.stmt(reelectSQL(quoteTable(table))), p)
 	return out
 }
 

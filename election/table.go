@@ -143,10 +143,10 @@ ON DUPLICATE KEY UPDATE
 func (t *tableBackend) prepareSQL() {
 	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
 	t.stmts = tableStmts{
-		heartbeat: mustStmt(bound.wrap(heartbeatSQL(tbl))),
-		check:     mustStmt(bound.wrap(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`)),
-		release:   mustStmt(bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE ` + heldCond)),
-		handOff:   mustStmt(bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)),
+		heartbeat: bound.stmt(heartbeatSQL(tbl)),
+		check:     bound.stmt(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
+		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1 WHERE ` + heldCond),
+		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
 		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 	}
 }
