@@ -54,21 +54,10 @@ func lookupParam(name string) (param, bool) {
 	return 0, false
 }
 
-// value is p's value for a scalar parameter.
-func (p *params) value(id param) any {
-	switch id {
-	case paramName:
-		return p.Name
-	case paramMe:
-		return p.Me
-	case paramHold:
-		return p.Hold
-	case paramLease:
-		return p.Lease
-	case paramValue:
-		return p.Value
-	}
-	panic(fmt.Sprintf("election: parameter %d is not a scalar", id))
+// scalars are p's values of the scalar parameters, indexed by param, each
+// converted to an interface once for all its placeholders.
+func (p *params) scalars() [paramNames]any {
+	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value}
 }
 
 // stmt is a compiled statement: text between its parameters, and the
@@ -145,10 +134,11 @@ func (b lockBound) stmt(sql string) stmt { return mustStmt(b.wrap(sql)) }
 // order of the placeholders. A list parameter becomes one placeholder per
 // element (at least one element is needed for valid SQL).
 func (s stmt) bind(p params) (string, []any) {
+	v := p.scalars()
 	if !s.list {
 		args := make([]any, len(s.params))
 		for i, id := range s.params {
-			args[i] = p.value(id)
+			args[i] = v[id]
 		}
 		return s.text, args
 	}
@@ -158,7 +148,7 @@ func (s stmt) bind(p params) (string, []any) {
 		b.WriteString(s.parts[i])
 		if id != paramNames {
 			b.WriteByte('?')
-			args = append(args, p.value(id))
+			args = append(args, v[id])
 			continue
 		}
 		for j, name := range p.Names {
