@@ -10,8 +10,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/netfault"
 )
 
 // TestHalfOpenConnectionsDoNotHangRun: a leader whose connections go

@@ -13,8 +13,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // TestHeldRowLockLeavesServerUsable (issue 12, item 4): an operator's

@@ -16,4 +16,3 @@ func TestSplitImage(t *testing.T) {
 		}
 	}
 }
-

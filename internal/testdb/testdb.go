@@ -100,7 +100,7 @@ type sharedServer struct {
 	admin  *mysql.Config // a user that may create databases, on no database
 	db     *sql.DB       // pool of admin, for CREATE and DROP DATABASE
 
-	docker Docker       // set by MainWith before any test runs; nil: no Docker path
+	docker Docker // set by MainWith before any test runs; nil: no Docker path
 	local  *mysqld.Server
 	purge  func() error // removes the Docker container, when there is one
 
