@@ -263,6 +263,14 @@ func scale(d time.Duration, f float64) time.Duration {
 	return time.Duration(math.Round(float64(d) * f))
 }
 
+// WithDefaults returns a copy of c with the defaults applied to its zero
+// fields (the durations derived from the given ones, as documented on
+// Config), and the error Validate returns. It never modifies c; the
+// constructors do the same, so passing the copy or c to them is the same.
+func (c Config) WithDefaults() (Config, error) {
+	return c.withDefaults()
+}
+
 // Validate reports whether c, with defaults applied, is usable. Its error
 // wraps ErrInvalidConfig and names the first problem found, in the order
 // of the fields (name, ID, table, then the durations from the lease down);
