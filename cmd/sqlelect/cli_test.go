@@ -242,16 +242,16 @@ func TestMigrate(t *testing.T) {
 
 // statusRow is one object of status --json.
 type statusRow struct {
-	Election string        `json:"election"`
-	ID       string        `json:"id"`
-	Term     uint64        `json:"term"`
-	Since    time.Time     `json:"since"`
-	LeaseMS  int64         `json:"lease_ms"`
-	LeftMS   int64         `json:"lease_left_ms"`
-	Value    string        `json:"value"`
-	Backend  string        `json:"backend"`
-	Live     bool          `json:"live"`
-	State    string        `json:"state"`
+	Election string    `json:"election"`
+	ID       string    `json:"id"`
+	Term     uint64    `json:"term"`
+	Since    time.Time `json:"since"`
+	LeaseMS  int64     `json:"lease_ms"`
+	LeftMS   int64     `json:"lease_left_ms"`
+	Value    string    `json:"value"`
+	Backend  string    `json:"backend"`
+	Live     bool      `json:"live"`
+	State    string    `json:"state"`
 }
 
 func statusJSON(t *testing.T, ctx context.Context, dsn string, args ...string) []statusRow {

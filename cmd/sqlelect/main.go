@@ -44,13 +44,13 @@ import (
 // Exit codes.
 const (
 	exitOK          = 0
-	exitError       = 1 // any other error
-	exitUsage       = 2 // usage, invalid name, duration, flag or DSN
-	exitConnect     = 3 // cannot connect to the server
-	exitAccess      = 4 // access denied
-	exitTable       = 5 // the election table is missing or out of date
-	exitUnknown     = 6 // no such election
-	exitUnsupported = 7 // the backend is not supported on this server
+	exitError       = 1   // any other error
+	exitUsage       = 2   // usage, invalid name, duration, flag or DSN
+	exitConnect     = 3   // cannot connect to the server
+	exitAccess      = 4   // access denied
+	exitTable       = 5   // the election table is missing or out of date
+	exitUnknown     = 6   // no such election
+	exitUnsupported = 7   // the backend is not supported on this server
 	exitInterrupt   = 128 // plus the signal's number: interrupted before anything was done
 )
 
