@@ -200,6 +200,28 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 
 // newElection connects and builds the candidate of the chosen backend, with
 // metrics when asked. stop releases what it set up.
+// serveMetrics serves the metrics of the returned Metrics on
+// http://addr/metrics until stop is called.
+func serveMetrics(addr string, log *slog.Logger) (m *election.Metrics, stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	m = election.NewMetrics()
+	reg.MustRegister(m)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, wrapf(exitError, err, "--metrics-addr %s", addr)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return m, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
 func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e election.Election, stop func(), err error) {
 	var cleanups []func()
 	stop = func() {
@@ -220,24 +242,12 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	cleanups = append(cleanups, func() { db.Close() })
 
 	if f.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		m := election.NewMetrics()
-		reg.MustRegister(m)
-		cfg.Metrics = m
-		ln, lerr := net.Listen("tcp", f.metricsAddr)
-		if lerr != nil {
-			return nil, stop, wrapf(exitError, lerr, "--metrics-addr %s", f.metricsAddr)
+		m, stopMetrics, err := serveMetrics(f.metricsAddr, log)
+		if err != nil {
+			return nil, stop, err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
-		cleanups = append(cleanups, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		})
+		cfg.Metrics = m
+		cleanups = append(cleanups, stopMetrics)
 	}
 
 	switch f.backend {

@@ -158,7 +158,6 @@ func (c *cli) status(cmd *command, args []string) error {
 			return err
 		}
 	}
-
 	if *asJSON {
 		out := make([]jsonRecord, len(recs))
 		for i, r := range recs {
@@ -168,8 +167,13 @@ func (c *cli) status(cmd *command, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	return c.printRecords(recs, co.table)
+}
+
+// printRecords prints records as status's table.
+func (c *cli) printRecords(recs []election.Record, table string) error {
 	if len(recs) == 0 {
-		fmt.Fprintf(c.stderr, "no elections in %s\n", co.table)
+		fmt.Fprintf(c.stderr, "no elections in %s\n", table)
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
