@@ -52,7 +52,7 @@ func TestParse(t *testing.T) {
 		{[]string{"force", "-1"}, "[force -1] json=false dsn= d=0s", ""},
 		{[]string{"--dsn", "-1", "e1"}, "[e1] json=false dsn=-1 d=0s", ""},
 		{[]string{"--d", "1m30s", "e1"}, "[e1] json=false dsn= d=1m30s", ""},
-		{[]string{"-foo"}, "", "unknown shorthand flag: 'f' in -foo (see 'sqlelect x --help')"},
+		{[]string{"-foo"}, "", "unknown shorthand flag: 'f' in -foo: flags take two dashes, and an argument that starts with - goes after -- (see 'sqlelect x --help')"},
 		{[]string{"--foo"}, "", "unknown flag: --foo (see 'sqlelect x --help')"},
 		{[]string{"e1", "--dsn"}, "", "flag needs an argument: --dsn (see 'sqlelect x --help')"},
 		{[]string{"--d", "5x"}, "", `--d "5x": want a Go duration such as 500ms, 10s or 1m30s (see 'sqlelect x --help')`},
@@ -907,6 +907,7 @@ func TestInterruptedWhileConnecting(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
+	accepted := make(chan struct{}, 1)
 	done := make(chan struct{})
 	t.Cleanup(func() {
 		ln.Close()
@@ -925,6 +926,10 @@ func TestInterruptedWhileConnecting(t *testing.T) {
 			mu.Lock()
 			conns = append(conns, conn)
 			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	dsn := "root@tcp(" + ln.Addr().String() + ")/app"
@@ -938,7 +943,12 @@ func TestInterruptedWhileConnecting(t *testing.T) {
 		{syscall.SIGINT, []string{"watch", "e"}},
 	} {
 		p := start(t, tc.args[0], dsn, tc.args...)
-		time.Sleep(300 * time.Millisecond)
+		// It connects after it set up its signals: signal it then.
+		select {
+		case <-accepted:
+		case <-ctx.Done():
+			t.Fatalf("%v: no connection", tc.args)
+		}
 		p.signal(tc.sig)
 		if code := p.wait(t, ctx); code != 128+int(tc.sig) {
 			t.Errorf("%v, %s: exit %d, want %d", tc.args, tc.sig, code, 128+int(tc.sig))

@@ -256,8 +256,12 @@ func (c *cli) parse(cmd *command, fs *pflag.FlagSet, args []string) ([]string, e
 			return nil, errHelp
 		}
 		var bad *pflag.InvalidValueError
-		if errors.As(err, &bad) && bad.GetFlag().Value.Type() == "duration" {
+		var unknown *pflag.NotExistError
+		switch {
+		case errors.As(err, &bad) && bad.GetFlag().Value.Type() == "duration":
 			err = fmt.Errorf("--%s %q: want a Go duration such as 500ms, 10s or 1m30s", bad.GetFlag().Name, bad.GetValue())
+		case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() != "":
+			err = fmt.Errorf("%w: flags take two dashes, and an argument that starts with - goes after --", err)
 		}
 		return nil, failf(exitUsage, "%v (see 'sqlelect %s --help')", err, cmd.name)
 	}
