@@ -57,7 +57,7 @@ type Election interface {
 	// the row expires when the delay would have ended. The candidate then
 	// sits out for two retry intervals (after that delay) before
 	// campaigning again. Resign returns nil when this candidate does not lead, and an
-	// error when Run is not running or ctx ends first.
+	// error when Run is not running (ErrNotRunning) or ctx ends first.
 	Resign(ctx context.Context) error
 
 	// Fenced runs fn in a database transaction that first checks, under a
