@@ -128,7 +128,7 @@ func (t *tableBackend) heartbeatArgs(hold uint64) []any {
 
 func (t *tableBackend) preflight(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.peekSQL); err != nil {
-		return classify(err, t.cfg.Table)
+		return explainLayout(ctx, t.db.DB, t.cfg.Table, classify(err, t.cfg.Table))
 	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err
