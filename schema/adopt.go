@@ -54,8 +54,8 @@ func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, erro
 	if timeout == 0 {
 		timeout = DefaultRecipeTimeout
 	}
-	if timeout < time.Second || timeout%time.Second != 0 || timeout > 4294967*time.Second {
-		return nil, fmt.Errorf("schema: recipe timeout %v: must be whole seconds, from 1s to 4294967s", timeout)
+	if err := CheckRecipeTimeout(timeout); err != nil {
+		return nil, err
 	}
 	if err := g.adoptLocked(ctx, timeout); err != nil {
 		return nil, err
@@ -64,6 +64,15 @@ func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, erro
 		return nil, wrap(err)
 	}
 	return g.holders(ctx)
+}
+
+// CheckRecipeTimeout checks AdoptOptions.RecipeTimeout: whole seconds, from
+// 1 s to 4,294,967 s (lease_ms is an INT UNSIGNED).
+func CheckRecipeTimeout(d time.Duration) error {
+	if d < time.Second || d%time.Second != 0 || d > 4294967*time.Second {
+		return fmt.Errorf("schema: recipe timeout %v: must be whole seconds, from 1s to 4294967s", d)
+	}
+	return nil
 }
 
 func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err error) {

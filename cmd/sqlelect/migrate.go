@@ -69,6 +69,9 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	default:
 		return failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
 	}
+	if err := schema.CheckRecipeTimeout(recipeTimeout); action == "adopt" && err != nil {
+		return wrapf(exitUsage, err, "--recipe-timeout")
+	}
 	if co.table != election.DefaultTable {
 		return failf(exitUsage, "--table %s: migrate manages the table %s only", co.table, election.DefaultTable)
 	}
