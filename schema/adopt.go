@@ -15,9 +15,11 @@ const DefaultRecipeTimeout = 20 * time.Second
 // AdoptOptions tunes Adopt.
 type AdoptOptions struct {
 	// RecipeTimeout is the timeout in the recipe's statement (its
-	// "interval N second"): it becomes the adopted rows' lease, so that
-	// sqlelect candidates take over from a recipe holder no sooner than the
-	// recipe's own nodes would. Whole seconds, 1 s to 4,294,967 s; default
+	// "interval N second"). The adopted rows' lease is RecipeTimeout plus
+	// one second, because the recipe stores its renewals in whole seconds
+	// (NOW() into a TIMESTAMP): so sqlelect candidates take over from a
+	// recipe holder no sooner than RecipeTimeout after its last renewal,
+	// as the recipe's own nodes. Whole seconds, 1 s to 4,294,966 s; default
 	// DefaultRecipeTimeout. Give the recipe's value or a longer one, never a
 	// shorter one.
 	RecipeTimeout time.Duration
@@ -37,9 +39,10 @@ type Holder struct {
 //
 // One ALTER TABLE keeps every row: the anchor becomes the election's name
 // as text (the recipe's 1 is election "1"), service_id stays the holder,
-// last_seen_active its last renewal, and the lease is RecipeTimeout, so the
-// current holder keeps leading and sqlelect candidates take over only when
-// the recipe's nodes would. The recipe's statements keep working on the
+// last_seen_active its last renewal, and the lease is RecipeTimeout (plus the
+// second the recipe's whole-second timestamps may lose), so the current
+// holder keeps leading and sqlelect candidates take over no sooner than the
+// recipe's nodes would. The recipe's statements keep working on the
 // converted table, so its nodes may keep running during the switch; README
 // ("Moving from the MySQL-table recipe") gives the safe order of steps.
 //
@@ -67,10 +70,10 @@ func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, erro
 }
 
 // CheckRecipeTimeout checks AdoptOptions.RecipeTimeout: whole seconds, from
-// 1 s to 4,294,967 s (lease_ms is an INT UNSIGNED).
+// 1 s to 4,294,966 s (lease_ms, an INT UNSIGNED, holds it plus 1 s).
 func CheckRecipeTimeout(d time.Duration) error {
-	if d < time.Second || d%time.Second != 0 || d > 4294967*time.Second {
-		return fmt.Errorf("schema: recipe timeout %v: must be whole seconds, from 1s to 4294967s", d)
+	if d < time.Second || d%time.Second != 0 || d > 4294966*time.Second {
+		return fmt.Errorf("schema: recipe timeout %v: must be whole seconds, from 1s to 4294966s", d)
 	}
 	return nil
 }
@@ -113,7 +116,7 @@ func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err 
 	// One statement: the rows keep their holder and last renewal, and get
 	// the recipe's timeout as their lease, atomically. The columns are
 	// those of migration 1 (a test compares SHOW CREATE TABLE).
-	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, timeout.Milliseconds())); err != nil {
+	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout + time.Second).Milliseconds())); err != nil {
 		return fmt.Errorf("schema: adopt: %w", err)
 	}
 	if _, err := g.db.ExecContext(ctx, `ALTER TABLE `+Table+` ALTER COLUMN lease_ms SET DEFAULT 20000`); err != nil {

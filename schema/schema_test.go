@@ -281,12 +281,13 @@ func TestAdopt(t *testing.T) {
 			if len(hs) != 2 || hs[0].Election != "1" || hs[0].ID != "host-a" || hs[1].Election != "7" || hs[1].ID != "host-b" {
 				t.Fatalf("Adopt kept %+v", hs)
 			}
-			// Lease 30 s from a renewal 5 s ago (the recipe's NOW() has whole
-			// seconds): 24 to 25 s left; the other expired 30 s ago.
-			if l := hs[0].LeaseLeft; l < 23*time.Second || l > 25*time.Second {
-				t.Errorf("lease left %v, want 24-25s", l)
+			// Lease 30 s + 1 s (the recipe's NOW() has whole seconds) from a
+			// renewal 5 s ago by that NOW(): 25 to 26 s left; the other
+			// expired 29 s ago.
+			if l := hs[0].LeaseLeft; l < 24500*time.Millisecond || l > 26*time.Second {
+				t.Errorf("lease left %v, want 25-26s", l)
 			}
-			if l := hs[1].LeaseLeft; l > -29*time.Second {
+			if l := hs[1].LeaseLeft; l > -28*time.Second {
 				t.Errorf("expired lease left %v, want about -30s", l)
 			}
 			if v := version(t, m); v != schema.Latest() {
@@ -296,8 +297,8 @@ func TestAdopt(t *testing.T) {
 			if err := db.QueryRowContext(ctx, "SELECT released, lease_ms FROM service_election WHERE anchor = '1'").Scan(&released, &lease); err != nil {
 				t.Fatal(err)
 			}
-			if released != 0 || lease != 30000 {
-				t.Errorf("adopted row released=%d lease_ms=%d, want 0, 30000", released, lease)
+			if released != 0 || lease != 31000 {
+				t.Errorf("adopted row released=%d lease_ms=%d, want 0, 31000", released, lease)
 			}
 			// The same table as the migrations make.
 			adopted := showCreate(t, ctx, db)

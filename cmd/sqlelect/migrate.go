@@ -175,8 +175,8 @@ func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes 
 	if err != nil {
 		return migrateError(err)
 	}
-	fmt.Fprintf(c.stdout, "schema version %d -> %d (latest %d): adopted the recipe's table %s; lease %v (the recipe's timeout)\n",
-		before, schema.Latest(), schema.Latest(), election.DefaultTable, timeout)
+	fmt.Fprintf(c.stdout, "schema version %d -> %d (latest %d): adopted the recipe's table %s; lease %v (the recipe's timeout + 1s for its whole-second timestamps)\n",
+		before, schema.Latest(), schema.Latest(), election.DefaultTable, timeout+time.Second)
 	for _, h := range holders {
 		state := fmt.Sprintf("live, %v left: it keeps leading while it renews", h.LeaseLeft.Round(time.Millisecond))
 		if h.LeaseLeft <= 0 {
