@@ -116,7 +116,7 @@ func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err 
 	// One statement: the rows keep their holder and last renewal, and get
 	// the recipe's timeout as their lease, atomically. The columns are
 	// those of migration 1 (a test compares SHOW CREATE TABLE).
-	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout + time.Second).Milliseconds())); err != nil {
+	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout+time.Second).Milliseconds())); err != nil {
 		return fmt.Errorf("schema: adopt: %w", err)
 	}
 	if _, err := g.db.ExecContext(ctx, `ALTER TABLE `+Table+` ALTER COLUMN lease_ms SET DEFAULT 20000`); err != nil {
