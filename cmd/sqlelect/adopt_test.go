@@ -37,9 +37,9 @@ func TestMigrateAdoptCLI(t *testing.T) {
 		}
 	}
 	has(mustRun(t, ctx, dsn, exitTable, append([]string{"campaign", "1", "--id", "n1"}, fastFlags...)...),
-		"columns found: anchor tinyint(3) unsigned, service_id varchar(128), last_seen_active timestamp", "sqlelect migrate adopt")
+		"columns found: anchor tinyint", "unsigned, service_id varchar(128), last_seen_active timestamp", "sqlelect migrate adopt")
 	has(mustRun(t, ctx, dsn, exitTable, "migrate", "up"),
-		"layout of the MySQL-table recipe (anchor tinyint(3) unsigned primary key, service_id varchar(128), last_seen_active timestamp)",
+		"layout of the MySQL-table recipe (anchor tinyint", "unsigned primary key, service_id varchar(128), last_seen_active timestamp)",
 		"sqlelect migrate adopt", "nothing done")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 3)")
 	has(mustRun(t, ctx, dsn, exitUsage, "migrate", "adopt"), "--yes")
