@@ -134,8 +134,8 @@ func (e *LayoutError) Error() string {
 		if e.Action == "adopt" {
 			return fmt.Sprintf("schema: there is no table %s to adopt: run 'sqlelect migrate up' to create it", e.Table)
 		}
-		return fmt.Sprintf("schema: the table %s is missing but %s records version %d; nothing done: "+
-			"run 'sqlelect migrate force -1', then 'sqlelect migrate up'", e.Table, MigrationsTable, e.Version)
+		return fmt.Sprintf("schema: the table %s is missing but %s records version %d; %s refused, nothing done: "+
+			"run 'sqlelect migrate force -1' (then 'sqlelect migrate up' to create it)", e.Table, MigrationsTable, e.Version, e.Action)
 	case KindRecipe:
 		return fmt.Sprintf("schema: the table %s has the layout of the MySQL-table recipe (%s); %s refused, nothing done: "+
 			"run 'sqlelect migrate adopt' to convert it in place, keeping its current holder "+

@@ -96,7 +96,8 @@ func (g *Migrator) Up() error {
 
 // Down reverts every migration: it drops the election table. It refuses,
 // as Up does, a schema newer than Latest and a table that is not sqlelect's
-// (it would drop it).
+// (it would drop it), and a missing table with a version recorded (the
+// down migrations would fail half-way).
 func (g *Migrator) Down() error {
 	if err := g.check("migrate down"); err != nil {
 		return err
@@ -131,9 +132,7 @@ func (g *Migrator) check(action string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case l.Kind == KindRecipe, l.Kind == KindForeign,
-		l.Kind == KindMissing && v > 0 && action == "migrate up":
+	if l.Kind == KindRecipe || l.Kind == KindForeign || l.Kind == KindMissing && v > 0 {
 		return &LayoutError{Layout: l, Version: v, Action: action}
 	}
 	return nil
