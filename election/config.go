@@ -349,14 +349,15 @@ func ValidateName(name string) error {
 }
 
 // ValidateID checks a candidate identity: 1 to 255 characters of UTF-8
-// without control characters. Its error wraps ErrInvalidConfig.
+// without control characters, not only white space and not ending in a
+// space (see checkIDSpaces). Its error wraps ErrInvalidConfig.
 func ValidateID(id string) error {
 	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= MaxIDLen &&
 		strings.IndexFunc(id, unicode.IsControl) < 0
 	if !ok {
 		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalidConfig, id, MaxIDLen)
 	}
-	return nil
+	return checkIDSpaces(id)
 }
 
 // ValidateTable checks a table name: an identifier of letters, digits, _ and
