@@ -124,6 +124,9 @@ const (
 	ReasonDeposed Reason = "deposed"
 	// ReasonError: Run stopped on a permanent error.
 	ReasonError Reason = "error"
+	// ReasonUnhealthy: Config.HealthCheck failed or did not answer in
+	// time; the row was released for a follower to take over at once.
+	ReasonUnhealthy Reason = "unhealthy"
 )
 
 // Demotion describes the end of one leadership.
