@@ -22,7 +22,11 @@ type healthSwitch struct {
 	calls atomic.Int32
 }
 
-func (h *healthSwitch) set(err error, block bool) { h.mu.Lock(); h.err, h.block = err, block; h.mu.Unlock() }
+func (h *healthSwitch) set(err error, block bool) {
+	h.mu.Lock()
+	h.err, h.block = err, block
+	h.mu.Unlock()
+}
 
 func (h *healthSwitch) check(ctx context.Context) error {
 	h.calls.Add(1)
