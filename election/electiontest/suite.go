@@ -78,6 +78,9 @@ func Run(t *testing.T, s Suite) {
 		{"NoPrivileges", testNoPrivileges},
 		{"SameNameInTwoDatabases", testSameNameTwoDatabases},
 		{"CallbackContract", func(t *testing.T, s Suite) { RunContract(t, s.driver) }},
+		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
+		{"FlappingHealthCheckOneLeader", testFlappingHealth},
+		{"WedgedElectorReported", testWedgedReported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
