@@ -95,7 +95,8 @@ type Election interface {
 //     OnDemoted, before releasing the row, before campaigning again, and
 //     before returning. At most one OnElected runs at a time.
 //   - OnDemoted is called exactly once for every OnElected, whatever ended
-//     the leadership (resignation, lost lease, deposition, shutdown), after
+//     the leadership (resignation, lost lease, deposition, failed health
+//     check, shutdown), after
 //     OnElected returned, and before Run returns.
 //   - A leadership that ended is never revived. When a renewal sent before
 //     the deadline succeeds after it, OnDemoted(ReasonLeaseLost) is called
