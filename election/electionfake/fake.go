@@ -17,9 +17,10 @@
 //     waits for OnElected to return before it calls OnDemoted and before it
 //     returns. At most one OnElected runs at a time.
 //   - OnDemoted is called exactly once for every OnElected, after OnElected
-//     returned and before Run returns, with the reason the test gave
-//     (Depose, SetLeader: deposed; Resign and the end of Run's context:
-//     resigned).
+//     returned and before Run returns, with the reason the test gave to
+//     Depose, election.ReasonDeposed after SetLeader named another
+//     candidate, and election.ReasonResigned after Resign or the end of
+//     Run's context.
 //
 // What the fake does not model: leases and clocks (a leadership ends only
 // when the test or the code under test ends it), other candidates (each
@@ -31,8 +32,10 @@
 // goroutine running Run, like the real backends' changes: they wait until
 // Run runs, and return once the change and its OnLeaderChanged and OnDemoted
 // callbacks are done (OnElected has then been started, in its own
-// goroutine). All methods are safe for concurrent use; do not call the
-// driving methods from a callback, which runs on Run's goroutine.
+// goroutine). All methods are safe for concurrent use. Do not call the
+// driving methods or Resign from a callback: OnLeaderChanged and OnDemoted
+// run on Run's goroutine, and Run waits for OnElected to return before it
+// ends a leadership (the real backends' Resign has the same limits).
 package electionfake
 
 import (
