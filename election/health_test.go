@@ -40,6 +40,22 @@ func (h *healthSwitch) check(ctx context.Context) error {
 	return err
 }
 
+// waitTimer waits until a timer is pending that fires d from now: the
+// health check's own timer does not count, unlike with WaitTimers.
+func waitTimer(t *testing.T, f *fakeClock, d time.Duration) {
+	t.Helper()
+	waitFor(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, tm := range f.timers {
+			if !tm.done && tm.at.Equal(f.now.Add(d)) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func followsOf(b *fakeBackend) int { b.mu.Lock(); defer b.mu.Unlock(); return b.follows }
 
 func releasesOf(b *fakeBackend) ([]uint64, []time.Duration) {
@@ -56,7 +72,8 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 	hs := &healthSwitch{}
 	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	h.clock.WaitTimers(t, 2) // the loop and the watchdog
+	waitTimer(t, h.clock, tRenew)         // the loop
+	waitTimer(t, h.clock, tRenewDeadline) // the watchdog
 	if !h.c.IsLeader() {
 		t.Fatal("not leading")
 	}
@@ -80,18 +97,21 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 	}
 	// Sitting out, then checking every retry interval without campaigning.
 	follows, calls := followsOf(b), hs.calls.Load()
-	h.clock.WaitTimers(t, 1)
+	waitTimer(t, h.clock, 2*tRetry)
 	h.clock.Advance(2 * tRetry)
 	for i := 0; i < 3; i++ {
 		waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
 		calls++
-		h.clock.WaitTimers(t, 1)
-		h.clock.Advance(tRetry)
+		waitTimer(t, h.clock, tRetry)
+		if i < 2 {
+			h.clock.Advance(tRetry)
+		}
 	}
 	if got := followsOf(b); got != follows {
 		t.Fatalf("campaigned %d times while unhealthy", got-follows)
 	}
 	hs.set(nil, false)
+	h.clock.Advance(tRetry)
 	waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
 	waitFor(t, func() bool { return followsOf(b) == follows+1 })
 }
@@ -103,11 +123,11 @@ func TestHealthCheckBoundedByTheRenewDeadline(t *testing.T) {
 	hs := &healthSwitch{}
 	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	h.clock.WaitTimers(t, 2)
+	waitTimer(t, h.clock, tRenew)
+	waitTimer(t, h.clock, tRenewDeadline)
 	hs.set(nil, true)
-	calls := hs.calls.Load()
 	h.clock.Advance(tRenew) // the check begins: (6s - 2s) / 2 left for it
-	waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
+	waitTimer(t, h.clock, (tRenewDeadline-tRenew)/2)
 	h.clock.Advance((tRenewDeadline-tRenew)/2 - time.Nanosecond)
 	time.Sleep(10 * time.Millisecond)
 	if !h.c.IsLeader() || strings.Contains(h.ev.String(), "demoted") {
@@ -127,7 +147,7 @@ func TestUnhealthyHolderHandsOnItsLockDelay(t *testing.T) {
 	hs := &healthSwitch{}
 	b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
 	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	h.clock.WaitTimers(t, 1)
+	waitTimer(t, h.clock, tRenew)
 	b.set(func(f *fakeBackend) { f.followB = beat{} })
 	hs.set(errors.New("warming up"), false)
 	h.clock.Advance(tRenew)
@@ -149,7 +169,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 	reg := newRegistry(t, m)
 	waitFor(t, func() bool { return hs.calls.Load() >= 1 })
 	for i := 0; i < 3; i++ {
-		h.clock.WaitTimers(t, 1)
+		waitTimer(t, h.clock, tRetry)
 		h.clock.Advance(tRetry)
 	}
 	if n := followsOf(b); n != 0 || h.c.IsLeader() {
@@ -166,13 +186,13 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 // HealthzHandler (503) and sqlelect_wedged once RenewDeadline past due,
 // and no longer once the loop moves on. A candidate not running is 503 too.
 func TestWedgedElectorReported(t *testing.T) {
-	unblock := make(chan struct{})
+	entered, unblock := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	m := NewMetrics()
 	b := &fakeBackend{followB: beat{held: true, term: 5}}
 	h := newHarness(t, b, func(c *Config) {
 		c.Metrics = m
-		c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { <-unblock }) }
+		c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { close(entered); <-unblock }) }
 	})
 	reg := newRegistry(t, m)
 	healthz := func() (int, string) {
@@ -180,7 +200,7 @@ func TestWedgedElectorReported(t *testing.T) {
 		HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		return rec.Code, rec.Body.String()
 	}
-	waitFor(t, func() bool { return h.c.running.Load() })
+	<-entered // the loop is held up from now on
 	if code, body := healthz(); code != http.StatusOK {
 		t.Fatalf("healthz %d %q before the wedge", code, body)
 	}
