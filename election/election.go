@@ -96,7 +96,8 @@ type Election interface {
 //     OnDemoted, before releasing the row, before campaigning again, and
 //     before returning. At most one OnElected runs at a time.
 //   - OnDemoted is called exactly once for every OnElected, whatever ended
-//     the leadership (resignation, lost lease, deposition, shutdown), after
+//     the leadership (resignation, lost lease, deposition, failed health
+//     check, shutdown), after
 //     OnElected returned, and before Run returns.
 //   - A leadership that ended is never revived. When a renewal sent before
 //     the deadline succeeds after it, OnDemoted(ReasonLeaseLost) is called
@@ -125,6 +126,9 @@ const (
 	ReasonDeposed Reason = "deposed"
 	// ReasonError: Run stopped on a permanent error.
 	ReasonError Reason = "error"
+	// ReasonUnhealthy: Config.HealthCheck failed or did not answer in
+	// time; the row was released for a follower to take over at once.
+	ReasonUnhealthy Reason = "unhealthy"
 )
 
 // Demotion describes the end of one leadership.
