@@ -606,7 +606,7 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	defer b.touch()
 	// A row handed off with an unserved delay stays live, written by a
 	// connection that no longer holds the lock: the next lock holder
-	// waits out what is left of it (see follow).
+	// waits out what is left of it (see holderGone).
 	s := b.sql.release(hold, unserved)
 	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,

@@ -310,8 +310,7 @@ func (c *lockConn) get(ctx context.Context, query string) (bool, error) {
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
 		// Should that have raced with getting the lock, this connection
 		// holds it: ask, so that the state here matches the server's.
-		mine, err := c.mine(ctx)
-		return mine, err
+		return c.mine(ctx)
 	}
 	if err != nil {
 		return false, c.fail(err)
