@@ -8,15 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
@@ -69,6 +65,7 @@ var campaignCmd = &command{
 type campaignFlags struct {
 	common
 	id, backend, value, metricsAddr, logLevel     string
+	httpAddr, healthCmd                           string
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 }
 
@@ -83,6 +80,11 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
 	fs.StringVar(&f.value, "value", "", "`value` published in the row while leading, e.g. an address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
+	fs.StringVar(&f.httpAddr, "http-addr", "", "serve /leader (200 while leading, else 404), /status (JSON) and /healthz on http://`ADDR`, "+
+		"e.g. 127.0.0.1:8080 (and /metrics when --metrics-addr is the same)")
+	fs.StringVar(&f.healthCmd, "health-cmd", "", "shell `command` run with sh -c before each renewal and each look at the election; "+
+		"while it fails (non-zero exit, or no exit within its bound) this candidate hands leadership over and does not campaign, "+
+		"e.g. 'curl -fsS http://127.0.0.1:8080/ready'")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 }
 
@@ -97,14 +99,11 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	if f.backend != "table" && f.backend != "lock" {
 		return election.Config{}, nil, failf(exitUsage, "--backend %q: want table or lock", f.backend)
 	}
-	if f.metricsAddr != "" {
-		_, port, err := net.SplitHostPort(f.metricsAddr)
-		if err == nil {
-			_, err = net.LookupPort("tcp", port)
-		}
-		if err != nil {
-			return election.Config{}, nil, failf(exitUsage, "--metrics-addr %q: want [HOST]:PORT, a port from 0 to 65535", f.metricsAddr)
-		}
+	if err := checkAddr("--metrics-addr", f.metricsAddr); err != nil {
+		return election.Config{}, nil, err
+	}
+	if err := checkAddr("--http-addr", f.httpAddr); err != nil {
+		return election.Config{}, nil, err
 	}
 	id := f.id
 	if id == "" {
@@ -136,6 +135,7 @@ type event struct {
 	Until    string  `json:"until,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	Leader   *string `json:"leader,omitempty"`
+	Err      string  `json:"err,omitempty"`
 }
 
 // events writes event lines, one at a time.
@@ -198,30 +198,9 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 	}
 }
 
-// newElection connects and builds the candidate of the chosen backend, with
-// metrics when asked. stop releases what it set up.
-// serveMetrics serves the metrics of the returned Metrics on
-// http://addr/metrics until stop is called.
-func serveMetrics(addr string, log *slog.Logger) (m *election.Metrics, stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	m = election.NewMetrics()
-	reg.MustRegister(m)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, wrapf(exitError, err, "--metrics-addr %s", addr)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
-	return m, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}, nil
-}
-
+// newElection connects, listens on --metrics-addr and --http-addr, builds
+// the candidate of the chosen backend (with metrics when asked) and serves
+// its HTTP endpoints. stop releases what it set up, the servers first.
 func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e election.Election, stop func(), err error) {
 	var cleanups []func()
 	stop = func() {
@@ -241,14 +220,13 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	}
 	cleanups = append(cleanups, func() { db.Close() })
 
-	if f.metricsAddr != "" {
-		m, stopMetrics, err := serveMetrics(f.metricsAddr, log)
-		if err != nil {
-			return nil, stop, err
-		}
-		cfg.Metrics = m
-		cleanups = append(cleanups, stopMetrics)
+	var srv *sidecar
+	srv, err = listenSidecar(f.metricsAddr, f.httpAddr)
+	if err != nil {
+		return nil, stop, err
 	}
+	cleanups = append(cleanups, srv.close)
+	cfg.Metrics = srv.metricsFor()
 
 	switch f.backend {
 	case "lock":
@@ -262,6 +240,7 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 		}
 		return nil, stop, err
 	}
+	srv.serve(e, log)
 	return e, stop, nil
 }
 
@@ -283,10 +262,19 @@ func (c *cli) parseCandidate(cmd *command, fs *pflag.FlagSet, args []string) (f 
 
 // joined is a candidate connected and ready to Run.
 type joined struct {
-	ctx  context.Context // ended by SIGINT or SIGTERM
-	e    election.Election
-	ev   *events
-	stop func() // releases the election's resources and the signals
+	ctx    context.Context // ended by SIGINT or SIGTERM
+	e      election.Election
+	ev     *events
+	health *healthCmd // nil without --health-cmd
+	stop   func()     // releases the election's resources and the signals
+}
+
+// run runs the election until ctx ends.
+func (j *joined) run(ctx context.Context) error {
+	if j.health != nil {
+		j.health.runCtx = ctx
+	}
+	return j.e.Run(ctx)
 }
 
 // join connects and builds the election of cfg, whose callbacks write ev's
@@ -295,6 +283,11 @@ type joined struct {
 func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *events,
 	onElected func(context.Context, uint64)) (*joined, error) {
 	cfg.Callbacks = ev.callbacks(onElected)
+	var health *healthCmd
+	if f.healthCmd != "" {
+		health = &healthCmd{script: f.healthCmd, name: cfg.Name, id: cfg.ID, ev: ev}
+		cfg.HealthCheck = health.check
+	}
 	ctx, stopSignals := signalContext(context.Background())
 	e, stopElection, err := c.newElection(ctx, f, cfg, log)
 	if err != nil {
@@ -306,7 +299,10 @@ func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *
 		return nil, err
 	}
 	log.Info("campaigning", "election", cfg.Name, "id", cfg.ID, "backend", f.backend)
-	return &joined{ctx: ctx, e: e, ev: ev, stop: func() { stopElection(); stopSignals() }}, nil
+	if health != nil {
+		health.e = e
+	}
+	return &joined{ctx: ctx, e: e, ev: ev, health: health, stop: func() { stopElection(); stopSignals() }}, nil
 }
 
 func (c *cli) campaign(cmd *command, args []string) error {
@@ -334,7 +330,7 @@ func (c *cli) campaign(cmd *command, args []string) error {
 	ctx, cancel := context.WithCancel(j.ctx)
 	defer cancel()
 	ev.setOnFail(cancel)
-	if err := j.e.Run(ctx); err != nil {
+	if err := j.run(ctx); err != nil {
 		return campaignError(err, f.backend)
 	}
 	if err := ev.err(); err != nil {

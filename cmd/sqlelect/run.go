@@ -81,7 +81,7 @@ func (c *cli) run(cmd *command, args []string) error {
 	runCtx, cancelRun := context.WithCancel(j.ctx)
 	defer cancelRun()
 	errc := make(chan error, 1)
-	go func() { errc <- j.e.Run(runCtx) }()
+	go func() { errc <- j.run(runCtx) }()
 	select {
 	case err := <-errc:
 		return campaignError(err, f.backend)
