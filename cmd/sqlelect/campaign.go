@@ -29,10 +29,37 @@ the line was produced):
                               it could have believed it led (its lease
                               deadline or the instant it resigned), earlier
                               than time when the process was frozen; reason
-                              is resigned, lease_lost, deposed or error
+                              is resigned, lease_lost, deposed, error or
+                              unhealthy (--health-cmd failed)
   {"event":"leader",...,"leader":ID}
                               it saw a new holder or term (leader "" when
                               nobody holds a live lease)
+  {"event":"unhealthy",...,"err":E}
+                              --health-cmd started failing (E says how,
+                              with the first line of its stderr); term is
+                              the term it leads, 0 when following. A leader
+                              then stands down (demoted, reason unhealthy)
+                              and releases the row, so a follower leads at
+                              once; it does not campaign while the check
+                              fails
+  {"event":"healthy",...}     --health-cmd passes again: it campaigns again
+
+--health-cmd runs with sh -c (stdin /dev/null, stdout discarded,
+SQLELECT_ELECTION and SQLELECT_ID set) before each renewal of a leader and
+each look of a follower (every --retry). It fails when it exits non-zero or
+does not exit within its bound (half the time left before the renew
+deadline for a leader, half of --renew-deadline for a follower); its
+process group is then killed.
+
+--http-addr serves, while the command runs, for load balancers and programs
+that follow leadership without the library: GET /leader answers 200 "leader"
+while this candidate leads and 404 "not leader" otherwise (no database
+query); /status this candidate's view and the current leader as JSON (one
+query; 503 when the database does not answer); /healthz 200 while the
+elector works, 503 when it is not running or wedged (see the library's
+HealthzHandler). With --metrics-addr the same address, /metrics is served
+there too. A port in use is an error before campaigning starts; the server
+stops (requests in flight get up to 2s) when the command exits.
 
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
 candidate takes over at once), prints its demoted line if it led, and exits 0
@@ -57,7 +84,9 @@ var campaignCmd = &command{
 	detail:  campaignDetail,
 	example: `sqlelect campaign web-primary --id web-1 --value 10.0.0.1:8080 --lease 15s
 # {"event":"leader","election":"web-primary","id":"web-1","term":1763790000123456,"time":"...","leader":"web-1"}
-# {"event":"elected","election":"web-primary","id":"web-1","term":1763790000123456,"time":"..."}`,
+# {"event":"elected","election":"web-primary","id":"web-1","term":1763790000123456,"time":"..."}
+sqlelect campaign web-primary --id web-1 --http-addr 127.0.0.1:8081 --health-cmd 'curl -fsS http://127.0.0.1:8080/ready' > events.jsonl &
+curl -s -o /dev/null -w '%{http_code}\n' http://127.0.0.1:8081/leader   # 200 on the leader, 404 elsewhere`,
 	run: (*cli).campaign,
 }
 
@@ -82,7 +111,7 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
 	fs.StringVar(&f.httpAddr, "http-addr", "", "serve /leader (200 while leading, else 404), /status (JSON) and /healthz on http://`ADDR`, "+
 		"e.g. 127.0.0.1:8080 (and /metrics when --metrics-addr is the same)")
-	fs.StringVar(&f.healthCmd, "health-cmd", "", "shell `command` run with sh -c before each renewal and each look at the election; "+
+	fs.StringVar(&f.healthCmd, "health-cmd", "", "shell `CMD` run with sh -c before each renewal and each look at the election; "+
 		"while it fails (non-zero exit, or no exit within its bound) this candidate hands leadership over and does not campaign, "+
 		"e.g. 'curl -fsS http://127.0.0.1:8080/ready'")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")

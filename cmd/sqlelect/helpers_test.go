@@ -267,6 +267,7 @@ type jsonEvent struct {
 	Until    time.Time `json:"until"`
 	Reason   string    `json:"reason"`
 	Leader   *string   `json:"leader"`
+	Err      string    `json:"err"`
 }
 
 // events parses the JSON lines of p (from stderr for run); other lines are
