@@ -38,9 +38,10 @@ var runCmd = &command{
 The JSON event lines of campaign go to stderr here, so that CMD's stdout
 stays its own. --http-addr and --health-cmd work as for campaign: a failing
 health command stops CMD as above (demoted, reason unhealthy) and leadership
-passes to another candidate. If sqlelect itself is frozen (SIGSTOP, a paused VM) it cannot
-stop CMD in time: use SQLELECT_TERM as a fencing token where that matters.
-If sqlelect is killed with SIGKILL, CMD gets SIGKILL too (Linux).`,
+passes to another candidate. If sqlelect itself is frozen (SIGSTOP, a paused
+VM) it cannot stop CMD in time: use SQLELECT_TERM as a fencing token where
+that matters. If sqlelect is killed with SIGKILL, CMD gets SIGKILL too
+(Linux).`,
 	example: `sqlelect run reports --id "$(hostname)" --lease 10s -- ./send-reports --daily
 sqlelect run web-primary -- sh -c 'echo leading as $SQLELECT_ID term $SQLELECT_TERM; exec ./serve'
 sqlelect run reports --http-addr :8081 --health-cmd 'test ! -e /etc/maintenance' -- ./send-reports`,

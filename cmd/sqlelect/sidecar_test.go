@@ -311,3 +311,53 @@ func TestSidecarPortInUse(t *testing.T) {
 		t.Errorf("invalid address: %s", r)
 	}
 }
+
+// TestRunHealthCmd: run with --health-cmd and --http-addr: a failing check
+// stops CMD (demoted, reason unhealthy, on stderr) and /leader turns 404;
+// once it passes, the candidate leads again and restarts CMD.
+func TestRunHealthCmd(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("runhc")
+	dir := t.TempDir()
+	script, log, down := filepath.Join(dir, "child.sh"), filepath.Join(dir, "child.log"), filepath.Join(dir, "down")
+	if err := os.WriteFile(script, []byte(childScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	p := start(t, "r1", dsn, append(append([]string{"run", name, "--id", "r1", "--http-addr", addr,
+		"--health-cmd", "test ! -e " + down}, fastFlags...), "--", script, log)...)
+	waitFor(t, ctx, "the child", func() bool { return len(readChildLog(t, log)) == 1 })
+	waitHTTP(t, ctx, addr, "/leader", 200)
+
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the child stopped", func() bool { c := readChildLog(t, log); return len(c) == 1 && c[0].stopped })
+	waitFor(t, ctx, "demoted, unhealthy", func() bool {
+		for _, e := range p.events(true) {
+			if e.Event == "demoted" && e.Reason == "unhealthy" {
+				return true
+			}
+		}
+		return false
+	})
+	if !hasEvent(p.events(true), "unhealthy", "") {
+		t.Errorf("no unhealthy event on stderr")
+	}
+	if code, _ := get(ctx, addr, "/leader"); code != 404 {
+		t.Errorf("/leader after standing down: %d", code)
+	}
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the child restarted", func() bool { return len(readChildLog(t, log)) == 2 })
+	waitHTTP(t, ctx, addr, "/leader", 200)
+	if c := readChildLog(t, log); !c[0].to.Before(c[1].from) || c[1].term <= c[0].term {
+		t.Errorf("children: %+v %+v", *c[0], *c[1])
+	}
+	if !hasEvent(p.events(true), "healthy", "") {
+		t.Errorf("no healthy event on stderr")
+	}
+}
