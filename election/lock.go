@@ -106,8 +106,9 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 	b := &lockBackend{
 		db:  db,
 		sdb: sqlx.NewDb(db, "mysql"),
-		cfg: cfg,
-		log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
+		cfg:   cfg,
+		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
+		value: cfg.Value,
 	}
 	b.prepare()
 	c := newCandidate(cfg, b)
@@ -249,13 +250,17 @@ type lockBackend struct {
 
 	noKeepalive bool // the server refused the session keepalive variables
 
+	// value is the value the candidate publishes: cfg.Value until Proclaim
+	// changes it (see setValue).
+	value string
+
 	// bound limits lock waits of statements on pooled connections (the
 	// lock connection's session has the same limits); set by preflight.
 	bound atomicBound
 
 	sessionSQL, getLockSQL, tryLockSQL, isMineSQL, releaseLockSQL string
 	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL    string
-	handOffSQL                                                    string
+	handOffSQL, handOverSQL, proclaimSQL                          string
 }
 
 // sqlString quotes s, which holds only characters safe in a SQL string
@@ -291,7 +296,7 @@ func (b *lockBackend) prepare() {
 	b.takeSQL = `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
   term_started_at = NOW(6), last_seen_active = NOW(6), lease_ms = ?, released = 0,
-  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID()
+  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
 WHERE anchor = ` + anchor + ` AND term = ?`
 	b.insertSQL = `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id)
@@ -301,11 +306,18 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?
 	// and skip the update). isMineSQL runs first on the same connection;
 	// the lock can only be lost in between with the connection, and then
 	// this statement fails too.
+	// A renewal fails while an operator asks this holder to hand over
+	// (transfer_to set, but not to itself: that asks nothing, and the
+	// renewal clears it); renewOnce then reads the request.
 	b.renewSQL = `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
-  backend = 'lock', connection_id = CONNECTION_ID()
-WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
+WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
+  AND (transfer_to IS NULL OR transfer_to = service_id)`
 	b.releaseSQL = `UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 	b.handOffSQL = `UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+	b.handOverSQL = `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = NOW(6), lease_ms = ?
+WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+	b.proclaimSQL = `UPDATE ` + tbl + ` SET value = ? WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 }
 
 // MySQL and MariaDB error numbers specific to this backend.
@@ -612,6 +624,12 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	var acquired string
 	var delay time.Duration
 	switch {
+	case rec.reservedFor(me):
+		// Handed to another candidate (a transfer), whose window is
+		// open: let the lock go so that it can take over.
+		return b.yieldLock(ctx, rec)
+	case rec.Released && rec.Transfer && rec.TransferTo == me:
+		acquired = "transferred"
 	case rec.Released:
 		acquired = "released"
 	case rec.LeaseLeft <= 0:
@@ -633,15 +651,10 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 		// know yet.
 		acquired, delay = "claimed", b.cfg.LockDelay
 	default:
-		// An operator named another candidate: let the lock go so that
-		// it can take over, and look again when its lease may run out.
-		if err := b.releaseLock(ctx); err != nil {
-			return Record{}, beat{}, 0, b.fail(err)
-		}
-		wait := jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
-		return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
+		// An operator named another candidate: let it take over.
+		return b.yieldLock(ctx, rec)
 	}
-	res, err := c.ExecContext(ctx, b.takeSQL, me, b.cfg.leaseMillis(), acquired, b.cfg.Value, rec.Term)
+	res, err := c.ExecContext(ctx, b.takeSQL, me, b.cfg.leaseMillis(), acquired, b.value, rec.Term)
 	if err != nil {
 		return Record{}, beat{}, 0, b.fail(err)
 	}
@@ -660,10 +673,21 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
+// yieldLock lets the lock go so that the candidate rec names or reserves the
+// row for can take over, and looks again when its lease (or transfer
+// window) may run out.
+func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, time.Duration, error) {
+	if err := b.releaseLock(ctx); err != nil {
+		return Record{}, beat{}, 0, b.fail(err)
+	}
+	wait := jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
+	return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
+}
+
 // insert writes a new row naming this candidate and returns its term, or 0
 // when an operator inserted one first.
 func (b *lockBackend) insert(ctx context.Context, c *sqlx.Conn) (uint64, error) {
-	res, err := c.ExecContext(ctx, b.insertSQL, b.cfg.ID, b.cfg.leaseMillis(), b.cfg.Value)
+	res, err := c.ExecContext(ctx, b.insertSQL, b.cfg.ID, b.cfg.leaseMillis(), b.value)
 	if mysqlErrno(err) == erDupEntry {
 		return 0, nil
 	}
@@ -728,7 +752,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 			return beat{}, nil
 		}
 	}
-	res, err := c.ExecContext(ctx, b.renewSQL, b.cfg.leaseMillis(), b.cfg.Value, b.cfg.ID, hold)
+	res, err := c.ExecContext(ctx, b.renewSQL, b.cfg.leaseMillis(), b.value, b.cfg.ID, hold)
 	if err != nil {
 		return beat{}, b.fail(err)
 	}
@@ -740,10 +764,14 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 		b.wrote = hold
 		return beat{held: true, term: hold}, nil
 	}
-	// The row no longer names this term: replaced, released or deleted.
-	_, exists, err := b.read(ctx, c)
+	// The row no longer names this term (replaced, released or deleted),
+	// or an operator asked for a transfer or a step-down.
+	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return beat{}, b.fail(err)
+	}
+	if exists && rec.ID == b.cfg.ID && rec.Term == hold && !rec.Released && rec.Transfer {
+		return beat{requested: true, to: rec.TransferTo}, nil
 	}
 	if exists {
 		// Keep the lock: the next follow reads the row and either takes
@@ -769,6 +797,21 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	if unserved > 0 {
 		query, args = b.handOffSQL, []any{ceilMillis(unserved), b.cfg.ID, hold}
 	}
+	return b.giveUp(ctx, query, args)
+}
+
+// handOver marks the row released and reserved for to (see
+// tableBackend.handOver), then releases the lock: a waiter that is not to
+// gets it, finds the row reserved and lets it go (see follow).
+func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
+	defer b.touch()
+	return b.giveUp(ctx, b.handOverSQL, []any{to, ceilMillis(window), b.cfg.ID, hold})
+}
+
+// giveUp runs query, which ends the row's term hold, on the lock
+// connection and then releases the lock; without a lock connection (it
+// failed) it runs query on a pooled one.
+func (b *lockBackend) giveUp(ctx context.Context, query string, args []any) error {
 	if b.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
@@ -782,6 +825,25 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 		return b.fail(err)
 	}
 	return nil
+}
+
+func (b *lockBackend) setValue(v string) { b.value = v }
+
+func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+	defer b.touch()
+	var res sql.Result
+	var err error
+	args := []any{b.value, b.cfg.ID, hold}
+	if b.conn != nil {
+		res, err = b.conn.ExecContext(ctx, b.proclaimSQL, args...)
+		if err != nil {
+			return false, b.fail(err)
+		}
+	} else if res, err = b.db.ExecContext(ctx, b.bound.load().wrap(b.proclaimSQL), args...); err != nil {
+		return false, classify(err, b.cfg.Table)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (b *lockBackend) leader(ctx context.Context) (Record, error) {
