@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -165,7 +164,7 @@ func (c *candidate) Leader(ctx context.Context) (Record, error) {
 // Resign implements Election.
 func (c *candidate) Resign(ctx context.Context) error {
 	if !c.running.Load() {
-		return errors.New("election: resign: not running")
+		return ErrNotRunning
 	}
 	reply := make(chan error, 1)
 	select {

@@ -1,9 +1,10 @@
 package election
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -17,24 +18,50 @@ import (
 
 // Defaults applied by New* constructors to zero fields of Config. They follow
 // client-go's leaderelection (15 s lease, 10 s renew deadline, 2 s retry).
+// When some durations are given and others are not, the missing ones are
+// derived from the given ones with the Default*Fraction constants, so that
+// they keep the relations of the defaults (see Config).
 const (
 	// DefaultTable is the table name of the migrations in package migrations.
 	DefaultTable = "service_election"
 	// DefaultLeaseDuration is how long a lease lasts on the database clock
-	// after its last renewal before another candidate may take over.
+	// after its last renewal before another candidate may take over, when
+	// neither LeaseDuration nor RenewDeadline is given.
 	DefaultLeaseDuration = 15 * time.Second
 	// DefaultRenewDeadline is how long a leader keeps leading, by its own
-	// monotonic clock, after it sent its last successful renewal. It is
-	// shorter than the lease so that the leader stands down before anyone
-	// can take over; the difference is the margin for clock-rate drift and
-	// for the leader's work to stop.
+	// monotonic clock, after it sent its last successful renewal:
+	// DefaultRenewDeadlineFraction of the default lease. It is shorter than
+	// the lease so that the leader stands down before anyone can take over;
+	// the difference is the margin for clock-rate drift and for the leader's
+	// work to stop.
 	DefaultRenewDeadline = 10 * time.Second
-	// DefaultRenewInterval is how often the leader renews.
+	// DefaultRenewInterval is how often the leader renews:
+	// DefaultRenewIntervalFraction of the default renew deadline.
 	DefaultRenewInterval = 2 * time.Second
-	// DefaultRetryInterval is how often a follower looks at the election.
-	// A follower also wakes when the current lease runs out by the database
-	// clock, so failover does not wait for this interval.
+	// DefaultRetryInterval is how often a follower looks at the election:
+	// DefaultRetryIntervalFraction of the default lease. A follower also
+	// wakes when the current lease runs out by the database clock, so
+	// failover does not wait for this interval.
 	DefaultRetryInterval = 2 * time.Second
+	// DefaultRenewDeadlineFraction is the renew deadline as a fraction of
+	// the lease (2/3: 10 s of 15 s). A zero RenewDeadline is the lease times
+	// this; a zero LeaseDuration with a RenewDeadline given is the renew
+	// deadline divided by it.
+	DefaultRenewDeadlineFraction = 2.0 / 3
+	// DefaultRenewIntervalFraction is the renew interval as a fraction of
+	// the renew deadline (1/5: 2 s of 10 s). A zero RenewInterval is the
+	// renew deadline times this.
+	DefaultRenewIntervalFraction = 1.0 / 5
+	// DefaultRetryIntervalFraction is the retry interval as a fraction of
+	// the lease (2/15: 2 s of 15 s). A zero RetryInterval is the lease times
+	// this.
+	DefaultRetryIntervalFraction = 2.0 / 15
+	// MinLeaseDuration is the shortest LeaseDuration accepted. Below it a
+	// renewal's round trip and the database's millisecond granularity leave
+	// no time to renew, and a candidate would never lead.
+	MinLeaseDuration = 100 * time.Millisecond
+	// MaxLeaseDuration is the longest LeaseDuration accepted.
+	MaxLeaseDuration = 24 * time.Hour
 	// DefaultJitterFactor spreads followers' polls: each wait is the
 	// interval times a random factor in [1, 1+JitterFactor).
 	DefaultJitterFactor = 0.2
@@ -65,18 +92,25 @@ type Config struct {
 
 	// LeaseDuration is the lease recorded with each renewal: other
 	// candidates may take over once the database clock is past the last
-	// renewal plus the lease. Default DefaultLeaseDuration; at least 1 ms,
-	// stored in milliseconds (rounded up).
+	// renewal plus the lease. From MinLeaseDuration to MaxLeaseDuration,
+	// stored in milliseconds (rounded up). Default: RenewDeadline divided by
+	// DefaultRenewDeadlineFraction when RenewDeadline is given, else
+	// DefaultLeaseDuration.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long a leader keeps leading after it sent its
 	// last successful renewal, by its monotonic clock. Must be less than
-	// LeaseDuration. Default DefaultRenewDeadline.
+	// LeaseDuration. Default: LeaseDuration times
+	// DefaultRenewDeadlineFraction (DefaultRenewDeadline with the default
+	// lease).
 	RenewDeadline time.Duration
 	// RenewInterval is the time between a leader's renewals. Must be less
-	// than RenewDeadline. Default DefaultRenewInterval.
+	// than RenewDeadline. Default: RenewDeadline times
+	// DefaultRenewIntervalFraction (DefaultRenewInterval with the default
+	// lease).
 	RenewInterval time.Duration
 	// RetryInterval is the time between a follower's looks at the election.
-	// Default DefaultRetryInterval.
+	// Default: LeaseDuration times DefaultRetryIntervalFraction
+	// (DefaultRetryInterval with the default lease).
 	RetryInterval time.Duration
 	// JitterFactor in [0, 1] spreads followers' polls. Default
 	// DefaultJitterFactor; set NoJitter to disable.
@@ -156,29 +190,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Table == "" {
 		c.Table = DefaultTable
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RenewInterval == 0 {
-		c.RenewInterval = DefaultRenewInterval
-	}
-	if c.RetryInterval == 0 {
-		c.RetryInterval = DefaultRetryInterval
-	}
+	var given timing
+	c, given = c.withTimingDefaults()
 	if c.JitterFactor == 0 {
 		c.JitterFactor = DefaultJitterFactor
 	}
 	if c.NoJitter {
 		c.JitterFactor = 0
-	}
-	if c.LockDelay == 0 {
-		c.LockDelay = c.LeaseDuration
-	}
-	if c.QueryTimeout == 0 {
-		c.QueryTimeout = min(DefaultQueryTimeout, c.RenewDeadline)
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}
@@ -186,67 +204,139 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := c.validate(given); err != nil {
+		return c, err
+	}
 	if c.Batcher != nil {
 		c.DisableFastHandover = true
 		if c.Batcher.table != c.Table {
 			return c, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, c.Batcher.table, c.Table)
 		}
 	}
-	return c, c.validate()
+	return c, nil
 }
 
-// Validate reports whether c, with defaults applied, is usable. Its errors
-// wrap ErrInvalidConfig and name every problem found.
+// timing records which durations the caller gave (the others are derived),
+// so that an error about a derived one says where it came from.
+type timing struct {
+	lease, renewDeadline, renewInterval, retryInterval, lockDelay, queryTimeout bool
+	leaseFromDeadline                                                           bool // the lease was derived from the renew deadline
+}
+
+// withTimingDefaults fills in the zero durations from the given ones: the
+// lease from the renew deadline (or DefaultLeaseDuration), the renew
+// deadline and the retry interval from the lease, the renew interval from
+// the renew deadline, the lock delay from the lease and the query timeout
+// from the renew deadline. Out-of-range values are left for validate.
+func (c Config) withTimingDefaults() (Config, timing) {
+	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
+		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
+		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0}
+	switch {
+	case given.lease:
+	case given.renewDeadline && c.RenewDeadline > 0:
+		c.LeaseDuration = scale(c.RenewDeadline, 1/DefaultRenewDeadlineFraction)
+		given.leaseFromDeadline = true
+	default:
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if !given.renewDeadline {
+		c.RenewDeadline = scale(c.LeaseDuration, DefaultRenewDeadlineFraction)
+	}
+	if !given.renewInterval {
+		c.RenewInterval = scale(c.RenewDeadline, DefaultRenewIntervalFraction)
+	}
+	if !given.retryInterval {
+		c.RetryInterval = scale(c.LeaseDuration, DefaultRetryIntervalFraction)
+	}
+	if !given.lockDelay {
+		c.LockDelay = c.LeaseDuration
+	}
+	if !given.queryTimeout {
+		c.QueryTimeout = min(DefaultQueryTimeout, c.RenewDeadline)
+	}
+	return c, given
+}
+
+// scale is d times f, rounded to the nanosecond.
+func scale(d time.Duration, f float64) time.Duration {
+	return time.Duration(math.Round(float64(d) * f))
+}
+
+// WithDefaults returns a copy of c with the defaults applied to its zero
+// fields (the durations derived from the given ones, as documented on
+// Config), and the error Validate returns. It never modifies c; the
+// constructors do the same, so passing the copy or c to them is the same.
+func (c Config) WithDefaults() (Config, error) {
+	return c.withDefaults()
+}
+
+// Validate reports whether c, with defaults applied, is usable. Its error
+// wraps ErrInvalidConfig and names the first problem found, in the order
+// of the fields (name, ID, table, then the durations from the lease down);
+// a duration the caller left zero is named as derived, with what it was
+// derived from.
 func (c Config) Validate() error {
 	_, err := c.withDefaults()
 	return err
 }
 
-func (c Config) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if err := ValidateName(c.Name); err != nil {
-		errs = append(errs, err)
+// validate checks c, whose defaults are applied; given says which
+// durations the caller set. It returns the first problem only: a later one
+// is often a consequence of it.
+func (c Config) validate(given timing) error {
+	if err := cmp.Or(ValidateName(c.Name), ValidateID(c.ID), ValidateTable(c.Table)); err != nil {
+		return err
 	}
-	if err := ValidateID(c.ID); err != nil {
-		errs = append(errs, err)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
-	if err := ValidateTable(c.Table); err != nil {
-		errs = append(errs, err)
+	lease := describe("lease duration", c.LeaseDuration, given.lease, "")
+	deadline := describe("renew deadline", c.RenewDeadline, given.renewDeadline, "2/3 of the lease")
+	if given.leaseFromDeadline {
+		lease = describe("lease duration", c.LeaseDuration, false, "3/2 of the renew deadline")
 	}
-	if c.LeaseDuration < time.Millisecond {
-		bad("lease duration %v: must be at least 1ms", c.LeaseDuration)
+	switch {
+	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
+		if given.leaseFromDeadline {
+			return bad("renew deadline %v: must be from %v to %v", c.RenewDeadline,
+				scale(MinLeaseDuration, DefaultRenewDeadlineFraction), scale(MaxLeaseDuration, DefaultRenewDeadlineFraction))
+		}
+		return bad("lease duration %v: must be from %v (MinLeaseDuration) to %v", c.LeaseDuration, MinLeaseDuration, MaxLeaseDuration)
+	case c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration:
+		return bad("%s: must be positive and less than the %s", deadline, lease)
+	case c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline:
+		return bad("%s: must be positive and less than the %s",
+			describe("renew interval", c.RenewInterval, given.renewInterval, "1/5 of the renew deadline"), deadline)
+	case c.RetryInterval <= 0:
+		return bad("retry interval %v: must be positive", c.RetryInterval)
+	case c.JitterFactor < 0 || c.JitterFactor > 1:
+		return bad("jitter factor %v: must be between 0 and 1", c.JitterFactor)
+	case c.LockDelay < 0:
+		return bad("lock delay %v: must not be negative", c.LockDelay)
+	case !c.DisableLockDelay && c.LockDelay < c.RenewDeadline:
+		return bad("%s: must be at least the %s, or a deposed leader could still act",
+			describe("lock delay", c.LockDelay, given.lockDelay, "the lease"), deadline)
+	case c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline:
+		return bad("%s: must be positive and at most the %s",
+			describe("query timeout", c.QueryTimeout, given.queryTimeout, "at most 5s"), deadline)
+	case len(c.Value) > MaxValueLen || !utf8.ValidString(c.Value):
+		return bad("value: must be valid UTF-8 of at most %d bytes", MaxValueLen)
 	}
-	if c.LeaseDuration > 24*time.Hour {
-		bad("lease duration %v: must be at most 24h", c.LeaseDuration)
+	return nil
+}
+
+// describe names a duration for an error message, and says that it is a
+// default, and how it was derived, when the caller did not give it:
+// "renew deadline 10s (default: 2/3 of the lease)".
+func describe(what string, d time.Duration, given bool, derived string) string {
+	switch {
+	case given:
+		return fmt.Sprintf("%s %v", what, d)
+	case derived == "":
+		return fmt.Sprintf("%s %v (default)", what, d)
 	}
-	if c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration {
-		bad("renew deadline %v: must be positive and less than the lease duration %v", c.RenewDeadline, c.LeaseDuration)
-	}
-	if c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline {
-		bad("renew interval %v: must be positive and less than the renew deadline %v", c.RenewInterval, c.RenewDeadline)
-	}
-	if c.RetryInterval <= 0 {
-		bad("retry interval %v: must be positive", c.RetryInterval)
-	}
-	if c.JitterFactor < 0 || c.JitterFactor > 1 {
-		bad("jitter factor %v: must be between 0 and 1", c.JitterFactor)
-	}
-	if c.LockDelay < 0 {
-		bad("lock delay %v: must not be negative", c.LockDelay)
-	} else if !c.DisableLockDelay && c.LockDelay < c.RenewDeadline {
-		bad("lock delay %v: must be at least the renew deadline %v, or a deposed leader could still act", c.LockDelay, c.RenewDeadline)
-	}
-	if c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline {
-		bad("query timeout %v: must be positive and at most the renew deadline %v", c.QueryTimeout, c.RenewDeadline)
-	}
-	if len(c.Value) > MaxValueLen || !utf8.ValidString(c.Value) {
-		bad("value: must be valid UTF-8 of at most %d bytes", MaxValueLen)
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return fmt.Sprintf("%s %v (default: %s)", what, d, derived)
 }
 
 // ValidateName checks an election name: 1 to 128 characters among letters,

@@ -26,7 +26,8 @@ func TestConfigValidation(t *testing.T) {
 		{"table injection", func(c *Config) { c.Table = "t; DROP TABLE x" }, "table"},
 		{"table qualified", func(c *Config) { c.Table = "app.service_election" }, ""},
 		{"table three parts", func(c *Config) { c.Table = "a.b.c" }, "table"},
-		{"lease below renew deadline", func(c *Config) { c.LeaseDuration = 5 * time.Second }, "renew deadline"},
+		{"lease below renew deadline", func(c *Config) { c.LeaseDuration = 5 * time.Second; c.RenewDeadline = 6 * time.Second }, "renew deadline"},
+		{"lease alone scales the rest", func(c *Config) { c.LeaseDuration = 5 * time.Second }, ""},
 		{"renew interval above deadline", func(c *Config) { c.RenewInterval = 11 * time.Second }, "renew interval"},
 		{"negative retry", func(c *Config) { c.RetryInterval = -time.Second }, "retry interval"},
 		{"jitter above one", func(c *Config) { c.JitterFactor = 1.5 }, "jitter"},
@@ -34,6 +35,9 @@ func TestConfigValidation(t *testing.T) {
 		{"lock delay disabled", func(c *Config) { c.LockDelay = time.Second; c.DisableLockDelay = true }, ""},
 		{"query timeout above deadline", func(c *Config) { c.QueryTimeout = time.Minute }, "query timeout"},
 		{"tiny lease", func(c *Config) { c.LeaseDuration = time.Microsecond }, "lease duration"},
+		{"lease below the floor", func(c *Config) { c.LeaseDuration = MinLeaseDuration - 1 }, "lease duration"},
+		{"lease at the floor", func(c *Config) { c.LeaseDuration = MinLeaseDuration }, ""},
+		{"lease above the ceiling", func(c *Config) { c.LeaseDuration = MaxLeaseDuration + 1 }, "lease duration"},
 		{"sub-second timings", func(c *Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryInterval = time.Second, 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		}, ""},
@@ -53,6 +57,91 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("error %q: want ErrInvalidConfig mentioning %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestConfigErrorMessages: validation names the first root cause only, once
+// prefixed, and says which durations are defaults.
+func TestConfigErrorMessages(t *testing.T) {
+	const p = "election: invalid config: "
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"bad name", Config{Name: "bad name"},
+			p + `election name "bad name": must be 1 to 128 characters among letters, digits and . _ - : / @`},
+		{"bad name and bad lease", Config{Name: "", LeaseDuration: -time.Second},
+			p + `election name "": must be 1 to 128 characters among letters, digits and . _ - : / @`},
+		{"bad ID", Config{Name: "e", ID: "a\nb"},
+			p + `candidate id "a\nb": must be 1 to 255 characters of UTF-8 without control characters`},
+		{"bad table", Config{Name: "e", Table: "a.b.c"},
+			p + `table "a.b.c": must be an identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters), optionally db.table`},
+		{"lease 1ns", Config{Name: "e", LeaseDuration: time.Nanosecond},
+			p + "lease duration 1ns: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{"negative lease", Config{Name: "e", LeaseDuration: -time.Second},
+			p + "lease duration -1s: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{"lease 1ms", Config{Name: "e", LeaseDuration: time.Millisecond},
+			p + "lease duration 1ms: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{"renew deadline alone too short", Config{Name: "e", RenewDeadline: time.Millisecond},
+			p + "renew deadline 1ms: must be from 66.666667ms to 16h0m0s"},
+		{"renew deadline above the lease", Config{Name: "e", LeaseDuration: 2 * time.Second, RenewDeadline: 3 * time.Second},
+			p + "renew deadline 3s: must be positive and less than the lease duration 2s"},
+		{"negative renew deadline", Config{Name: "e", RenewDeadline: -time.Second},
+			p + "renew deadline -1s: must be positive and less than the lease duration 15s (default)"},
+		{"renew interval above the default deadline", Config{Name: "e", RenewInterval: 11 * time.Second},
+			p + "renew interval 11s: must be positive and less than the renew deadline 10s (default: 2/3 of the lease)"},
+		{"renew interval above the derived deadline", Config{Name: "e", LeaseDuration: 3 * time.Second, RenewInterval: 2 * time.Second},
+			p + "renew interval 2s: must be positive and less than the renew deadline 2s (default: 2/3 of the lease)"},
+		{"lock delay", Config{Name: "e", LockDelay: time.Second},
+			p + "lock delay 1s: must be at least the renew deadline 10s (default: 2/3 of the lease), or a deposed leader could still act"},
+		{"query timeout", Config{Name: "e", QueryTimeout: time.Minute},
+			p + "query timeout 1m0s: must be positive and at most the renew deadline 10s (default: 2/3 of the lease)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("Validate() = %v\nwant           %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConfigDerivedDurations: missing durations follow the given ones with
+// the Default*Fraction constants.
+func TestConfigDerivedDurations(t *testing.T) {
+	for _, tc := range []struct {
+		name                                     string
+		c                                        Config
+		lease, deadline, renew, retry, lockDelay time.Duration
+	}{
+		{"defaults", Config{}, 15 * time.Second, 10 * time.Second, 2 * time.Second, 2 * time.Second, 15 * time.Second},
+		{"lease", Config{LeaseDuration: 3 * time.Second}, 3 * time.Second, 2 * time.Second, 400 * time.Millisecond, 400 * time.Millisecond, 3 * time.Second},
+		{"minimum lease", Config{LeaseDuration: MinLeaseDuration}, 100 * time.Millisecond, 66666667, 13333333, 13333333, 100 * time.Millisecond},
+		{"renew deadline", Config{RenewDeadline: 4 * time.Second}, 6 * time.Second, 4 * time.Second, 800 * time.Millisecond, 800 * time.Millisecond, 6 * time.Second},
+		{"lease and renew deadline", Config{LeaseDuration: 15 * time.Second, RenewDeadline: time.Second}, 15 * time.Second, time.Second, 200 * time.Millisecond, 2 * time.Second, 15 * time.Second},
+		{"all given", Config{LeaseDuration: 2 * time.Second, RenewDeadline: 1200 * time.Millisecond, RenewInterval: 200 * time.Millisecond, RetryInterval: 300 * time.Millisecond, LockDelay: 5 * time.Second},
+			2 * time.Second, 1200 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.Name = "e"
+			d, err := tc.c.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.LeaseDuration != tc.lease || d.RenewDeadline != tc.deadline || d.RenewInterval != tc.renew ||
+				d.RetryInterval != tc.retry || d.LockDelay != tc.lockDelay {
+				t.Errorf("got lease %v, renew deadline %v, renew %v, retry %v, lock delay %v; want %v, %v, %v, %v, %v",
+					d.LeaseDuration, d.RenewDeadline, d.RenewInterval, d.RetryInterval, d.LockDelay,
+					tc.lease, tc.deadline, tc.renew, tc.retry, tc.lockDelay)
+			}
+		})
+	}
+	// The documented defaults are the fractions applied to the default lease.
+	if scale(DefaultLeaseDuration, DefaultRenewDeadlineFraction) != DefaultRenewDeadline ||
+		scale(DefaultRenewDeadline, DefaultRenewIntervalFraction) != DefaultRenewInterval ||
+		scale(DefaultLeaseDuration, DefaultRetryIntervalFraction) != DefaultRetryInterval {
+		t.Error("the Default* durations do not follow the Default*Fraction constants")
 	}
 }
 

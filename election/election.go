@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 )
 
@@ -57,7 +58,7 @@ type Election interface {
 	// the row expires when the delay would have ended. The candidate then
 	// sits out for two retry intervals (after that delay) before
 	// campaigning again. Resign returns nil when this candidate does not lead, and an
-	// error when Run is not running or ctx ends first.
+	// error when Run is not running (ErrNotRunning) or ctx ends first.
 	Resign(ctx context.Context) error
 
 	// Fenced runs fn in a database transaction that first checks, under a
@@ -192,9 +193,10 @@ type Record struct {
 	Since       time.Time `json:"since"`
 	LastRenewal time.Time `json:"last_renewal"`
 	// Lease is the holder's lease; LeaseLeft what is left of it by the
-	// database clock (zero or negative once expired).
-	Lease     time.Duration `json:"lease"`
-	LeaseLeft time.Duration `json:"lease_left"`
+	// database clock (zero or negative once expired). In JSON they are
+	// whole milliseconds, lease_ms and lease_left_ms (see MarshalJSON).
+	Lease     time.Duration `json:"-"`
+	LeaseLeft time.Duration `json:"-"`
 	// Released is true once the holder resigned cleanly.
 	Released bool `json:"released"`
 	// Acquired says how the term began: insert, expired, released, claimed,
@@ -213,6 +215,43 @@ type Record struct {
 	// which alone may take it until LeaseLeft runs out.
 	Transfer   bool   `json:"transfer,omitempty"`
 	TransferTo string `json:"transfer_to,omitempty"`
+}
+
+// recordJSON is Record's JSON form: durations as whole milliseconds, with
+// the unit in the name.
+type recordJSON struct {
+	Election     string    `json:"election"`
+	ID           string    `json:"id"`
+	Term         uint64    `json:"term"`
+	Since        time.Time `json:"since"`
+	LastRenewal  time.Time `json:"last_renewal"`
+	LeaseMS      int64     `json:"lease_ms"`
+	LeaseLeftMS  int64     `json:"lease_left_ms"`
+	Released     bool      `json:"released"`
+	Acquired     string    `json:"acquired"`
+	Value        string    `json:"value"`
+	Backend      string    `json:"backend"`
+	ConnectionID uint64    `json:"connection_id,omitempty"`
+}
+
+// MarshalJSON encodes r with Lease and LeaseLeft as lease_ms and
+// lease_left_ms, whole milliseconds (truncated toward zero).
+func (r Record) MarshalJSON() ([]byte, error) {
+	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
+		LastRenewal: r.LastRenewal, LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(),
+		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var j recordJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
+		Lease: time.Duration(j.LeaseMS) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeftMS) * time.Millisecond,
+		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID}
+	return nil
 }
 
 // Live reports whether the record names a holder with a live lease.

@@ -15,8 +15,19 @@ var (
 	// ErrNotLeader is returned by operations that need leadership (Fenced,
 	// for instance) when this candidate does not lead.
 	ErrNotLeader = errors.New("election: not leader")
-	// ErrNoLeader is returned by Leader when nobody holds a live lease.
+	// ErrNoLeader is returned by Leader, Status and Reelect when nobody
+	// holds a live lease. The errors returned wrap one of its two causes,
+	// ErrNoSuchElection or ErrNoLiveLease, which both match ErrNoLeader.
 	ErrNoLeader = errors.New("election: no leader")
+	// ErrNoSuchElection means the election has no row in the table: no
+	// candidate ever ran, or an operator deleted the row. It matches
+	// ErrNoLeader.
+	ErrNoSuchElection error = &subError{"election: no such election", ErrNoLeader}
+	// ErrNoLiveLease means the election's row exists but its lease expired
+	// or was released. It matches ErrNoLeader.
+	ErrNoLiveLease error = &subError{"election: no live lease", ErrNoLeader}
+	// ErrNotRunning is returned by Resign when Run is not running.
+	ErrNotRunning = errors.New("election: not running")
 	// ErrInvalidConfig wraps every Config validation failure.
 	ErrInvalidConfig = errors.New("election: invalid config")
 	// ErrAlreadyRunning is returned by a second concurrent call to Run.
@@ -39,7 +50,23 @@ var (
 	ErrUnsupportedTopology = errors.New("election: unsupported topology")
 	// ErrNilDB is returned by constructors given a nil *sql.DB.
 	ErrNilDB = errors.New("election: nil *sql.DB")
+	// ErrUnknownDatabase means the database named by the DSN (or by a
+	// qualified table) does not exist.
+	ErrUnknownDatabase = errors.New("election: unknown database")
+	// ErrUnknownTimeZone means the server does not know the session time
+	// zone the DSN sets (time_zone=...): load the server's time zone tables,
+	// or use an offset such as time_zone=%27%2B00%3A00%27.
+	ErrUnknownTimeZone = errors.New("election: unknown session time zone (the DSN's time_zone)")
 )
+
+// subError is a sentinel that also matches a more general one.
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
 
 // MySQL and MariaDB error numbers the package classifies.
 const (
@@ -53,29 +80,60 @@ const (
 	erBadField             = 1054 // ER_BAD_FIELD_ERROR
 	erLockDeadlock         = 1213 // ER_LOCK_DEADLOCK
 	erLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT
+	erUnknownTimeZone      = 1298 // ER_UNKNOWN_TIME_ZONE
 )
 
 // classify turns a driver error into a package error: permanent problems
 // (missing table, missing privilege, outdated schema) wrap a sentinel so that
 // Run can stop and say what to do; everything else is returned as it is and
-// treated as transient ("not leader this tick").
+// treated as transient ("not leader this tick"). A missing database is a
+// missing table here: the statement named the table.
 func classify(err error, table string) error {
-	if err == nil {
-		return nil
+	sentinel := serverCause(err)
+	if sentinel == ErrUnknownDatabase {
+		sentinel = ErrTableMissing
 	}
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
+	if sentinel == nil || errors.Is(err, sentinel) {
 		return err
 	}
-	switch me.Number {
-	case erNoSuchTable, erBadDB:
-		return fmt.Errorf("%w: %s: %w", ErrTableMissing, table, err)
-	case erAccessDenied, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied, erSpecificAccessDenied:
-		return fmt.Errorf("%w: %s: %w", ErrAccessDenied, table, err)
-	case erBadField:
-		return fmt.Errorf("%w: %s: %w", ErrSchemaMismatch, table, err)
+	return fmt.Errorf("%w: %s: %w", sentinel, table, err)
+}
+
+// Classify wraps a server error from any statement or connection attempt on
+// an election's database (a Ping, a migration) in the sentinel that names
+// its cause: ErrAccessDenied, ErrTableMissing, ErrSchemaMismatch,
+// ErrUnknownDatabase or ErrUnknownTimeZone, so that callers can tell them
+// apart with errors.Is instead of server error numbers. Other errors, and
+// errors that already wrap one of the package's sentinels, are returned as
+// they are; nil gives nil. The package's own functions return classified
+// errors already.
+func Classify(err error) error {
+	sentinel := serverCause(err)
+	if sentinel == nil || errors.Is(err, sentinel) {
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// serverCause is the sentinel for the MySQL error in err's chain, or nil.
+func serverCause(err error) error {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return nil
+	}
+	switch me.Number {
+	case erNoSuchTable:
+		return ErrTableMissing
+	case erBadDB:
+		return ErrUnknownDatabase
+	case erAccessDenied, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied, erSpecificAccessDenied:
+		return ErrAccessDenied
+	case erBadField:
+		return ErrSchemaMismatch
+	case erUnknownTimeZone:
+		return ErrUnknownTimeZone
+	}
+	return nil
 }
 
 // permanent reports whether err cannot go away by retrying: Run stops on it.

@@ -152,7 +152,7 @@ func TestStatusHandler(t *testing.T) {
 				"leader": map[string]any{
 					"election": "orders", "id": "web-2", "term": 1795326944923256.0,
 					"since": "2026-03-01T12:00:00Z", "last_renewal": "2026-03-01T12:01:00Z",
-					"lease": 15e9, "lease_left": 12.5e9, "released": false, "acquired": "expired",
+					"lease_ms": 15000.0, "lease_left_ms": 12500.0, "released": false, "acquired": "expired",
 					"value": "10.0.0.8:8080", "backend": "table",
 				},
 			},
@@ -166,7 +166,7 @@ func TestStatusHandler(t *testing.T) {
 				"leader": map[string]any{
 					"election": "orders", "id": "web-1", "term": 7.0,
 					"since": "0001-01-01T00:00:00Z", "last_renewal": "0001-01-01T00:00:00Z",
-					"lease": 0.0, "lease_left": 0.0, "released": false, "acquired": "",
+					"lease_ms": 0.0, "lease_left_ms": 0.0, "released": false, "acquired": "",
 					"value": "", "backend": "lock", "connection_id": 99.0,
 				},
 			},
@@ -246,5 +246,29 @@ func TestStatusHandlerJSONKeys(t *testing.T) {
 	want := []string{"election", "error", "id", "is_leader", "leader", "term"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
+	}
+}
+
+func TestRecordJSONRoundTrip(t *testing.T) {
+	in := Record{Election: "orders", ID: "web-1", Term: 9, Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		LastRenewal: time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), Lease: 15 * time.Second,
+		LeaseLeft: -1500 * time.Millisecond, Acquired: "expired", Value: "v", Backend: "lock", ConnectionID: 3}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["lease_ms"] != 15000.0 || m["lease_left_ms"] != -1500.0 {
+		t.Errorf("durations in %s, want lease_ms 15000 and lease_left_ms -1500", b)
+	}
+	var out Record
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
 	}
 }

@@ -87,7 +87,7 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 		return Record{}, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return Record{Election: name}, fmt.Errorf("%w: election %q has no row", ErrNoLeader, name)
+		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, op.table)
 	}
 	return prev, nil
 }

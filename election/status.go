@@ -70,9 +70,10 @@ func unixDecimal(s string) time.Time {
 }
 
 // Status reads one election's record from table (DefaultTable when empty),
-// whatever its state; it returns an error wrapping ErrNoLeader when the
-// election has no row, and the record with an error wrapping ErrNoLeader
-// when the row holds no live lease. Safe for concurrent use.
+// whatever its state; it returns an error wrapping ErrNoSuchElection when
+// the election has no row, and the record with an error wrapping
+// ErrNoLiveLease when the row holds no live lease (both match ErrNoLeader).
+// Safe for concurrent use.
 func Status(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	if table == "" {
 		table = DefaultTable
@@ -90,14 +91,14 @@ func readRecord(ctx context.Context, db *sqlx.DB, table, name string) (Record, e
 	var row recordRow
 	err := db.GetContext(ctx, &row, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Record{Election: name}, fmt.Errorf("%w: election %q has no row", ErrNoLeader, name)
+		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}
 	if err != nil {
 		return Record{}, classify(err, table)
 	}
 	rec := row.record()
 	if !rec.Live() {
-		return rec, fmt.Errorf("%w: election %q: lease of %q %s", ErrNoLeader, name, rec.ID, deadState(rec))
+		return rec, fmt.Errorf("%w: %q: lease of %q %s", ErrNoLiveLease, name, rec.ID, deadState(rec))
 	}
 	return rec, nil
 }

@@ -5,12 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
 )
@@ -39,7 +39,8 @@ the line was produced):
                               nobody holds a live lease)
 
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
-candidate takes over at once), prints its demoted line if it led, and exits 0.
+candidate takes over at once), prints its demoted line if it led, and exits 0
+(130, or 143 for SIGTERM, when the signal came while it was still connecting).
 When a line cannot be written (the reader of stdout is gone), it resigns
 and exits 1. Logs go to stderr.
 
@@ -47,9 +48,11 @@ Timing: --lease is recorded in the row; others may take over once it has run
 out by the database clock after the last renewal. The leader stands down
 --renew-deadline after its last successful renewal by its own clock, so
 renew-deadline < lease. A candidate that creates the row (or claims a row
-an operator gave it) waits --lock-delay before it leads. When only --lease
-is given, the other durations scale with it like the defaults
-(renew-deadline 2/3, renew and retry 2/15 of the lease).`
+an operator gave it) waits --lock-delay before it leads. --lease is at least
+100ms. Durations left out are derived from those given, like the defaults:
+renew-deadline 2/3 of the lease (the lease 3/2 of renew-deadline when only
+that is given), renew 1/5 of renew-deadline, retry 2/15 of the lease,
+lock-delay the lease.`
 
 var campaignCmd = &command{
 	name:    "campaign",
@@ -69,21 +72,23 @@ type campaignFlags struct {
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 }
 
-func (f *campaignFlags) register(fs *flag.FlagSet) {
+func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	f.common.register(fs)
 	fs.StringVar(&f.id, "id", "", "this candidate's `ID`, unique among the candidates (default HOST:PID:RANDOM)")
 	fs.StringVar(&f.backend, "backend", "table", "`backend`: table (a heartbeat row) or lock (GET_LOCK)")
-	durationFlag(fs, &f.lease, "lease", 0, "lease `duration` recorded with each renewal (default 15s)")
-	durationFlag(fs, &f.renewDeadline, "renew-deadline", 0, "stand down this long after the last successful renewal; less than --lease (default 2/3 of --lease)")
-	durationFlag(fs, &f.renew, "renew", 0, "`interval` between the leader's renewals; less than --renew-deadline (default 2/15 of --lease)")
-	durationFlag(fs, &f.retry, "retry", 0, "`interval` between a follower's looks (default 2/15 of --lease)")
-	durationFlag(fs, &f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
+	fs.DurationVar(&f.lease, "lease", 0, "lease recorded with each renewal, at least 100ms (default 15s, or 3/2 of --renew-deadline)")
+	fs.DurationVar(&f.renewDeadline, "renew-deadline", 0, "stand down this long after the last successful renewal; less than --lease (default 2/3 of --lease)")
+	fs.DurationVar(&f.renew, "renew", 0, "time between the leader's renewals; less than --renew-deadline (default 1/5 of --renew-deadline)")
+	fs.DurationVar(&f.retry, "retry", 0, "time between a follower's looks (default 2/15 of --lease)")
+	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
 	fs.StringVar(&f.value, "value", "", "`value` published in the row while leading, e.g. an address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 }
 
-// config builds and validates the election config (without callbacks).
+// config checks the flags and builds the election config (without
+// callbacks), with the library's defaults applied: the durations are passed
+// as given, zero meaning the default.
 func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -92,36 +97,33 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	if f.backend != "table" && f.backend != "lock" {
 		return election.Config{}, nil, failf(exitUsage, "--backend %q: want table or lock", f.backend)
 	}
-	lease := f.lease
-	if lease == 0 {
-		lease = election.DefaultLeaseDuration
-	}
-	scaled := func(d time.Duration, num int64) time.Duration {
-		if d != 0 {
-			return d
+	if f.metricsAddr != "" {
+		_, port, err := net.SplitHostPort(f.metricsAddr)
+		if err == nil {
+			_, err = net.LookupPort("tcp", port)
 		}
-		return lease * time.Duration(num) / 15
+		if err != nil {
+			return election.Config{}, nil, failf(exitUsage, "--metrics-addr %q: want [HOST]:PORT, a port from 0 to 65535", f.metricsAddr)
+		}
 	}
 	id := f.id
 	if id == "" {
-		id = election.DefaultID()
+		id = election.DefaultID() // the events name it
 	}
-	cfg := election.Config{
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
+	cfg, err := election.Config{
 		Name:          name,
 		ID:            id,
 		Table:         f.table,
-		LeaseDuration: lease,
-		RenewDeadline: scaled(f.renewDeadline, 10),
-		RenewInterval: scaled(f.renew, 2),
-		RetryInterval: scaled(f.retry, 2),
+		LeaseDuration: f.lease,
+		RenewDeadline: f.renewDeadline,
+		RenewInterval: f.renew,
+		RetryInterval: f.retry,
 		LockDelay:     f.lockDelay,
 		Value:         f.value,
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, nil, err
-	}
-	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
-	return cfg, log, nil
+		Logger:        log,
+	}.WithDefaults()
+	return cfg, log, err
 }
 
 // event is one JSON line of campaign and run.
@@ -162,6 +164,13 @@ func (e *events) write(ev event) {
 	}
 }
 
+// setOnFail sets what is called once when a line cannot be written.
+func (e *events) setOnFail(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onFail = f
+}
+
 // err returns the first write error.
 func (e *events) err() error {
 	e.mu.Lock()
@@ -191,6 +200,28 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 
 // newElection connects and builds the candidate of the chosen backend, with
 // metrics when asked. stop releases what it set up.
+// serveMetrics serves the metrics of the returned Metrics on
+// http://addr/metrics until stop is called.
+func serveMetrics(addr string, log *slog.Logger) (m *election.Metrics, stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	m = election.NewMetrics()
+	reg.MustRegister(m)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, wrapf(exitError, err, "--metrics-addr %s", addr)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return m, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
 func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e election.Election, stop func(), err error) {
 	var cleanups []func()
 	stop = func() {
@@ -211,24 +242,12 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	cleanups = append(cleanups, func() { db.Close() })
 
 	if f.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		m := election.NewMetrics()
-		reg.MustRegister(m)
-		cfg.Metrics = m
-		ln, lerr := net.Listen("tcp", f.metricsAddr)
-		if lerr != nil {
-			return nil, stop, wrapf(exitError, lerr, "--metrics-addr %s", f.metricsAddr)
+		m, stopMetrics, err := serveMetrics(f.metricsAddr, log)
+		if err != nil {
+			return nil, stop, err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		log.Info("serving metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
-		cleanups = append(cleanups, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		})
+		cfg.Metrics = m
+		cleanups = append(cleanups, stopMetrics)
 	}
 
 	switch f.backend {
@@ -246,44 +265,76 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	return e, stop, nil
 }
 
-func (c *cli) campaign(cmd *command, args []string) error {
-	fs := newFlagSet(cmd)
-	var f campaignFlags
+// parseCandidate defines the campaign flags on fs (which may have more of
+// the command's own), parses args and returns the flags, the positional
+// arguments before "--" and those after it (nil without "--").
+func (c *cli) parseCandidate(cmd *command, fs *pflag.FlagSet, args []string) (f *campaignFlags, before, after []string, err error) {
+	f = new(campaignFlags)
 	f.register(fs)
-	args, err := c.parse(cmd, fs, args)
+	pos, err := c.parse(cmd, fs, args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if n := fs.ArgsLenAtDash(); n >= 0 {
+		return f, pos[:n], pos[n:], nil
+	}
+	return f, pos, nil, nil
+}
+
+// joined is a candidate connected and ready to Run.
+type joined struct {
+	ctx  context.Context // ended by SIGINT or SIGTERM
+	e    election.Election
+	ev   *events
+	stop func() // releases the election's resources and the signals
+}
+
+// join connects and builds the election of cfg, whose callbacks write ev's
+// lines (onElected, if not nil, runs after the elected line). A signal that
+// comes before that is done ends the command with 128+N.
+func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *events,
+	onElected func(context.Context, uint64)) (*joined, error) {
+	cfg.Callbacks = ev.callbacks(onElected)
+	ctx, stopSignals := signalContext(context.Background())
+	e, stopElection, err := c.newElection(ctx, f, cfg, log)
+	if err != nil {
+		interrupted := ctx.Err() != nil
+		stopSignals()
+		if interrupted {
+			return nil, interruptStatus(ctx)
+		}
+		return nil, err
+	}
+	log.Info("campaigning", "election", cfg.Name, "id", cfg.ID, "backend", f.backend)
+	return &joined{ctx: ctx, e: e, ev: ev, stop: func() { stopElection(); stopSignals() }}, nil
+}
+
+func (c *cli) campaign(cmd *command, args []string) error {
+	f, names, after, err := c.parseCandidate(cmd, newFlagSet(cmd), args)
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
+	if len(names) != 1 || after != nil {
 		return failf(exitUsage, "want exactly one election (see 'sqlelect campaign --help')")
 	}
-	cfg, log, err := f.config(args[0], c.stderr)
+	cfg, log, err := f.config(names[0], c.stderr)
 	if err != nil {
 		return err
 	}
-	ev := newEvents(c.stdout, cfg.Name, cfg.ID)
-	cfg.Callbacks = ev.callbacks(nil)
-	cfg.Logger = log
-
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
 	// When whoever reads the events is gone (stdout a broken pipe), nobody
 	// acts on this candidate's leadership: resign and exit 1 rather than
 	// die of SIGPIPE still holding the lease.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ev.onFail = cancel
-	e, stop, err := c.newElection(ctx, &f, cfg, log)
+	ev := newEvents(c.stdout, cfg.Name, cfg.ID)
+	j, err := c.join(f, cfg, log, ev, nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // interrupted while connecting
-		}
 		return err
 	}
-	defer stop()
-	log.Info("campaigning", "election", cfg.Name, "id", cfg.ID, "backend", f.backend)
-	if err := e.Run(ctx); err != nil {
+	defer j.stop()
+	ctx, cancel := context.WithCancel(j.ctx)
+	defer cancel()
+	ev.setOnFail(cancel)
+	if err := j.e.Run(ctx); err != nil {
 		return campaignError(err, f.backend)
 	}
 	if err := ev.err(); err != nil {
@@ -292,10 +343,11 @@ func (c *cli) campaign(cmd *command, args []string) error {
 	return nil
 }
 
-// campaignError explains an error that stopped Run.
+// campaignError names the backend in an error that stopped Run because the
+// server does not support it.
 func campaignError(err error, backend string) error {
 	if errors.Is(err, election.ErrUnsupportedTopology) {
-		return wrapf(exitUnsupported, err, "--backend %s is not supported on this server; use --backend table", backend)
+		return fmt.Errorf("--backend %s: %w", backend, err)
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,19 +34,45 @@ func migrated(t *testing.T, ctx context.Context) string {
 
 // ---- without a database ---------------------------------------------------
 
-func TestReorder(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.Bool("json", false, "")
-	fs.String("dsn", "", "")
-	for _, tc := range []struct{ in, want []string }{
-		{[]string{"e1", "--json"}, []string{"--json", "--", "e1"}},
-		{[]string{"e1", "--dsn", "d", "x"}, []string{"--dsn", "d", "--", "e1", "x"}},
-		{[]string{"--dsn=d", "e1"}, []string{"--dsn=d", "--", "e1"}},
-		{[]string{"e1", "--", "-x", "--json"}, []string{"--", "e1", "-x", "--json"}},
-		{[]string{"-", "e1"}, []string{"--", "-", "e1"}},
+// TestParse: GNU-style flags anywhere, "--" ends them, negative numbers
+// are positional, and bad flags are reported as typed.
+func TestParse(t *testing.T) {
+	c := &cli{stdout: io.Discard, stderr: io.Discard}
+	cmd := &command{name: "x"}
+	for _, tc := range []struct {
+		in      []string
+		want    string // positional arguments, then the flags' values
+		wantErr string
+	}{
+		{[]string{"e1", "--json"}, "[e1] json=true dsn= d=0s", ""},
+		{[]string{"e1", "--dsn", "d", "x"}, "[e1 x] json=false dsn=d d=0s", ""},
+		{[]string{"--dsn=d", "e1"}, "[e1] json=false dsn=d d=0s", ""},
+		{[]string{"e1", "--", "-x", "--json"}, "[e1 -x --json] json=false dsn= d=0s", ""},
+		{[]string{"-", "e1"}, "[- e1] json=false dsn= d=0s", ""},
+		{[]string{"force", "-1"}, "[force -1] json=false dsn= d=0s", ""},
+		{[]string{"--dsn", "-1", "e1"}, "[e1] json=false dsn=-1 d=0s", ""},
+		{[]string{"--d", "1m30s", "e1"}, "[e1] json=false dsn= d=1m30s", ""},
+		{[]string{"-foo"}, "", "unknown shorthand flag: 'f' in -foo: flags take two dashes, and an argument that starts with - goes after -- (see 'sqlelect x --help')"},
+		{[]string{"--foo"}, "", "unknown flag: --foo (see 'sqlelect x --help')"},
+		{[]string{"e1", "--dsn"}, "", "flag needs an argument: --dsn (see 'sqlelect x --help')"},
+		{[]string{"--d", "5x"}, "", `--d "5x": want a Go duration such as 500ms, 10s or 1m30s (see 'sqlelect x --help')`},
 	} {
-		if got := reorder(fs, tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
-			t.Errorf("reorder(%q) = %q, want %q", tc.in, got, tc.want)
+		fs := newFlagSet(cmd)
+		asJSON := fs.Bool("json", false, "")
+		dsn := fs.String("dsn", "", "")
+		d := fs.Duration("d", 0, "")
+		pos, err := c.parse(cmd, fs, tc.in)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("parse(%q): error %v, want %s", tc.in, err, tc.wantErr)
+			} else if code, _ := describe(err); code != exitUsage {
+				t.Errorf("parse(%q): exit %d", tc.in, code)
+			}
+			continue
+		}
+		got := fmt.Sprintf("%v json=%v dsn=%s d=%v", pos, *asJSON, *dsn, *d)
+		if err != nil || got != tc.want {
+			t.Errorf("parse(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
 }
@@ -67,39 +93,82 @@ func TestDSNConfig(t *testing.T) {
 	if cfg, _, _ := co.dsnConfig(); cfg.Params["time_zone"] != "'Europe/Paris'" {
 		t.Errorf("time_zone of the DSN replaced: %v", cfg.Params)
 	}
-	co.dsn = "app@tcp(db:3306)/"
-	if _, _, err := co.dsnConfig(); err == nil {
-		t.Error("no database, unqualified table: no error")
+	co.dsn = "app@tcp(db:3306)/app?time_zone=SYSTEM"
+	if cfg, _, err := co.dsnConfig(); err != nil || cfg.Params["time_zone"] != "SYSTEM" {
+		t.Errorf("a bare time_zone word: %v, %v", cfg, err)
 	}
-	co.table = "app.elections"
+	for dsn, want := range map[string]string{
+		"nonsense": "invalid DSN: missing the slash separating the database name",
+		"app@tcp(db:3306)/app?time_zone=Europe/Berlin": "the DSN's time_zone=Europe/Berlin is not a quoted SQL string: " +
+			"quote it, as time_zone=%27Europe%2FBerlin%27",
+		"app@tcp(db:3306)/app?time_zone=Europe%2FBerlin&x=y": "the DSN's time_zone=Europe%2FBerlin is not a quoted SQL string: " +
+			"quote it, as time_zone=%27Europe%2FBerlin%27",
+		"app@tcp(db:3306)/app?time_zone=%2B01%3A00": "the DSN's time_zone=%2B01%3A00 is not a quoted SQL string: " +
+			"quote it, as time_zone=%27%2B01%3A00%27",
+		"app@tcp(db:3306)/": "the DSN app@tcp(db:3306)/ names no database: add /DBNAME, or qualify --table as db.table",
+	} {
+		co.dsn = dsn
+		_, _, err := co.dsnConfig()
+		if err == nil || err.Error() != want {
+			t.Errorf("DSN %s: %v, want %s", dsn, err, want)
+		} else if code, _ := describe(err); code != exitUsage {
+			t.Errorf("DSN %s: exit %d, want %d", dsn, code, exitUsage)
+		}
+	}
+	co.dsn, co.table = "app@tcp(db:3306)/", "app.elections"
 	if _, _, err := co.dsnConfig(); err != nil {
 		t.Errorf("no database, qualified table: %v", err)
 	}
 }
 
-func TestCampaignConfigDefaults(t *testing.T) {
-	f := campaignFlags{common: common{table: election.DefaultTable}, backend: "table", logLevel: "warn"}
-	cfg, _, err := f.config("e", io.Discard)
+func TestCampaignConfig(t *testing.T) {
+	base := campaignFlags{common: common{table: election.DefaultTable}, backend: "table", logLevel: "warn"}
+	cfg, _, err := base.config("e", io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.LeaseDuration != 15*time.Second || cfg.RenewDeadline != 10*time.Second ||
-		cfg.RenewInterval != 2*time.Second || cfg.RetryInterval != 2*time.Second {
+		cfg.RenewInterval != 2*time.Second || cfg.RetryInterval != 2*time.Second || cfg.LockDelay != 15*time.Second {
 		t.Errorf("defaults: %+v", cfg)
 	}
+	f := base
 	f.lease = 3 * time.Second
-	cfg, _, err = f.config("e", io.Discard)
-	if err != nil {
+	if cfg, _, err = f.config("e", io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RenewDeadline != 2*time.Second || cfg.RenewInterval != 400*time.Millisecond {
+	if cfg.RenewDeadline != 2*time.Second || cfg.RenewInterval != 400*time.Millisecond || cfg.RetryInterval != 400*time.Millisecond {
 		t.Errorf("scaled: %+v", cfg)
 	}
-	f.renewDeadline = 3 * time.Second
-	if _, _, err := f.config("e", io.Discard); err == nil {
-		t.Error("renew deadline = lease: no error")
-	} else if code, _ := describe(err); code != exitUsage {
-		t.Errorf("renew deadline = lease: exit %d, want %d", code, exitUsage)
+	// One error, its first root cause, once prefixed, about what was given.
+	const p = "election: invalid config: "
+	for _, tc := range []struct {
+		mod  func(*campaignFlags)
+		want string
+	}{
+		{func(f *campaignFlags) { f.lease = 3 * time.Second; f.renewDeadline = 3 * time.Second },
+			p + "renew deadline 3s: must be positive and less than the lease duration 3s"},
+		{func(f *campaignFlags) { f.lease = time.Nanosecond }, p + "lease duration 1ns: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{func(f *campaignFlags) { f.lease = -time.Second }, p + "lease duration -1s: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{func(f *campaignFlags) { f.lease = time.Millisecond }, p + "lease duration 1ms: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
+		{func(f *campaignFlags) { f.renew = 20 * time.Second },
+			p + "renew interval 20s: must be positive and less than the renew deadline 10s (default: 2/3 of the lease)"},
+		{func(f *campaignFlags) { f.metricsAddr = ":99999" }, `--metrics-addr ":99999": want [HOST]:PORT, a port from 0 to 65535`},
+		{func(f *campaignFlags) { f.metricsAddr = "9090" }, `--metrics-addr "9090": want [HOST]:PORT, a port from 0 to 65535`},
+		{func(f *campaignFlags) { f.backend = "paxos" }, `--backend "paxos": want table or lock`},
+	} {
+		f := base
+		tc.mod(&f)
+		_, _, err := f.config("e", io.Discard)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("config: %v\nwant    %s", err, tc.want)
+		} else if code, _ := describe(err); code != exitUsage {
+			t.Errorf("%s: exit %d, want %d", tc.want, code, exitUsage)
+		}
+	}
+	f = base
+	f.metricsAddr = "127.0.0.1:0"
+	if _, _, err := f.config("e", io.Discard); err != nil {
+		t.Errorf("--metrics-addr 127.0.0.1:0: %v", err)
 	}
 }
 
@@ -112,7 +181,7 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("help lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, cmd := range commands {
+	for _, cmd := range commands() {
 		r := mustRun(t, ctx, "", 0, cmd.name, "--help")
 		if !strings.Contains(r.stdout, "\nExample:\n  ") {
 			t.Errorf("%s --help has no example:\n%s", cmd.name, r.stdout)
@@ -125,6 +194,12 @@ func TestHelpAndVersion(t *testing.T) {
 	mustRun(t, ctx, "", exitUsage)
 	mustRun(t, ctx, "", exitUsage, "bogus")
 	mustRun(t, ctx, "", exitUsage, "status", "--bogus")
+	r = mustRun(t, ctx, "", 0, "campaign", "--help")
+	for _, want := range []string{"--lease duration", "--renew-deadline duration", "--id ID"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("campaign --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
 }
 
 // ---- with a database ------------------------------------------------------
@@ -167,16 +242,16 @@ func TestMigrate(t *testing.T) {
 
 // statusRow is one object of status --json.
 type statusRow struct {
-	Election string        `json:"election"`
-	ID       string        `json:"id"`
-	Term     uint64        `json:"term"`
-	Since    time.Time     `json:"since"`
-	Lease    time.Duration `json:"lease"`
-	Left     time.Duration `json:"lease_left"`
-	Value    string        `json:"value"`
-	Backend  string        `json:"backend"`
-	Live     bool          `json:"live"`
-	State    string        `json:"state"`
+	Election string    `json:"election"`
+	ID       string    `json:"id"`
+	Term     uint64    `json:"term"`
+	Since    time.Time `json:"since"`
+	LeaseMS  int64     `json:"lease_ms"`
+	LeftMS   int64     `json:"lease_left_ms"`
+	Value    string    `json:"value"`
+	Backend  string    `json:"backend"`
+	Live     bool      `json:"live"`
+	State    string    `json:"state"`
 }
 
 func statusJSON(t *testing.T, ctx context.Context, dsn string, args ...string) []statusRow {
@@ -224,7 +299,7 @@ func TestStatusWatch(t *testing.T) {
 	}
 	rows := statusJSON(t, ctx, dsn, name) // flag after the election
 	if len(rows) != 1 || rows[0].ID != "c1" || !rows[0].Live || rows[0].State != "live" ||
-		rows[0].Lease != 2*time.Second || rows[0].Left <= 0 || rows[0].Value != "10.0.0.1:80" || rows[0].Backend != "table" {
+		rows[0].LeaseMS != 2000 || rows[0].LeftMS <= 0 || rows[0].Value != "10.0.0.1:80" || rows[0].Backend != "table" {
 		t.Errorf("status --json: %+v", rows)
 	}
 	if all := statusJSON(t, ctx, dsn); len(all) != 1 || all[0].Election != name {
@@ -673,7 +748,8 @@ func TestErrors(t *testing.T) {
 		msg  string
 	}{
 		{"no DSN", "", []string{"status"}, exitUsage, "set --dsn or SQLELECT_DSN"},
-		{"bad DSN", "nonsense", []string{"status"}, exitUsage, "invalid DSN"},
+		{"bad DSN", "nonsense", []string{"status"}, exitUsage, "sqlelect status: invalid DSN: missing the slash separating the database name\n"},
+		{"unquoted time zone", dsn + "&time_zone=Europe/Berlin", []string{"status"}, exitUsage, "quote it, as time_zone=%27Europe%2FBerlin%27"},
 		{"closed port", withUser("root", secret, freePort(t)), []string{"status"}, exitConnect, "cannot connect to root:***@tcp("},
 		{"wrong password", withUser(cfg.User, secret, ""), []string{"status"}, exitAccess, "access denied"},
 		{"no privileges", withUser(none, secret, ""), []string{"status"}, exitAccess, "Error 1044"},
@@ -685,21 +761,30 @@ func TestErrors(t *testing.T) {
 		{"table missing: campaign", empty, append([]string{"campaign", name}, fastFlags...), exitTable, "run `sqlelect migrate up`"},
 		{"table missing: watch", empty, []string{"watch", name}, exitTable, "sqlelect migrate up"},
 		{"table missing: assume", empty, []string{"assume", name, "x", "--yes"}, exitTable, "sqlelect migrate up"},
-		{"unknown election: status", dsn, []string{"status", name}, exitUnknown, "unknown election"},
-		{"unknown election: watch", dsn, []string{"watch", name}, exitUnknown, "unknown election"},
-		{"unknown election: assume", dsn, []string{"assume", name, "x", "--yes"}, exitUnknown, "unknown election"},
-		{"unknown election: reelect", dsn, []string{"reelect", name, "--yes"}, exitUnknown, "unknown election"},
+		{"unknown election: status", dsn, []string{"status", name}, exitUnknown, "sqlelect status: election: no such election: \"" + name + "\" in service_election\n"},
+		{"unknown election: watch", dsn, []string{"watch", name}, exitUnknown, "no such election"},
+		{"unknown election: assume", dsn, []string{"assume", name, "x", "--yes"}, exitUnknown, "no such election"},
+		{"unknown election: reelect", dsn, []string{"reelect", name, "--yes"}, exitUnknown, "no such election"},
+		{"name starting with -", dsn, []string{"status", "-foo"}, exitUsage, "unknown shorthand flag: 'f' in -foo"},
+		{"name starting with -, after --", dsn, []string{"status", "--", "-foo"}, exitUnknown, "no such election"},
 		{"invalid name: status", dsn, []string{"status", "bad name"}, exitUsage, "election name"},
 		{"invalid name: campaign", dsn, []string{"campaign", "bad name"}, exitUsage, "election name"},
 		{"invalid ID", dsn, []string{"assume", name, "bad\tid", "--yes"}, exitUsage, "candidate id"},
 		{"invalid table", dsn, []string{"status", "--table", "no-such;table"}, exitUsage, "table"},
 		{"invalid duration", dsn, []string{"campaign", name, "--lease", "5x"}, exitUsage, "Go duration"},
-		{"renew deadline >= lease", dsn, []string{"campaign", name, "--lease", "1s", "--renew-deadline", "1s"}, exitUsage, "renew deadline"},
+		{"renew deadline >= lease", dsn, []string{"campaign", name, "--lease", "1s", "--renew-deadline", "1s"}, exitUsage,
+			"sqlelect campaign: election: invalid config: renew deadline 1s: must be positive and less than the lease duration 1s\n"},
+		{"lease below the floor", dsn, []string{"campaign", name, "--lease", "1ms"}, exitUsage,
+			"sqlelect campaign: election: invalid config: lease duration 1ms: must be from 100ms (MinLeaseDuration) to 24h0m0s\n"},
+		{"negative lease", dsn, []string{"run", name, "--lease", "-1s", "--", "true"}, exitUsage,
+			"sqlelect run: election: invalid config: lease duration -1s: must be from 100ms (MinLeaseDuration) to 24h0m0s\n"},
+		{"metrics port", dsn, []string{"campaign", name, "--metrics-addr", ":99999"}, exitUsage, "--metrics-addr"},
 		{"invalid backend", dsn, []string{"campaign", name, "--backend", "paxos"}, exitUsage, "--backend"},
 		{"invalid log level", dsn, []string{"campaign", name, "--log-level", "loud"}, exitUsage, "--log-level"},
 		{"grace too long", dsn, append([]string{"run", name, "--grace", "800ms"}, append(fastFlags, "--", "true")...), exitUsage, "--grace"},
 		{"run without --", dsn, []string{"run", name, "true"}, exitUsage, "missing the command"},
-		{"watch interval", dsn, []string{"watch", name, "--interval", "0s"}, exitUsage, "--interval"},
+		{"watch interval", dsn, []string{"watch", name, "--interval", "0s"}, exitUsage, "--interval 0s: must be at least 10ms"},
+		{"watch interval below the floor", dsn, []string{"watch", name, "--interval", "1ms"}, exitUsage, "--interval 1ms: must be at least 10ms"},
 		{"no --yes: reelect", dsn, []string{"reelect", known}, exitUsage, "use --yes"},
 		{"no --yes: assume", dsn, []string{"assume", known, "y"}, exitUsage, "use --yes"},
 		{"too many args", dsn, []string{"status", "a", "b"}, exitUsage, "too many"},
@@ -708,7 +793,8 @@ func TestErrors(t *testing.T) {
 			t.Parallel()
 			ctx := testCtx(t, 30*time.Second)
 			r := sqlelect(t, ctx, tc.dsn, tc.args...)
-			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) ||
+				strings.Contains(r.stderr, "invalid config: election: invalid config") || strings.Contains(r.stderr, "invalid DSN: invalid DSN") {
 				t.Errorf("want exit %d and %q on stderr, got %s", tc.code, tc.msg, r)
 			}
 			if strings.Contains(r.stdout+r.stderr, secret) {
@@ -799,11 +885,73 @@ func TestCampaignBrokenPipe(t *testing.T) {
 	// still waiting out the lock delay of its new row, handed on with the
 	// rest of that delay (at most the 2 s lease), after which it expires.
 	rows := statusJSON(t, ctx, dsn, name)
-	if len(rows) != 1 || rows[0].ID != "p1" || rows[0].State == "live" && rows[0].Left > 2*time.Second {
+	if len(rows) != 1 || rows[0].ID != "p1" || rows[0].State == "live" && rows[0].LeftMS > 2000 {
 		t.Fatalf("after the reader left: %+v", rows)
 	}
 	waitFor(t, ctx, "the row given up", func() bool {
 		rows := statusJSON(t, ctx, dsn, name)
 		return len(rows) == 1 && rows[0].State != "live"
 	})
+}
+
+// TestInterruptedWhileConnecting: a signal before anything was done exits
+// 128+N, as a shell reports a process the signal killed.
+func TestInterruptedWhileConnecting(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 30*time.Second)
+	// A server that accepts connections and never answers: the handshake
+	// waits (up to the ping timeout).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	accepted := make(chan struct{}, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	dsn := "root@tcp(" + ln.Addr().String() + ")/app"
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		args []string
+	}{
+		{syscall.SIGINT, []string{"campaign", "e"}},
+		{syscall.SIGTERM, []string{"campaign", "e"}},
+		{syscall.SIGINT, []string{"run", "e", "--", "true"}},
+		{syscall.SIGINT, []string{"watch", "e"}},
+	} {
+		p := start(t, tc.args[0], dsn, tc.args...)
+		// It connects after it set up its signals: signal it then.
+		select {
+		case <-accepted:
+		case <-ctx.Done():
+			t.Fatalf("%v: no connection", tc.args)
+		}
+		p.signal(tc.sig)
+		if code := p.wait(t, ctx); code != 128+int(tc.sig) {
+			t.Errorf("%v, %s: exit %d, want %d", tc.args, tc.sig, code, 128+int(tc.sig))
+		}
+	}
 }

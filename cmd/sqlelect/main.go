@@ -20,18 +20,23 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
+	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4/database"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/sqlelect/sqlelect/election"
 )
@@ -39,13 +44,14 @@ import (
 // Exit codes.
 const (
 	exitOK          = 0
-	exitError       = 1 // any other error
-	exitUsage       = 2 // usage, invalid name, duration, flag or DSN
-	exitConnect     = 3 // cannot connect to the server
-	exitAccess      = 4 // access denied
-	exitTable       = 5 // the election table is missing or out of date
-	exitUnknown     = 6 // no such election
-	exitUnsupported = 7 // the backend is not supported on this server
+	exitError       = 1   // any other error
+	exitUsage       = 2   // usage, invalid name, duration, flag or DSN
+	exitConnect     = 3   // cannot connect to the server
+	exitAccess      = 4   // access denied
+	exitTable       = 5   // the election table is missing or out of date
+	exitUnknown     = 6   // no such election
+	exitUnsupported = 7   // the backend is not supported on this server
+	exitInterrupt   = 128 // plus the signal's number: interrupted before anything was done
 )
 
 // envDSN names the environment variable --dsn defaults to.
@@ -64,10 +70,9 @@ type command struct {
 	run     func(c *cli, cmd *command, args []string) error
 }
 
-var commands []*command
-
-func init() {
-	commands = []*command{
+// commands returns the command table, in the order of `sqlelect help`.
+func commands() []*command {
+	return []*command{
 		migrateCmd, statusCmd, watchCmd, assumeCmd, reelectCmd, campaignCmd, runCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
@@ -76,25 +81,26 @@ func init() {
 	}
 }
 
-func lookup(name string) *command {
-	for _, cmd := range commands {
+// cli holds the process's streams and the command table, so that the
+// commands can be driven by tests in the same process too.
+type cli struct {
+	stdin          *os.File
+	stdout, stderr io.Writer
+	commands       []*command
+}
+
+func main() {
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, commands: commands()}
+	os.Exit(c.main(os.Args[1:]))
+}
+
+func (c *cli) lookup(name string) *command {
+	for _, cmd := range c.commands {
 		if cmd.name == name {
 			return cmd
 		}
 	}
 	return nil
-}
-
-// cli holds the process's streams, so that the commands can be driven by
-// tests in the same process too.
-type cli struct {
-	stdin          *os.File
-	stdout, stderr io.Writer
-}
-
-func main() {
-	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	os.Exit(c.main(os.Args[1:]))
 }
 
 // main runs the command named by args[0] and returns the exit code.
@@ -110,7 +116,7 @@ func (c *cli) main(args []string) int {
 	case "-version", "--version":
 		name = "version"
 	}
-	cmd := lookup(name)
+	cmd := c.lookup(name)
 	if cmd == nil {
 		fmt.Fprintf(c.stderr, "sqlelect: unknown command %q; run 'sqlelect help'\n", name)
 		return exitUsage
@@ -166,116 +172,116 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// mysqlNumber returns the server error number in err's chain, or 0. It also
-// looks through golang-migrate's database.Error, which does not unwrap.
-func mysqlNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	var de database.Error
-	if errors.As(err, &de) && de.OrigErr != nil {
-		return mysqlNumber(de.OrigErr)
-	}
-	var dp *database.Error
-	if errors.As(err, &dp) && dp.OrigErr != nil {
-		return mysqlNumber(dp.OrigErr)
-	}
-	return 0
-}
-
-// describe maps an error to an exit code and a message for the operator.
+// describe maps an error to an exit code and a message for the operator:
+// the library's sentinels first (errors.Is), then the CLI's own exit codes.
 func describe(err error) (int, string) {
-	var ee *exitErr
-	if errors.As(err, &ee) {
-		return ee.code, ee.Error()
-	}
-	switch n := mysqlNumber(err); {
-	case errors.Is(err, election.ErrAccessDenied), n == 1044, n == 1045, n == 1142, n == 1143, n == 1227:
-		msg := err.Error()
-		if !strings.Contains(strings.ToLower(msg), "access denied") {
-			msg = "access denied: " + msg
-		}
+	msg := err.Error()
+	cause := migrateCause(err)
+	is := func(target error) bool { return errors.Is(err, target) || errors.Is(cause, target) }
+	switch {
+	case is(election.ErrAccessDenied):
 		return exitAccess, msg +
 			"\n\tthe user needs SELECT, INSERT, UPDATE and DELETE on the election table (and CREATE, DROP, ALTER for migrate)"
-	case errors.Is(err, election.ErrTableMissing), errors.Is(err, election.ErrSchemaMismatch), n == 1146:
-		msg := err.Error()
+	case is(election.ErrTableMissing), is(election.ErrSchemaMismatch):
 		if !strings.Contains(msg, "sqlelect migrate up") {
 			msg += "\n\tthe election table is missing or out of date: run `sqlelect migrate up`"
 		}
 		return exitTable, msg
-	case errors.Is(err, election.ErrUnsupportedTopology):
-		return exitUnsupported, err.Error() + "\n\tthis backend cannot be used on this server; use --backend table"
-	case errors.Is(err, election.ErrInvalidConfig), errors.Is(err, election.ErrUnsafeTimeZone):
-		return exitUsage, err.Error()
+	case is(election.ErrNoSuchElection):
+		return exitUnknown, msg
+	case is(election.ErrUnsupportedTopology):
+		return exitUnsupported, msg + "\n\tthis backend cannot be used on this server; use --backend table"
+	case is(election.ErrUnknownDatabase):
+		return exitConnect, msg
+	case is(election.ErrUnknownTimeZone):
+		return exitUsage, msg + "\n\tleave time_zone out of the DSN (sqlelect then uses '+00:00'), or load the server's time zone tables"
+	case is(election.ErrInvalidConfig), is(election.ErrUnsafeTimeZone):
+		return exitUsage, msg
 	}
-	return exitError, err.Error()
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		return ee.code, msg
+	}
+	return exitError, msg
+}
+
+// migrateCause classifies the server error inside golang-migrate's
+// database.Error, which does not unwrap; nil when there is none.
+func migrateCause(err error) error {
+	var de database.Error
+	if errors.As(err, &de) {
+		return election.Classify(de.OrigErr)
+	}
+	var dp *database.Error
+	if errors.As(err, &dp) {
+		return election.Classify(dp.OrigErr)
+	}
+	return nil
 }
 
 // ---- flags ----------------------------------------------------------------
 
-// newFlagSet returns a flag set for cmd that reports errors instead of
-// printing them; the command's usage is printed by parse.
-func newFlagSet(cmd *command) *flag.FlagSet {
-	fs := flag.NewFlagSet("sqlelect "+cmd.name, flag.ContinueOnError)
+// newFlagSet returns a GNU-style flag set for cmd (flags may follow
+// arguments; "--" ends them) that reports errors instead of printing them.
+func newFlagSet(cmd *command) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sqlelect "+cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
 	return fs
 }
 
-// parse parses args with fs after moving flags before positional arguments
-// (so that `status NAME --json` works). It prints the usage and returns
-// errHelp for -h/--help, and a usage error for bad flags.
-func (c *cli) parse(cmd *command, fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+// negativeNumber is an argument such as "-1" (migrate force -1), which is
+// positional, not a flag.
+var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
+
+// parse parses args with fs and returns the positional arguments. It prints
+// the usage and returns errHelp for -h/--help, and a usage error for bad
+// flags.
+func (c *cli) parse(cmd *command, fs *pflag.FlagSet, args []string) ([]string, error) {
+	// A negative number that is not a flag's value is positional: hide it
+	// from pflag, which would take it for a shorthand flag.
+	const hide = "\x00"
+	args = append([]string(nil), args...)
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if negativeNumber.MatchString(a) && !(i > 0 && takesValue(fs, args[i-1])) {
+			args[i] = hide + a
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
 			c.commandUsage(c.stdout, cmd, fs)
 			return nil, errHelp
 		}
-		msg := strings.Replace(err.Error(), "flag -", "flag --", 1)
-		msg = strings.Replace(msg, "not defined: -", "not defined: --", 1)
-		return nil, failf(exitUsage, "%s (see 'sqlelect %s --help')", msg, cmd.name)
+		var bad *pflag.InvalidValueError
+		var unknown *pflag.NotExistError
+		switch {
+		case errors.As(err, &bad) && bad.GetFlag().Value.Type() == "duration":
+			err = fmt.Errorf("--%s %q: want a Go duration such as 500ms, 10s or 1m30s", bad.GetFlag().Name, bad.GetValue())
+		case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() != "":
+			err = fmt.Errorf("%w: flags take two dashes, and an argument that starts with - goes after --", err)
+		}
+		return nil, failf(exitUsage, "%v (see 'sqlelect %s --help')", err, cmd.name)
 	}
-	return fs.Args(), nil
+	pos := fs.Args()
+	for i, a := range pos {
+		pos[i] = strings.TrimPrefix(a, hide)
+	}
+	return pos, nil
+}
+
+// takesValue reports whether arg is a long flag of fs that takes the next
+// argument as its value.
+func takesValue(fs *pflag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "--")
+	f := fs.Lookup(name)
+	return ok && f != nil && f.NoOptDefVal == ""
 }
 
 // errHelp ends a command successfully after its usage was printed.
 var errHelp = &exitErr{code: exitOK, msg: "help"}
-
-// reorder moves flags (and their values) ahead of positional arguments.
-// Everything after "--" stays positional, in order.
-func reorder(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' || a[1] >= '0' && a[1] <= '9' { // "-1" is a number
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := fs.Lookup(name)
-		if f == nil || isBool(f) {
-			continue
-		}
-		if i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	return append(append(flags, "--"), pos...)
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
 
 // common are the flags of every command that talks to the database.
 type common struct {
@@ -283,7 +289,7 @@ type common struct {
 	table string
 }
 
-func (co *common) register(fs *flag.FlagSet) {
+func (co *common) register(fs *pflag.FlagSet) {
 	fs.StringVar(&co.dsn, "dsn", "", "go-sql-driver/mysql `DSN`, e.g. user:pass@tcp(db:3306)/app (default $"+envDSN+")")
 	fs.StringVar(&co.table, "table", election.DefaultTable, "election `table`, optionally db.table")
 }
@@ -302,10 +308,13 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 	if dsn == "" {
 		return nil, "", failf(exitUsage, "no database: set --dsn or %s (e.g. user:pass@tcp(127.0.0.1:3306)/app)", envDSN)
 	}
+	if err := checkTimeZone(dsn); err != nil {
+		return nil, "", err
+	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		// The driver's messages never quote the DSN.
-		return nil, "", wrapf(exitUsage, err, "invalid DSN")
+		// The driver's messages start with "invalid DSN" and never quote it.
+		return nil, "", &exitErr{code: exitUsage, err: err}
 	}
 	if err := election.ValidateTable(co.table); err != nil {
 		return nil, "", err
@@ -322,6 +331,30 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 		cfg.Params["time_zone"] = "'+00:00'"
 	}
 	return cfg, shown, nil
+}
+
+// dsnTimeZone finds the time_zone parameter of a DSN.
+var dsnTimeZone = regexp.MustCompile(`[?&]time_zone=([^&]*)`)
+
+// checkTimeZone refuses a time_zone DSN parameter that is not a quoted SQL
+// string (or a bare word such as SYSTEM): the driver sends it as it is, so
+// SET time_zone=Europe/Berlin fails, and an unescaped / breaks the DSN. The
+// error shows the parameter as it should be written.
+func checkTimeZone(dsn string) error {
+	m := dsnTimeZone.FindAllStringSubmatch(dsn, -1)
+	if m == nil {
+		return nil
+	}
+	raw := m[len(m)-1][1]
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		v = raw
+	}
+	if strings.HasPrefix(v, "'") || regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(v) {
+		return nil
+	}
+	return failf(exitUsage, "the DSN's time_zone=%s is not a quoted SQL string: quote it, as time_zone=%s",
+		raw, url.QueryEscape("'"+v+"'"))
 }
 
 // redact formats cfg with its password replaced by ***.
@@ -347,7 +380,7 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, wrapf(exitUsage, err, "invalid DSN %s", shown)
+		return nil, wrapf(exitUsage, err, "the DSN %s", shown)
 	}
 	db := sql.OpenDB(conn)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -359,21 +392,13 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 	return db, nil
 }
 
-// connectError classifies a failed ping.
+// connectError explains a failed ping: exit code 3 unless the library
+// names its cause (access denied, an unknown time zone).
 func connectError(err error, shown string) error {
-	switch mysqlNumber(err) {
-	case 1044, 1045:
-		return wrapf(exitAccess, err, "access denied connecting to %s", shown)
-	case 1049:
-		return wrapf(exitConnect, err, "cannot connect to %s: the database does not exist", shown)
-	case 1298: // ER_UNKNOWN_TIME_ZONE
-		return wrapf(exitUsage, err, "the DSN %s sets a time_zone the server does not know; "+
-			"leave time_zone out (sqlelect then uses '+00:00')", shown)
-	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %v", pingTimeout)
 	}
-	return wrapf(exitConnect, err, "cannot connect to %s", shown)
+	return wrapf(exitConnect, election.Classify(err), "cannot connect to %s", shown)
 }
 
 // driverLogger sends the driver's log lines to slog at debug level.
@@ -391,7 +416,7 @@ func (c *cli) confirm(question string, yes bool) error {
 	if yes {
 		return nil
 	}
-	if !isTerminal(c.stdin) {
+	if !term.IsTerminal(int(c.stdin.Fd())) {
 		return failf(exitUsage, "stdin is not a terminal: use --yes to confirm")
 	}
 	fmt.Fprintf(c.stderr, "%s [y/N] ", question)
@@ -403,18 +428,57 @@ func (c *cli) confirm(question string, yes bool) error {
 	return failf(exitError, "not confirmed; nothing done")
 }
 
+// ---- signals --------------------------------------------------------------
+
+// interrupted is the cause of a context that a signal ended.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return i.sig.String() + " received" }
+
+// signalContext returns a context that SIGINT or SIGTERM cancels with an
+// interrupted cause; stop releases the signals and the goroutine.
+func signalContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupted{s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interruptStatus is the exit status of a command that a signal stopped
+// before it did anything, as a shell reports it: 128+N (130 for SIGINT).
+func interruptStatus(ctx context.Context) error {
+	var i interrupted
+	if errors.As(context.Cause(ctx), &i) {
+		return exitStatus(exitInterrupt + int(i.sig))
+	}
+	return exitStatus(exitInterrupt + int(syscall.SIGINT))
+}
+
 // ---- help and version -----------------------------------------------------
 
 const exitCodesHelp = `Exit codes:
   0  success (for run: CMD's own status when it exits by itself, see 'sqlelect run --help')
   1  any other error
-  2  usage error: unknown command or flag, invalid election name, ID, duration or DSN,
-     missing --dsn, an unsafe time_zone in the DSN, or --yes needed
+  2  usage error: unknown command or flag, invalid election name, ID, duration, address
+     or DSN, missing --dsn, an unsafe or unknown time_zone in the DSN, or --yes needed
   3  cannot connect to the server (or the database does not exist)
-  4  access denied (server error 1044, 1045, 1142, 1143, 1227)
+  4  access denied: a wrong user or password, or a missing privilege
   5  the election table is missing or out of date: run 'sqlelect migrate up'
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
+  130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 
 func (c *cli) usage(w io.Writer) {
@@ -425,15 +489,16 @@ Usage:
 
 Commands:
 `)
-	for _, cmd := range commands {
+	for _, cmd := range c.commands {
 		fmt.Fprintf(w, "  %-9s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprintf(w, `
 Every command that talks to the database takes --dsn (default $%s), a
 go-sql-driver/mysql DSN such as 'app:secret@tcp(db:3306)/app', and --table
 (default %s). The session time zone is set to '+00:00' unless the DSN sets
-time_zone; parseTime is not needed. Passwords are never printed.
-Durations are in Go syntax: 500ms, 2s, 1m30s. Flags may follow arguments.
+time_zone (quoted: time_zone=%%27%%2B01%%3A00%%27); parseTime is not needed.
+Passwords are never printed. Durations are in Go syntax: 500ms, 2s, 1m30s.
+Flags may follow arguments; arguments that start with - go after --.
 
 %s
 Run 'sqlelect COMMAND --help' for a command's flags and an example.
@@ -444,18 +509,13 @@ Example:
 `, envDSN, election.DefaultTable, exitCodesHelp)
 }
 
-func (c *cli) commandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
+func (c *cli) commandUsage(w io.Writer, cmd *command, fs *pflag.FlagSet) {
 	fmt.Fprintf(w, "Usage: sqlelect %s %s\n\n%s\n", cmd.name, cmd.args, cmd.summary)
 	if cmd.detail != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(cmd.detail, "\n"))
 	}
-	if fs != nil {
-		var n int
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
-			fmt.Fprintf(w, "\nFlags:\n")
-			printFlags(w, fs)
-		}
+	if fs.HasFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsagesWrapped(100))
 	}
 	fmt.Fprintf(w, "\nExample:\n")
 	for _, l := range strings.Split(strings.TrimRight(cmd.example, "\n"), "\n") {
@@ -468,9 +528,9 @@ func (c *cli) help(_ *command, args []string) error {
 		c.usage(c.stdout)
 		return nil
 	}
-	if len(args) == 1 && args[0] != "help" && lookup(args[0]) != nil {
+	if len(args) == 1 && args[0] != "help" && c.lookup(args[0]) != nil {
 		// Let the command print its own usage, with its flags.
-		cmd := lookup(args[0])
+		cmd := c.lookup(args[0])
 		return cmd.run(c, cmd, []string{"--help"})
 	}
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -481,11 +541,11 @@ func (c *cli) help(_ *command, args []string) error {
 }
 
 func (c *cli) version(cmd *command, args []string) error {
-	fs := newFlagSet(cmd)
-	if _, err := c.parse(cmd, fs, args); err != nil {
+	args, err := c.parse(cmd, newFlagSet(cmd), args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	if len(args) > 0 {
 		return failf(exitUsage, "version takes no arguments")
 	}
 	fmt.Fprintln(c.stdout, "sqlelect", buildVersion(), "("+runtime.Version()+")")
@@ -520,44 +580,4 @@ func buildVersion() string {
 		return "devel-" + rev + dirty
 	}
 	return "devel"
-}
-
-// printFlags is flag.PrintDefaults with GNU-style double dashes.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		typ, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if typ != "" {
-			line += " " + typ
-		}
-		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && !strings.Contains(usage, "(default") {
-			if _, ok := f.Value.(*durationValue); ok {
-				line += fmt.Sprintf(" (default %s)", f.DefValue)
-			} else {
-				line += fmt.Sprintf(" (default %q)", f.DefValue)
-			}
-		}
-		fmt.Fprintln(w, line)
-	})
-}
-
-// durationValue is a flag.Value for a Go duration with a clearer error.
-type durationValue time.Duration
-
-func (d *durationValue) String() string { return time.Duration(*d).String() }
-
-func (d *durationValue) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("want a Go duration such as 500ms, 10s or 1m30s")
-	}
-	*d = durationValue(v)
-	return nil
-}
-
-// durationFlag defines a duration flag with that error message.
-func durationFlag(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var((*durationValue)(p), name, usage)
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
@@ -46,7 +49,13 @@ func describeHolder(r election.Record) string {
 	return fmt.Sprintf("%s (term %d, %s)", printable(r.ID), r.Term, state(r))
 }
 
-func (c *cli) assume(cmd *command, args []string) error {
+// operate is what assume and reelect share: it parses ELECTION and the
+// other arguments (want names them), validates them, connects, reads the
+// election's record (exit 6 without a row), asks question(args, prev)
+// unless --yes, and calls act with a query deadline.
+func (c *cli) operate(cmd *command, args []string, want string, validate func(args []string) error,
+	question func(args []string, prev election.Record) string,
+	act func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error) error {
 	fs := newFlagSet(cmd)
 	var co common
 	co.register(fs)
@@ -55,80 +64,65 @@ func (c *cli) assume(cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) != 2 {
-		return failf(exitUsage, "want ELECTION ID (see 'sqlelect assume --help')")
+	if len(args) != strings.Count(want, " ")+1 {
+		return failf(exitUsage, "want %s (see 'sqlelect %s --help')", want, cmd.name)
 	}
-	name, id := args[0], args[1]
-	if err := errors.Join(election.ValidateName(name), election.ValidateID(id)); err != nil {
+	if err := validate(args); err != nil {
 		return err
 	}
 	ctx := context.Background()
-	db, err := co.connect(ctx, nil)
+	db, prev, err := co.open(ctx, args[0])
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	prev, err := lookupElection(ctx, db, co.table, name)
-	if err != nil {
-		return err
-	}
-	if err := c.confirm(fmt.Sprintf("Really make %s lead %s? (now: %s)", printable(id), name, describeHolder(prev)), *yes); err != nil {
+	if err := c.confirm(question(args, prev), *yes); err != nil {
 		return err
 	}
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	rec, err := election.Assume(qctx, db, co.table, name, id)
-	if err != nil && !(errors.Is(err, election.ErrNoLeader) && rec.Term != 0) {
-		return err
-	}
-	lease := rec.Lease.Round(time.Millisecond)
-	fmt.Fprintf(c.stdout, "assumed %s: %s -> %s (term %d)\n", name, describeHolder(prev), printable(id), rec.Term)
-	fmt.Fprintf(c.stdout, "%s takes over at its next look and leads after its lock delay (default: its lease, %v); "+
-		"the old leader stands down at its next renewal\n", printable(id), lease)
-	fmt.Fprintf(c.stdout, "if no candidate %s is running, nobody leads until the lease runs out (%v)\n", printable(id), lease)
-	return nil
+	return act(qctx, db, co.table, args, prev)
+}
+
+func (c *cli) assume(cmd *command, args []string) error {
+	return c.operate(cmd, args, "ELECTION ID",
+		func(args []string) error { return cmp.Or(election.ValidateName(args[0]), election.ValidateID(args[1])) },
+		func(args []string, prev election.Record) string {
+			return fmt.Sprintf("Really make %s lead %s? (now: %s)", printable(args[1]), args[0], describeHolder(prev))
+		},
+		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+			name, id := args[0], printable(args[1])
+			rec, err := election.Assume(ctx, db, table, name, args[1])
+			if err != nil && !errors.Is(err, election.ErrNoLiveLease) {
+				return err
+			}
+			lease := rec.Lease.Round(time.Millisecond)
+			fmt.Fprintf(c.stdout, "assumed %s: %s -> %s (term %d)\n", name, describeHolder(prev), id, rec.Term)
+			fmt.Fprintf(c.stdout, "%s takes over at its next look and leads after its lock delay (default: its lease, %v); "+
+				"the old leader stands down at its next renewal\n", id, lease)
+			fmt.Fprintf(c.stdout, "if no candidate %s is running, nobody leads until the lease runs out (%v)\n", id, lease)
+			return nil
+		})
 }
 
 func (c *cli) reelect(cmd *command, args []string) error {
-	fs := newFlagSet(cmd)
-	var co common
-	co.register(fs)
-	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	args, err := c.parse(cmd, fs, args)
-	if err != nil {
-		return err
-	}
-	if len(args) != 1 {
-		return failf(exitUsage, "want exactly one election (see 'sqlelect reelect --help')")
-	}
-	name := args[0]
-	if err := election.ValidateName(name); err != nil {
-		return err
-	}
-	ctx := context.Background()
-	db, err := co.connect(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	prev, err := lookupElection(ctx, db, co.table, name)
-	if err != nil {
-		return err
-	}
-	if err := c.confirm(fmt.Sprintf("Really force a re-election of %s? (now: %s)", name, describeHolder(prev)), *yes); err != nil {
-		return err
-	}
-	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	old, err := election.Reelect(qctx, db, co.table, name)
-	if errors.Is(err, election.ErrNoLeader) {
-		return failf(exitUnknown, "unknown election %q: no row in %s (deleted meanwhile?)", name, co.table)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "re-election of %s forced: deleted the row of %s\n", name, describeHolder(old))
-	fmt.Fprintln(c.stdout, "the holder stands down at its next renewal; a candidate that wins a released row leads at once, "+
-		"one that inserts a new row waits its lock delay (default: its lease)")
-	return nil
+	return c.operate(cmd, args, "ELECTION",
+		func(args []string) error { return election.ValidateName(args[0]) },
+		func(args []string, prev election.Record) string {
+			return fmt.Sprintf("Really force a re-election of %s? (now: %s)", args[0], describeHolder(prev))
+		},
+		func(ctx context.Context, db *sql.DB, table string, args []string, _ election.Record) error {
+			old, err := election.Reelect(ctx, db, table, args[0])
+			if errors.Is(err, election.ErrNoLeader) && !errors.Is(err, election.ErrNoSuchElection) {
+				// Reelect's documented "there was no row".
+				return fmt.Errorf("%w: %q in %s (deleted meanwhile)", election.ErrNoSuchElection, args[0], table)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "re-election of %s forced: deleted the row of %s\n", args[0], describeHolder(old))
+			fmt.Fprintln(c.stdout, "the holder stands down at its next renewal; a candidate that wins a released row leads at once, "+
+				"one that inserts a new row waits its lock delay (default: its lease)")
+			return nil
+		})
 }

@@ -5,10 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/sqlelect/sqlelect/election"
 )
 
 var runCmd = &command{
@@ -31,7 +32,8 @@ var runCmd = &command{
   candidate takes over at once) and exits with CMD's exit status (128+N when
   a signal N killed it), like 'consul lock'. If CMD cannot be started,
   sqlelect resigns and exits 1.
-- On SIGTERM or SIGINT, sqlelect stops CMD as above, resigns and exits 0.
+- On SIGTERM or SIGINT, sqlelect stops CMD as above, resigns and exits 0
+  (130, or 143 for SIGTERM, when the signal came while it was connecting).
 
 The JSON event lines of campaign go to stderr here, so that CMD's stdout
 stays its own. If sqlelect itself is frozen (SIGSTOP, a paused VM) it cannot
@@ -43,44 +45,25 @@ sqlelect run web-primary -- sh -c 'echo leading as $SQLELECT_ID term $SQLELECT_T
 }
 
 func (c *cli) run(cmd *command, args []string) error {
-	// Everything after the first "--" is the command.
-	var argv []string
-	for i, a := range args {
-		if a == "--" {
-			args, argv = args[:i], args[i+1:]
-			break
-		}
-	}
 	fs := newFlagSet(cmd)
-	var f campaignFlags
-	f.register(fs)
 	var grace time.Duration
-	durationFlag(fs, &grace, "grace", 0, "time between SIGTERM and SIGKILL when leadership ends (default (lease - renew-deadline)/2)")
-	args, err := c.parse(cmd, fs, args)
+	fs.DurationVar(&grace, "grace", 0, "time between SIGTERM and SIGKILL when leadership ends (default (lease - renew-deadline)/2)")
+	f, names, argv, err := c.parseCandidate(cmd, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(argv) == 0 {
 		return failf(exitUsage, "missing the command: sqlelect run ELECTION [flags] -- CMD [ARGS...]")
 	}
-	if len(args) != 1 {
+	if len(names) != 1 {
 		return failf(exitUsage, "want exactly one election before -- (see 'sqlelect run --help')")
 	}
-	cfg, log, err := f.config(args[0], c.stderr)
+	cfg, log, err := f.config(names[0], c.stderr)
 	if err != nil {
 		return err
 	}
-	margin := cfg.LeaseDuration - cfg.RenewDeadline
-	if grace == 0 {
-		grace = margin / 2
-	}
-	if grace <= 0 || grace >= margin {
-		return failf(exitUsage, "--grace %v: must be positive and less than lease - renew-deadline (%v - %v = %v), "+
-			"so that CMD is dead before another candidate may lead", grace, cfg.LeaseDuration, cfg.RenewDeadline, margin)
-	}
-	if cfg.LockDelay != 0 && cfg.LockDelay < cfg.RenewDeadline+grace {
-		return failf(exitUsage, "--lock-delay %v: must be at least renew-deadline + grace (%v), "+
-			"so that a deposed leader's CMD is dead before this one starts", cfg.LockDelay, cfg.RenewDeadline+grace)
+	if grace, err = checkGrace(grace, cfg); err != nil {
+		return err
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -89,31 +72,19 @@ func (c *cli) run(cmd *command, args []string) error {
 
 	r := &runner{name: cfg.Name, id: cfg.ID, path: path, argv: argv, grace: grace, log: log,
 		exited: make(chan int, 1)}
-	ev := newEvents(c.stderr, cfg.Name, cfg.ID)
-	cfg.Callbacks = ev.callbacks(r.lead)
-	cfg.Logger = log
-
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-	e, stop, err := c.newElection(ctx, &f, cfg, log)
+	j, err := c.join(f, cfg, log, newEvents(c.stderr, cfg.Name, cfg.ID), r.lead)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // interrupted while connecting
-		}
 		return err
 	}
-	defer stop()
+	defer j.stop()
 
-	runCtx, cancelRun := context.WithCancel(ctx)
+	runCtx, cancelRun := context.WithCancel(j.ctx)
 	defer cancelRun()
 	errc := make(chan error, 1)
-	go func() { errc <- e.Run(runCtx) }()
+	go func() { errc <- j.e.Run(runCtx) }()
 	select {
 	case err := <-errc:
-		if err != nil {
-			return campaignError(err, f.backend)
-		}
-		return nil
+		return campaignError(err, f.backend)
 	case code := <-r.exited:
 		// CMD exited by itself, or could not start: resign and exit. Ending
 		// Run's context makes it stand down and release the row.
@@ -127,6 +98,25 @@ func (c *cli) run(cmd *command, args []string) error {
 		log.Info("command exited; resigned", "status", code)
 		return exitStatus(code)
 	}
+}
+
+// checkGrace returns --grace, or its default (lease - renew-deadline)/2,
+// and a usage error unless CMD is sure to be dead before another candidate
+// may lead.
+func checkGrace(grace time.Duration, cfg election.Config) (time.Duration, error) {
+	margin := cfg.LeaseDuration - cfg.RenewDeadline
+	if grace == 0 {
+		grace = margin / 2
+	}
+	if grace <= 0 || grace >= margin {
+		return 0, failf(exitUsage, "--grace %v: must be positive and less than lease - renew-deadline (%v - %v = %v), "+
+			"so that CMD is dead before another candidate may lead", grace, cfg.LeaseDuration, cfg.RenewDeadline, margin)
+	}
+	if cfg.LockDelay < cfg.RenewDeadline+grace {
+		return 0, failf(exitUsage, "--lock-delay %v: must be at least renew-deadline + grace (%v), "+
+			"so that a deposed leader's CMD is dead before this one starts", cfg.LockDelay, cfg.RenewDeadline+grace)
+	}
+	return grace, nil
 }
 
 // runner starts and stops the command on leadership changes.

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
+	"io"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode"
@@ -30,8 +28,8 @@ and the holder last renewed (LAST-RENEWAL), in UTC; the lease left by the
 database clock (negative: expired that long ago); STATE live, expired or
 released; the VALUE the holder published; the BACKEND (table or lock).
 
---json prints an array of objects: election, id, term, since, last_renewal,
-lease and lease_left (Go durations in nanoseconds), released, acquired
+--json prints an array of objects: election, id, term, since, last_renewal
+(RFC 3339), lease_ms and lease_left_ms (milliseconds), released, acquired
 (how the term began), value, backend, connection_id, live and state.
 
 Exit code 6 when ELECTION has no row.`,
@@ -51,11 +49,30 @@ func state(r election.Record) string {
 	return "expired"
 }
 
-// jsonRecord is a Record as status --json prints it.
+// jsonRecord is a Record as status --json prints it: durations in
+// milliseconds, with the unit in the name.
 type jsonRecord struct {
-	election.Record
-	Live  bool   `json:"live"`
-	State string `json:"state"`
+	Election     string    `json:"election"`
+	ID           string    `json:"id"`
+	Term         uint64    `json:"term"`
+	Since        time.Time `json:"since"`
+	LastRenewal  time.Time `json:"last_renewal"`
+	LeaseMS      int64     `json:"lease_ms"`
+	LeaseLeftMS  int64     `json:"lease_left_ms"`
+	Released     bool      `json:"released"`
+	Acquired     string    `json:"acquired"`
+	Value        string    `json:"value"`
+	Backend      string    `json:"backend"`
+	ConnectionID uint64    `json:"connection_id,omitempty"`
+	Live         bool      `json:"live"`
+	State        string    `json:"state"`
+}
+
+func newJSONRecord(r election.Record) jsonRecord {
+	return jsonRecord{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since, LastRenewal: r.LastRenewal,
+		LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(), Released: r.Released,
+		Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
+		Live: r.Live(), State: state(r)}
 }
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
@@ -78,25 +95,36 @@ func printable(s string) string {
 	return s
 }
 
-// lookupElection reads one election's record; an election with no row is
-// exit code 6.
+// lookupElection reads one election's record, live or not; an election
+// with no row is an error wrapping election.ErrNoSuchElection (exit 6).
 func lookupElection(ctx context.Context, db *sql.DB, table, name string) (election.Record, error) {
-	if err := election.ValidateName(name); err != nil {
-		return election.Record{}, err
-	}
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	rec, err := election.Status(qctx, db, table, name)
-	switch {
-	case err == nil:
+	if errors.Is(err, election.ErrNoLiveLease) {
 		return rec, nil
-	case errors.Is(err, election.ErrNoLeader) && rec.Term == 0:
-		// Status says "no row" with a zero record: every row has a term.
-		return rec, failf(exitUnknown, "unknown election %q: no row in %s", name, table)
-	case errors.Is(err, election.ErrNoLeader):
-		return rec, nil // a row, but no live lease
 	}
 	return rec, err
+}
+
+// open connects and, when name is not empty, reads that election's record
+// (see lookupElection).
+func (co *common) open(ctx context.Context, name string) (*sql.DB, election.Record, error) {
+	if name != "" {
+		if err := election.ValidateName(name); err != nil {
+			return nil, election.Record{}, err
+		}
+	}
+	db, err := co.connect(ctx, nil)
+	if err != nil || name == "" {
+		return db, election.Record{}, err
+	}
+	rec, err := lookupElection(ctx, db, co.table, name)
+	if err != nil {
+		db.Close()
+		return nil, rec, err
+	}
+	return db, rec, nil
 }
 
 func (c *cli) status(cmd *command, args []string) error {
@@ -111,26 +139,18 @@ func (c *cli) status(cmd *command, args []string) error {
 	if len(args) > 1 {
 		return failf(exitUsage, "too many arguments %q: want at most one election", args)
 	}
-	if len(args) == 1 {
-		if err := election.ValidateName(args[0]); err != nil {
-			return err
-		}
-	}
 	ctx := context.Background()
-	db, err := co.connect(ctx, nil)
+	var name string
+	if len(args) == 1 {
+		name = args[0]
+	}
+	db, rec, err := co.open(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-
-	var recs []election.Record
-	if len(args) == 1 {
-		rec, err := lookupElection(ctx, db, co.table, args[0])
-		if err != nil {
-			return err
-		}
-		recs = []election.Record{rec}
-	} else {
+	recs := []election.Record{rec}
+	if name == "" {
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 		recs, err = election.List(qctx, db, co.table)
 		cancel()
@@ -138,18 +158,22 @@ func (c *cli) status(cmd *command, args []string) error {
 			return err
 		}
 	}
-
 	if *asJSON {
 		out := make([]jsonRecord, len(recs))
 		for i, r := range recs {
-			out[i] = jsonRecord{Record: r, Live: r.Live(), State: state(r)}
+			out[i] = newJSONRecord(r)
 		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	return c.printRecords(recs, co.table)
+}
+
+// printRecords prints records as status's table.
+func (c *cli) printRecords(recs []election.Record, table string) error {
 	if len(recs) == 0 {
-		fmt.Fprintf(c.stderr, "no elections in %s\n", co.table)
+		fmt.Fprintf(c.stderr, "no elections in %s\n", table)
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
@@ -178,18 +202,22 @@ first at once:
 TIME is when the change was seen (RFC 3339, UTC). leader is (none) when
 nobody holds a live lease; STATE is live, expired, released, or deleted
 (the row is gone, e.g. after reelect). Runs until SIGINT or SIGTERM (exit
-0). Database errors while watching are reported on stderr and retried.
-Exit code 6 when ELECTION has no row at the start.`,
+0; 130, or 143 for SIGTERM, when the signal came before the first line).
+Database errors while watching are reported on stderr and retried.
+--interval is at least 10ms. Exit code 6 when ELECTION has no row at the
+start.`,
 	example: `sqlelect watch web-primary --interval 1s`,
 	run:     (*cli).watch,
 }
+
+// minWatchInterval is the shortest --interval of watch.
+const minWatchInterval = 10 * time.Millisecond
 
 func (c *cli) watch(cmd *command, args []string) error {
 	fs := newFlagSet(cmd)
 	var co common
 	co.register(fs)
-	var interval time.Duration
-	durationFlag(fs, &interval, "interval", 500*time.Millisecond, "`interval` between two looks")
+	interval := fs.Duration("interval", 500*time.Millisecond, "time between two looks, at least 10ms")
 	args, err := c.parse(cmd, fs, args)
 	if err != nil {
 		return err
@@ -197,67 +225,31 @@ func (c *cli) watch(cmd *command, args []string) error {
 	if len(args) != 1 {
 		return failf(exitUsage, "want exactly one election (see 'sqlelect watch --help')")
 	}
-	name := args[0]
-	if err := election.ValidateName(name); err != nil {
-		return err
+	if *interval < minWatchInterval {
+		return failf(exitUsage, "--interval %v: must be at least %v", *interval, minWatchInterval)
 	}
-	if interval <= 0 {
-		return failf(exitUsage, "--interval %v: must be positive", interval)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
-	db, err := co.connect(ctx, nil)
+	db, _, err := co.open(ctx, args[0])
+	if ctx.Err() != nil {
+		return interruptStatus(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := lookupElection(ctx, db, co.table, name); err != nil {
-		return err
-	}
-
-	type seen struct {
-		leader string
-		term   uint64
-		state  string
-	}
-	var last *seen
-	var lastErr string
-	tick := time.NewTicker(interval)
+	w := watcher{out: c.stdout, errs: c.stderr}
+	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	for {
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		rec, err := election.Status(qctx, db, co.table, name)
+		rec, err := election.Status(qctx, db, co.table, args[0])
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
-		now := time.Now().UTC()
-		switch {
-		case err != nil && !errors.Is(err, election.ErrNoLeader):
-			if code, _ := describe(err); code == exitAccess || code == exitTable {
-				return err
-			}
-			if msg := err.Error(); msg != lastErr {
-				fmt.Fprintf(c.stderr, "%s error (retrying): %v\n", now.Format(time.RFC3339Nano), err)
-				lastErr = msg
-			}
-		default:
-			lastErr = ""
-			s := seen{leader: "(none)", term: rec.Term, state: state(rec)}
-			if rec.Live() {
-				s.leader = rec.ID
-			}
-			if rec.Term == 0 {
-				s.state = "deleted"
-			}
-			if last == nil || s.leader != last.leader || s.term != last.term {
-				leader := s.leader
-				if leader != "(none)" {
-					leader = printable(leader)
-				}
-				fmt.Fprintf(c.stdout, "%s leader=%s term=%d state=%s\n", now.Format(time.RFC3339Nano), leader, s.term, s.state)
-				last = &s
-			}
+		if err := w.see(rec, err); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -265,4 +257,48 @@ func (c *cli) watch(cmd *command, args []string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// watcher prints what watch sees: a line per change of leader or term, and
+// database errors once each.
+type watcher struct {
+	out, errs io.Writer
+	last      *seen
+	lastErr   string
+}
+
+type seen struct {
+	leader string
+	term   uint64
+	state  string
+}
+
+// see reports one look at the election; it returns the errors that end
+// watch (the table or the privileges are gone).
+func (w *watcher) see(rec election.Record, err error) error {
+	now := time.Now().UTC()
+	switch {
+	case err != nil && !errors.Is(err, election.ErrNoLeader):
+		if code, _ := describe(err); code == exitAccess || code == exitTable {
+			return err
+		}
+		if msg := err.Error(); msg != w.lastErr {
+			fmt.Fprintf(w.errs, "%s error (retrying): %v\n", now.Format(time.RFC3339Nano), err)
+			w.lastErr = msg
+		}
+		return nil
+	}
+	w.lastErr = ""
+	s := seen{leader: "(none)", term: rec.Term, state: state(rec)}
+	if rec.Live() {
+		s.leader = printable(rec.ID)
+	}
+	if errors.Is(err, election.ErrNoSuchElection) {
+		s.state = "deleted"
+	}
+	if w.last == nil || s.leader != w.last.leader || s.term != w.last.term {
+		fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s\n", now.Format(time.RFC3339Nano), s.leader, s.term, s.state)
+		w.last = &s
+	}
+	return nil
 }

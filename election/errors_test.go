@@ -1,0 +1,118 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/internal/testdb"
+)
+
+// TestSentinels: the two causes of ErrNoLeader match it and not each other,
+// and every sentinel's message has the package prefix once.
+func TestSentinels(t *testing.T) {
+	for _, tc := range []struct {
+		err, is error
+		want    bool
+	}{
+		{ErrNoSuchElection, ErrNoLeader, true},
+		{ErrNoLiveLease, ErrNoLeader, true},
+		{ErrNoSuchElection, ErrNoLiveLease, false},
+		{ErrNoLiveLease, ErrNoSuchElection, false},
+		{ErrNoLeader, ErrNoSuchElection, false},
+		{fmt.Errorf("%w: x", ErrNoLiveLease), ErrNoLeader, true},
+	} {
+		if got := errors.Is(tc.err, tc.is); got != tc.want {
+			t.Errorf("errors.Is(%v, %v) = %v, want %v", tc.err, tc.is, got, tc.want)
+		}
+	}
+	for err, want := range map[error]string{
+		ErrNoSuchElection: "election: no such election",
+		ErrNoLiveLease:    "election: no live lease",
+		ErrNotRunning:     "election: not running",
+	} {
+		if err.Error() != want {
+			t.Errorf("%q, want %q", err.Error(), want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	server := func(n uint16, msg string) error {
+		return &mysql.MySQLError{Number: n, SQLState: [5]byte{'4', '2', '0', '0', '0'}, Message: msg}
+	}
+	for _, tc := range []struct {
+		err      error
+		sentinel error
+		want     string
+	}{
+		{server(1045, "Access denied for user 'x'"), ErrAccessDenied, "election: access denied: Error 1045 (42000): Access denied for user 'x'"},
+		{server(1142, "DELETE command denied"), ErrAccessDenied, "election: access denied: Error 1142 (42000): DELETE command denied"},
+		{server(1146, "Table 'a.b' doesn't exist"), ErrTableMissing, "election: table missing (run `sqlelect migrate up`): Error 1146 (42000): Table 'a.b' doesn't exist"},
+		{server(1049, "Unknown database 'a'"), ErrUnknownDatabase, "election: unknown database: Error 1049 (42000): Unknown database 'a'"},
+		{server(1054, "Unknown column"), ErrSchemaMismatch, "election: table schema out of date (run `sqlelect migrate up`): Error 1054 (42000): Unknown column"},
+		{server(1298, "Unknown or incorrect time zone: 'No/Such'"), ErrUnknownTimeZone, "election: unknown session time zone (the DSN's time_zone): Error 1298 (42000): Unknown or incorrect time zone: 'No/Such'"},
+		{fmt.Errorf("ping: %w", server(1045, "denied")), ErrAccessDenied, "election: access denied: ping: Error 1045 (42000): denied"},
+		{server(1213, "Deadlock"), nil, "Error 1213 (42000): Deadlock"},
+		{sql.ErrConnDone, nil, sql.ErrConnDone.Error()},
+	} {
+		got := Classify(tc.err)
+		if got.Error() != tc.want {
+			t.Errorf("Classify(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+		if tc.sentinel != nil && !errors.Is(got, tc.sentinel) {
+			t.Errorf("Classify(%v) does not match %v", tc.err, tc.sentinel)
+		}
+		if tc.sentinel == nil && got != tc.err {
+			t.Errorf("Classify(%v) changed an unclassified error", tc.err)
+		}
+		if again := Classify(got); again.Error() != got.Error() {
+			t.Errorf("Classify twice: %q", again)
+		}
+	}
+	if Classify(nil) != nil {
+		t.Error("Classify(nil) != nil")
+	}
+	// The table-specific classification of the package's statements.
+	if got := classify(server(1049, "Unknown database 'a'"), "a.t"); !errors.Is(got, ErrTableMissing) ||
+		got.Error() != "election: table missing (run `sqlelect migrate up`): a.t: Error 1049 (42000): Unknown database 'a'" {
+		t.Errorf("classify(1049) = %q", got)
+	}
+}
+
+// TestStatusErrors: Status tells a missing election from a dead lease.
+func TestStatusErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	if _, err := Status(ctx, db, "", "nosuch"); !errors.Is(err, ErrNoSuchElection) || !errors.Is(err, ErrNoLeader) ||
+		err.Error() != `election: no such election: "nosuch" in service_election` {
+		t.Errorf("no row: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
+VALUES ('gone', 'me', NOW(6), 7, NOW(6), 10000, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Status(ctx, db, "", "gone")
+	if !errors.Is(err, ErrNoLiveLease) || !errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNoSuchElection) ||
+		err.Error() != `election: no live lease: "gone": lease of "me" released` || rec.Term != 7 {
+		t.Errorf("released row: %+v, %v", rec, err)
+	}
+	if _, err := Status(ctx, db, "nosuchdb.service_election", "x"); !errors.Is(err, ErrTableMissing) {
+		t.Errorf("missing database: %v", err)
+	}
+	e, err := NewTable(db, Config{Name: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Resign(ctx); err != ErrNotRunning {
+		t.Errorf("Resign before Run: %v, want ErrNotRunning", err)
+	}
+}
