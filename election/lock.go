@@ -104,8 +104,8 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
 	b := &lockBackend{
-		db:  db,
-		sdb: sqlx.NewDb(db, "mysql"),
+		db:    db,
+		sdb:   sqlx.NewDb(db, "mysql"),
 		cfg:   cfg,
 		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 		value: cfg.Value,

@@ -16,16 +16,16 @@ import (
 // Timestamps come as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP
 // column is exact and needs no time zone), so the DSN needs no parseTime.
 type recordRow struct {
-	Anchor       string `db:"anchor"`
-	ServiceID    string `db:"service_id"`
-	Term         uint64 `db:"term"`
-	Since        string `db:"since"`
-	LastSeen     string `db:"last_seen"`
-	LeaseMS      int64  `db:"lease_ms"`
-	Released     bool   `db:"released"`
-	Acquired     string `db:"acquired"`
-	Value        string `db:"value"`
-	Backend      string `db:"backend"`
+	Anchor       string         `db:"anchor"`
+	ServiceID    string         `db:"service_id"`
+	Term         uint64         `db:"term"`
+	Since        string         `db:"since"`
+	LastSeen     string         `db:"last_seen"`
+	LeaseMS      int64          `db:"lease_ms"`
+	Released     bool           `db:"released"`
+	Acquired     string         `db:"acquired"`
+	Value        string         `db:"value"`
+	Backend      string         `db:"backend"`
 	ConnectionID uint64         `db:"connection_id"`
 	LeftUS       int64          `db:"left_us"`
 	TransferTo   sql.NullString `db:"transfer_to"`

@@ -91,7 +91,6 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 	c.demote(ReasonTransferred)
 	var err error
 	if now = c.cfg.Clock.Now(); now.Before(c.holdDeadline) {
-		c.metrics().transfer(c.cfg.Name)
 		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 		err = c.b.handOver(rctx, c.hold, to, TransferWindow(c.cfg.RetryInterval))
 		cancel()
