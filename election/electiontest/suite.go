@@ -77,6 +77,13 @@ func Run(t *testing.T, s Suite) {
 		{"MissingTable", testMissingTable},
 		{"NoPrivileges", testNoPrivileges},
 		{"SameNameInTwoDatabases", testSameNameTwoDatabases},
+		{"TransferToLiveTarget", testTransferToLiveTarget},
+		{"TransferToDeadTargetFallsBack", testTransferToDeadTarget},
+		{"TransferByNonLeader", testTransferByNonLeader},
+		{"OperatorTransferAndStepDown", testOperatorRequests},
+		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
+		{"ProclaimSeenByFollower", testProclaim},
+		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,6 +382,7 @@ type recorder struct {
 	intervals  []*interval
 	violations []string
 	changes    []election.Record
+	changedFor []string // the candidate whose OnLeaderChanged saw changes[i]
 }
 
 type interval struct {
@@ -428,9 +436,23 @@ func (r *recorder) callbacks(id string) election.Callbacks {
 		OnLeaderChanged: func(rec election.Record) {
 			r.mu.Lock()
 			r.changes = append(r.changes, rec)
+			r.changedFor = append(r.changedFor, id)
 			r.mu.Unlock()
 		},
 	}
+}
+
+// sawValue reports whether candidate by's OnLeaderChanged saw leader
+// publish value.
+func (r *recorder) sawValue(by, leader, value string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, rec := range r.changes {
+		if r.changedFor[i] == by && rec.ID == leader && rec.Value == value {
+			return true
+		}
+	}
+	return false
 }
 
 // elections returns a copy of the intervals, by start.
