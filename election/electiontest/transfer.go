@@ -38,7 +38,7 @@ func (c *cluster) firstAfter(t0 time.Time) (interval, bool) {
 // turned true), and returns it.
 func (c *cluster) leaderRecorded() *member {
 	c.t.Helper()
-	l := c.leaderRecorded()
+	l, _ := c.waitLeader(takeoverBound, nil)
 	deadline := time.Now().Add(handoverBound)
 	for {
 		for _, iv := range c.rec.elections() {
