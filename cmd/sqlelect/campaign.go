@@ -33,10 +33,13 @@ the line was produced):
                               it could have believed it led (its lease
                               deadline or the instant it resigned), earlier
                               than time when the process was frozen; reason
-                              is resigned, lease_lost, deposed or error
-  {"event":"leader",...,"leader":ID}
-                              it saw a new holder or term (leader "" when
-                              nobody holds a live lease)
+                              is resigned, lease_lost, deposed, transferred
+                              (it handed over: sqlelect transfer, reelect
+                              --graceful) or error
+  {"event":"leader",...,"leader":ID,"value":V}
+                              it saw a new holder, term or published value
+                              (leader "" when nobody holds a live lease;
+                              value left out when empty)
 
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
 candidate takes over at once), prints its demoted line if it led, and exits 0
@@ -136,6 +139,7 @@ type event struct {
 	Until    string  `json:"until,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	Leader   *string `json:"leader,omitempty"`
+	Value    string  `json:"value,omitempty"`
 }
 
 // events writes event lines, one at a time.
@@ -193,7 +197,7 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 		},
 		OnLeaderChanged: func(r election.Record) {
 			leader := r.ID
-			e.write(event{Event: "leader", Term: r.Term, Leader: &leader})
+			e.write(event{Event: "leader", Term: r.Term, Leader: &leader, Value: r.Value})
 		},
 	}
 }
