@@ -178,7 +178,7 @@
 //     request), so the leader reads the row, finds it, and acts as above:
 //     the change costs at most a renew interval plus a few milliseconds. A
 //     request to the leader itself is cleared by its renewal.
-//   - StepDown (transfer_to = '', `sqlelect reelect --graceful`) is the
+//   - StepDown (transfer_to the empty string, `sqlelect reelect --graceful`) is the
 //     graceful Reelect: the leader stands down at its next renewal, marks the
 //     row released for anyone, and sits out two retry intervals; a follower
 //     takes over at once.

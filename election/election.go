@@ -199,8 +199,8 @@ type Record struct {
 	LeaseLeft time.Duration `json:"-"`
 	// Released is true once the holder resigned cleanly.
 	Released bool `json:"released"`
-	// Acquired says how the term began: insert, expired, released, claimed,
-	// operator, or lock.
+	// Acquired says how the term began: insert, expired, released,
+	// transferred, claimed, operator, or lock.
 	Acquired string `json:"acquired"`
 	// Value is what the holder published.
 	Value string `json:"value"`
@@ -232,6 +232,8 @@ type recordJSON struct {
 	Value        string    `json:"value"`
 	Backend      string    `json:"backend"`
 	ConnectionID uint64    `json:"connection_id,omitempty"`
+	Transfer     bool      `json:"transfer,omitempty"`
+	TransferTo   string    `json:"transfer_to,omitempty"`
 }
 
 // MarshalJSON encodes r with Lease and LeaseLeft as lease_ms and
@@ -239,7 +241,8 @@ type recordJSON struct {
 func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
 		LastRenewal: r.LastRenewal, LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(),
-		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID})
+		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
+		Transfer: r.Transfer, TransferTo: r.TransferTo})
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
@@ -250,7 +253,8 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
 		Lease: time.Duration(j.LeaseMS) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeftMS) * time.Millisecond,
-		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID}
+		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID,
+		Transfer: j.Transfer, TransferTo: j.TransferTo}
 	return nil
 }
 
