@@ -191,3 +191,20 @@ func TestProclaim(t *testing.T) {
 		t.Errorf("OnLeaderChanged saw %q, want %q", got, want)
 	}
 }
+
+// A transfer is counted as a leadership change with reason transferred.
+func TestMetricsTransferred(t *testing.T) {
+	const name = "election=unit"
+	b := &fakeBackend{followB: beat{held: true, term: 3}}
+	h, _, reg := metricsHarness(t, b)
+	h.clock.WaitTimers(t, 2)
+	b.set(func(f *fakeBackend) { f.followB = beat{} })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.c.Transfer(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	s := gatherMetrics(t, reg)
+	s.want(t, 0, "sqlelect_leader", name)
+	s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=transferred")
+}
