@@ -60,6 +60,14 @@ import (
 //     monotonic clock when no renewal succeeded within RenewDeadline.
 //   - Resign (and the end of Run) marks the row released and releases the
 //     lock, so a waiting candidate takes over within milliseconds.
+//   - A transfer (Transfer, or an operator's request that the renewal finds:
+//     it fails while transfer_to is set) stands the holder down, marks the
+//     row released and reserved for the target, and releases the lock.
+//     Whichever waiter GET_LOCK wakes reads the row: the target takes it
+//     (acquired = 'transferred', no lock delay); any other lets the lock go
+//     again at once and looks again when the transfer window ends, so the
+//     lock reaches the target within a few round trips, and the row is never
+//     taken by another candidate during the window.
 //
 // Operator actions mean the same as on the table backend:
 //
