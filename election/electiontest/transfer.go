@@ -23,14 +23,21 @@ func other(ms []*member, m *member) *member {
 }
 
 // firstAfter returns the first leadership that began after t0, and false
-// when none did.
+// when none did. It gives an OnElected that has not run yet (it runs in a
+// goroutine of its own, after IsLeader turned true) a moment to be recorded.
 func (c *cluster) firstAfter(t0 time.Time) (interval, bool) {
-	for _, iv := range c.rec.elections() {
-		if !iv.start.Before(t0) {
-			return iv, true
+	deadline := time.Now().Add(handoverBound)
+	for {
+		for _, iv := range c.rec.elections() {
+			if !iv.start.Before(t0) {
+				return iv, true
+			}
 		}
+		if time.Now().After(deadline) {
+			return interval{}, false
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return interval{}, false
 }
 
 // leaderRecorded waits until exactly one member leads and its OnElected
