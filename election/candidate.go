@@ -3,6 +3,8 @@ package election
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -79,6 +81,12 @@ type candidate struct {
 	leadUntil atomic.Int64              // while leading: lead until epoch + leadUntil ns; 0 when not leading
 	term      atomic.Uint64             // term while leading, else 0
 	lastRenew atomic.Pointer[time.Time] // send time of the last successful renewal
+	// The campaign loop's progress, for Metrics and HealthzHandler: when
+	// its last step began and when its current wait ends, as elapsed ns
+	// (see elapsed); and whether the last HealthCheck failed.
+	lastStep  atomic.Int64
+	nextDue   atomic.Int64
+	unhealthy atomic.Bool
 
 	resignCh chan chan error
 	opCh     chan op // Transfer and Proclaim, run on the Run goroutine
@@ -188,6 +196,7 @@ func (c *candidate) queryContext(ctx context.Context, d time.Duration) (context.
 
 // Run implements Election.
 func (c *candidate) Run(ctx context.Context) (err error) {
+	c.step()
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
@@ -199,6 +208,7 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 	// Check once what retrying cannot fix; retry what it can (the
 	// database may simply not be up yet).
 	for {
+		c.step()
 		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
 		err = c.b.preflight(pctx)
 		cancel()
@@ -210,7 +220,9 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 		}
 		c.log.Warn("preflight failed; retrying", "err", err)
 		c.metrics().heartbeat(c.cfg.Name, 0, err)
-		t := c.cfg.Clock.NewTimer(c.jitter(c.cfg.RetryInterval))
+		wait := c.jitter(c.cfg.RetryInterval)
+		c.due(wait)
+		t := c.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -232,6 +244,7 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 			c.standDown(ctx, ReasonResigned, true)
 			return nil
 		}
+		c.due(wait)
 		t := c.cfg.Clock.NewTimer(max(wait, 0))
 		woke, stopAwait := c.startAwait(ctx, wait)
 		select {
@@ -243,6 +256,7 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 		case reply := <-c.resignCh:
 			t.Stop()
 			stopAwait()
+			c.step()
 			c.standDown(ctx, ReasonResigned, true)
 			c.sitOut()
 			reply <- nil
@@ -312,12 +326,30 @@ const awaitGrace = 20 * time.Millisecond
 
 // tick runs one step of the campaign and returns how long to wait.
 func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
+	c.step()
 	now := c.cfg.Clock.Now()
 	if c.hold == 0 {
 		if now.Before(c.sitOutUntil) {
 			return c.sitOutUntil.Sub(now), nil
 		}
+		if !c.healthy(ctx, c.cfg.RenewDeadline/2) {
+			return c.jitter(c.cfg.RetryInterval), nil // not campaigning
+		}
 		return c.followTick(ctx)
+	}
+	if c.cfg.HealthCheck != nil && now.Before(c.holdDeadline) {
+		// Half the time left, so that a failed check still leaves time
+		// to release the row before the lease is no longer ours to give.
+		if !c.healthy(ctx, c.holdDeadline.Sub(now)/2) {
+			if ctx.Err() != nil {
+				return 0, nil // Run resigns
+			}
+			c.log.Warn("health check failed: standing down", "term", c.hold)
+			c.standDown(ctx, ReasonUnhealthy, true)
+			c.sitOut()
+			return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+		}
+		now = c.cfg.Clock.Now() // the renewal is sent after the check
 	}
 	if !now.Before(c.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.hold, "renew_deadline", c.cfg.RenewDeadline)
@@ -533,6 +565,7 @@ func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) 
 	if release {
 		c.releaseHold(ctx)
 	} else if l, ok := c.b.(holdLoser); ok {
+		c.step()
 		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 		l.lost(lctx, c.hold)
 		cancel()
@@ -584,6 +617,7 @@ func (c *candidate) releaseHold(ctx context.Context) {
 		return // nothing to release, or the lease is no longer ours to give
 	}
 	unserved := max(c.leadAt.Sub(now), 0)
+	c.step()
 	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
 	if err := c.b.release(rctx, c.hold, unserved); err != nil {
@@ -621,6 +655,80 @@ func jitter(d time.Duration, factor float64) time.Duration {
 func (c *candidate) metrics() *Metrics { return c.cfg.Metrics }
 
 func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
+
+// step records that the campaign loop begins a step now (a statement, a
+// health check, a stand-down).
+func (c *candidate) step() { c.lastStep.Store(c.elapsed()) }
+
+// due records that the loop waits for d before its next step.
+func (c *candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
+
+// overdue returns how long the campaign loop is past its last sign of
+// progress: the start of its last step, or the end of the wait it is in,
+// whichever is later. Negative while it waits.
+func (c *candidate) overdue() time.Duration {
+	return time.Duration(c.elapsed() - max(c.lastStep.Load(), c.nextDue.Load()))
+}
+
+// wedged reports whether Run runs but its loop has made no progress for
+// more than RenewDeadline past when it was due: a step (a statement is
+// bounded by QueryTimeout, the health check by RenewDeadline/2) or a
+// callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
+// its context was cancelled) holds it up.
+func (c *candidate) wedged() bool {
+	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
+}
+
+// healthy runs Config.HealthCheck (true without one), bounded by d on the
+// candidate's clock, and records the outcome. A check that returns after
+// its deadline failed, whatever it returned. When Run's context ends
+// during the check the outcome is not recorded.
+func (c *candidate) healthy(ctx context.Context, d time.Duration) bool {
+	if c.cfg.HealthCheck == nil {
+		return true
+	}
+	c.step()
+	err := c.checkHealth(ctx, d)
+	if ctx.Err() != nil {
+		return err == nil
+	}
+	c.metrics().healthCheck(c.cfg.Name, err)
+	if was := c.unhealthy.Swap(err != nil); err != nil && !was {
+		c.log.Warn("health check failing: not campaigning", "err", err)
+	} else if err == nil && was {
+		c.log.Info("health check passes again: campaigning")
+	}
+	return err == nil
+}
+
+// checkHealth runs the check with a context cancelled after d by the
+// candidate's clock (and by real time: a deadline for the check's own
+// calls). It waits for the check to return.
+func (c *candidate) checkHealth(ctx context.Context, d time.Duration) error {
+	hctx, cancel := context.WithTimeout(ctx, max(d, 0))
+	defer cancel()
+	t := c.cfg.Clock.NewTimer(max(d, 0))
+	checked, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-t.C():
+			cancel()
+		case <-checked:
+		}
+	}()
+	err := c.cfg.HealthCheck(hctx)
+	close(checked)
+	t.Stop()
+	<-done
+	if hctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(hctx.Err(), err))
+	}
+	if err != nil {
+		return fmt.Errorf("election: health check: %w", err)
+	}
+	return nil
+}
 
 // sitOut keeps a candidate that just gave its hold up from campaigning for
 // two retry intervals, counted from the end of any lock delay it handed on

@@ -2,6 +2,7 @@ package election
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -162,6 +163,16 @@ type Config struct {
 	// Callbacks are called on leadership changes; see Callbacks for the
 	// contract. All are optional.
 	Callbacks Callbacks
+	// HealthCheck, when not nil, ties leadership to the application's
+	// health (see "Health" in the package documentation). A leader runs it
+	// before each renewal, bounded by half the time left before its renew
+	// deadline; a follower before each look at the election, bounded by
+	// RenewDeadline/2. An error, or no answer in time, stands the leader
+	// down (OnDemoted with ReasonUnhealthy) and releases the row, so that a
+	// follower takes over at once; while the check fails the candidate
+	// does not campaign, and runs it again every RetryInterval. It runs on
+	// Run's goroutine and must return soon after its context ends.
+	HealthCheck func(ctx context.Context) error
 	// Clock is the local clock. Default RealClock{}.
 	Clock Clock
 	// Logger receives structured logs (election, id, term); nothing is
@@ -349,14 +360,15 @@ func ValidateName(name string) error {
 }
 
 // ValidateID checks a candidate identity: 1 to 255 characters of UTF-8
-// without control characters. Its error wraps ErrInvalidConfig.
+// without control characters, not only white space and not ending in a
+// space (see checkIDSpaces). Its error wraps ErrInvalidConfig.
 func ValidateID(id string) error {
 	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= MaxIDLen &&
 		strings.IndexFunc(id, unicode.IsControl) < 0
 	if !ok {
 		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalidConfig, id, MaxIDLen)
 	}
-	return nil
+	return checkIDSpaces(id)
 }
 
 // ValidateTable checks a table name: an identifier of letters, digits, _ and

@@ -131,6 +131,23 @@
 // Metrics as sqlelect_fast_handover_skipped_total).
 // Config.DisableFastHandover turns it off.
 //
+// # Health
+//
+// Config.HealthCheck ties leadership to the application's health. A leader
+// runs it before each renewal, bounded by half the time left before its
+// renew deadline (so that a failed check still leaves time to release); a
+// failure or a timeout stands it down (ReasonUnhealthy) and releases the
+// row as Resign does: the leader proved it stopped, so a follower takes over
+// at once, and a hold still waiting out its lock delay hands the rest of
+// that delay on. The candidate then sits out two retry intervals and does
+// not campaign while its check fails: a follower runs the check (bounded by
+// RenewDeadline/2) before each look at the election, every RetryInterval.
+//
+// A campaign loop that makes no progress for more than RenewDeadline past
+// when its next step was due is wedged: a callback blocks, or OnElected
+// does not return after its context was cancelled (Run waits for it).
+// HealthzHandler answers 503 then, and Metrics reports sqlelect_wedged.
+//
 // # Many elections in one process
 //
 // A service with an election per shard runs thousands of candidates. Each
@@ -256,4 +273,9 @@
 // after OnElected returned; OnLeaderChanged and OnDemoted run on the
 // goroutine that called Run. Run returns only after every goroutine it
 // started has exited.
+//
+// Package electionfake is an in-memory Election with the same callbacks'
+// contract, for the unit tests of code that uses this package; the
+// behaviour suite (electiontest.RunContract) checks the contract against
+// both.
 package election

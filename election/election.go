@@ -130,7 +130,8 @@ type Election interface {
 //     OnDemoted, before releasing the row, before campaigning again, and
 //     before returning. At most one OnElected runs at a time.
 //   - OnDemoted is called exactly once for every OnElected, whatever ended
-//     the leadership (resignation, lost lease, deposition, shutdown), after
+//     the leadership (resignation, lost lease, deposition, failed health
+//     check, shutdown), after
 //     OnElected returned, and before Run returns.
 //   - A leadership that ended is never revived. When a renewal sent before
 //     the deadline succeeds after it, OnDemoted(ReasonLeaseLost) is called
@@ -159,6 +160,9 @@ const (
 	ReasonDeposed Reason = "deposed"
 	// ReasonError: Run stopped on a permanent error.
 	ReasonError Reason = "error"
+	// ReasonUnhealthy: Config.HealthCheck failed or did not answer in
+	// time; the row was released for a follower to take over at once.
+	ReasonUnhealthy Reason = "unhealthy"
 	// ReasonTransferred: a planned change of leader. Transfer was called,
 	// or an operator asked for a transfer or a step-down (RequestTransfer,
 	// StepDown, or the row's transfer_to set with plain SQL); the row was

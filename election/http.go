@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -62,5 +63,43 @@ func StatusHandler(e Election) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(st)
+	})
+}
+
+// HealthzHandler returns an http.Handler for liveness probes of the elector
+// itself (not of leadership: see LeaderCheckHandler). It answers 200 "ok"
+// while e's Run runs and its campaign loop makes progress, and 503 with the
+// reason when Run is not running or the loop is wedged: it has made no
+// progress for more than RenewDeadline past when it was due, because a step
+// or a callback holds it up (an OnLeaderChanged or OnDemoted that blocks,
+// an OnElected that does not return after its context was cancelled, a
+// HealthCheck that ignores its context). Metrics reports the same as
+// sqlelect_wedged. When Config.HealthCheck fails it still answers 200 (the
+// elector works; it only does not campaign), saying so in the body. It reads
+// no database. An Election not made by NewTable or NewLock (a test fake) is
+// reported "ok". Safe for concurrent use.
+func HealthzHandler(e Election) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		c, ok := e.(*candidate)
+		switch {
+		case !ok:
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ok\n"))
+		case !c.running.Load():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not running\n"))
+		case c.wedged():
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "wedged: no progress for %v past due (renew deadline %v)\n",
+				c.overdue().Round(time.Millisecond), c.cfg.RenewDeadline)
+		case c.unhealthy.Load():
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ok; health check failing: not campaigning\n"))
+		default:
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("ok\n"))
+		}
 	})
 }

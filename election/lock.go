@@ -347,7 +347,7 @@ func mysqlErrno(err error) uint16 {
 
 func (b *lockBackend) preflight(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, b.peekSQL); err != nil {
-		return classify(err, b.cfg.Table)
+		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err

@@ -21,17 +21,23 @@ import (
 //	sqlelect_term                            the current term while leading, else 0
 //	sqlelect_lease_remaining_seconds         local lease left while leading, else 0
 //	sqlelect_last_renewal_age_seconds        time since the last successful renewal
-//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, transferred
+//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, unhealthy, transferred
 //	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
 //	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
+//	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a health check)
+//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
+//	sqlelect_healthy                         with Config.HealthCheck: 1 while the last check passed, else 0
+//	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
 type Metrics struct {
 	changes  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 	skips    *prometheus.CounterVec
+	health   *prometheus.CounterVec
 
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
+	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
 
 	mu         sync.Mutex
 	candidates map[*candidate]struct{}
@@ -43,7 +49,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_leadership_changes_total",
-			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, transferred).",
+			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).",
 		}, []string{"election", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sqlelect_heartbeat_duration_seconds",
@@ -58,11 +64,18 @@ func NewMetrics() *Metrics {
 			Name: "sqlelect_fast_handover_skipped_total",
 			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.DisableFastHandover).",
 		}, l),
-		leaderDesc: prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
-		termDesc:   prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
-		leftDesc:   prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
-		ageDesc:    prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
-		candidates: map[*candidate]struct{}{},
+		health: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_health_check_failures_total",
+			Help: "Config.HealthCheck calls that failed or did not answer in time.",
+		}, l),
+		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a health check), by the local clock.", l, nil),
+		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
+		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.HealthCheck: 1 while its last check passed, else 0.", l, nil),
+		leaderDesc:  prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
+		termDesc:    prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
+		leftDesc:    prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
+		ageDesc:     prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
+		candidates:  map[*candidate]struct{}{},
 	}
 }
 
@@ -72,6 +85,10 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
 	m.errors.Describe(ch)
 	m.skips.Describe(ch)
+	m.health.Describe(ch)
+	ch <- m.attemptDesc
+	ch <- m.wedgedDesc
+	ch <- m.healthyDesc
 	ch <- m.leaderDesc
 	ch <- m.termDesc
 	ch <- m.leftDesc
@@ -84,6 +101,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.duration.Collect(ch)
 	m.errors.Collect(ch)
 	m.skips.Collect(ch)
+	m.health.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
@@ -99,6 +117,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if r := c.lastRenew.Load(); r != nil {
 			ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, now.Sub(*r).Seconds(), name)
 		}
+		ch <- prometheus.MustNewConstMetric(m.attemptDesc, prometheus.GaugeValue,
+			now.Sub(c.epoch.Add(time.Duration(c.lastStep.Load()))).Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(m.wedgedDesc, prometheus.GaugeValue, b2f(c.wedged()), name)
+		if c.cfg.HealthCheck != nil {
+			ch <- prometheus.MustNewConstMetric(m.healthyDesc, prometheus.GaugeValue, b2f(!c.unhealthy.Load()), name)
+		}
 	}
 }
 
@@ -110,6 +134,9 @@ func (m *Metrics) add(c *candidate) {
 	m.candidates[c] = struct{}{}
 	m.mu.Unlock()
 	m.changes.WithLabelValues(c.cfg.Name, "elected")
+	if c.cfg.HealthCheck != nil {
+		m.health.WithLabelValues(c.cfg.Name)
+	}
 }
 
 func (m *Metrics) remove(c *candidate) {
@@ -138,6 +165,20 @@ func (m *Metrics) heartbeatResult(name, kind string) {
 		return
 	}
 	m.errors.WithLabelValues(name, kind).Inc()
+}
+
+func (m *Metrics) healthCheck(name string, err error) {
+	if m == nil || err == nil {
+		return
+	}
+	m.health.WithLabelValues(name).Inc()
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (m *Metrics) handoverSkipped(name string) {

@@ -189,7 +189,7 @@ func (t *tableBackend) exec(ctx context.Context, s stmt, p params) (sql.Result, 
 
 func (t *tableBackend) preflight(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
-		return classify(err, t.cfg.Table)
+		return explainLayout(ctx, t.db.DB, t.cfg.Table, classify(err, t.cfg.Table))
 	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err

@@ -4,7 +4,8 @@
 CREATE TABLE IF NOT EXISTS service_election (
   -- The election's name. Many elections share one table.
   anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
-  -- The holder's identity, compared byte for byte.
+  -- The holder's identity (compared byte for byte, without padding, from
+  -- migration 2 on).
   service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   -- The holder's last renewal, by the database clock.
   last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),

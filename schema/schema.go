@@ -9,15 +9,18 @@
 package schema
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
@@ -34,9 +37,14 @@ var ErrNoChange = migrate.ErrNoChange
 // It is not safe for concurrent use; golang-migrate takes a database lock
 // (GET_LOCK) so that two migrators on different machines do not collide.
 type Migrator struct {
-	m  *migrate.Migrate
-	db *sql.DB
+	m   *migrate.Migrate
+	drv database.Driver
+	db  *sql.DB
 }
+
+// checkTimeout bounds the statements Up, Down and Steps run before
+// golang-migrate's own (which take no context).
+const checkTimeout = 30 * time.Second
 
 // Open parses dsn (go-sql-driver/mysql format), adds multiStatements=true,
 // opens a connection of its own and prepares golang-migrate with the
@@ -69,18 +77,71 @@ func Open(dsn string) (*Migrator, error) {
 		db.Close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return &Migrator{m: m, db: db}, nil
+	return &Migrator{m: m, drv: drv, db: db}, nil
 }
 
 // Up applies every pending migration. It returns ErrNoChange when the
-// schema is current.
-func (g *Migrator) Up() error { return wrap(g.m.Up()) }
+// schema is current. It first checks what the database holds and does
+// nothing, returning an error that says what to do, when the database
+// records a version newer than Latest (ErrSchemaNewer), when a table named
+// service_election exists with another layout (a *LayoutError wrapping
+// ErrRecipeTable: see Adopt; or ErrForeignTable), or when the table is
+// missing although a version is recorded (ErrTableMissing).
+func (g *Migrator) Up() error {
+	if err := g.check("migrate up"); err != nil {
+		return err
+	}
+	return wrap(g.m.Up())
+}
 
-// Down reverts every migration: it drops the election table.
-func (g *Migrator) Down() error { return wrap(g.m.Down()) }
+// Down reverts every migration: it drops the election table. It refuses,
+// as Up does, a schema newer than Latest and a table that is not sqlelect's
+// (it would drop it), and a missing table with a version recorded (the
+// down migrations would fail half-way).
+func (g *Migrator) Down() error {
+	if err := g.check("migrate down"); err != nil {
+		return err
+	}
+	return wrap(g.m.Down())
+}
 
-// Steps applies n migrations up (n > 0) or down (n < 0).
-func (g *Migrator) Steps(n int) error { return wrap(g.m.Steps(n)) }
+// Steps applies n migrations up (n > 0) or down (n < 0), after the checks
+// of Up.
+func (g *Migrator) Steps(n int) error {
+	if err := g.check(fmt.Sprintf("migrate steps %d", n)); err != nil {
+		return err
+	}
+	return wrap(g.m.Steps(n))
+}
+
+// check refuses to run migrations the database cannot take; see Up.
+func (g *Migrator) check(action string) error {
+	v, dirty, err := g.drv.Version()
+	if err != nil {
+		return wrap(err)
+	}
+	if v > int(Latest()) {
+		return newerError(v, action)
+	}
+	if dirty {
+		return nil // golang-migrate reports ErrDirty
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	l, err := inspect(ctx, g.db, Table)
+	if err != nil {
+		return err
+	}
+	if l.Kind == KindRecipe || l.Kind == KindForeign || l.Kind == KindMissing && v > 0 {
+		return &LayoutError{Layout: l, Version: v, Action: action}
+	}
+	return nil
+}
+
+func newerError(v int, action string) error {
+	return fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
+		"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
+}
 
 // Force sets the recorded version without running anything, after a failed
 // migration left the schema dirty (-1 for none).

@@ -1,7 +1,7 @@
 // Command sqlelect operates sqlelect leader elections from the shell and lets
 // programs in any language take part in them.
 //
-//	sqlelect migrate up|down|version|force N
+//	sqlelect migrate up|down|version|force N|adopt|unadopt
 //	sqlelect status [ELECTION] [--json]
 //	sqlelect watch ELECTION [--interval 500ms]
 //	sqlelect transfer ELECTION ID [--wait D] [--yes]
@@ -477,8 +477,10 @@ const exitCodesHelp = `Exit codes:
   3  cannot connect to the server (or the database does not exist)
   4  access denied: a wrong user or password, or a missing privilege
   5  the election table is missing or out of date: run 'sqlelect migrate up'
+     (migrate: a table that is not sqlelect's; the message says what to do)
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
+  8  migrate: the database's schema is newer than this binary's migrations
   130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 

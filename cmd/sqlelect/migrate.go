@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 
@@ -14,7 +15,7 @@ import (
 
 var migrateCmd = &command{
 	name:    "migrate",
-	args:    "up|down|version|force N [--yes]",
+	args:    "up|down|version|force N|adopt|unadopt [--yes] [--recipe-timeout 20s]",
 	summary: "create, drop or inspect the election table (embedded golang-migrate migrations)",
 	detail: `  up         apply every pending migration (creates ` + election.DefaultTable + `)
   down       revert every migration: DROPS the table and every election in it
@@ -22,13 +23,23 @@ var migrateCmd = &command{
   version    print the applied version
   force N    record version N without running anything, after a failed
              migration left the schema dirty (-1: none)
+  adopt      convert the MySQL-table recipe's ` + election.DefaultTable + ` (anchor, service_id,
+             last_seen_active) in place, keeping its holder and its lease
+             (--recipe-timeout: the recipe's "interval N second", default 20s);
+             the recipe's nodes may keep running: see README, "Moving from the
+             MySQL-table recipe", for the order of steps (asks; --yes)
+  unadopt    revert adopt: back to the recipe's three columns (asks; --yes)
 
+up, down and adopt do nothing and exit 5 when ` + election.DefaultTable + ` has a layout
+they do not know (they name the columns found and what to do), and exit 8
+when the database records a version newer than this binary's migrations.
 The applied version is kept in the table ` + schema.MigrationsTable + `. The DSN must name
 a database; migrate manages the table ` + election.DefaultTable + ` only (to use another
 name, copy the DDL from package schema into your own migrations).`,
 	example: `export SQLELECT_DSN='app:secret@tcp(db:3306)/app'
 sqlelect migrate up
-sqlelect migrate version`,
+sqlelect migrate version
+sqlelect migrate adopt --recipe-timeout 20s --yes   # the recipe's table becomes sqlelect's; election "1"`,
 	run: (*cli).migrate,
 }
 
@@ -36,25 +47,30 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	fs := newFlagSet(cmd)
 	var co common
 	co.register(fs)
-	yes := fs.Bool("yes", false, "do not ask before migrate down")
+	yes := fs.Bool("yes", false, "do not ask before migrate down, adopt or unadopt")
+	var recipeTimeout time.Duration
+	fs.DurationVar(&recipeTimeout, "recipe-timeout", schema.DefaultRecipeTimeout, "adopt: the recipe's timeout (its `interval N second`), the adopted rows' lease")
 	args, err := c.parse(cmd, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(args) == 0 {
-		return failf(exitUsage, "missing action: up, down, version or force N (see 'sqlelect migrate --help')")
+		return failf(exitUsage, "missing action: up, down, version, force N, adopt or unadopt (see 'sqlelect migrate --help')")
 	}
 	action := args[0]
 	var forceTo int
 	switch {
-	case (action == "up" || action == "down" || action == "version") && len(args) == 1:
+	case (action == "up" || action == "down" || action == "version" || action == "adopt" || action == "unadopt") && len(args) == 1:
 	case action == "force" && len(args) == 2:
 		forceTo, err = strconv.Atoi(args[1])
 		if err != nil || forceTo < -1 {
 			return failf(exitUsage, "force %q: the version must be an integer, -1 or more", args[1])
 		}
 	default:
-		return failf(exitUsage, "invalid arguments %q: want up, down, version or force N", args)
+		return failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
+	}
+	if err := schema.CheckRecipeTimeout(recipeTimeout); action == "adopt" && err != nil {
+		return wrapf(exitUsage, err, "--recipe-timeout")
 	}
 	if co.table != election.DefaultTable {
 		return failf(exitUsage, "--table %s: migrate manages the table %s only", co.table, election.DefaultTable)
@@ -86,6 +102,24 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	switch action {
 	case "version":
 		fmt.Fprintf(c.stdout, "schema version %d (latest %d)%s\n", before, schema.Latest(), dirtyNote(before, dirty))
+		if before > schema.Latest() {
+			return failf(exitSchemaNewer, "the schema (version %d) is newer than this binary's migrations (latest %d): "+
+				"use the sqlelect that migrated it, or a newer one", before, schema.Latest())
+		}
+		return nil
+	case "adopt":
+		return c.adopt(m, before, recipeTimeout, *yes)
+	case "unadopt":
+		if err := c.confirm(fmt.Sprintf("Really turn %s back into the recipe's table (terms, values and released marks are dropped)?", election.DefaultTable), *yes); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+		defer cancel()
+		if err := m.Unadopt(ctx); err != nil {
+			return migrateError(err)
+		}
+		fmt.Fprintf(c.stdout, "schema version %d -> none: %s is the recipe's table again (anchor, service_id, last_seen_active); "+
+			"its holders keep their last renewal\n", before, election.DefaultTable)
 		return nil
 	case "up":
 		err = m.Up()
@@ -120,6 +154,40 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	return nil
 }
 
+// exitSchemaNewer: the database records a schema version newer than this
+// binary's migrations.
+const exitSchemaNewer = 8
+
+// migrateTimeout bounds adopt's and unadopt's own statements.
+const migrateTimeout = 5 * time.Minute
+
+func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes bool) error {
+	if err := c.confirm(fmt.Sprintf("Convert the recipe's table %s in place into sqlelect's (reversible with 'migrate unadopt')?", election.DefaultTable), yes); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	holders, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout})
+	if errors.Is(err, schema.ErrNoChange) {
+		fmt.Fprintf(c.stdout, "schema version %d (latest %d): no change: %v\n", before, schema.Latest(), err)
+		return nil
+	}
+	if err != nil {
+		return migrateError(err)
+	}
+	fmt.Fprintf(c.stdout, "schema version %d -> %d (latest %d): adopted the recipe's table %s; lease %v (the recipe's timeout + 1s for its whole-second timestamps)\n",
+		before, schema.Latest(), schema.Latest(), election.DefaultTable, timeout+time.Second)
+	for _, h := range holders {
+		state := fmt.Sprintf("live, %v left: it keeps leading while it renews", h.LeaseLeft.Round(time.Millisecond))
+		if h.LeaseLeft <= 0 {
+			state = "expired: the next candidate takes it"
+		}
+		fmt.Fprintf(c.stdout, "election %q: holder %s, %s\n", h.Election, h.ID, state)
+	}
+	fmt.Fprintf(c.stdout, "start sqlelect candidates with the election name above; stop the recipe's nodes, the holder last (README: \"Moving from the MySQL-table recipe\")\n")
+	return nil
+}
+
 func dirtyNote(v uint, dirty bool) string {
 	if !dirty {
 		return ""
@@ -134,6 +202,13 @@ func migrateError(err error) error {
 	}
 	if errors.Is(err, migrate.ErrLocked) || errors.Is(err, migrate.ErrLockTimeout) {
 		return wrapf(exitError, err, "another migration is running")
+	}
+	if errors.Is(err, schema.ErrSchemaNewer) {
+		return wrapf(exitSchemaNewer, err, "")
+	}
+	var le *schema.LayoutError
+	if errors.As(err, &le) {
+		return wrapf(exitTable, err, "")
 	}
 	return err
 }

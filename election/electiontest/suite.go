@@ -84,6 +84,10 @@ func Run(t *testing.T, s Suite) {
 		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
 		{"ProclaimSeenByFollower", testProclaim},
 		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
+		{"CallbackContract", func(t *testing.T, s Suite) { RunContract(t, s.driver) }},
+		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
+		{"FlappingHealthCheckOneLeader", testFlappingHealth},
+		{"WedgedElectorReported", testWedgedReported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,6 +202,23 @@ func (c *cluster) userDSN(user string, mod func(*mysql.Config)) string {
 // start starts a candidate with its own user and *sql.DB, as a separate
 // process would have.
 func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysql.Config)) *member {
+	m := c.candidate(id, func(cfg *election.Config) {
+		cfg.Callbacks = c.rec.callbacks(id)
+		if mod != nil {
+			mod(cfg)
+		}
+	}, dsnMod)
+	ctx, cancel := context.WithCancel(c.ctx)
+	m.cancel = cancel
+	go func() { m.done <- m.e.Run(ctx) }()
+	c.mu.Lock()
+	c.member = append(c.member, m)
+	c.mu.Unlock()
+	return m
+}
+
+// candidate creates a candidate with its own user and *sql.DB, not running.
+func (c *cluster) candidate(id string, mod func(*election.Config), dsnMod func(*mysql.Config)) *member {
 	user := "u" + randHex(5)
 	db, err := sql.Open("mysql", c.userDSN(user, dsnMod))
 	if err != nil {
@@ -205,7 +226,6 @@ func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysq
 	}
 	c.t.Cleanup(func() { db.Close() })
 	cfg := c.cfg(id)
-	cfg.Callbacks = c.rec.callbacks(id)
 	clock := NewFreezableClock()
 	cfg.Clock = clock
 	if mod != nil {
@@ -215,13 +235,7 @@ func (c *cluster) start(id string, mod func(*election.Config), dsnMod func(*mysq
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	m := &member{id: id, user: user, db: db, e: e, cancel: cancel, done: make(chan error, 1), clock: clock}
-	go func() { m.done <- e.Run(ctx) }()
-	c.mu.Lock()
-	c.member = append(c.member, m)
-	c.mu.Unlock()
-	return m
+	return &member{id: id, user: user, db: db, e: e, done: make(chan error, 1), clock: clock}
 }
 
 func (c *cluster) startN(n int) []*member {

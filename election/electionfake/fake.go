@@ -1,0 +1,457 @@
+// Package electionfake is an in-memory election.Election for the unit tests
+// of code that uses package election: no database, no timing. The test
+// drives the fake directly: it makes this candidate leader (Elect), hands
+// the election to another candidate (SetLeader), ends the leadership with a
+// reason (Depose), makes Fenced fail (FailFenced) and observes the code's
+// calls to Resign (Resigns, Resigned).
+//
+// The fake keeps the callbacks' contract of the real backends (see
+// election.Callbacks), which the behaviour suite's contract tests
+// (electiontest.RunContract) check against both:
+//
+//   - OnLeaderChanged and OnDemoted are called on the goroutine running Run,
+//     one at a time and in order.
+//   - OnElected is called in a new goroutine when this candidate starts to
+//     lead, after IsLeader turned true and after OnLeaderChanged named this
+//     candidate. Its context is cancelled when the leadership ends, and Run
+//     waits for OnElected to return before it calls OnDemoted and before it
+//     returns. At most one OnElected runs at a time.
+//   - OnDemoted is called exactly once for every OnElected, after OnElected
+//     returned and before Run returns, with the reason the test gave to
+//     Depose, election.ReasonDeposed after SetLeader named another
+//     candidate, election.ReasonResigned after Resign or the end of Run's
+//     context, and election.ReasonTransferred after Transfer.
+//
+// What the fake does not model: leases and clocks (a leadership ends only
+// when the test or the code under test ends it), other candidates (each
+// Fake is one candidate; SetLeader names the others), and the database
+// (Fenced runs fn in a transaction of the *sql.DB given to SetDB, or with a
+// nil *sql.Tx without one).
+//
+// The driving methods (Elect, SetLeader, Depose) are carried out on the
+// goroutine running Run, like the real backends' changes: they wait until
+// Run runs, and return once the change and its OnLeaderChanged and OnDemoted
+// callbacks are done (OnElected has then been started, in its own
+// goroutine). All methods are safe for concurrent use. Do not call the
+// driving methods or Resign from a callback: OnLeaderChanged and OnDemoted
+// run on Run's goroutine, and Run waits for OnElected to return before it
+// ends a leadership (the real backends' Resign has the same limits).
+package electionfake
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// Backend is the Record.Backend and Record.Acquired of the fake's records.
+const Backend = "fake"
+
+// Fake is one candidate of an in-memory election. Create it with New and
+// run it with Run, as a real election.Election.
+type Fake struct {
+	cfg     election.Config
+	reqs    chan request
+	running atomic.Bool
+
+	// Read by IsLeader and Term from any goroutine.
+	leading atomic.Bool
+	term    atomic.Uint64
+
+	mu        sync.Mutex
+	db        *sql.DB
+	fencedErr error
+	record    election.Record // who holds the election; ID empty when nobody
+	lastTerm  uint64
+	resigns   int
+	resigned  chan struct{} // closed at the first Resign
+	value     string        // the value published: Config.Value, or what Proclaim set
+
+	// Owned by the Run goroutine.
+	seen       election.Record
+	cancelLead context.CancelFunc
+	leadDone   chan struct{}
+}
+
+var _ election.Election = (*Fake)(nil)
+
+// request is a change carried out on the Run goroutine.
+type request struct {
+	do   func()
+	done chan struct{}
+}
+
+// New returns a fake candidate configured by cfg: Name (required, as for
+// the real backends), ID (default election.DefaultID()), Value, Callbacks,
+// LeaseDuration (shown in records; default election.DefaultLeaseDuration)
+// and Clock (for the records' times and Demotion.Until; default
+// election.RealClock{}) are used, the other fields ignored. Like the real
+// constructors it copies cfg and returns an error wrapping
+// election.ErrInvalidConfig for a bad Name, ID or Value.
+func New(cfg election.Config) (*Fake, error) {
+	if cfg.ID == "" {
+		cfg.ID = election.DefaultID()
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = election.DefaultLeaseDuration
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = election.RealClock{}
+	}
+	if err := errors.Join(election.ValidateName(cfg.Name), election.ValidateID(cfg.ID)); err != nil {
+		return nil, err
+	}
+	if len(cfg.Value) > election.MaxValueLen {
+		return nil, fmt.Errorf("%w: value: at most %d bytes", election.ErrInvalidConfig, election.MaxValueLen)
+	}
+	return &Fake{
+		cfg:      cfg,
+		reqs:     make(chan request),
+		record:   election.Record{Election: cfg.Name},
+		resigned: make(chan struct{}),
+		value:    cfg.Value,
+		seen:     election.Record{Election: cfg.Name},
+	}, nil
+}
+
+// Name implements election.Election.
+func (f *Fake) Name() string { return f.cfg.Name }
+
+// ID implements election.Election.
+func (f *Fake) ID() string { return f.cfg.ID }
+
+// IsLeader implements election.Election: true from Elect (or SetLeader
+// naming this candidate) until the leadership ends.
+func (f *Fake) IsLeader() bool { return f.leading.Load() }
+
+// Term implements election.Election.
+func (f *Fake) Term() uint64 {
+	if !f.leading.Load() {
+		return 0
+	}
+	return f.term.Load()
+}
+
+// Run implements election.Election. It carries out the driving methods'
+// changes until ctx ends; then, if this candidate leads, it stands down
+// (OnDemoted with election.ReasonResigned, then OnLeaderChanged reporting
+// that nobody leads) and returns nil. A second
+// concurrent call returns election.ErrAlreadyRunning.
+func (f *Fake) Run(ctx context.Context) error {
+	if !f.running.CompareAndSwap(false, true) {
+		return election.ErrAlreadyRunning
+	}
+	defer f.running.Store(false)
+	for {
+		select {
+		case <-ctx.Done():
+			if f.demote(election.ReasonResigned) {
+				f.setRecord(election.Record{}) // released on the way out
+			}
+			return nil
+		case r := <-f.reqs:
+			r.do()
+			close(r.done)
+		}
+	}
+}
+
+// do carries out fn on the Run goroutine: it waits until Run takes it (or
+// ctx ends) and until fn returned.
+func (f *Fake) do(ctx context.Context, fn func()) error {
+	r := request{do: fn, done: make(chan struct{})}
+	select {
+	case f.reqs <- r:
+	case <-ctx.Done():
+		return fmt.Errorf("electionfake: waiting for Run: %w", ctx.Err())
+	}
+	<-r.done // Run finishes a request it took before anything else
+	return nil
+}
+
+// Elect makes this candidate the leader with a new term, higher than every
+// term the fake gave before: OnLeaderChanged names it, IsLeader turns true,
+// and OnElected starts in its own goroutine. It returns the term; when the
+// candidate already leads it changes nothing and returns the current term.
+// It waits for Run, and returns an error only when ctx ends first.
+func (f *Fake) Elect(ctx context.Context) (uint64, error) {
+	return f.SetLeader(ctx, f.cfg.ID)
+}
+
+// SetLeader makes candidate id hold the election with a new term (returned),
+// as another candidate's takeover or an operator's Assume would: when this
+// candidate led, it is deposed first (OnDemoted with
+// election.ReasonDeposed); then OnLeaderChanged reports id. An empty id
+// means nobody holds a live lease (term 0). SetLeader with this candidate's
+// own ID is Elect. It waits for Run, and returns an error only when ctx ends
+// first.
+func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
+	var term uint64
+	err := f.do(ctx, func() {
+		if id == f.cfg.ID && f.leading.Load() {
+			term = f.term.Load()
+			return
+		}
+		f.demote(election.ReasonDeposed)
+		term = f.setRecord(election.Record{ID: id})
+		if id == f.cfg.ID {
+			f.lead(term)
+		}
+	})
+	return term, err
+}
+
+// Depose ends this candidate's leadership with reason (election.ReasonDeposed
+// when empty), as a lost lease (election.ReasonLeaseLost), a takeover or a
+// permanent error would: IsLeader turns false, the elected context is
+// cancelled, OnElected is waited for, OnDemoted is called, and then
+// OnLeaderChanged reports that nobody leads (use SetLeader to name a new
+// holder instead). It returns an error wrapping election.ErrNotLeader when
+// this candidate does not lead. It waits for Run, and returns an error when
+// ctx ends first.
+func (f *Fake) Depose(ctx context.Context, reason election.Reason) error {
+	if reason == "" {
+		reason = election.ReasonDeposed
+	}
+	var err error
+	if derr := f.do(ctx, func() {
+		if !f.demote(reason) {
+			err = fmt.Errorf("electionfake: depose: %w", election.ErrNotLeader)
+			return
+		}
+		f.setRecord(election.Record{})
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// Resign implements election.Election: when this candidate leads it stands
+// down (OnDemoted with election.ReasonResigned) and then OnLeaderChanged
+// reports that nobody leads. Every call is counted (see Resigns). It returns
+// nil when this candidate does not lead, and an error when Run is not
+// running or ctx ends first.
+func (f *Fake) Resign(ctx context.Context) error {
+	if !f.running.Load() {
+		return errors.New("electionfake: resign: not running")
+	}
+	return f.do(ctx, func() {
+		f.mu.Lock()
+		f.resigns++
+		if f.resigns == 1 {
+			close(f.resigned)
+		}
+		f.mu.Unlock()
+		if f.demote(election.ReasonResigned) {
+			f.setRecord(election.Record{})
+		}
+	})
+}
+
+// Transfer implements election.Election: when this candidate leads and to
+// is another candidate, it stands down (OnDemoted with
+// election.ReasonTransferred) and to holds the election with a new term
+// (OnLeaderChanged reports it), as a transfer to a running candidate does.
+// It returns nil for this candidate's own ID, an error wrapping
+// election.ErrNotLeader when this candidate does not lead, one wrapping
+// election.ErrInvalidConfig for an invalid ID, and ctx's error when ctx
+// ends first. Like the driving methods, it waits for Run.
+func (f *Fake) Transfer(ctx context.Context, to string) error {
+	if err := election.ValidateID(to); err != nil {
+		return fmt.Errorf("electionfake: transfer: %w", err)
+	}
+	return f.leaderDo(ctx, "transfer", func() {
+		if to != f.cfg.ID {
+			f.demote(election.ReasonTransferred)
+			f.setRecord(election.Record{ID: to})
+		}
+	})
+}
+
+// Proclaim implements election.Election: when this candidate leads, its
+// published value becomes value (Leader's Record.Value; OnLeaderChanged
+// reports the change), for this and later terms, without a re-election.
+// Errors as for Transfer (ErrInvalidConfig for a value over
+// election.MaxValueLen).
+func (f *Fake) Proclaim(ctx context.Context, value string) error {
+	if len(value) > election.MaxValueLen {
+		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, election.MaxValueLen)
+	}
+	return f.leaderDo(ctx, "proclaim", func() {
+		f.mu.Lock()
+		f.value = value
+		f.record.Value = value
+		r := f.record
+		f.mu.Unlock()
+		if r.Value != f.seen.Value {
+			f.seen = r
+			if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+				cb(r)
+			}
+		}
+	})
+}
+
+// leaderDo runs fn on the Run goroutine (waiting for Run) if this
+// candidate leads; what names the operation in errors.
+func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
+	var err error
+	if derr := f.do(ctx, func() {
+		if !f.leading.Load() {
+			err = fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
+			return
+		}
+		fn()
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// Resigns returns how many times Resign was called (while Run ran).
+func (f *Fake) Resigns() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resigns
+}
+
+// Resigned returns a channel closed when Resign is first called (while Run
+// ran), for a test to wait on code that resigns from another goroutine.
+func (f *Fake) Resigned() <-chan struct{} { return f.resigned }
+
+// Leader implements election.Election: the record of the current holder as
+// set by Elect and SetLeader (Backend and Acquired "fake", the lease always
+// full), or, when nobody holds the election, an empty record and an error
+// wrapping election.ErrNoLeader. It returns ctx's error when ctx has ended.
+func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return election.Record{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.record.ID == "" {
+		return f.record, fmt.Errorf("%w: election %q has no live lease", election.ErrNoLeader, f.cfg.Name)
+	}
+	rec := f.record
+	rec.LastRenewal = f.cfg.Clock.Now().Round(0)
+	return rec, nil
+}
+
+// Fenced implements election.Election. When FailFenced set an error, it
+// returns that error without calling fn. Otherwise, when this candidate does
+// not lead, it returns an error wrapping election.ErrNotLeader without
+// calling fn. Otherwise it calls fn in a transaction of the *sql.DB given to
+// SetDB (committed when fn returns nil, else rolled back and fn's error
+// returned), or, without one, fn(nil).
+func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	f.mu.Lock()
+	db, ferr := f.db, f.fencedErr
+	f.mu.Unlock()
+	if ferr != nil {
+		return ferr
+	}
+	if !f.IsLeader() {
+		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
+	}
+	if db == nil {
+		return fn(nil)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("electionfake: fenced: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("electionfake: fenced: commit: %w", err)
+	}
+	return nil
+}
+
+// FailFenced makes every later Fenced call return err without calling fn,
+// until FailFenced(nil). Pass an error wrapping election.ErrNotLeader to
+// model a leader deposed before it noticed, or any other error for a
+// database failure.
+func (f *Fake) FailFenced(err error) {
+	f.mu.Lock()
+	f.fencedErr = err
+	f.mu.Unlock()
+}
+
+// SetDB sets the database Fenced runs fn's transactions on (nil: none, fn
+// gets a nil *sql.Tx). Any driver will do: the fake sends no statement of
+// its own.
+func (f *Fake) SetDB(db *sql.DB) {
+	f.mu.Lock()
+	f.db = db
+	f.mu.Unlock()
+}
+
+// setRecord makes r's holder (nobody when r.ID is empty) hold the election
+// with a new term, and reports the change through OnLeaderChanged. It
+// returns the term (0 for nobody). Run goroutine only.
+func (f *Fake) setRecord(r election.Record) uint64 {
+	now := f.cfg.Clock.Now().Round(0)
+	f.mu.Lock()
+	r.Election = f.cfg.Name
+	if r.ID != "" {
+		f.lastTerm++
+		r.Term, r.Since, r.LastRenewal = f.lastTerm, now, now
+		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
+		r.Acquired, r.Backend = Backend, Backend
+		if r.ID == f.cfg.ID {
+			r.Value = f.value
+		}
+	}
+	f.record = r
+	f.mu.Unlock()
+	if r.ID != f.seen.ID || r.Term != f.seen.Term || r.Value != f.seen.Value {
+		f.seen = r
+		if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+			cb(r)
+		}
+	}
+	return r.Term
+}
+
+// lead starts a leadership of term: IsLeader turns true, then OnElected
+// starts in its own goroutine. Run goroutine only.
+func (f *Fake) lead(term uint64) {
+	f.term.Store(term)
+	f.leading.Store(true)
+	lctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	f.cancelLead, f.leadDone = cancel, done
+	go func() {
+		defer close(done)
+		if cb := f.cfg.Callbacks.OnElected; cb != nil {
+			cb(lctx, term)
+		}
+	}()
+}
+
+// demote ends the current leadership, if any, and reports whether there was
+// one: IsLeader turns false, the elected context is cancelled, OnElected is
+// waited for and OnDemoted called. Run goroutine only.
+func (f *Fake) demote(reason election.Reason) bool {
+	if !f.leading.Load() {
+		return false
+	}
+	term := f.term.Load()
+	f.leading.Store(false)
+	f.term.Store(0)
+	until := f.cfg.Clock.Now().Round(0)
+	f.cancelLead()
+	<-f.leadDone
+	if cb := f.cfg.Callbacks.OnDemoted; cb != nil {
+		cb(election.Demotion{Term: term, Reason: reason, Until: until})
+	}
+	return true
+}

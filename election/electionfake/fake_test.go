@@ -1,0 +1,281 @@
+package electionfake_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionfake"
+)
+
+// start runs a fake with callbacks that log what they see, and stops it
+// (checking Run returned nil) in t.Cleanup.
+func start(t *testing.T, cfg election.Config) (*electionfake.Fake, *log, context.Context) {
+	t.Helper()
+	checkNoLeaks(t)
+	l := &log{}
+	if cfg.Name == "" {
+		cfg.Name = "e-test"
+	}
+	cfg.Callbacks = l.callbacks()
+	f, err := electionfake.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(tcancel)
+	return f, l, tctx
+}
+
+type log struct {
+	mu  sync.Mutex
+	evs []string
+}
+
+func (l *log) add(s string) { l.mu.Lock(); l.evs = append(l.evs, s); l.mu.Unlock() }
+func (l *log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.evs, " ")
+}
+
+func (l *log) callbacks() election.Callbacks {
+	return election.Callbacks{
+		OnElected: func(ctx context.Context, term uint64) {
+			<-ctx.Done()
+			l.add("elected+returned")
+		},
+		OnDemoted:       func(d election.Demotion) { l.add("demoted:" + string(d.Reason)) },
+		OnLeaderChanged: func(r election.Record) { l.add("leader:" + r.ID) },
+	}
+}
+
+func checkNoLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			t.Errorf("%d goroutines leaked", n-before)
+		}
+	})
+}
+
+func TestDriving(t *testing.T) {
+	tests := []struct {
+		name  string
+		drive func(ctx context.Context, f *electionfake.Fake) error
+		want  string
+	}{
+		{"elect then resign", func(ctx context.Context, f *electionfake.Fake) error {
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			return f.Resign(ctx)
+		}, "leader:me elected+returned demoted:resigned leader:"},
+		{"elect twice is one leadership", func(ctx context.Context, f *electionfake.Fake) error {
+			a, _ := f.Elect(ctx)
+			b, err := f.Elect(ctx)
+			if a != b {
+				return errors.New("a second Elect changed the term")
+			}
+			return err
+		}, "leader:me"},
+		{"taken over", func(ctx context.Context, f *electionfake.Fake) error {
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			_, err := f.SetLeader(ctx, "other")
+			return err
+		}, "leader:me elected+returned demoted:deposed leader:other"},
+		{"nobody leads", func(ctx context.Context, f *electionfake.Fake) error {
+			_, err := f.SetLeader(ctx, "")
+			return err
+		}, ""},
+		{"deposed with a reason", func(ctx context.Context, f *electionfake.Fake) error {
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			return f.Depose(ctx, election.ReasonError)
+		}, "leader:me elected+returned demoted:error leader:"},
+		{"transfer", func(ctx context.Context, f *electionfake.Fake) error {
+			if err := f.Transfer(ctx, "other"); !errors.Is(err, election.ErrNotLeader) {
+				return errors.New("Transfer by a follower did not fail with ErrNotLeader")
+			}
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			if err := f.Transfer(ctx, ""); !errors.Is(err, election.ErrInvalidConfig) {
+				return errors.New("Transfer to an empty ID did not fail with ErrInvalidConfig")
+			}
+			if err := f.Transfer(ctx, "me"); err != nil || !f.IsLeader() {
+				return errors.New("Transfer to itself was not a no-op")
+			}
+			return f.Transfer(ctx, "other")
+		}, "leader:me elected+returned demoted:transferred leader:other"},
+		{"proclaim", func(ctx context.Context, f *electionfake.Fake) error {
+			if err := f.Proclaim(ctx, "v"); !errors.Is(err, election.ErrNotLeader) {
+				return errors.New("Proclaim by a follower did not fail with ErrNotLeader")
+			}
+			term, err := f.Elect(ctx)
+			if err != nil {
+				return err
+			}
+			if err := f.Proclaim(ctx, "v2"); err != nil {
+				return err
+			}
+			if rec, err := f.Leader(ctx); err != nil || rec.Value != "v2" || rec.Term != term {
+				return errors.New("Leader after Proclaim: not the value, or another term")
+			}
+			return nil
+		}, "leader:me leader:me"},
+		{"depose a follower", func(ctx context.Context, f *electionfake.Fake) error {
+			if err := f.Depose(ctx, ""); !errors.Is(err, election.ErrNotLeader) {
+				return errors.New("Depose of a follower did not fail with ErrNotLeader")
+			}
+			return nil
+		}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, l, ctx := start(t, election.Config{ID: "me"})
+			if err := tc.drive(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+			// Each driving method returns after its callbacks (but
+			// OnElected, which returned here since each leadership ended).
+			if got := l.String(); got != tc.want {
+				t.Errorf("callbacks: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLeaderRecord(t *testing.T) {
+	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second})
+	if _, err := f.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+		t.Fatalf("Leader() before anyone leads: %v, want ErrNoLeader", err)
+	}
+	term, err := f.Elect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.Leader(ctx)
+	if err != nil || rec.ID != "me" || rec.Term != term || rec.Value != "10.0.0.1:80" || !rec.Live() ||
+		rec.Lease != 3*time.Second || rec.Election != "e-test" || rec.Backend != electionfake.Backend {
+		t.Fatalf("Leader() = %+v, %v", rec, err)
+	}
+	if f.Term() != term || !f.IsLeader() {
+		t.Fatalf("Term() = %d, IsLeader() = %v; want %d, true", f.Term(), f.IsLeader(), term)
+	}
+	other, err := f.SetLeader(ctx, "other")
+	if err != nil || other <= term {
+		t.Fatalf("SetLeader: term %d, %v; want above %d", other, err, term)
+	}
+	if rec, err := f.Leader(ctx); err != nil || rec.ID != "other" || rec.Value != "" {
+		t.Fatalf("Leader() = %+v, %v", rec, err)
+	}
+}
+
+func TestFenced(t *testing.T) {
+	f, _, ctx := start(t, election.Config{ID: "me"})
+	calls := 0
+	fn := func(tx *sql.Tx) error {
+		calls++
+		if tx != nil {
+			return errors.New("a tx without SetDB")
+		}
+		return nil
+	}
+	if err := f.Fenced(ctx, fn); !errors.Is(err, election.ErrNotLeader) || calls != 0 {
+		t.Fatalf("Fenced by a follower: %v after %d calls, want ErrNotLeader and none", err, calls)
+	}
+	if _, err := f.Elect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fenced(ctx, fn); err != nil || calls != 1 {
+		t.Fatalf("Fenced by the leader: %v after %d calls", err, calls)
+	}
+	boom := errors.New("boom")
+	f.FailFenced(boom)
+	if err := f.Fenced(ctx, fn); !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("Fenced after FailFenced: %v after %d calls", err, calls)
+	}
+	f.FailFenced(nil)
+	if err := f.Fenced(ctx, fn); err != nil || calls != 2 {
+		t.Fatalf("Fenced after FailFenced(nil): %v after %d calls", err, calls)
+	}
+}
+
+func TestResignObserved(t *testing.T) {
+	f, _, ctx := start(t, election.Config{ID: "me"})
+	if _, err := f.Elect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = f.Resign(ctx) }() // the code under test
+	select {
+	case <-f.Resigned():
+	case <-ctx.Done():
+		t.Fatal("Resign not observed")
+	}
+	if n := f.Resigns(); n != 1 {
+		t.Fatalf("Resigns() = %d, want 1", n)
+	}
+	if f.IsLeader() {
+		t.Fatal("IsLeader() after Resign")
+	}
+}
+
+func TestRunTwiceAndWaitForRun(t *testing.T) {
+	checkNoLeaks(t)
+	f, err := electionfake.New(election.Config{Name: "e", ID: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A driving method waits for Run, until its context ends.
+	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := f.Elect(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Elect without Run: %v, want DeadlineExceeded", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer tcancel()
+	if _, err := f.Elect(tctx); err != nil { // waits for Run to start
+		t.Fatal(err)
+	}
+	if err := f.Run(tctx); !errors.Is(err, election.ErrAlreadyRunning) {
+		t.Fatalf("second Run: %v, want ErrAlreadyRunning", err)
+	}
+	stop()
+	if err := <-done; err != nil || f.IsLeader() {
+		t.Fatalf("Run returned %v; IsLeader() = %v", err, f.IsLeader())
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, cfg := range []election.Config{{}, {Name: "bad name"}, {Name: "e", ID: "a\x00b"}, {Name: "e", Value: strings.Repeat("v", 1025)}} {
+		if _, err := electionfake.New(cfg); !errors.Is(err, election.ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}

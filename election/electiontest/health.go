@@ -1,0 +1,181 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// errUnhealthy is what the suite's health checks fail with.
+var errUnhealthy = errors.New("electiontest: unhealthy")
+
+// healthy starts n candidates whose Config.HealthCheck fails while their
+// flag is false; all start healthy.
+func (c *cluster) startHealthChecked(n int) ([]*member, []*atomic.Bool) {
+	ms, flags := make([]*member, n), make([]*atomic.Bool, n)
+	for i := range ms {
+		ok := &atomic.Bool{}
+		ok.Store(true)
+		flags[i] = ok
+		ms[i] = c.start(idN(i), func(cfg *election.Config) {
+			cfg.HealthCheck = func(context.Context) error {
+				if !ok.Load() {
+					return errUnhealthy
+				}
+				return nil
+			}
+		}, nil)
+	}
+	return ms, flags
+}
+
+func idN(i int) string { return "node-" + string(rune('1'+i)) }
+
+// testUnhealthyHandsOver: a leader whose health check fails stands down at
+// its next renewal and releases the row, so that a follower leads within a
+// renew interval and a handover; it does not lead again while unhealthy.
+func testUnhealthyHandsOver(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms, flags := c.startHealthChecked(3)
+	old, _ := c.waitLeader(takeoverBound, nil)
+	oldTerm := old.e.Term()
+	for i, m := range ms {
+		if m == old {
+			flags[i].Store(false)
+		}
+	}
+	start := time.Now()
+	nl, at := c.waitLeader(RenewInterval+handoverBound, old)
+	t.Logf("handover to %s %v after %s's health check began failing", nl.id, at.Sub(start).Round(time.Millisecond), old.id)
+	time.Sleep(5 * RetryInterval) // the unhealthy candidate checks again, and does not campaign
+	for _, iv := range c.rec.elections() {
+		switch {
+		case iv.id == old.id && iv.term == oldTerm && iv.reason != election.ReasonUnhealthy:
+			t.Errorf("%s demoted with %q, want %q", old.id, iv.reason, election.ReasonUnhealthy)
+		case iv.id == old.id && iv.term != oldTerm:
+			t.Errorf("%s led again (term %d) while unhealthy", old.id, iv.term)
+		}
+	}
+}
+
+// testFlappingHealth: health checks that fail at random, on every
+// candidate, make leadership change often but never overlap (the sampler
+// and the recorder check that in t.Cleanup); once the checks pass again,
+// one candidate leads.
+func testFlappingHealth(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	var flapping atomic.Bool
+	flapping.Store(true)
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(rand.Uint64(), 0))
+	for i := 0; i < 3; i++ {
+		c.start(idN(i), func(cfg *election.Config) {
+			cfg.HealthCheck = func(context.Context) error {
+				mu.Lock()
+				bad := flapping.Load() && rnd.Float64() < 0.3
+				mu.Unlock()
+				if bad {
+					return errUnhealthy
+				}
+				return nil
+			}
+		}, nil)
+	}
+	time.Sleep(5 * time.Second)
+	flapping.Store(false)
+	unhealthy := 0
+	for _, iv := range c.rec.elections() {
+		if iv.reason == election.ReasonUnhealthy {
+			unhealthy++
+		}
+	}
+	if unhealthy == 0 {
+		t.Error("no leader stood down as unhealthy in 5 s of flapping checks")
+	}
+	nl, _ := c.waitLeader(takeoverBound, nil)
+	t.Logf("%d leaderships, %d ended unhealthy, in 5 s of flapping; %s leads after", len(c.rec.elections()), unhealthy, nl.id)
+}
+
+// testWedgedReported: an OnElected that does not return when its context
+// is cancelled holds up the campaign loop once the leadership ends (here:
+// deposed by an operator): HealthzHandler answers 503 and sqlelect_wedged
+// is 1 within the renew deadline past due, and both recover once OnElected
+// returns.
+func testWedgedReported(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	unstick := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(unstick) }) }) // before finish stops the candidates
+	metrics := election.NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics); err != nil {
+		t.Fatal(err)
+	}
+	m := c.start("node-1", func(cfg *election.Config) {
+		cfg.Metrics = metrics
+		elected := cfg.Callbacks.OnElected
+		cfg.Callbacks.OnElected = func(ctx context.Context, term uint64) {
+			elected(ctx, term)
+			<-unstick // a bug: leader-only work that ignores its context
+		}
+	}, nil)
+	c.waitLeader(takeoverBound, nil)
+	healthz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		election.HealthzHandler(m.e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	wedged := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "sqlelect_wedged" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no sqlelect_wedged series")
+		return 0
+	}
+	if code, body := healthz(); code != http.StatusOK || wedged() != 0 {
+		t.Fatalf("healthz %d %q while leading", code, body)
+	}
+	if _, err := election.Assume(c.ctx, c.admin, "", c.name, "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	deposed := time.Now()
+	for {
+		code, body := healthz()
+		if code == http.StatusServiceUnavailable && strings.HasPrefix(body, "wedged") && wedged() == 1 {
+			t.Logf("reported wedged %v after the deposition: %s", time.Since(deposed).Round(time.Millisecond), strings.TrimSpace(body))
+			break
+		}
+		if time.Since(deposed) > RenewInterval+RenewDeadline+time.Second {
+			t.Fatalf("not reported wedged %v after the deposition: healthz %d %q", time.Since(deposed), code, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	once.Do(func() { close(unstick) })
+	for {
+		code, _ := healthz()
+		if code == http.StatusOK && wedged() == 0 {
+			break
+		}
+		if time.Since(deposed) > 10*time.Second {
+			t.Fatal("still wedged after OnElected returned")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

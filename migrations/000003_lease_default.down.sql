@@ -1,0 +1,1 @@
+ALTER TABLE service_election ALTER COLUMN lease_ms SET DEFAULT 20000;

@@ -1,0 +1,243 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4/database"
+)
+
+// DefaultRecipeTimeout is the recipe's own timeout ("interval 20 second").
+const DefaultRecipeTimeout = 20 * time.Second
+
+// AdoptOptions tunes Adopt.
+type AdoptOptions struct {
+	// RecipeTimeout is the timeout in the recipe's statement (its
+	// "interval N second"). The adopted rows' lease is RecipeTimeout plus
+	// one second, because the recipe stores its renewals in whole seconds
+	// (NOW() into a TIMESTAMP): so sqlelect candidates take over from a
+	// recipe holder no sooner than RecipeTimeout after its last renewal,
+	// as the recipe's own nodes. Whole seconds, 1 s to 4,294,966 s; default
+	// DefaultRecipeTimeout. Give the recipe's value or a longer one, never a
+	// shorter one.
+	RecipeTimeout time.Duration
+}
+
+// Holder is an election row as Adopt found and kept it.
+type Holder struct {
+	Election  string        // the anchor, now the election's name (the recipe's 1 becomes "1")
+	ID        string        // service_id: the holder
+	LeaseLeft time.Duration // by the database clock, when Adopt finished; negative once expired
+}
+
+// Adopt converts the MySQL-table recipe's table (anchor, service_id,
+// last_seen_active, driven by the recipe's INSERT … ON DUPLICATE KEY UPDATE)
+// in place into sqlelect's, then applies the remaining migrations, and
+// returns the rows it kept.
+//
+// One ALTER TABLE keeps every row: the anchor becomes the election's name
+// as text (the recipe's 1 is election "1"), service_id stays the holder,
+// last_seen_active its last renewal, and the lease is RecipeTimeout (plus the
+// second the recipe's whole-second timestamps may lose), so the current
+// holder keeps leading and sqlelect candidates take over no sooner than the
+// recipe's nodes would. The recipe's statements keep working on the
+// converted table, so its nodes may keep running during the switch; README
+// ("Moving from the MySQL-table recipe") gives the safe order of steps.
+//
+// Adopt refuses (a *LayoutError, nothing done) a table that is neither the
+// recipe's nor sqlelect's, returns ErrNoChange for a table that is already
+// sqlelect's, and needs the version recorded in MigrationsTable to be none
+// or 1 (an older sqlelect's "migrate up" recorded 1 over the recipe's table
+// without changing it). Unadopt reverts it. ctx bounds Adopt's own
+// statements; golang-migrate's take no context.
+func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, error) {
+	timeout := opts.RecipeTimeout
+	if timeout == 0 {
+		timeout = DefaultRecipeTimeout
+	}
+	if err := CheckRecipeTimeout(timeout); err != nil {
+		return nil, err
+	}
+	if err := g.adoptLocked(ctx, timeout); err != nil {
+		return nil, err
+	}
+	if err := g.m.Up(); err != nil && !errors.Is(err, ErrNoChange) {
+		return nil, wrap(err)
+	}
+	return g.holders(ctx)
+}
+
+// CheckRecipeTimeout checks AdoptOptions.RecipeTimeout: whole seconds, from
+// 1 s to 4,294,966 s (lease_ms, an INT UNSIGNED, holds it plus 1 s).
+func CheckRecipeTimeout(d time.Duration) error {
+	if d < time.Second || d%time.Second != 0 || d > 4294966*time.Second {
+		return fmt.Errorf("schema: recipe timeout %v: must be whole seconds, from 1s to 4294966s", d)
+	}
+	return nil
+}
+
+func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err error) {
+	if err := g.drv.Lock(); err != nil {
+		return wrap(err)
+	}
+	defer func() { err = errors.Join(err, wrap(g.drv.Unlock())) }()
+	v, dirty, err := g.drv.Version()
+	if err != nil {
+		return wrap(err)
+	}
+	if dirty {
+		return fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+	}
+	if v > int(Latest()) {
+		return newerError(v, "migrate adopt")
+	}
+	l, err := inspect(ctx, g.db, Table)
+	if err != nil {
+		return err
+	}
+	switch {
+	case l.Kind == KindSqlelect:
+		return fmt.Errorf("%w: the table %s is sqlelect's already", ErrNoChange, Table)
+	case l.Kind != KindRecipe:
+		return &LayoutError{Layout: l, Version: v, Action: "adopt"}
+	case v > 1:
+		return fmt.Errorf("schema: the table %s is the recipe's but %s records version %d: "+
+			"run 'sqlelect migrate force -1' if no sqlelect migration ran on it, then adopt", Table, MigrationsTable, v)
+	}
+	var long int
+	if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+Table+` WHERE CHAR_LENGTH(service_id) > 255`).Scan(&long); err != nil {
+		return fmt.Errorf("schema: adopt: %w", err)
+	}
+	if long > 0 {
+		return fmt.Errorf("schema: adopt refused, nothing done: %d rows of %s have a service_id longer than 255 characters", long, Table)
+	}
+	// One statement: the rows keep their holder and last renewal, and get
+	// the recipe's timeout as their lease, atomically. The columns are
+	// those of migration 1 (a test compares SHOW CREATE TABLE).
+	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout+time.Second).Milliseconds())); err != nil {
+		return fmt.Errorf("schema: adopt: %w", err)
+	}
+	if _, err := g.db.ExecContext(ctx, `ALTER TABLE `+Table+` ALTER COLUMN lease_ms SET DEFAULT 20000`); err != nil {
+		return fmt.Errorf("schema: adopt: %w", err)
+	}
+	return wrap(g.drv.SetVersion(1, false))
+}
+
+// adoptSQL turns the recipe's table into migration 1's; %d is the lease of
+// the existing rows, in milliseconds.
+const adoptSQL = `ALTER TABLE ` + Table + `
+  MODIFY anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  MODIFY service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+  MODIFY last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  ADD COLUMN term BIGINT UNSIGNED NOT NULL DEFAULT (FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000)),
+  ADD COLUMN term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d,
+  ADD COLUMN released TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  ADD COLUMN acquired VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'operator',
+  ADD COLUMN value VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  ADD COLUMN backend VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'table',
+  ADD COLUMN connection_id BIGINT UNSIGNED NULL DEFAULT NULL,
+  ENGINE=InnoDB, DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+
+// Unadopt reverts Adopt: it reverts the migrations down to version 1, turns
+// the table back into the recipe's layout (anchor TINYINT UNSIGNED,
+// service_id VARCHAR(128), last_seen_active TIMESTAMP; sqlelect's other
+// columns are dropped, and with them terms, released marks and values), and
+// removes the recorded version. The rows keep their holder and last renewal
+// (to the second), so the recipe's nodes treat the current holder as live.
+// It refuses, nothing done, rows the recipe's table cannot hold: an
+// election whose name is not a number from 0 to 255, or a service_id longer
+// than 128 characters. Stop sqlelect's candidates first: their statements
+// fail on the recipe's table (a leader stands down within its renew
+// deadline, which must be below the recipe's timeout).
+func (g *Migrator) Unadopt(ctx context.Context) error {
+	v, err := g.unadoptCheck(ctx)
+	if err != nil {
+		return err
+	}
+	if v > 1 {
+		if err := g.m.Migrate(1); err != nil {
+			return wrap(err)
+		}
+	}
+	if err := g.drv.Lock(); err != nil {
+		return wrap(err)
+	}
+	if _, err = g.db.ExecContext(ctx, unadoptSQL); err == nil {
+		err = wrap(g.drv.SetVersion(database.NilVersion, false))
+	} else {
+		err = fmt.Errorf("schema: unadopt: %w", err)
+	}
+	return errors.Join(err, wrap(g.drv.Unlock()))
+}
+
+const unadoptSQL = `ALTER TABLE ` + Table + `
+  DROP COLUMN term, DROP COLUMN term_started_at, DROP COLUMN lease_ms, DROP COLUMN released,
+  DROP COLUMN acquired, DROP COLUMN value, DROP COLUMN backend, DROP COLUMN connection_id,
+  MODIFY anchor TINYINT(3) UNSIGNED NOT NULL,
+  MODIFY service_id VARCHAR(128) NOT NULL,
+  MODIFY last_seen_active TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP`
+
+// unadoptCheck returns the recorded version when Unadopt can proceed.
+func (g *Migrator) unadoptCheck(ctx context.Context) (int, error) {
+	v, dirty, err := g.drv.Version()
+	switch {
+	case err != nil:
+		return 0, wrap(err)
+	case dirty:
+		return 0, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+	case v > int(Latest()):
+		return 0, newerError(v, "migrate unadopt")
+	}
+	l, err := inspect(ctx, g.db, Table)
+	switch {
+	case err != nil:
+		return 0, err
+	case l.Kind == KindRecipe:
+		return 0, fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, Table)
+	case l.Kind != KindSqlelect:
+		return 0, &LayoutError{Layout: l, Version: v, Action: "unadopt"}
+	}
+	var bad, long string
+	err = g.db.QueryRowContext(ctx, `SELECT
+  COALESCE((SELECT MIN(anchor) FROM `+Table+` WHERE anchor NOT REGEXP '^[0-9]{1,3}$' OR CAST(anchor AS UNSIGNED) > 255), ''),
+  COALESCE((SELECT MIN(anchor) FROM `+Table+` WHERE CHAR_LENGTH(service_id) > 128), '')`).Scan(&bad, &long)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("schema: unadopt: %w", err)
+	case bad != "":
+		return 0, fmt.Errorf("schema: unadopt refused, nothing done: the election %q cannot go back into the recipe's "+
+			"anchor TINYINT UNSIGNED (names must be numbers from 0 to 255): delete or rename it first", bad)
+	case long != "":
+		return 0, fmt.Errorf("schema: unadopt refused, nothing done: the holder of the election %q has a service_id longer "+
+			"than the recipe's 128 characters", long)
+	}
+	return v, nil
+}
+
+// holders reads the rows after Adopt.
+func (g *Migrator) holders(ctx context.Context) ([]Holder, error) {
+	rows, err := g.db.QueryContext(ctx, `SELECT anchor, service_id,
+  TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)
+FROM `+Table+` ORDER BY anchor`)
+	if err != nil {
+		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
+	}
+	defer rows.Close()
+	var hs []Holder
+	for rows.Next() {
+		var h Holder
+		var us int64
+		if err := rows.Scan(&h.Election, &h.ID, &us); err != nil {
+			return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
+		}
+		h.LeaseLeft = time.Duration(us) * time.Microsecond
+		hs = append(hs, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
+	}
+	return hs, nil
+}

@@ -1,0 +1,164 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Table is the table the embedded migrations manage.
+const Table = "service_election"
+
+// Errors of Up, Down, Steps, Adopt and Unadopt that mean nothing was done.
+// The returned error is a *LayoutError (or wraps ErrSchemaNewer) with the
+// details; check the kind with errors.Is.
+var (
+	// ErrRecipeTable means the table has the layout of the MySQL-table
+	// recipe sqlelect grows out of (anchor, service_id, last_seen_active):
+	// Adopt converts it in place, keeping its holder.
+	ErrRecipeTable = errors.New("schema: the table is the MySQL-table recipe's")
+	// ErrForeignTable means the table exists with a layout that is neither
+	// sqlelect's nor the recipe's.
+	ErrForeignTable = errors.New("schema: the table is not sqlelect's")
+	// ErrTableMissing means the table is absent although a version is
+	// recorded, or Adopt found no table.
+	ErrTableMissing = errors.New("schema: the table is missing")
+	// ErrSchemaNewer means the database records a version higher than the
+	// embedded migrations know: a newer sqlelect migrated it.
+	ErrSchemaNewer = errors.New("schema: the database's schema is newer than this binary's migrations")
+)
+
+// Kind classifies what a database holds under the name service_election.
+type Kind int
+
+// The kinds of layout Inspect reports.
+const (
+	KindMissing  Kind = iota // no such table
+	KindSqlelect             // sqlelect's table (every column of version 1, maybe more)
+	KindRecipe               // the recipe's table: anchor (integer, primary key), service_id (string), last_seen_active (timestamp), nothing else
+	KindForeign              // anything else
+)
+
+// Column is a column as information_schema.COLUMNS describes it.
+type Column struct {
+	Name string // COLUMN_NAME
+	Type string // COLUMN_TYPE, e.g. "tinyint(3) unsigned"
+	Data string // DATA_TYPE, e.g. "tinyint"
+	Key  string // COLUMN_KEY: "PRI" for a primary key column
+}
+
+// Layout is the table's columns, in order, and what they make it.
+type Layout struct {
+	Table   string
+	Kind    Kind
+	Columns []Column
+}
+
+// v1Columns are the columns of migration 1, in order.
+var v1Columns = []string{"anchor", "service_id", "last_seen_active", "term", "term_started_at",
+	"lease_ms", "released", "acquired", "value", "backend", "connection_id"}
+
+// inspect reads the columns of table in the connection's current database.
+func inspect(ctx context.Context, db *sql.DB, table string) (Layout, error) {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, COLUMN_KEY
+FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+	if err != nil {
+		return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	l := Layout{Table: table}
+	for rows.Next() {
+		var c Column
+		if err := rows.Scan(&c.Name, &c.Type, &c.Data, &c.Key); err != nil {
+			return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
+		}
+		c.Name, c.Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
+		l.Columns = append(l.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
+	}
+	l.Kind = classify(l.Columns)
+	return l, nil
+}
+
+func classify(cols []Column) Kind {
+	if len(cols) == 0 {
+		return KindMissing
+	}
+	byName := map[string]Column{}
+	for _, c := range cols {
+		byName[c.Name] = c
+	}
+	ours := true
+	for _, name := range v1Columns {
+		_, ok := byName[name]
+		ours = ours && ok
+	}
+	if ours {
+		return KindSqlelect
+	}
+	anchor, service, seen := byName["anchor"], byName["service_id"], byName["last_seen_active"]
+	integer := map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true}
+	if len(cols) == 3 && integer[anchor.Data] && anchor.Key == "PRI" &&
+		(service.Data == "varchar" || service.Data == "char") && seen.Data == "timestamp" {
+		return KindRecipe
+	}
+	return KindForeign
+}
+
+// LayoutError says why the table cannot be migrated as it is: what was
+// found and what to do. It wraps ErrRecipeTable, ErrForeignTable or
+// ErrTableMissing.
+type LayoutError struct {
+	Layout
+	Version int // the version recorded by golang-migrate, -1 for none
+	Action  string
+}
+
+func (e *LayoutError) Unwrap() error {
+	switch e.Kind {
+	case KindRecipe:
+		return ErrRecipeTable
+	case KindMissing:
+		return ErrTableMissing
+	}
+	return ErrForeignTable
+}
+
+func (e *LayoutError) Error() string {
+	switch e.Kind {
+	case KindMissing:
+		if e.Action == "adopt" {
+			return fmt.Sprintf("schema: there is no table %s to adopt: run 'sqlelect migrate up' to create it", e.Table)
+		}
+		return fmt.Sprintf("schema: the table %s is missing but %s records version %d; %s refused, nothing done: "+
+			"run 'sqlelect migrate force -1' (then 'sqlelect migrate up' to create it)", e.Table, MigrationsTable, e.Version, e.Action)
+	case KindRecipe:
+		return fmt.Sprintf("schema: the table %s has the layout of the MySQL-table recipe (%s); %s refused, nothing done: "+
+			"run 'sqlelect migrate adopt' to convert it in place, keeping its current holder "+
+			"(README, \"Moving from the MySQL-table recipe\")", e.Table, e.columnList(), e.Action)
+	}
+	hint := fmt.Sprintf("rename or drop it (RENAME TABLE %s TO %s_old) or point the DSN at another database", e.Table, e.Table)
+	for _, c := range e.Columns {
+		if c.Name == "host" || c.Name == "hostname" {
+			hint = fmt.Sprintf("if it is the recipe's table with the holder in %s: stop the recipe's nodes (their statements name that column), "+
+				"ALTER TABLE %s RENAME COLUMN %s TO service_id, then run 'sqlelect migrate adopt'; otherwise %s", c.Name, e.Table, c.Name, hint)
+		}
+	}
+	return fmt.Sprintf("schema: the table %s exists but is neither sqlelect's nor the MySQL-table recipe's: columns found: %s; "+
+		"sqlelect's has %s; %s refused, nothing done: %s", e.Table, e.columnList(), strings.Join(v1Columns, ", "), e.Action, hint)
+}
+
+func (e *LayoutError) columnList() string {
+	parts := make([]string, len(e.Columns))
+	for i, c := range e.Columns {
+		parts[i] = c.Name + " " + c.Type
+		if c.Key == "PRI" {
+			parts[i] += " primary key"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
