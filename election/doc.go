@@ -201,7 +201,7 @@
 //     takes over at once.
 //
 // The old leader sits out two retry intervals after a hand-over, like after
-// a Resign. A holder that does not lead yet (it waits out its lock delay)
+// a Resign (after a transfer, counted from the end of the window). A holder that does not lead yet (it waits out its lock delay)
 // cannot hand over without a delay: asked to, it gives the row up with the
 // rest of its delay, as Resign does. A leader that died never sees a
 // request: its lease runs out, the next holder takes the row as usual, and

@@ -85,7 +85,9 @@ type Election interface {
 	// and wakes the followers. Until the transfer window (2 × RetryInterval,
 	// by the database clock) ends, only to may take the row; if to does not
 	// (it is not running, or not campaigning), any candidate may after that.
-	// This candidate sits out two retry intervals before campaigning again.
+	// This candidate sits out the window and two retry intervals more
+	// before campaigning again, so that another candidate takes the row
+	// when to never comes.
 	//
 	// Transfer returns once the row was handed over, not when to leads
 	// (watch OnLeaderChanged or Leader for that). It returns an error

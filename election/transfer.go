@@ -71,7 +71,7 @@ func (c *candidate) Transfer(ctx context.Context, to string) error {
 // does, with the rest of its delay: anyone may take it when that ends. A
 // request to hand over to itself is cleared (the row is handed to itself:
 // the holder renews at once and keeps leading). The holder then sits out
-// two retry intervals. An error of the hand-over statement is logged,
+// two retry intervals, after the transfer window when it named a target. An error of the hand-over statement is logged,
 // counted and returned: the row then expires after its lease.
 func (c *candidate) handOver(ctx context.Context, to string) error {
 	now := c.cfg.Clock.Now()
@@ -106,6 +106,11 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 	}
 	c.hold = 0
 	c.sitOut()
+	if to != "" {
+		// Not back before the others had their turn after a target that
+		// never came.
+		c.sitOutUntil = c.sitOutUntil.Add(TransferWindow(c.cfg.RetryInterval))
+	}
 	return err
 }
 

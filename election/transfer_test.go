@@ -60,12 +60,13 @@ func TestTransferStandsDownThenHandsOver(t *testing.T) {
 	if err := h.c.Transfer(ctx, "other"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("Transfer by a non-leader = %v, want ErrNotLeader", err)
 	}
-	// It sits out two retry intervals, so the target (or another) wins.
+	// It sits out the transfer window and two retry intervals more, so
+	// that the target, or when it never comes another, wins.
 	b.mu.Lock()
 	follows := b.follows
 	b.mu.Unlock()
 	h.clock.WaitTimers(t, 1)
-	h.clock.Advance(2*tRetry - time.Millisecond)
+	h.clock.Advance(TransferWindow(tRetry) + 2*tRetry - time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
 	b.mu.Lock()
 	if b.follows != follows {

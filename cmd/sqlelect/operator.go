@@ -127,7 +127,7 @@ func (c *cli) awaitLeader(db *sql.DB, table, name string, prev election.Record, 
 			fmt.Fprintf(c.stdout, "%s leads %s (term %d, acquired %s) %v after the request\n",
 				printable(rec.ID), name, rec.Term, rec.Acquired, time.Since(start).Round(time.Millisecond))
 			return nil
-		case rec.Live() && rec.ID != prev.ID:
+		case rec.Live() && (rec.ID != prev.ID || rec.Term != prev.Term):
 			return failf(exitError, "%s took %s over (term %d), not %s: the transfer window ran out before %s took the row (is it running?)",
 				printable(rec.ID), name, rec.Term, printable(to), printable(to))
 		case time.Since(start) > wait:
