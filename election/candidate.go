@@ -130,7 +130,7 @@ func (c *candidate) IsLeader() bool {
 }
 
 // elapsed is the time since epoch on the candidate's clock, in ns. With the
-// real clock it reads only the monotonic clock (time.Since), the cheapest
+// real clock it reads only the monotonic clock (RealClock.Since), the cheapest
 // read there is: IsLeader is called on hot paths.
 func (c *candidate) elapsed() int64 {
 	if rc, ok := c.cfg.Clock.(RealClock); ok {

@@ -3,10 +3,10 @@ package election
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -109,9 +109,14 @@ func (e *events) String() string {
 	return strings.Join(e.log, ",")
 }
 
+// harness runs a candidate on the fake backend. It must be made inside a
+// synctest bubble (synctest.Test): the candidate's clock is the real one,
+// which the bubble fakes, so that time moves only when every goroutine of
+// the bubble waits, and by exactly as much as the test says (see advance).
+// synctest.Test also waits for every goroutine of the bubble to exit (and
+// fails the test on a deadlock): the goroutine-leak check.
 type harness struct {
 	t      *testing.T
-	clock  *fakeClock
 	b      *fakeBackend
 	c      *candidate
 	ev     *events
@@ -128,10 +133,9 @@ const (
 
 func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	t.Helper()
-	checkNoLeaks(t)
-	h := &harness{t: t, clock: newFakeClock(), b: b, ev: &events{}, done: make(chan error, 1)}
+	h := &harness{t: t, b: b, ev: &events{}, done: make(chan error, 1)}
 	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenew, RetryInterval: tRetry, NoJitter: true, Clock: h.clock,
+		RenewInterval: tRenew, RetryInterval: tRetry, NoJitter: true,
 		Callbacks: Callbacks{
 			OnElected: func(ctx context.Context, term uint64) {
 				h.ev.add("elected")
@@ -149,7 +153,9 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h.c = newCandidate(cfg, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The bubble's time: an hour of it passes in no time, when the test
+	// waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	h.cancel = cancel
 	go func() { h.done <- h.c.Run(ctx) }()
 	t.Cleanup(func() { h.stop() })
@@ -171,7 +177,7 @@ func (h *harness) stop() error {
 	}
 }
 
-// advanceUntilLeader advances the fake clock a second at a time until the
+// advanceUntilLeader advances the clock a second at a time until the
 // candidate leads, and returns how far it advanced; it fails the test past
 // limit.
 func (h *harness) advanceUntilLeader(limit time.Duration) time.Duration {
@@ -181,65 +187,48 @@ func (h *harness) advanceUntilLeader(limit time.Duration) time.Duration {
 		if elapsed > limit {
 			h.t.Fatal("never elected")
 		}
-		h.clock.Advance(time.Second)
+		advance(time.Second)
 		elapsed += time.Second
-		waitFor(h.t, func() bool { return h.clock.waiters() >= 1 })
 	}
 	return elapsed
 }
 
-// checkNoLeaks fails the test if goroutines of this package outlive it.
-func checkNoLeaks(t *testing.T) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			buf := make([]byte, 1<<20)
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			var leaked []string
-			for _, g := range strings.Split(stacks, "\n\n") {
-				if strings.Contains(g, "election.(*candidate)") {
-					leaked = append(leaked, g)
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("leaked goroutines:\n%s", strings.Join(leaked, "\n\n"))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+// advance lets d pass on the bubble's clock, and returns once every
+// goroutine of the bubble waits again: what was due by then has run.
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
 func TestLeaderStandsDownByItsClockWhenRenewalsStall(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 7}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2) // the loop and the watchdog
-	if !h.c.IsLeader() || h.c.Term() != 7 {
-		t.Fatalf("want leader of term 7, got %v %d", h.c.IsLeader(), h.c.Term())
-	}
-	stall := make(chan struct{})
-	b.set(func(f *fakeBackend) { f.stall, f.followB = stall, beat{} })
-	h.clock.Advance(tRenew) // the loop now blocks in renew
-	// Frozen past the deadline: IsLeader turns false without any goroutine
-	// having run.
-	h.clock.Advance(tRenewDeadline - tRenew - time.Nanosecond)
-	if !h.c.IsLeader() {
-		t.Fatal("stood down early")
-	}
-	h.clock.Advance(time.Nanosecond)
-	if h.c.IsLeader() || h.c.Term() != 0 {
-		t.Fatal("IsLeader still true at the deadline")
-	}
-	// The watchdog cancels the leadership context while renew is stuck.
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
-	close(stall)
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:lease_lost") })
-	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:lease_lost"; !strings.HasPrefix(got, want) {
-		t.Fatalf("events %q, want %q", got, want)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 7}}
+		h := newHarness(t, b, nil)
+		synctest.Wait() // the loop and the watchdog wait
+		if !h.c.IsLeader() || h.c.Term() != 7 {
+			t.Fatalf("want leader of term 7, got %v %d", h.c.IsLeader(), h.c.Term())
+		}
+		stall := make(chan struct{})
+		b.set(func(f *fakeBackend) { f.stall, f.followB = stall, beat{} })
+		advance(tRenew) // the loop now blocks in renew
+		// The deadline passes while the loop is stuck in renew: IsLeader
+		// turns false by the clock, at the deadline to the nanosecond.
+		advance(tRenewDeadline - tRenew - time.Nanosecond)
+		if !h.c.IsLeader() {
+			t.Fatal("stood down early")
+		}
+		advance(time.Nanosecond)
+		if h.c.IsLeader() || h.c.Term() != 0 {
+			t.Fatal("IsLeader still true at the deadline")
+		}
+		// The watchdog cancels the leadership context while renew is stuck.
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
+		close(stall)
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:lease_lost") })
+		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:lease_lost"; !strings.HasPrefix(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
 }
 
 func TestLockDelayBeforeLeading(t *testing.T) {
@@ -255,123 +244,134 @@ func TestLockDelayBeforeLeading(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
-			h := newHarness(t, b, func(c *Config) { c.DisableLockDelay = tc.disable })
-			h.clock.WaitTimers(t, 1)
-			elapsed := h.advanceUntilLeader(2 * tLease)
-			if tc.wantDelay == 0 && elapsed != 0 {
-				t.Fatalf("elected after %v, want at once", elapsed)
-			}
-			if tc.wantDelay > 0 && elapsed < tc.wantDelay {
-				t.Fatalf("elected after %v, before the lock delay %v", elapsed, tc.wantDelay)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
+				h := newHarness(t, b, func(c *Config) { c.DisableLockDelay = tc.disable })
+				synctest.Wait()
+				elapsed := h.advanceUntilLeader(2 * tLease)
+				if tc.wantDelay == 0 && elapsed != 0 {
+					t.Fatalf("elected after %v, want at once", elapsed)
+				}
+				if tc.wantDelay > 0 && elapsed < tc.wantDelay {
+					t.Fatalf("elected after %v, before the lock delay %v", elapsed, tc.wantDelay)
+				}
+			})
 		})
 	}
 }
 
 func TestDeposedStandsDownAtOnce(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	b.set(func(f *fakeBackend) {
-		f.followB = beat{}
-		f.renewB = func(uint64) (beat, error) { return beat{}, nil }
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		b.set(func(f *fakeBackend) {
+			f.followB = beat{}
+			f.renewB = func(uint64) (beat, error) { return beat{}, nil }
+		})
+		advance(tRenew)
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
+		if h.c.IsLeader() {
+			t.Fatal("still leader after deposition")
+		}
 	})
-	h.clock.Advance(tRenew)
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
-	if h.c.IsLeader() {
-		t.Fatal("still leader after deposition")
-	}
 }
 
 func TestRowDeletedWhileLeading(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	b.set(func(f *fakeBackend) {
-		f.followB = beat{}
-		f.renewB = func(uint64) (beat, error) { return beat{held: true, term: 9, inserted: true}, nil }
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		b.set(func(f *fakeBackend) {
+			f.followB = beat{}
+			f.renewB = func(uint64) (beat, error) { return beat{held: true, term: 9, inserted: true}, nil }
+		})
+		advance(tRenew)
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
+		waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 && b.released[0] == 9 })
 	})
-	h.clock.Advance(tRenew)
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 && b.released[0] == 9 })
 }
 
 func TestResignReleasesAndSitsOut(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	b.set(func(f *fakeBackend) { f.followB = beat{} })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.c.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if h.c.IsLeader() {
-		t.Fatal("leader after Resign")
-	}
-	b.mu.Lock()
-	released, follows := append([]uint64(nil), b.released...), b.follows
-	b.mu.Unlock()
-	if len(released) != 1 || released[0] != 5 {
-		t.Fatalf("released %v, want [5]", released)
-	}
-	h.clock.WaitTimers(t, 1)
-	h.clock.Advance(2*tRetry - time.Millisecond)
-	time.Sleep(20 * time.Millisecond) // give a wrongly woken loop the chance to follow
-	b.mu.Lock()
-	if b.follows != follows {
-		t.Errorf("campaigned while sitting out")
-	}
-	b.mu.Unlock()
-	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
-		t.Fatalf("events %q, want %q", got, want)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		b.set(func(f *fakeBackend) { f.followB = beat{} })
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.c.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h.c.IsLeader() {
+			t.Fatal("leader after Resign")
+		}
+		b.mu.Lock()
+		released, follows := append([]uint64(nil), b.released...), b.follows
+		b.mu.Unlock()
+		if len(released) != 1 || released[0] != 5 {
+			t.Fatalf("released %v, want [5]", released)
+		}
+		synctest.Wait()
+		advance(2*tRetry - time.Millisecond) // a wrongly woken loop has followed by now
+		b.mu.Lock()
+		if b.follows != follows {
+			t.Errorf("campaigned while sitting out")
+		}
+		b.mu.Unlock()
+		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
 }
 
 func TestShutdownResignsAndReturns(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	if err := h.stop(); err != nil {
-		t.Fatalf("Run returned %v", err)
-	}
-	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
-		t.Fatalf("events %q, want %q", got, want)
-	}
-	if len(b.released) != 1 {
-		t.Fatalf("released %v", b.released)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		if err := h.stop(); err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:resigned"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		if len(b.released) != 1 {
+			t.Fatalf("released %v", b.released)
+		}
+	})
 }
 
 // A renewal in flight when Run's context ends finishes before the release:
 // cancelling it could drop the lock backend's connection (and lock) before
 // the row is marked released.
 func TestShutdownLetsRenewalInFlightFinish(t *testing.T) {
-	inFlight, finish := make(chan context.Context, 1), make(chan struct{})
-	b := &fakeBackend{followB: beat{held: true, term: 5}, inFlight: inFlight, finish: finish}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	h.clock.Advance(tRenew)
-	var rctx context.Context
-	select {
-	case rctx = <-inFlight:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no renewal")
-	}
-	h.cancel() // cancels every context derived from Run's before returning
-	if rctx.Err() != nil {
-		t.Fatal("shutdown cancelled the renewal in flight")
-	}
-	b.set(func(f *fakeBackend) { f.released = nil })
-	close(finish)
-	if err := h.stop(); err != nil {
-		t.Fatalf("Run returned %v", err)
-	}
-	b.set(func(f *fakeBackend) {
-		if len(f.released) != 1 || f.released[0] != 5 {
-			t.Errorf("released %v, want [5]", f.released)
+	synctest.Test(t, func(t *testing.T) {
+		inFlight, finish := make(chan context.Context, 1), make(chan struct{})
+		b := &fakeBackend{followB: beat{held: true, term: 5}, inFlight: inFlight, finish: finish}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		advance(tRenew)
+		var rctx context.Context
+		select {
+		case rctx = <-inFlight:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no renewal")
 		}
+		h.cancel() // cancels every context derived from Run's before returning
+		if rctx.Err() != nil {
+			t.Fatal("shutdown cancelled the renewal in flight")
+		}
+		b.set(func(f *fakeBackend) { f.released = nil })
+		close(finish)
+		if err := h.stop(); err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		b.set(func(f *fakeBackend) {
+			if len(f.released) != 1 || f.released[0] != 5 {
+				t.Errorf("released %v, want [5]", f.released)
+			}
+		})
 	})
 }
 
@@ -380,28 +380,43 @@ func TestShutdownLetsRenewalInFlightFinish(t *testing.T) {
 // context cancelled, no OnDemoted): that leadership is demoted and a new
 // one begins, with OnElected again.
 func TestRenewalLandingAfterTheDeadlineStartsANewLeadership(t *testing.T) {
-	inFlight, finish := make(chan context.Context, 1), make(chan struct{})
-	b := &fakeBackend{followB: beat{held: true, term: 7}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 2)
-	b.set(func(f *fakeBackend) { f.followB, f.inFlight, f.finish = beat{}, inFlight, finish })
-	h.clock.Advance(tRenew)
-	select {
-	case <-inFlight:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no renewal")
-	}
-	h.clock.Advance(tRenewDeadline - tRenew) // the deadline passes while the renewal is in flight
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
-	if h.c.IsLeader() {
-		t.Fatal("leader past the deadline")
-	}
-	close(finish) // the renewal succeeds, late
-	const want = "leader:me,elected,elected-returned,demoted:lease_lost,elected"
-	waitFor(t, func() bool { return strings.HasPrefix(h.ev.String(), want) })
-	if !h.c.IsLeader() || h.c.Term() != 7 {
-		t.Fatalf("after the new election: IsLeader %v, term %d", h.c.IsLeader(), h.c.Term())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		inFlight, finish := make(chan struct{}, 1), make(chan struct{})
+		b := &fakeBackend{followB: beat{held: true, term: 7}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		// The renewal's reply comes back late: its statement's timeout,
+		// which ends at the deadline too, does not stop a reply already on
+		// its way, so this renewal does not heed its context.
+		b.set(func(f *fakeBackend) {
+			f.followB = beat{}
+			f.renewB = func(hold uint64) (beat, error) {
+				select {
+				case inFlight <- struct{}{}:
+				default:
+				}
+				<-finish
+				return beat{held: true, term: hold}, nil
+			}
+		})
+		advance(tRenew)
+		select {
+		case <-inFlight:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no renewal")
+		}
+		advance(tRenewDeadline - tRenew) // the deadline passes while the renewal is in flight
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "elected-returned") })
+		if h.c.IsLeader() {
+			t.Fatal("leader past the deadline")
+		}
+		close(finish) // the renewal succeeds, late
+		const want = "leader:me,elected,elected-returned,demoted:lease_lost,elected"
+		waitFor(t, func() bool { return strings.HasPrefix(h.ev.String(), want) })
+		if !h.c.IsLeader() || h.c.Term() != 7 {
+			t.Fatalf("after the new election: IsLeader %v, term %d", h.c.IsLeader(), h.c.Term())
+		}
+	})
 }
 
 // A hold that never led gives the row up with the rest of its lock delay
@@ -426,25 +441,27 @@ func TestReleaseHandsOnTheUnservedLockDelay(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
-			h := newHarness(t, b, nil)
-			h.clock.WaitTimers(t, 1)
-			b.set(func(f *fakeBackend) {
-				f.followB = beat{}
-				if tc.renew != nil {
-					tc.renew(f)
+			synctest.Test(t, func(t *testing.T) {
+				b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
+				h := newHarness(t, b, nil)
+				synctest.Wait()
+				b.set(func(f *fakeBackend) {
+					f.followB = beat{}
+					if tc.renew != nil {
+						tc.renew(f)
+					}
+				})
+				advance(tRenew)
+				if tc.resign {
+					resignNow(h)
+				}
+				waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 })
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				if b.released[0] != tc.term || b.unserved[0] != tc.want {
+					t.Fatalf("released term %d with %v unserved, want term %d with %v", b.released[0], b.unserved[0], tc.term, tc.want)
 				}
 			})
-			h.clock.Advance(tRenew)
-			if tc.resign {
-				resignNow(h)
-			}
-			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.released) == 1 })
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			if b.released[0] != tc.term || b.unserved[0] != tc.want {
-				t.Fatalf("released term %d with %v unserved, want term %d with %v", b.released[0], b.unserved[0], tc.term, tc.want)
-			}
 		})
 	}
 }
@@ -461,52 +478,57 @@ func resignNow(h *harness) {
 // row again (even with no delay of its own) still waits out the first
 // delay: whoever it waited for may still lead.
 func TestLockDelayOutlivesTheHold(t *testing.T) {
-	b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 1)
-	b.set(func(f *fakeBackend) {
-		f.renewB = func(uint64) (beat, error) { return beat{}, nil } // deposed
-		f.followB = beat{held: true, term: 4}                        // and back, with no delay
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		b.set(func(f *fakeBackend) {
+			f.renewB = func(uint64) (beat, error) { return beat{}, nil } // deposed
+			f.followB = beat{held: true, term: 4}                        // and back, with no delay
+		})
+		elapsed := h.advanceUntilLeader(2 * tLease)
+		if elapsed < tLease {
+			t.Fatalf("led %v after the first hold began, before its lock delay %v ended", elapsed, tLease)
+		}
+		if term := h.c.Term(); term != 4 {
+			t.Fatalf("term %d, want 4", term)
+		}
 	})
-	elapsed := h.advanceUntilLeader(2 * tLease)
-	if elapsed < tLease {
-		t.Fatalf("led %v after the first hold began, before its lock delay %v ended", elapsed, tLease)
-	}
-	if term := h.c.Term(); term != 4 {
-		t.Fatalf("term %d, want 4", term)
-	}
 }
 
 func TestRunStopsOnPermanentError(t *testing.T) {
-	b := &fakeBackend{preErr: ErrTableMissing}
-	h := newHarness(t, b, nil)
-	select {
-	case err := <-h.done:
-		if !errors.Is(err, ErrTableMissing) {
-			t.Fatalf("Run returned %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{preErr: ErrTableMissing}
+		h := newHarness(t, b, nil)
+		select {
+		case err := <-h.done:
+			if !errors.Is(err, ErrTableMissing) {
+				t.Fatalf("Run returned %v", err)
+			}
+			close(h.done)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return")
 		}
-		close(h.done)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
-	}
+	})
 }
 
 func TestRunTwice(t *testing.T) {
-	b := &fakeBackend{}
-	h := newHarness(t, b, nil)
-	h.clock.WaitTimers(t, 1)
-	if err := h.c.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
-		t.Fatalf("second Run: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := &fakeBackend{}
+		h := newHarness(t, b, nil)
+		synctest.Wait()
+		if err := h.c.Run(context.Background()); !errors.Is(err, ErrAlreadyRunning) {
+			t.Fatalf("second Run: %v", err)
+		}
+	})
 }
 
+// waitFor fails the test unless cond holds once every goroutine of the
+// bubble waits.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if !cond() {
+		t.Fatal("condition not met")
 	}
 }

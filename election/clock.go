@@ -2,9 +2,19 @@ package election
 
 import "time"
 
-// Clock is the package's only source of local time. The real clock reads the
-// monotonic clock through time.Now; tests inject a fake one to drive the
-// timing logic without sleeping. A Clock must be safe for concurrent use.
+// Clock is the package's only source of local time: every reading of the
+// time and every timer of a candidate (its campaign loop, the leadership
+// watchdog, the lock backend's GET_LOCK wait and idle limit) goes through
+// Config.Clock, a Batcher's linger through its own Clock, and nothing else in
+// the package calls time.Now, time.Since or the time package's timers.
+// Statement timeouts are the exception: they are context deadlines, which
+// database/sql counts in real time.
+//
+// RealClock reads the monotonic clock through time.Now. Another Clock
+// changes a candidate's view of time: electiontest.FreezableClock stops it,
+// as SIGSTOP would, while the database's time goes on. (The package's unit
+// tests inject none: they run RealClock in testing/synctest bubbles, whose
+// time is fake.) A Clock must be safe for concurrent use.
 //
 // Only durations between two Now readings of the same Clock are used, never
 // wall-clock values: a leader stands down by the monotonic clock, which keeps

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,22 +41,6 @@ func (h *healthSwitch) check(ctx context.Context) error {
 	return err
 }
 
-// waitTimer waits until a timer is pending that fires d from now: the
-// health check's own timer does not count, unlike with WaitTimers.
-func waitTimer(t *testing.T, f *fakeClock, d time.Duration) {
-	t.Helper()
-	waitFor(t, func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, tm := range f.timers {
-			if !tm.done && tm.at.Equal(f.now.Add(d)) {
-				return true
-			}
-		}
-		return false
-	})
-}
-
 func followsOf(b *fakeBackend) int { b.mu.Lock(); defer b.mu.Unlock(); return b.follows }
 
 func releasesOf(b *fakeBackend) ([]uint64, []time.Duration) {
@@ -69,160 +54,168 @@ func releasesOf(b *fakeBackend) ([]uint64, []time.Duration) {
 // intervals, does not campaign while the check fails, re-checks every retry
 // interval, and campaigns again once it passes.
 func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
-	hs := &healthSwitch{}
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	waitTimer(t, h.clock, tRenew)         // the loop
-	waitTimer(t, h.clock, tRenewDeadline) // the watchdog
-	if !h.c.IsLeader() {
-		t.Fatal("not leading")
-	}
-	b.set(func(f *fakeBackend) { f.followB = beat{} })
-	hs.set(errors.New("disk full"), false)
-	renewals := renewalsOf(b)
-	h.clock.Advance(tRenew)
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
-	if h.c.IsLeader() {
-		t.Fatal("leader after a failed health check")
-	}
-	if got := renewalsOf(b); got != renewals {
-		t.Errorf("%d renewals after the failed check, want none", got-renewals)
-	}
-	waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
-	if r, u := releasesOf(b); r[0] != 5 || u[0] != 0 {
-		t.Fatalf("released %v with unserved %v, want term 5 released at once", r, u)
-	}
-	if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
-		t.Fatalf("events %q, want %q", got, want)
-	}
-	// Sitting out, then checking every retry interval without campaigning.
-	follows, calls := followsOf(b), hs.calls.Load()
-	waitTimer(t, h.clock, 2*tRetry)
-	h.clock.Advance(2 * tRetry)
-	for i := 0; i < 3; i++ {
-		waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
-		calls++
-		waitTimer(t, h.clock, tRetry)
-		if i < 2 {
-			h.clock.Advance(tRetry)
+	synctest.Test(t, func(t *testing.T) {
+		hs := &healthSwitch{}
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		synctest.Wait() // the loop and the watchdog wait
+		if !h.c.IsLeader() {
+			t.Fatal("not leading")
 		}
-	}
-	if got := followsOf(b); got != follows {
-		t.Fatalf("campaigned %d times while unhealthy", got-follows)
-	}
-	hs.set(nil, false)
-	h.clock.Advance(tRetry)
-	waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
-	waitFor(t, func() bool { return followsOf(b) == follows+1 })
+		b.set(func(f *fakeBackend) { f.followB = beat{} })
+		hs.set(errors.New("disk full"), false)
+		renewals := renewalsOf(b)
+		advance(tRenew)
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
+		if h.c.IsLeader() {
+			t.Fatal("leader after a failed health check")
+		}
+		if got := renewalsOf(b); got != renewals {
+			t.Errorf("%d renewals after the failed check, want none", got-renewals)
+		}
+		waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
+		if r, u := releasesOf(b); r[0] != 5 || u[0] != 0 {
+			t.Fatalf("released %v with unserved %v, want term 5 released at once", r, u)
+		}
+		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		// Sitting out, then checking every retry interval without campaigning.
+		follows, calls := followsOf(b), hs.calls.Load()
+		synctest.Wait()
+		advance(2 * tRetry)
+		for i := 0; i < 3; i++ {
+			waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
+			calls++
+			synctest.Wait()
+			if i < 2 {
+				advance(tRetry)
+			}
+		}
+		if got := followsOf(b); got != follows {
+			t.Fatalf("campaigned %d times while unhealthy", got-follows)
+		}
+		hs.set(nil, false)
+		advance(tRetry)
+		waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
+		waitFor(t, func() bool { return followsOf(b) == follows+1 })
+	})
 }
 
 // A check that does not answer is cut off at half the time left before the
 // renew deadline, which leaves time to release the row: the leader leads
 // meanwhile, then stands down as unhealthy.
 func TestHealthCheckBoundedByTheRenewDeadline(t *testing.T) {
-	hs := &healthSwitch{}
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	waitTimer(t, h.clock, tRenew)
-	waitTimer(t, h.clock, tRenewDeadline)
-	hs.set(nil, true)
-	h.clock.Advance(tRenew) // the check begins: (6s - 2s) / 2 left for it
-	waitTimer(t, h.clock, (tRenewDeadline-tRenew)/2)
-	h.clock.Advance((tRenewDeadline-tRenew)/2 - time.Nanosecond)
-	time.Sleep(10 * time.Millisecond)
-	if !h.c.IsLeader() || strings.Contains(h.ev.String(), "demoted") {
-		t.Fatalf("stood down before the check's bound: %s", h.ev)
-	}
-	h.clock.Advance(time.Nanosecond)
-	waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
-	waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
-	if h.c.wedged() {
-		t.Error("a check within its bound reported as wedged")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		hs := &healthSwitch{}
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		synctest.Wait() // the loop and the watchdog wait
+		hs.set(nil, true)
+		advance(tRenew) // the check begins: (6s - 2s) / 2 left for it
+		synctest.Wait()
+		advance((tRenewDeadline-tRenew)/2 - time.Nanosecond)
+		synctest.Wait()
+		if !h.c.IsLeader() || strings.Contains(h.ev.String(), "demoted") {
+			t.Fatalf("stood down before the check's bound: %s", h.ev)
+		}
+		advance(time.Nanosecond)
+		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
+		waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
+		if h.c.wedged() {
+			t.Error("a check within its bound reported as wedged")
+		}
+	})
 }
 
 // A holder still waiting out its lock delay when the check fails was never
 // elected: it releases with the rest of its delay handed on.
 func TestUnhealthyHolderHandsOnItsLockDelay(t *testing.T) {
-	hs := &healthSwitch{}
-	b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
-	h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
-	waitTimer(t, h.clock, tRenew)
-	b.set(func(f *fakeBackend) { f.followB = beat{} })
-	hs.set(errors.New("warming up"), false)
-	h.clock.Advance(tRenew)
-	waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
-	if _, u := releasesOf(b); u[0] != tLease-tRenew {
-		t.Fatalf("unserved %v handed on, want %v", u[0], tLease-tRenew)
-	}
-	if got := h.ev.String(); got != "leader:me" {
-		t.Fatalf("events %q, want no election", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		hs := &healthSwitch{}
+		b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		synctest.Wait()
+		b.set(func(f *fakeBackend) { f.followB = beat{} })
+		hs.set(errors.New("warming up"), false)
+		advance(tRenew)
+		waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
+		if _, u := releasesOf(b); u[0] != tLease-tRenew {
+			t.Fatalf("unserved %v handed on, want %v", u[0], tLease-tRenew)
+		}
+		if got := h.ev.String(); got != "leader:me" {
+			t.Fatalf("events %q, want no election", got)
+		}
+	})
 }
 
 // A follower whose check fails never campaigns.
 func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
-	hs := &healthSwitch{err: errors.New("no")}
-	b := &fakeBackend{followB: beat{held: true, term: 3}}
-	m := NewMetrics()
-	h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.Metrics = hs.check, m })
-	reg := newRegistry(t, m)
-	waitFor(t, func() bool { return hs.calls.Load() >= 1 })
-	for i := 0; i < 3; i++ {
-		waitTimer(t, h.clock, tRetry)
-		h.clock.Advance(tRetry)
-	}
-	if n := followsOf(b); n != 0 || h.c.IsLeader() {
-		t.Fatalf("an unhealthy follower looked %d times; leader %v", n, h.c.IsLeader())
-	}
-	s := gatherMetrics(t, reg)
-	s.want(t, 0, "sqlelect_healthy", "election=unit")
-	if v := s.value(t, "sqlelect_health_check_failures_total", "election=unit"); v < 3 {
-		t.Errorf("health check failures %v, want at least 3", v)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		hs := &healthSwitch{err: errors.New("no")}
+		b := &fakeBackend{followB: beat{held: true, term: 3}}
+		m := NewMetrics()
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.Metrics = hs.check, m })
+		reg := newRegistry(t, m)
+		waitFor(t, func() bool { return hs.calls.Load() >= 1 })
+		for i := 0; i < 3; i++ {
+			synctest.Wait()
+			advance(tRetry)
+		}
+		if n := followsOf(b); n != 0 || h.c.IsLeader() {
+			t.Fatalf("an unhealthy follower looked %d times; leader %v", n, h.c.IsLeader())
+		}
+		s := gatherMetrics(t, reg)
+		s.want(t, 0, "sqlelect_healthy", "election=unit")
+		if v := s.value(t, "sqlelect_health_check_failures_total", "election=unit"); v < 3 {
+			t.Errorf("health check failures %v, want at least 3", v)
+		}
+	})
 }
 
 // A callback that blocks wedges the campaign loop: reported by
 // HealthzHandler (503) and sqlelect_wedged once RenewDeadline past due,
 // and no longer once the loop moves on. A candidate not running is 503 too.
 func TestWedgedElectorReported(t *testing.T) {
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	m := NewMetrics()
-	b := &fakeBackend{followB: beat{held: true, term: 5}}
-	h := newHarness(t, b, func(c *Config) {
-		c.Metrics = m
-		c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { close(entered); <-unblock }) }
+	synctest.Test(t, func(t *testing.T) {
+		entered, unblock := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		m := NewMetrics()
+		b := &fakeBackend{followB: beat{held: true, term: 5}}
+		h := newHarness(t, b, func(c *Config) {
+			c.Metrics = m
+			c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { close(entered); <-unblock }) }
+		})
+		reg := newRegistry(t, m)
+		healthz := func() (int, string) {
+			rec := httptest.NewRecorder()
+			HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			return rec.Code, rec.Body.String()
+		}
+		<-entered // the loop is held up from now on
+		if code, body := healthz(); code != http.StatusOK {
+			t.Fatalf("healthz %d %q before the wedge", code, body)
+		}
+		advance(tRenewDeadline) // overdue by exactly the renew deadline: not yet
+		if code, _ := healthz(); code != http.StatusOK {
+			t.Fatalf("healthz %d at the renew deadline", code)
+		}
+		advance(time.Millisecond)
+		code, body := healthz()
+		if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "wedged") {
+			t.Fatalf("healthz %d %q, want 503 wedged", code, body)
+		}
+		gatherMetrics(t, reg).want(t, 1, "sqlelect_wedged", "election=unit")
+		close(unblock)
+		waitFor(t, func() bool { c, _ := healthz(); return c == http.StatusOK })
+		gatherMetrics(t, reg).want(t, 0, "sqlelect_wedged", "election=unit")
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
+			t.Fatalf("healthz %d %q after Run returned", code, body)
+		}
 	})
-	reg := newRegistry(t, m)
-	healthz := func() (int, string) {
-		rec := httptest.NewRecorder()
-		HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-		return rec.Code, rec.Body.String()
-	}
-	<-entered // the loop is held up from now on
-	if code, body := healthz(); code != http.StatusOK {
-		t.Fatalf("healthz %d %q before the wedge", code, body)
-	}
-	h.clock.Advance(tRenewDeadline) // overdue by exactly the renew deadline: not yet
-	if code, _ := healthz(); code != http.StatusOK {
-		t.Fatalf("healthz %d at the renew deadline", code)
-	}
-	h.clock.Advance(time.Millisecond)
-	code, body := healthz()
-	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "wedged") {
-		t.Fatalf("healthz %d %q, want 503 wedged", code, body)
-	}
-	gatherMetrics(t, reg).want(t, 1, "sqlelect_wedged", "election=unit")
-	close(unblock)
-	waitFor(t, func() bool { c, _ := healthz(); return c == http.StatusOK })
-	gatherMetrics(t, reg).want(t, 0, "sqlelect_wedged", "election=unit")
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
-		t.Fatalf("healthz %d %q after Run returned", code, body)
-	}
 }
 
 func newRegistry(t *testing.T, m *Metrics) *prometheus.Registry {

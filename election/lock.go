@@ -2,15 +2,11 @@ package election
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,145 +114,28 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 		value: cfg.Value,
 	}
-	b.prepare()
+	b.lc.log = b.log
 	c := newCandidate(cfg, b)
 	c.db = db
 	return c, nil
 }
 
-// Lock names.
-const (
-	// MaxLockNameLen is the longest user-level lock name MySQL accepts.
-	MaxLockNameLen = 64
-	lockPrefix     = "sqlelect:"
-	lockHashPrefix = "sqlelect#" // '#' never occurs in an election name
-)
-
-// LockName returns the GET_LOCK name of the lock backend's election name in
-// table of database. User-level locks are server-wide, so the name includes
-// the database and the table: the same election name in two databases or
-// two tables of one server is two elections, and must be two locks. table
-// may be qualified (`db.table`): its qualifier is then the database, and
-// database is ignored; an empty table means DefaultTable. Pass the names as
-// the server compares them (lower case where lower_case_table_names is 1 or
-// 2: Run folds them so).
-//
-// The name is "sqlelect:" database "." table ":" name when that fits MySQL's
-// 64 characters, database and table have only lower-case letters, digits, _
-// and $, and name has no upper-case letters; otherwise "sqlelect#" followed
-// by the first 55 hex digits of the SHA-256 of the three. Hashing keeps
-// distinct elections distinct: they are never truncated into one, and
-// MySQL, which folds lock names to lower case (MariaDB does not), never sees
-// two names that differ only by case. The two forms cannot collide ('#' is
-// not allowed in names), nor can two readable ones ('.' and ':' are not
-// allowed in the database and table parts).
-//
-// An operator can see who holds it with, for example,
-// SELECT IS_USED_LOCK('sqlelect:app.service_election:jobs') (a connection
-// id, or NULL).
-//
-// Lock names changed in this version (they used to be "sqlelect:" name):
-// all candidates of one election must run versions that name the lock
-// alike. During a rolling upgrade that mixes both, an old and a new
-// candidate can each hold its own lock, and they take the row from each
-// other at every renewal: the terms and the lock delay still keep them from
-// leading at once, but leadership flaps until every candidate runs one
-// naming. Upgrade all candidates of an election together (stop the old ones
-// first).
-func LockName(database, table, name string) string {
-	database, table = lockScope(database, table)
-	plain := lockPrefix + database + "." + table + ":" + name
-	if len(plain) <= MaxLockNameLen && plainIdent(database) && plainIdent(table) && plainLockName(name) {
-		return plain
-	}
-	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
-	return (lockHashPrefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
-}
-
-// lockScope splits a qualified table into its database and table, and
-// fills in DefaultTable.
-func lockScope(database, table string) (string, string) {
-	if table == "" {
-		table = DefaultTable
-	}
-	if db, t, ok := strings.Cut(table, "."); ok {
-		database, table = db, t
-	}
-	return database, table
-}
-
-// plainIdent reports whether a database or table name may be used as it is
-// in a lock name: not empty, and only lower-case letters, digits, _ and $.
-func plainIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '$') {
-			return false
-		}
-	}
-	return true
-}
-
-// lockDatabase returns the database and the table an election's lock names
-// are made of (see LockName): table's qualifier, else the connection's
-// default database (DATABASE(); empty when there is none, and then the
-// election's statements fail anyway). Where the server compares database
-// and table names without case (lower_case_table_names 1 or 2), both are
-// folded to lower case, so that candidates that spell them differently
-// still share the lock.
-func lockDatabase(ctx context.Context, db *sql.DB, table string) (database, tbl string, err error) {
-	var cur sql.NullString
-	var fold int
-	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names`).Scan(&cur, &fold); err != nil {
-		return "", "", fmt.Errorf("election: reading the default database: %w", err)
-	}
-	database, tbl = lockScope(cur.String, table)
-	if fold != 0 {
-		database, tbl = strings.ToLower(database), strings.ToLower(tbl)
-	}
-	return database, tbl, nil
-}
-
-// plainLockName reports whether name may be used as it is in a lock name:
-// not empty, and only lower-case letters, digits and . _ : / @ -, so that it
-// is the same for every server and safe inside a SQL string literal.
-func plainLockName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._:/@-", c) >= 0
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // lockBackend is the GET_LOCK backend. Every method but leader is called from
 // the Run goroutine only, so the connection state needs no mutex.
 type lockBackend struct {
-	db   *sql.DB
-	sdb  *sqlx.DB
-	cfg  Config
-	lock string // LockName(database, cfg.Table, cfg.Name), set by preflight
-	log  *slog.Logger
+	db  *sql.DB
+	sdb *sqlx.DB
+	cfg Config
+	log *slog.Logger
 
 	waitTimeout time.Duration // the lock connection's wait_timeout
 	lockWait    time.Duration // how long a follower blocks in GET_LOCK
 
-	// The lock connection, nil when none is open.
-	conn     *sqlx.Conn
-	connID   uint64    // its CONNECTION_ID()
-	locked   bool      // it holds the lock (once: GET_LOCK is re-entrant)
-	wrote    uint64    // the term it last wrote naming this candidate
-	lastUsed time.Time // end of its last statement, for the idle limit
-
-	noKeepalive bool // the server refused the session keepalive variables
+	// lc is the lock connection, on the lock LockName(database, cfg.Table,
+	// cfg.Name), set by preflight.
+	lc       lockConn
+	wrote    uint64    // the term lc's connection last wrote naming this candidate
+	lastUsed time.Time // end of lc's last statement, for the idle limit
 
 	// value is the value the candidate publishes: cfg.Value until Proclaim
 	// changes it (see setValue).
@@ -266,129 +145,127 @@ type lockBackend struct {
 	// lock connection's session has the same limits); set by preflight.
 	bound atomicBound
 
-	sessionSQL, getLockSQL, tryLockSQL, isMineSQL, releaseLockSQL string
-	readSQL, takeSQL, insertSQL, renewSQL, releaseSQL, peekSQL    string
-	handOffSQL, handOverSQL, proclaimSQL                          string
+	sql lockStatements // set by prepare
 }
 
-// sqlString quotes s, which holds only characters safe in a SQL string
-// literal (lock names, validated election names: no quotes, no
-// backslashes), as a SQL string.
-func sqlString(s string) string { return "'" + s + "'" }
+// lockStmt is a statement of the lock backend with its arguments.
+type lockStmt struct {
+	query string
+	args  []any
+}
 
-// prepare builds the statements once. The lock name and the election name
-// are safe literals (see plainLockName and ValidateName), so statements that
-// need nothing else go over the text protocol in one round trip.
-func (b *lockBackend) prepare() {
-	secs := int64(math.Ceil(b.cfg.LeaseDuration.Seconds()))
-	secs = max(secs, 1)
+// lockStatements are the lock backend's statements, built once by prepare.
+// The lock name and the election name are safe literals (see plainLockName
+// and ValidateName), so statements that need nothing else go over the text
+// protocol in one round trip. A statement with arguments is a function that
+// returns its text with them.
+type lockStatements struct {
+	session string // the lock connection's session limits
+	wait    string // a follower's wait in GET_LOCK
+	read    string // the election's row
+	peek    string // no row, but fails unless the table has the columns
+	// take takes the row read with term, unless it changed since.
+	take func(acquired string, term uint64) lockStmt
+	// insert writes a new row naming this candidate.
+	insert func() lockStmt
+	// renew renews the row where it still names this candidate's term hold.
+	renew func(hold uint64) lockStmt
+	// release gives the row of term hold up: marks it released, or with
+	// an unserved lock delay leaves it to expire when the delay ends.
+	release func(hold uint64, unserved time.Duration) lockStmt
+	// handOver gives the row of term hold up for a planned change: marks
+	// it released and reserved for to (anyone when empty) for window.
+	handOver func(hold uint64, to string, window time.Duration) lockStmt
+	// proclaim writes the candidate's value into the row of term hold.
+	proclaim func(hold uint64) lockStmt
+}
+
+// prepare builds the statements and the limits of the lock connection, for
+// the lock lock.
+func (b *lockBackend) prepare(lock userLock) {
+	cfg := b.cfg
+	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	b.waitTimeout = time.Duration(secs) * time.Second
-	b.lockWait = min(b.cfg.RetryInterval, b.cfg.QueryTimeout/2)
+	b.lockWait = min(cfg.RetryInterval, cfg.QueryTimeout/2)
+	b.lc.lock = lock
 
-	tbl, anchor, lock := quoteTable(b.cfg.Table), sqlString(b.cfg.Name), sqlString(b.lock)
+	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	lease := cfg.leaseMillis()
+	s := &b.sql
 	// The session's lock waits end with the client's QueryTimeout (see
 	// lockBound): a statement the client gave up on does not keep the
 	// server thread waiting for a row or metadata lock.
-	wait := lockWaitSecs(b.cfg.QueryTimeout)
-	b.sessionSQL = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d`,
+	wait := lockWaitSecs(cfg.QueryTimeout)
+	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d`,
 		secs, secs, wait, wait)
-	b.getLockSQL = fmt.Sprintf(`SELECT GET_LOCK(%s, %.6f)`, lock, b.lockWait.Seconds())
-	b.tryLockSQL = `SELECT GET_LOCK(` + lock + `, 0)`
-	b.isMineSQL = `SELECT IS_USED_LOCK(` + lock + `) = CONNECTION_ID()`
-	b.releaseLockSQL = `SELECT RELEASE_LOCK(` + lock + `)`
-	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
-	b.peekSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
+	s.wait = lock.waitSQL(b.lockWait)
+	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
+	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
+
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
-	b.takeSQL = `UPDATE ` + tbl + ` SET service_id = ?,
+	take := `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
   term_started_at = NOW(6), last_seen_active = NOW(6), lease_ms = ?, released = 0,
   acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
 WHERE anchor = ` + anchor + ` AND term = ?`
-	b.insertSQL = `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	s.take = func(acquired string, term uint64) lockStmt {
+		return lockStmt{take, []any{cfg.ID, lease, acquired, b.value, term}}
+	}
+	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id)
 VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'lock', CONNECTION_ID())`
+	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value}} }
+
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
-	// and skip the update). isMineSQL runs first on the same connection;
-	// the lock can only be lost in between with the connection, and then
-	// this statement fails too.
+	// and skip the update). keepLock checks the lock first on the same
+	// connection; the lock can only be lost in between with the
+	// connection, and then this statement fails too.
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
-	// renewal clears it); renewOnce then reads the request.
-	b.renewSQL = `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
+	// renewal clears it); renewLost then reads the request.
+	renew := `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
-	b.releaseSQL = `UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-	b.handOffSQL = `UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-	b.handOverSQL = `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = NOW(6), lease_ms = ?
-WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-	b.proclaimSQL = `UPDATE ` + tbl + ` SET value = ? WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-}
+	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.ID, hold}} }
 
-// MySQL and MariaDB error numbers specific to this backend.
-const (
-	erDupEntry              = 1062 // ER_DUP_ENTRY
-	erUnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
-	erGlobalVariable        = 1229 // ER_GLOBAL_VARIABLE
-	erIncorrectGlobalLocal  = 1238 // ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
-	erQueryTimeout          = 3024 // ER_QUERY_TIMEOUT (MySQL): MAX_EXECUTION_TIME exceeded
-)
-
-func mysqlErrno(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
+	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+	release := `UPDATE ` + tbl + ` SET released = 1` + held
+	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
+	s.release = func(hold uint64, unserved time.Duration) lockStmt {
+		if unserved > 0 {
+			return lockStmt{handOff, []any{ceilMillis(unserved), cfg.ID, hold}}
+		}
+		return lockStmt{release, []any{cfg.ID, hold}}
 	}
-	return 0
+	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = NOW(6), lease_ms = ?` + held
+	s.handOver = func(hold uint64, to string, window time.Duration) lockStmt {
+		return lockStmt{handOver, []any{to, ceilMillis(window), cfg.ID, hold}}
+	}
+	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
+	s.proclaim = func(hold uint64) lockStmt { return lockStmt{proclaim, []any{b.value, cfg.ID, hold}} }
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
-	if _, err := b.db.ExecContext(ctx, b.peekSQL); err != nil {
+	site, err := readLockSite(ctx, b.db, b.cfg.Table)
+	if err != nil {
+		return err
+	}
+	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor))
+	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err
 	}
-	database, table, err := lockDatabase(ctx, b.db, b.cfg.Table)
-	if err != nil {
-		return err
-	}
-	b.lock = LockName(database, table, b.cfg.Name)
-	b.prepare() // the statements name the lock
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}
-	var version string
-	if err := b.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
-		return fmt.Errorf("election: reading the server version: %w", err)
-	}
-	b.bound.store(newLockBound(flavorOf(version), b.cfg.QueryTimeout))
-	hint, call := getLockCall(sqlString(b.lock), b.lockWait, isMariaDB(version))
-	b.getLockSQL = `SELECT ` + hint + call
+	b.bound.store(newLockBound(site.flavor, b.cfg.QueryTimeout))
 	return nil
-}
-
-// isMariaDB reports whether a VERSION() string is MariaDB's.
-func isMariaDB(version string) bool { return flavorOf(version) == flavorMariaDB }
-
-// getLockCall returns a GET_LOCK call that waits about d for lock (a SQL
-// expression), and the optimizer hint that must follow the SELECT keyword of
-// its statement. MariaDB honours a fractional timeout. MySQL does not: it
-// rounds the timeout to whole seconds (0.4 returns at once, 0.5 waits a
-// second), so there the call waits whole seconds, rounded up, and
-// MAX_EXECUTION_TIME ends the statement after d with error 3024 (see
-// erQueryTimeout), leaving the connection usable. Either way a waiter queued
-// in GET_LOCK gets the lock the moment it is released.
-func getLockCall(lock string, d time.Duration, mariadb bool) (hint, call string) {
-	if mariadb {
-		return "", fmt.Sprintf("GET_LOCK(%s, %.6f)", lock, d.Seconds())
-	}
-	secs := max(int64((d+time.Second-1)/time.Second), 1)
-	return fmt.Sprintf("/*+ MAX_EXECUTION_TIME(%d) */ ", max(d.Milliseconds(), 1)),
-		fmt.Sprintf("GET_LOCK(%s, %d)", lock, secs)
 }
 
 // checkLockTopology refuses servers where GET_LOCK is not cluster-wide.
@@ -452,135 +329,61 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 // ensureConn returns the lock connection, taking a fresh one from the pool
 // when there is none. A connection that holds no lock and has been idle for
 // half its wait_timeout is replaced first, before the server drops it.
+// Errors are not classified.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sqlx.Conn, error) {
-	if b.conn != nil && !b.locked && time.Since(b.lastUsed) > b.waitTimeout/2 {
-		b.discard()
+	if b.lc.conn != nil && !b.lc.locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
+		b.lc.discard()
 	}
-	if b.conn != nil {
-		return b.conn, nil
+	if b.lc.conn != nil {
+		return b.lc.conn, nil
 	}
-	c, err := b.sdb.Connx(ctx)
-	if err != nil {
+	if err := b.lc.open(ctx, b.sdb); err != nil {
 		return nil, err
 	}
-	b.conn = c
-	if _, err := c.ExecContext(ctx, b.sessionSQL); err != nil {
-		return nil, b.fail(err)
+	b.wrote = 0
+	if err := b.lc.setup(ctx, b.sql.session, b.waitTimeout); err != nil {
+		return nil, err
 	}
-	if !b.noKeepalive {
-		b.trySessionKeepalive(ctx, c)
-	}
-	var id uint64
-	if err := c.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
-		return nil, b.fail(err)
-	}
-	b.connID = id
-	b.lastUsed = time.Now()
-	b.log.Debug("lock connection opened", "connection_id", id, "wait_timeout", b.waitTimeout)
-	return c, nil
-}
-
-// trySessionKeepalive asks for TCP keepalive probes on the lock connection so
-// that the server notices a vanished client while a statement runs, where a
-// session may set them (MariaDB has them, global only in current versions;
-// MySQL has none). Refusals are remembered and not retried.
-func (b *lockBackend) trySessionKeepalive(ctx context.Context, c *sqlx.Conn) {
-	secs := int64(b.waitTimeout / time.Second)
-	for _, s := range []string{
-		"SET SESSION tcp_keepalive_time = " + strconv.FormatInt(secs, 10),
-		"SET SESSION tcp_keepalive_interval = 1",
-		"SET SESSION tcp_keepalive_probes = 3",
-	} {
-		_, err := c.ExecContext(ctx, s)
-		switch n := mysqlErrno(err); {
-		case err == nil:
-		case n == erUnknownSystemVariable || n == erGlobalVariable || n == erIncorrectGlobalLocal || n == erSpecificAccessDenied:
-			b.noKeepalive = true
-			return
-		default:
-			b.log.Debug("setting the session TCP keepalive failed", "err", err)
-			b.noKeepalive = true
-			return
-		}
-	}
-}
-
-// discard closes the lock connection without returning it to the pool
-// (database/sql discards a connection whose Raw returns driver.ErrBadConn);
-// the server frees any lock it held.
-func (b *lockBackend) discard() {
-	if b.conn == nil {
-		return
-	}
-	_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = b.conn.Close()
-	b.log.Debug("lock connection closed", "connection_id", b.connID, "held_lock", b.locked)
-	b.conn, b.connID, b.locked, b.wrote = nil, 0, false, 0
+	b.lastUsed = b.cfg.Clock.Now()
+	b.log.Debug("lock connection opened", "connection_id", b.lc.id, "wait_timeout", b.waitTimeout)
+	return b.lc.conn, nil
 }
 
 // fail discards the lock connection after an error on it and returns the
 // error classified.
 func (b *lockBackend) fail(err error) error {
-	b.discard()
-	return classify(err, b.cfg.Table)
+	return classify(b.lc.fail(err), b.cfg.Table)
+}
+
+// followFailed is follow's result after an error on the lock connection.
+func (b *lockBackend) followFailed(err error) (Record, beat, time.Duration, error) {
+	return Record{}, beat{}, 0, b.fail(err)
 }
 
 // touch records that the lock connection was just used.
 func (b *lockBackend) touch() {
-	if b.conn != nil {
-		b.lastUsed = time.Now()
+	if b.lc.conn != nil {
+		b.lastUsed = b.cfg.Clock.Now()
 	}
-}
-
-// getLock runs a GET_LOCK statement: true when it got the lock. GET_LOCK
-// returns NULL on an error (a killed thread, for one).
-func (b *lockBackend) getLock(ctx context.Context, c *sqlx.Conn, query string) (bool, error) {
-	var r sql.NullInt64
-	err := c.QueryRowContext(ctx, query).Scan(&r)
-	if mysqlErrno(err) == erQueryTimeout {
-		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
-		// Should that have raced with getting the lock, this connection
-		// holds it: ask, so that the state here matches the server's.
-		var mine sql.NullInt64
-		if err := c.QueryRowContext(ctx, b.isMineSQL).Scan(&mine); err != nil {
-			return false, err
-		}
-		r = sql.NullInt64{Int64: mine.Int64, Valid: true}
-		err = nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !r.Valid {
-		return false, fmt.Errorf("election: GET_LOCK(%q) returned NULL", b.lock)
-	}
-	if r.Int64 == 1 {
-		b.locked = true
-	}
-	return r.Int64 == 1, nil
 }
 
 // releaseLock releases the lock held by the lock connection.
 func (b *lockBackend) releaseLock(ctx context.Context) error {
-	if b.conn == nil || !b.locked {
+	if b.lc.conn == nil || !b.lc.locked {
 		return nil
 	}
-	var r sql.NullInt64
-	if err := b.conn.QueryRowContext(ctx, b.releaseLockSQL).Scan(&r); err != nil {
-		return err
+	held, err := b.lc.release(ctx)
+	if err == nil && !held {
+		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lc.lock.name, "connection_id", b.lc.id)
 	}
-	b.locked = false
-	if !r.Valid || r.Int64 != 1 {
-		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lock, "connection_id", b.connID)
-	}
-	return nil
+	return err
 }
 
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
 	var row recordRow
-	err = c.GetContext(ctx, &row, b.readSQL)
+	err = c.GetContext(ctx, &row, b.sql.read)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
@@ -590,117 +393,145 @@ func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exist
 	return row.record(), true, nil
 }
 
+// follow waits in GET_LOCK for the lock; once this candidate's connection
+// holds it, the row's state decides how the row is taken (see takeNew,
+// takeFree, takeOurs and takeOthers).
 func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
 	defer b.touch()
 	c, err := b.ensureConn(ctx)
 	if err != nil {
-		return Record{}, beat{}, 0, classify(err, b.cfg.Table)
+		return Record{}, beat{}, 0, b.fail(err)
 	}
-	if !b.locked {
-		start := time.Now()
-		got, err := b.getLock(ctx, c, b.getLockSQL)
+	if !b.lc.locked {
+		start := b.cfg.Clock.Now()
+		got, err := b.lc.get(ctx, b.sql.wait)
 		if err != nil {
-			return Record{}, beat{}, 0, b.fail(err)
+			return b.followFailed(err)
 		}
 		if !got {
-			// Someone else holds the lock: report who leads, and block
-			// in GET_LOCK again at once (but never spin, should the
-			// server have ignored the timeout).
-			rec, _, err := b.read(ctx, c)
-			if err != nil {
-				return Record{}, beat{}, 0, b.fail(err)
-			}
-			return rec, beat{}, max(b.lockWait-time.Since(start), 0), nil
+			return b.watch(ctx, c, start)
 		}
 	}
-
 	// This connection holds the lock: no other candidate of this election
 	// can write the row until it is released; only operators can.
 	rec, exists, err := b.read(ctx, c)
-	if err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
-	}
-	if !exists {
-		term, err := b.insert(ctx, c)
-		if err != nil || term == 0 {
-			return rec, beat{}, 0, err
-		}
-		// The previous holder may not know yet that the row was deleted.
-		return rec, beat{held: true, term: term, delay: b.cfg.LockDelay}, 0, nil
-	}
-	me := b.cfg.ID
-	var acquired string
-	var delay time.Duration
 	switch {
-	case rec.reservedFor(me):
+	case err != nil:
+		return b.followFailed(err)
+	case !exists:
+		return b.takeNew(ctx, c, rec)
+	case rec.reservedFor(b.cfg.ID):
 		// Handed to another candidate (a transfer), whose window is
 		// open: let the lock go so that it can take over.
 		return b.yieldLock(ctx, rec)
-	case rec.Released && rec.Transfer && rec.TransferTo == me:
-		acquired = "transferred"
-	case rec.Released:
-		acquired = "released"
-	case rec.LeaseLeft <= 0:
-		acquired = "expired"
-	case rec.ID == me && rec.ConnectionID == b.connID && rec.Term == b.wrote:
-		// This very connection wrote the row and held the lock since:
-		// nobody else can have led, and this candidate stood down.
-		acquired = "claimed"
-	case rec.ConnectionID != 0:
-		// A lock holder wrote it, and its connection no longer holds the
-		// lock (killed, crashed, dropped). It stands down by its clock
-		// before its lease ends.
-		acquired, delay = "lock", min(rec.LeaseLeft, b.cfg.LockDelay)
-		if rec.ID == me {
-			acquired = "claimed"
-		}
-	case rec.ID == me:
-		// An operator named this candidate; the previous holder may not
-		// know yet.
-		acquired, delay = "claimed", b.cfg.LockDelay
+	case rec.Released || rec.LeaseLeft <= 0:
+		return b.takeFree(ctx, c, rec)
+	case rec.ID == b.cfg.ID:
+		return b.takeOurs(ctx, c, rec)
 	default:
-		// An operator named another candidate: let it take over.
-		return b.yieldLock(ctx, rec)
+		return b.takeOthers(ctx, c, rec)
 	}
-	res, err := c.ExecContext(ctx, b.takeSQL, me, b.cfg.leaseMillis(), acquired, b.value, rec.Term)
-	if err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
-	}
-	if n != 1 {
-		return rec, beat{}, 0, nil // an operator wrote the row since: look again
-	}
-	term, err := b.newTerm(ctx, c, res)
-	if err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
-	}
-	b.wrote = term
-	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
-// yieldLock lets the lock go so that the candidate rec names or reserves the
-// row for can take over, and looks again when its lease (or transfer
+// watch reports who leads while another connection holds the lock, the
+// wait in GET_LOCK that began at start having ended: the next follow blocks
+// in GET_LOCK again at once (but never spins, should the server have
+// ignored the timeout).
+func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time) (Record, beat, time.Duration, error) {
+	rec, _, err := b.read(ctx, c)
+	if err != nil {
+		return b.followFailed(err)
+	}
+	return rec, beat{}, max(b.lockWait-b.cfg.Clock.Now().Sub(start), 0), nil
+}
+
+// takeNew writes a row naming this candidate, there being none. The
+// previous holder may not know yet that the row was deleted: the hold waits
+// out LockDelay.
+func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+	return b.claim(ctx, c, rec, b.sql.insert(), b.cfg.LockDelay)
+}
+
+// takeFree takes a row that was released or has expired by the database
+// clock, with no lock delay.
+func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+	acquired := "expired"
+	switch {
+	case rec.Released && rec.Transfer && rec.TransferTo == b.cfg.ID:
+		acquired = "transferred" // handed to this candidate
+	case rec.Released:
+		acquired = "released"
+	}
+	return b.claim(ctx, c, rec, b.sql.take(acquired, rec.Term), 0)
+}
+
+// takeOurs takes a live row that names this candidate.
+func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+	delay := b.cfg.LockDelay // an operator named this candidate; the previous holder may not know yet
+	switch {
+	case rec.ConnectionID == b.lc.id && rec.Term == b.wrote:
+		// This very connection wrote the row and held the lock since:
+		// nobody else can have led, and this candidate stood down.
+		delay = 0
+	case rec.ConnectionID != 0:
+		delay = b.holderGone(rec)
+	}
+	return b.claim(ctx, c, rec, b.sql.take("claimed", rec.Term), delay)
+}
+
+// takeOthers takes a live row that names another candidate, which a lock
+// holder wrote; one that an operator wrote it lets be.
+func (b *lockBackend) takeOthers(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+	if rec.ConnectionID != 0 {
+		return b.claim(ctx, c, rec, b.sql.take("lock", rec.Term), b.holderGone(rec))
+	}
+	// An operator named another candidate: let it take over.
+	return b.yieldLock(ctx, rec)
+}
+
+// yieldLock lets the lock go so that the candidate rec names, or reserves
+// the row for, can take over, and looks again when its lease (or transfer
 // window) may run out.
 func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, time.Duration, error) {
 	if err := b.releaseLock(ctx); err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
+		return b.followFailed(err)
 	}
 	wait := jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
 	return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
 }
 
-// insert writes a new row naming this candidate and returns its term, or 0
-// when an operator inserted one first.
-func (b *lockBackend) insert(ctx context.Context, c *sqlx.Conn) (uint64, error) {
-	res, err := c.ExecContext(ctx, b.insertSQL, b.cfg.ID, b.cfg.leaseMillis(), b.value)
+// holderGone is the lock delay of taking a live row that a lock holder
+// wrote, now that this connection holds the lock: the writer's connection
+// no longer does (killed, crashed, dropped), and the writer stands down by
+// its clock before its lease ends.
+func (b *lockBackend) holderGone(rec Record) time.Duration {
+	return min(rec.LeaseLeft, b.cfg.LockDelay)
+}
+
+// claim writes s, a take or an insert naming this candidate, and reports
+// the hold it began, with lock delay delay; none when an operator wrote the
+// row first.
+func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, s lockStmt, delay time.Duration) (Record, beat, time.Duration, error) {
+	term, err := b.write(ctx, c, s)
+	if err != nil || term == 0 {
+		return rec, beat{}, 0, err
+	}
+	return rec, beat{held: true, term: term, delay: delay}, 0, nil
+}
+
+// write runs s, a take or an insert, and returns the term it wrote, or 0
+// when an operator wrote the row first (the take changed no row, or the
+// insert found one).
+func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s lockStmt) (uint64, error) {
+	res, err := c.ExecContext(ctx, s.query, s.args...)
 	if mysqlErrno(err) == erDupEntry {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, b.fail(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return 0, b.failIf(err)
 	}
 	term, err := b.newTerm(ctx, c, res)
 	if err != nil {
@@ -708,6 +539,14 @@ func (b *lockBackend) insert(ctx context.Context, c *sqlx.Conn) (uint64, error) 
 	}
 	b.wrote = term
 	return term, nil
+}
+
+// failIf is fail for an error that may be nil.
+func (b *lockBackend) failIf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return b.fail(err)
 }
 
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
@@ -725,7 +564,7 @@ func (b *lockBackend) newTerm(ctx context.Context, c *sqlx.Conn, res sql.Result)
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	defer b.touch()
 	bt, err := b.renewOnce(ctx, hold)
-	if err != nil && b.conn == nil && ctx.Err() == nil && !permanent(err) {
+	if err != nil && b.lc.conn == nil && ctx.Err() == nil && !permanent(err) {
 		// The lock connection failed (and was discarded): the lock may
 		// have gone with it. Try once on a fresh connection, which keeps
 		// the term only if it gets the lock back at once.
@@ -738,29 +577,13 @@ func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) {
 	c, err := b.ensureConn(ctx)
 	if err != nil {
-		return beat{}, classify(err, b.cfg.Table)
+		return beat{}, b.fail(err)
 	}
-	if !b.locked {
-		got, err := b.getLock(ctx, c, b.tryLockSQL)
-		if err != nil {
-			return beat{}, b.fail(err)
-		}
-		if !got {
-			b.log.Info("lock held by another connection", "term", hold)
-			return beat{}, nil
-		}
-	} else {
-		var mine sql.NullInt64
-		if err := c.QueryRowContext(ctx, b.isMineSQL).Scan(&mine); err != nil {
-			return beat{}, b.fail(err)
-		}
-		if !mine.Valid || mine.Int64 != 1 {
-			b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.connID)
-			b.locked = false
-			return beat{}, nil
-		}
+	if mine, err := b.keepLock(ctx, hold); err != nil || !mine {
+		return beat{}, err
 	}
-	res, err := c.ExecContext(ctx, b.renewSQL, b.cfg.leaseMillis(), b.value, b.cfg.ID, hold)
+	s := b.sql.renew(hold)
+	res, err := c.ExecContext(ctx, s.query, s.args...)
 	if err != nil {
 		return beat{}, b.fail(err)
 	}
@@ -772,8 +595,36 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 		b.wrote = hold
 		return beat{held: true, term: hold}, nil
 	}
-	// The row no longer names this term (replaced, released or deleted),
-	// or an operator asked for a transfer or a step-down.
+	return b.renewLost(ctx, c, hold)
+}
+
+// keepLock reports whether the lock connection holds the lock, taking it
+// back at once if it lost it (with its connection) and nobody took it.
+func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
+	if !b.lc.locked {
+		got, err := b.lc.get(ctx, b.lc.lock.tryLockSQL)
+		if err != nil {
+			return false, b.fail(err)
+		}
+		if !got {
+			b.log.Info("lock held by another connection", "term", hold)
+		}
+		return got, nil
+	}
+	mine, err := b.lc.mine(ctx)
+	if err != nil {
+		return false, b.fail(err)
+	}
+	if !mine {
+		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.id)
+	}
+	return mine, nil
+}
+
+// renewLost handles a renewal of term hold that changed nothing: the row
+// no longer names this candidate's term (replaced, released or deleted), or
+// an operator asked for a transfer or a step-down.
+func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn, hold uint64) (beat, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return beat{}, b.fail(err)
@@ -789,7 +640,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 	// Deleted (a force re-election): write a row naming this candidate,
 	// which the campaign marks released once it stood down, before the
 	// lock is released; then a waiting candidate takes over at once.
-	term, err := b.insert(ctx, c)
+	term, err := b.write(ctx, c, b.sql.insert())
 	if err != nil || term == 0 {
 		return beat{}, err
 	}
@@ -800,54 +651,46 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	defer b.touch()
 	// A row handed off with an unserved delay stays live, written by a
 	// connection that no longer holds the lock: the next lock holder
-	// waits out what is left of it (see follow).
-	query, args := b.releaseSQL, []any{b.cfg.ID, hold}
-	if unserved > 0 {
-		query, args = b.handOffSQL, []any{ceilMillis(unserved), b.cfg.ID, hold}
-	}
-	return b.giveUp(ctx, query, args)
+	// waits out what is left of it (see holderGone).
+	return b.giveUp(ctx, b.sql.release(hold, unserved))
 }
 
 // handOver marks the row released and reserved for to (see
 // tableBackend.handOver), then releases the lock: a waiter that is not to
-// gets it, finds the row reserved and lets it go (see follow).
+// gets it, finds the row reserved and lets it go (see yieldLock).
 func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
 	defer b.touch()
-	return b.giveUp(ctx, b.handOverSQL, []any{to, ceilMillis(window), b.cfg.ID, hold})
+	return b.giveUp(ctx, b.sql.handOver(hold, to, window))
 }
 
-// giveUp runs query, which ends the row's term hold, on the lock
-// connection and then releases the lock; without a lock connection (it
-// failed) it runs query on a pooled one.
-func (b *lockBackend) giveUp(ctx context.Context, query string, args []any) error {
-	if b.conn == nil {
+// giveUp runs s, which ends the row's term, on the lock connection and then
+// releases the lock; without a lock connection (it failed) it runs s on a
+// pooled one.
+func (b *lockBackend) giveUp(ctx context.Context, s lockStmt) error {
+	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := b.db.ExecContext(ctx, b.bound.load().wrap(query), args...)
+		_, err := b.db.ExecContext(ctx, b.bound.load().wrap(s.query), s.args...)
 		return classify(err, b.cfg.Table)
 	}
-	if _, err := b.conn.ExecContext(ctx, query, args...); err != nil {
+	if _, err := b.lc.conn.ExecContext(ctx, s.query, s.args...); err != nil {
 		return b.fail(err)
 	}
-	if err := b.releaseLock(ctx); err != nil {
-		return b.fail(err)
-	}
-	return nil
+	return b.failIf(b.releaseLock(ctx))
 }
 
 func (b *lockBackend) setValue(v string) { b.value = v }
 
 func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
 	defer b.touch()
+	s := b.sql.proclaim(hold)
 	var res sql.Result
 	var err error
-	args := []any{b.value, b.cfg.ID, hold}
-	if b.conn != nil {
-		res, err = b.conn.ExecContext(ctx, b.proclaimSQL, args...)
-		if err != nil {
+	if b.lc.conn != nil {
+		if res, err = b.lc.conn.ExecContext(ctx, s.query, s.args...); err != nil {
 			return false, b.fail(err)
 		}
-	} else if res, err = b.db.ExecContext(ctx, b.bound.load().wrap(b.proclaimSQL), args...); err != nil {
+	} else if res, err = b.db.ExecContext(ctx, b.bound.load().wrap(s.query), s.args...); err != nil {
 		return false, classify(err, b.cfg.Table)
 	}
 	n, err := res.RowsAffected()
@@ -859,15 +702,15 @@ func (b *lockBackend) leader(ctx context.Context) (Record, error) {
 }
 
 func (b *lockBackend) close() {
-	if b.conn == nil {
+	if b.lc.conn == nil {
 		return
 	}
-	if b.locked {
+	if b.lc.locked {
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.QueryTimeout)
 		if err := b.releaseLock(ctx); err != nil {
 			b.log.Debug("RELEASE_LOCK failed; closing the connection frees the lock", "err", err)
 		}
 		cancel()
 	}
-	b.discard()
+	b.lc.discard()
 }

@@ -54,44 +54,16 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 {
-		return failf(exitUsage, "missing action: up, down, version, force N, adopt or unadopt (see 'sqlelect migrate --help')")
-	}
-	action := args[0]
-	var forceTo int
-	switch {
-	case (action == "up" || action == "down" || action == "version" || action == "adopt" || action == "unadopt") && len(args) == 1:
-	case action == "force" && len(args) == 2:
-		forceTo, err = strconv.Atoi(args[1])
-		if err != nil || forceTo < -1 {
-			return failf(exitUsage, "force %q: the version must be an integer, -1 or more", args[1])
-		}
-	default:
-		return failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
+	action, forceTo, err := migrateAction(args)
+	if err != nil {
+		return err
 	}
 	if err := schema.CheckRecipeTimeout(recipeTimeout); action == "adopt" && err != nil {
 		return wrapf(exitUsage, err, "--recipe-timeout")
 	}
-	if co.table != election.DefaultTable {
-		return failf(exitUsage, "--table %s: migrate manages the table %s only", co.table, election.DefaultTable)
-	}
-
-	// Check the connection first, for a precise exit code.
-	db, err := co.connect(context.Background(), nil)
+	m, err := openMigrator(&co)
 	if err != nil {
 		return err
-	}
-	db.Close()
-	cfg, _, err := co.dsnConfig()
-	if err != nil {
-		return err
-	}
-	if cfg.DBName == "" {
-		return failf(exitUsage, "migrate needs a DSN that names a database (…/DBNAME)")
-	}
-	m, err := schema.Open(cfg.FormatDSN())
-	if err != nil {
-		return migrateError(err)
 	}
 	defer m.Close()
 	before, dirty, err := m.Version()
@@ -101,39 +73,101 @@ func (c *cli) migrate(cmd *command, args []string) error {
 
 	switch action {
 	case "version":
-		fmt.Fprintf(c.stdout, "schema version %d (latest %d)%s\n", before, schema.Latest(), dirtyNote(before, dirty))
-		if before > schema.Latest() {
-			return failf(exitSchemaNewer, "the schema (version %d) is newer than this binary's migrations (latest %d): "+
-				"use the sqlelect that migrated it, or a newer one", before, schema.Latest())
-		}
-		return nil
+		return c.migrateVersion(before, dirty)
 	case "adopt":
 		return c.adopt(m, before, recipeTimeout, *yes)
 	case "unadopt":
-		if err := c.confirm(fmt.Sprintf("Really turn %s back into the recipe's table (terms, values and released marks are dropped)?", election.DefaultTable), *yes); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-		defer cancel()
-		if err := m.Unadopt(ctx); err != nil {
-			return migrateError(err)
-		}
-		fmt.Fprintf(c.stdout, "schema version %d -> none: %s is the recipe's table again (anchor, service_id, last_seen_active); "+
-			"its holders keep their last renewal\n", before, election.DefaultTable)
-		return nil
-	case "up":
-		err = m.Up()
-	case "down":
-		if err := c.confirm(fmt.Sprintf("Really drop the table %s and every election in it?", election.DefaultTable), *yes); err != nil {
-			return err
-		}
-		err = m.Down()
+		return c.unadopt(m, before, *yes)
 	case "force":
 		if err := m.Force(forceTo); err != nil {
 			return migrateError(err)
 		}
 		fmt.Fprintf(c.stdout, "schema version forced from %d to %d (no migration was run)\n", before, forceTo)
 		return nil
+	}
+	return c.migrateStep(m, action, before, *yes)
+}
+
+// migrateAction checks migrate's arguments: the action, and N for force.
+func migrateAction(args []string) (action string, forceTo int, err error) {
+	if len(args) == 0 {
+		return "", 0, failf(exitUsage, "missing action: up, down, version, force N, adopt or unadopt (see 'sqlelect migrate --help')")
+	}
+	action = args[0]
+	switch {
+	case (action == "up" || action == "down" || action == "version" || action == "adopt" || action == "unadopt") && len(args) == 1:
+	case action == "force" && len(args) == 2:
+		forceTo, err = strconv.Atoi(args[1])
+		if err != nil || forceTo < -1 {
+			return "", 0, failf(exitUsage, "force %q: the version must be an integer, -1 or more", args[1])
+		}
+	default:
+		return "", 0, failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
+	}
+	return action, forceTo, nil
+}
+
+// openMigrator checks the connection first, for a precise exit code, and
+// opens the migrations on the DSN's database.
+func openMigrator(co *common) (*schema.Migrator, error) {
+	if co.table != election.DefaultTable {
+		return nil, failf(exitUsage, "--table %s: migrate manages the table %s only", co.table, election.DefaultTable)
+	}
+	db, err := co.connect(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
+	db.Close()
+	cfg, _, err := co.dsnConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DBName == "" {
+		return nil, failf(exitUsage, "migrate needs a DSN that names a database (…/DBNAME)")
+	}
+	m, err := schema.Open(cfg.FormatDSN())
+	if err != nil {
+		return nil, migrateError(err)
+	}
+	return m, nil
+}
+
+// migrateVersion prints the schema version; a version newer than this
+// binary's migrations is exit 8.
+func (c *cli) migrateVersion(before uint, dirty bool) error {
+	fmt.Fprintf(c.stdout, "schema version %d (latest %d)%s\n", before, schema.Latest(), dirtyNote(before, dirty))
+	if before > schema.Latest() {
+		return failf(exitSchemaNewer, "the schema (version %d) is newer than this binary's migrations (latest %d): "+
+			"use the sqlelect that migrated it, or a newer one", before, schema.Latest())
+	}
+	return nil
+}
+
+// unadopt turns the table back into the recipe's, after asking.
+func (c *cli) unadopt(m *schema.Migrator, before uint, yes bool) error {
+	if err := c.confirm(fmt.Sprintf("Really turn %s back into the recipe's table (terms, values and released marks are dropped)?", election.DefaultTable), yes); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	if err := m.Unadopt(ctx); err != nil {
+		return migrateError(err)
+	}
+	fmt.Fprintf(c.stdout, "schema version %d -> none: %s is the recipe's table again (anchor, service_id, last_seen_active); "+
+		"its holders keep their last renewal\n", before, election.DefaultTable)
+	return nil
+}
+
+// migrateStep runs up or down (after asking) and prints the versions.
+func (c *cli) migrateStep(m *schema.Migrator, action string, before uint, yes bool) error {
+	var err error
+	if action == "down" {
+		if err := c.confirm(fmt.Sprintf("Really drop the table %s and every election in it?", election.DefaultTable), yes); err != nil {
+			return err
+		}
+		err = m.Down()
+	} else {
+		err = m.Up()
 	}
 	if errors.Is(err, schema.ErrNoChange) {
 		fmt.Fprintf(c.stdout, "schema version %d (latest %d): no change\n", before, schema.Latest())

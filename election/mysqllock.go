@@ -1,0 +1,395 @@
+package election
+
+// This file owns MySQL user-level locks (GET_LOCK), which two parts of the
+// package hold: the lock backend (lock.go), whose election is such a lock,
+// and the table backend's fast handover (wakeup.go), whose holder keeps one
+// so that followers wake the moment it lets go. Here: how the locks are
+// named, the statements that take, check and release one, and the
+// connection one is held on.
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// Lock names.
+const (
+	// MaxLockNameLen is the longest user-level lock name MySQL accepts.
+	MaxLockNameLen = 64
+	lockPrefix     = "sqlelect:"
+	lockHashPrefix = "sqlelect#" // '#' never occurs in an election name
+	// wakeLockPrefix starts the name of the table backend's handover lock.
+	wakeLockPrefix = "sqlelect.wake#"
+)
+
+// LockName returns the GET_LOCK name of the lock backend's election name in
+// table of database. User-level locks are server-wide, so the name includes
+// the database and the table: the same election name in two databases or
+// two tables of one server is two elections, and must be two locks. table
+// may be qualified (`db.table`): its qualifier is then the database, and
+// database is ignored; an empty table means DefaultTable. Pass the names as
+// the server compares them (lower case where lower_case_table_names is 1 or
+// 2: Run folds them so).
+//
+// The name is "sqlelect:" database "." table ":" name when that fits MySQL's
+// 64 characters, database and table have only lower-case letters, digits, _
+// and $, and name has no upper-case letters; otherwise "sqlelect#" followed
+// by the first 55 hex digits of the SHA-256 of the three. Hashing keeps
+// distinct elections distinct: they are never truncated into one, and
+// MySQL, which folds lock names to lower case (MariaDB does not), never sees
+// two names that differ only by case. The two forms cannot collide ('#' is
+// not allowed in names), nor can two readable ones ('.' and ':' are not
+// allowed in the database and table parts).
+//
+// An operator can see who holds it with, for example,
+// SELECT IS_USED_LOCK('sqlelect:app.service_election:jobs') (a connection
+// id, or NULL).
+//
+// Lock names changed in this version (they used to be "sqlelect:" name):
+// all candidates of one election must run versions that name the lock
+// alike. During a rolling upgrade that mixes both, an old and a new
+// candidate can each hold its own lock, and they take the row from each
+// other at every renewal: the terms and the lock delay still keep them from
+// leading at once, but leadership flaps until every candidate runs one
+// naming. Upgrade all candidates of an election together (stop the old ones
+// first).
+func LockName(database, table, name string) string {
+	database, table = lockScope(database, table)
+	plain := lockPrefix + database + "." + table + ":" + name
+	if len(plain) <= MaxLockNameLen && plainIdent(database) && plainIdent(table) && plainLockName(name) {
+		return plain
+	}
+	return hashedLockName(lockHashPrefix, database, table, name)
+}
+
+// WakeLockName returns the name of the user-level lock (GET_LOCK) the table
+// backend's holder of election name in table of database keeps so that its
+// followers wake as soon as it lets go (see Config.DisableFastHandover):
+// "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the
+// database, the table and the name. Database and table are as for LockName
+// (a qualified table names its database; Run uses the connection's default
+// database otherwise), so the same election name in two databases or tables
+// of one server is two locks. It differs from LockName, so the two backends
+// never share a lock. An operator can see whether a table election's holder
+// keeps it with SELECT IS_USED_LOCK(name).
+//
+// Candidates that name it differently (versions before the database was
+// part of it) only lose the fast handover between them: the lock is a hint,
+// the row decides.
+func WakeLockName(database, table, name string) string {
+	database, table = lockScope(database, table)
+	return hashedLockName(wakeLockPrefix, database, table, name)
+}
+
+// hashedLockName is prefix and the hex SHA-256 of database, table and name,
+// cut to MaxLockNameLen.
+func hashedLockName(prefix, database, table, name string) string {
+	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
+	return (prefix + hex.EncodeToString(sum[:]))[:MaxLockNameLen]
+}
+
+// lockScope splits a qualified table into its database and table, and
+// fills in DefaultTable.
+func lockScope(database, table string) (string, string) {
+	if table == "" {
+		table = DefaultTable
+	}
+	if db, t, ok := strings.Cut(table, "."); ok {
+		database, table = db, t
+	}
+	return database, table
+}
+
+// plainIdent reports whether a database or table name may be used as it is
+// in a lock name: not empty, and only lower-case letters, digits, _ and $.
+func plainIdent(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789_$") == ""
+}
+
+// plainLockName reports whether name may be used as it is in a lock name:
+// not empty, and only lower-case letters, digits and . _ : / @ -, so that it
+// is the same for every server and safe inside a SQL string literal.
+func plainLockName(name string) bool {
+	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789._:/@-") == ""
+}
+
+// sqlString quotes s, which holds only characters safe in a SQL string
+// literal (lock names, validated election names: no quotes, no
+// backslashes), as a SQL string.
+func sqlString(s string) string { return "'" + s + "'" }
+
+// lockSite is what an election's lock names and GET_LOCK calls depend on,
+// read from the server by readLockSite.
+type lockSite struct {
+	database, table string       // as LockName and WakeLockName take them
+	flavor          serverFlavor // of VERSION()
+}
+
+// readLockSite reads the database and the table an election's lock names
+// are made of (see LockName): table's qualifier, else the connection's
+// default database (DATABASE(); empty when there is none, and then the
+// election's statements fail anyway), and the server's flavour. Where the
+// server compares database and table names without case
+// (lower_case_table_names 1 or 2), both are folded to lower case, so that
+// candidates that spell them differently still share the lock.
+func readLockSite(ctx context.Context, db *sql.DB, table string) (lockSite, error) {
+	var cur sql.NullString
+	var fold int
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
+		return lockSite{}, fmt.Errorf("election: reading the default database and the server version: %w", err)
+	}
+	s := lockSite{flavor: flavorOf(version)}
+	s.database, s.table = lockScope(cur.String, table)
+	if fold != 0 {
+		s.database, s.table = strings.ToLower(s.database), strings.ToLower(s.table)
+	}
+	return s, nil
+}
+
+// getLockCall returns a GET_LOCK call that waits about d for lock (a SQL
+// expression), and the optimizer hint that must follow the SELECT keyword of
+// its statement. MariaDB honours a fractional timeout. MySQL does not: it
+// rounds the timeout to whole seconds (0.4 returns at once, 0.5 waits a
+// second), so there the call waits whole seconds, rounded up, and
+// MAX_EXECUTION_TIME ends the statement after d with error 3024 (see
+// erQueryTimeout), leaving the connection usable. Either way a waiter queued
+// in GET_LOCK gets the lock the moment it is released.
+func getLockCall(lock string, d time.Duration, mariadb bool) (hint, call string) {
+	if mariadb {
+		return "", fmt.Sprintf("GET_LOCK(%s, %.6f)", lock, d.Seconds())
+	}
+	secs := max(int64((d+time.Second-1)/time.Second), 1)
+	return fmt.Sprintf("/*+ MAX_EXECUTION_TIME(%d) */ ", max(d.Milliseconds(), 1)),
+		fmt.Sprintf("GET_LOCK(%s, %d)", lock, secs)
+}
+
+// MySQL and MariaDB error numbers of user-level locks and of the lock
+// backend.
+const (
+	erDupEntry              = 1062 // ER_DUP_ENTRY
+	erUnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
+	erGlobalVariable        = 1229 // ER_GLOBAL_VARIABLE
+	erIncorrectGlobalLocal  = 1238 // ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
+	erQueryTimeout          = 3024 // ER_QUERY_TIMEOUT (MySQL): MAX_EXECUTION_TIME exceeded
+)
+
+func mysqlErrno(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// userLock is one user-level lock and its statements, built once. Its name
+// is a safe SQL literal (LockName and WakeLockName make only such names), so
+// the statements take no arguments and go over the text protocol in one
+// round trip. A userLock is a small value, safe to copy and to share.
+type userLock struct {
+	name    string
+	mariadb bool // the server honours fractional GET_LOCK timeouts
+
+	tryLockSQL string // takes it if it is free, at once
+	isMineSQL  string // 1 when the connection holds it
+	releaseSQL string // RELEASE_LOCK: 1 when the connection held it
+}
+
+func newUserLock(name string, f serverFlavor) userLock {
+	lit := sqlString(name)
+	return userLock{
+		name:       name,
+		mariadb:    f == flavorMariaDB,
+		tryLockSQL: `SELECT GET_LOCK(` + lit + `, 0)`,
+		isMineSQL:  `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`,
+		releaseSQL: `SELECT RELEASE_LOCK(` + lit + `)`,
+	}
+}
+
+// waitSQL returns a statement that waits about d for the lock (see
+// getLockCall); lockConn.get runs it.
+func (l userLock) waitSQL(d time.Duration) string {
+	hint, call := getLockCall(sqlString(l.name), d, l.mariadb)
+	return `SELECT ` + hint + call
+}
+
+// passSQL returns a statement that waits about d for the lock and lets it go
+// at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
+// passed on), 0 when the wait ended first; lockConn.pass runs it.
+func (l userLock) passSQL(d time.Duration) string {
+	lit := sqlString(l.name)
+	hint, call := getLockCall(lit, d, l.mariadb)
+	return `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
+  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`
+}
+
+// lockConn is a connection that holds, or waits for, a user-level lock: one
+// taken from the caller's pool for that purpose alone. After an error on it
+// the connection is discarded, never given back to the pool (closing it
+// frees a lock it held): its state on the server is then unknown. Not safe
+// for concurrent use.
+type lockConn struct {
+	lock userLock
+	log  *slog.Logger // nil: no logging
+
+	conn   *sqlx.Conn // nil when none is open
+	id     uint64     // its CONNECTION_ID(), once setup read it
+	locked bool       // it holds the lock (once: GET_LOCK is re-entrant)
+
+	noKeepalive bool // the server refused the session keepalive variables
+}
+
+// open takes a connection from db for the lock; c.conn must be nil.
+func (c *lockConn) open(ctx context.Context, db *sqlx.DB) error {
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return err
+	}
+	c.conn, c.id, c.locked = conn, 0, false
+	return nil
+}
+
+// setup runs session (SET SESSION statements) on the connection, asks for
+// TCP keepalive probes after keepalive of silence (see trySessionKeepalive)
+// and reads the connection's id.
+func (c *lockConn) setup(ctx context.Context, session string, keepalive time.Duration) error {
+	if _, err := c.conn.ExecContext(ctx, session); err != nil {
+		return c.fail(err)
+	}
+	if !c.noKeepalive {
+		c.trySessionKeepalive(ctx, keepalive)
+	}
+	if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// trySessionKeepalive asks for TCP keepalive probes on the connection so
+// that the server notices a vanished client while a statement runs, where a
+// session may set them (MariaDB has them, global only in current versions;
+// MySQL has none). Refusals are remembered and not retried.
+func (c *lockConn) trySessionKeepalive(ctx context.Context, idle time.Duration) {
+	for _, s := range []string{
+		"SET SESSION tcp_keepalive_time = " + strconv.FormatInt(int64(idle/time.Second), 10),
+		"SET SESSION tcp_keepalive_interval = 1",
+		"SET SESSION tcp_keepalive_probes = 3",
+	} {
+		_, err := c.conn.ExecContext(ctx, s)
+		switch n := mysqlErrno(err); {
+		case err == nil:
+			continue
+		case n == erUnknownSystemVariable || n == erGlobalVariable || n == erIncorrectGlobalLocal || n == erSpecificAccessDenied:
+		default:
+			c.debug("setting the session TCP keepalive failed", "err", err)
+		}
+		c.noKeepalive = true
+		return
+	}
+}
+
+// get runs query, a GET_LOCK statement of the lock (tryLockSQL or waitSQL),
+// and reports whether the connection got the lock. GET_LOCK returns NULL on
+// an error (a killed thread, for one): that is an error too.
+func (c *lockConn) get(ctx context.Context, query string) (bool, error) {
+	var r sql.NullInt64
+	err := c.conn.QueryRowContext(ctx, query).Scan(&r)
+	if mysqlErrno(err) == erQueryTimeout {
+		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
+		// Should that have raced with getting the lock, this connection
+		// holds it: ask, so that the state here matches the server's.
+		return c.mine(ctx)
+	}
+	if err != nil {
+		return false, c.fail(err)
+	}
+	if !r.Valid {
+		return false, c.fail(fmt.Errorf("election: GET_LOCK(%q) returned NULL", c.lock.name))
+	}
+	c.locked = r.Int64 == 1
+	return c.locked, nil
+}
+
+// mine reports whether the connection holds the lock.
+func (c *lockConn) mine(ctx context.Context) (bool, error) {
+	var r sql.NullInt64
+	if err := c.conn.QueryRowContext(ctx, c.lock.isMineSQL).Scan(&r); err != nil {
+		return false, c.fail(err)
+	}
+	c.locked = r.Valid && r.Int64 == 1
+	return c.locked, nil
+}
+
+// release releases the lock and reports whether the connection held it.
+func (c *lockConn) release(ctx context.Context) (bool, error) {
+	var r sql.NullInt64
+	if err := c.conn.QueryRowContext(ctx, c.lock.releaseSQL).Scan(&r); err != nil {
+		return false, c.fail(err)
+	}
+	c.locked = false
+	return r.Valid && r.Int64 == 1, nil
+}
+
+// pass waits up to about d for the lock and lets it go at once (see
+// passSQL): it reports whether a holder let it go meanwhile. It returns
+// false at once when nobody holds the lock.
+func (c *lockConn) pass(ctx context.Context, d time.Duration) (bool, error) {
+	var r sql.NullInt64
+	err := c.conn.QueryRowContext(ctx, c.lock.passSQL(d)).Scan(&r)
+	if mysqlErrno(err) == erQueryTimeout {
+		// MySQL ended the wait (see getLockCall): the holder kept the
+		// lock. Should the end have come between GET_LOCK and
+		// RELEASE_LOCK, this connection holds it: let it go.
+		return c.release(ctx) // it had the lock: the holder had let go
+	}
+	if err != nil {
+		return false, c.fail(err)
+	}
+	return r.Valid && r.Int64 == 1, nil
+}
+
+// fail discards the connection after err on it, and returns err.
+func (c *lockConn) fail(err error) error {
+	c.discard()
+	return err
+}
+
+// discard closes the connection without returning it to the pool
+// (database/sql discards a connection whose Raw returns driver.ErrBadConn);
+// the server frees a lock it held.
+func (c *lockConn) discard() {
+	if c.conn == nil {
+		return
+	}
+	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.conn.Close()
+	c.debug("lock connection closed", "connection_id", c.id, "held_lock", c.locked)
+	c.conn, c.id, c.locked = nil, 0, false
+}
+
+// giveBack returns the connection, which holds no lock, to the pool.
+func (c *lockConn) giveBack() {
+	if c.conn == nil {
+		return
+	}
+	_ = c.conn.Close()
+	c.conn, c.id, c.locked = nil, 0, false
+}
+
+func (c *lockConn) debug(msg string, args ...any) {
+	if c.log != nil {
+		c.log.Debug(msg, args...)
+	}
+}
