@@ -126,14 +126,31 @@ func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) 
 			return "no follower", nil
 		}
 		target := followers[c.rng.IntN(len(followers))]
-		return c.request(admin(), target)
+		what, err := c.request(admin(), target)
+		c.actedOn(l)
+		return what, err
 	}
 }
 
 // opStepDown asks the live leader to step down, with election.StepDown or
 // a plain UPDATE of transfer_to to the empty string.
 func opStepDown(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
-	return func(c *cluster, l *slot) (string, error) { return c.request(admin(), "") }
+	return func(c *cluster, l *slot) (string, error) {
+		what, err := c.request(admin(), "")
+		c.actedOn(l)
+		return what, err
+	}
+}
+
+// actedOn waits until leader l no longer leads, for at most a renew
+// interval and a renew deadline: a request is acted on at the leader's next
+// renewal, and the campaign's wait for the next leader must not find l
+// still leading.
+func (c *cluster) actedOn(l *slot) {
+	deadline := time.Now().Add(c.tm.RenewInterval + c.tm.RenewDeadline)
+	for c.leader() == l && time.Now().Before(deadline) && c.ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // request sets transfer_to to to (the empty string: a step-down).
