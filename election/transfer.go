@@ -91,6 +91,7 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 	c.demote(ReasonTransferred)
 	var err error
 	if now = c.cfg.Clock.Now(); now.Before(c.holdDeadline) {
+		c.step()
 		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 		err = c.b.handOver(rctx, c.hold, to, TransferWindow(c.cfg.RetryInterval))
 		cancel()
@@ -129,6 +130,7 @@ func (c *candidate) Proclaim(ctx context.Context, value string) error {
 		if !changed {
 			return nil
 		}
+		c.step()
 		qctx, cancel := c.queryContext(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.holdDeadline.Sub(c.cfg.Clock.Now())))
 		held, err := c.b.proclaim(qctx, c.hold)
 		cancel()
