@@ -142,8 +142,10 @@ func batchSessionVars() []string {
 // prepareSQL builds the statements once.
 func (b *Batcher) prepareSQL() {
 	tbl := quoteTable(b.table)
+	// A row with transfer_to set is left to its election's own heartbeat,
+	// which acts on the request (or clears one naming the holder).
 	b.lockStmt = mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 FOR UPDATE SKIP LOCKED`)
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL FOR UPDATE SKIP LOCKED`)
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by

@@ -117,8 +117,9 @@ func TestLockBoundOnServer(t *testing.T) {
 	}
 	var term uint64
 	var acquired string
+	var transferTo sql.NullString
 	checkSQL, checkArgs := tb.stmts.check.bind(tb.params(0))
-	if err := conn.QueryRowContext(ctx, checkSQL, checkArgs...).Scan(&term, &acquired); err != nil {
+	if err := conn.QueryRowContext(ctx, checkSQL, checkArgs...).Scan(&term, &acquired, &transferTo); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	noWarnings("check")

@@ -23,6 +23,12 @@ type beat struct {
 	// row, what was left of the predecessor's lease when that is known.
 	// Ignored with Config.DisableLockDelay.
 	delay time.Duration
+	// requested is set (with held false) when a holder's renewal changed
+	// nothing because an operator asked it to hand over: to the candidate
+	// to, or to anyone when to is empty. The row still names the holder with
+	// its term, with the lease of its previous renewal.
+	requested bool
+	to        string
 }
 
 // backend is what a storage scheme provides to the shared campaign logic.
@@ -42,6 +48,17 @@ type backend interface {
 	// database clock, so that the lock delay this hold had not yet served
 	// is served by whoever takes it next.
 	release(ctx context.Context, hold uint64, unserved time.Duration) error
+	// handOver gives term hold up for a planned change of leader: the row
+	// is marked released and reserved for candidate to (for anyone when to
+	// is empty) until window has passed by the database clock, and the
+	// followers are woken. Called only after the holder stood down.
+	handOver(ctx context.Context, hold uint64, to string, window time.Duration) error
+	// setValue sets the value the candidate publishes from now on (in
+	// takes and renewals).
+	setValue(v string)
+	// proclaim writes the value into the row held with term hold: false
+	// when the row no longer says so.
+	proclaim(ctx context.Context, hold uint64) (bool, error)
 	// leader reads the election's record.
 	leader(ctx context.Context) (Record, error)
 	// close frees what the backend holds (the lock connection); called when
@@ -72,6 +89,7 @@ type candidate struct {
 	unhealthy atomic.Bool
 
 	resignCh chan chan error
+	opCh     chan op // Transfer and Proclaim, run on the Run goroutine
 
 	// Owned by the Run goroutine.
 	hold         uint64    // term held (leading or waiting out the lock delay); 0 if none
@@ -85,6 +103,7 @@ type candidate struct {
 	leadEnd     time.Time // the leadership's deadline as last set
 	sitOutUntil time.Time // do not campaign before this instant (after resigning)
 	seen        Record    // last observed holder (ID empty when none)
+	value       string    // the value published: cfg.Value, or what Proclaim set
 	cancelLead  context.CancelFunc
 	leadDone    chan struct{} // closed when OnElected (and the watchdog) returned
 }
@@ -95,7 +114,9 @@ func newCandidate(cfg Config, b backend) *candidate {
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		resignCh: make(chan chan error),
+		opCh:     make(chan op),
 		epoch:    cfg.Clock.Now(),
+		value:    cfg.Value,
 	}
 }
 
@@ -239,6 +260,10 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 			c.standDown(ctx, ReasonResigned, true)
 			c.sitOut()
 			reply <- nil
+		case o := <-c.opCh:
+			t.Stop()
+			stopAwait()
+			o.reply <- o.run(ctx)
 		case <-woke:
 			t.Stop()
 			stopAwait()
@@ -371,7 +396,7 @@ func (c *candidate) acquired(send time.Time, b beat) {
 		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.leadAt.Sub(now))
 	}
 	c.renewedAt(send)
-	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.cfg.Value,
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.value,
 		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration})
 	c.maybeLead()
 }
@@ -386,6 +411,11 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	b, err := c.b.renew(qctx, c.hold)
 	cancel()
 	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	if err == nil && b.requested {
+		c.log.Info("transfer requested", "term", c.hold, "to", b.to)
+		_ = c.handOver(ctx, b.to)
+		return max(c.sitOutUntil.Sub(c.cfg.Clock.Now()), 0), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
@@ -597,12 +627,13 @@ func (c *candidate) releaseHold(ctx context.Context) {
 	c.hold = 0
 }
 
-// observe calls OnLeaderChanged when the live holder or term changed.
+// observe calls OnLeaderChanged when the live holder, term or value
+// changed.
 func (c *candidate) observe(r Record) {
 	if !r.Live() {
 		r = Record{Election: c.cfg.Name}
 	}
-	if r.ID == c.seen.ID && r.Term == c.seen.Term {
+	if r.ID == c.seen.ID && r.Term == c.seen.Term && r.Value == c.seen.Value {
 		return
 	}
 	c.seen = r

@@ -14,17 +14,21 @@ import (
 // logic: what follow and renew return is set by the test. It is not a model
 // of MySQL; the behaviour that depends on MySQL is tested in integration/.
 type fakeBackend struct {
-	mu       sync.Mutex
-	followB  beat
-	renewB   func(hold uint64) (beat, error)
-	stall    chan struct{} // when non-nil, renew blocks until it is closed
-	released []uint64
-	unserved []time.Duration      // the unserved delay of each release
-	inFlight chan context.Context // when non-nil, renew sends its context here
-	finish   chan struct{}        // and then returns held when this is closed
-	follows  int
-	renewals int
-	preErr   error
+	mu        sync.Mutex
+	followB   beat
+	renewB    func(hold uint64) (beat, error)
+	stall     chan struct{} // when non-nil, renew blocks until it is closed
+	released  []uint64
+	unserved  []time.Duration      // the unserved delay of each release
+	inFlight  chan context.Context // when non-nil, renew sends its context here
+	finish    chan struct{}        // and then returns held when this is closed
+	follows   int
+	renewals  int
+	preErr    error
+	handed    []string // the target of each hand-over
+	window    time.Duration
+	value     string // the value set by setValue
+	proclaims []uint64
 }
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
@@ -68,6 +72,23 @@ func (f *fakeBackend) release(_ context.Context, hold uint64, unserved time.Dura
 	f.released = append(f.released, hold)
 	f.unserved = append(f.unserved, unserved)
 	return nil
+}
+
+func (f *fakeBackend) handOver(_ context.Context, hold uint64, to string, window time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handed = append(f.handed, to)
+	f.window = window
+	return nil
+}
+
+func (f *fakeBackend) setValue(v string) { f.mu.Lock(); f.value = v; f.mu.Unlock() }
+
+func (f *fakeBackend) proclaim(_ context.Context, hold uint64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.proclaims = append(f.proclaims, hold)
+	return true, nil
 }
 
 func (f *fakeBackend) leader(context.Context) (Record, error) { return Record{}, nil }

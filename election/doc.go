@@ -43,7 +43,9 @@
 //
 //	INSERT … ON DUPLICATE KEY UPDATE
 //	  renew if service_id = me AND term = my term AND not released
-//	  take  if not renew AND (released OR expired OR service_id = me): new term
+//	           AND no transfer is asked of me
+//	  take  if not renew AND not reserved for another AND
+//	           (released OR expired OR service_id = me): new term
 //
 // One statement decides, atomically under the row lock, and its affected
 // rows (1 inserted, 2 changed, 0 unchanged) and LAST_INSERT_ID (the term)
@@ -165,6 +167,55 @@
 // releases the row it finds missing; it sits out two retry intervals so that
 // another candidate can win). Assume and Reelect do the same from Go, and
 // Status and List read the table.
+//
+// # Planned changes of leader
+//
+// Assume and Reelect (above) are for a leader that is dead or hung: they
+// cannot know the old leader stopped, so the next one waits out its lock
+// delay, a whole lease by default. A planned change with a live leader does
+// not need that wait, because the leader itself stands down before it lets
+// the row go, as a clean Resign does:
+//
+//   - Election.Transfer(ctx, to) on the leader hands leadership to candidate
+//     to. The leader stands down (its elected context is cancelled,
+//     OnElected returns, OnDemoted is called with ReasonTransferred), then
+//     marks the row released and reserved for to (transfer_to = to, and a
+//     lease of the transfer window, TransferWindow(RetryInterval) = two
+//     retry intervals, by the database clock), and wakes the followers. to
+//     takes the row with a new term (acquired = 'transferred') and leads at
+//     once, without a lock delay; every other candidate, the old leader
+//     included, leaves a reserved row alone (the heartbeat's take condition
+//     excludes it; a lock-backend waiter that gets the lock lets it go again).
+//     If to does not run, the window runs out and the released row is taken
+//     as after a Resign: nobody waits a lease for a ghost.
+//   - From outside, an operator asks instead, by setting the live row's
+//     transfer_to (RequestTransfer, `sqlelect transfer ELECTION ID`, or
+//     UPDATE service_election SET transfer_to = 'id' WHERE anchor = …). A
+//     request makes the leader's renewal change nothing (renew requires no
+//     request), so the leader reads the row, finds it, and acts as above:
+//     the change costs at most a renew interval plus a few milliseconds. A
+//     request to the leader itself is cleared by its renewal.
+//   - StepDown (transfer_to the empty string, `sqlelect reelect --graceful`) is the
+//     graceful Reelect: the leader stands down at its next renewal, marks the
+//     row released for anyone, and sits out two retry intervals; a follower
+//     takes over at once.
+//
+// The old leader sits out two retry intervals after a hand-over, like after
+// a Resign (after a transfer, counted from the end of the window). A holder that does not lead yet (it waits out its lock delay)
+// cannot hand over without a delay: asked to, it gives the row up with the
+// rest of its delay, as Resign does. A leader that died never sees a
+// request: its lease runs out, the next holder takes the row as usual, and
+// every take clears transfer_to. Safety is unchanged: the reservation only
+// decides who may take a released row, and a row is released only after its
+// holder stood down. The column comes with schema version 4 (migration
+// 000004); Run refuses an older table with ErrSchemaMismatch. Candidates of
+// versions without transfers ignore reservations and requests (they renew
+// over a request and take a reserved row), so upgrade an election's
+// candidates before using them.
+//
+// Proclaim changes the value the leader publishes without a re-election:
+// it writes the row at once, later renewals and terms keep it, and
+// followers' OnLeaderChanged see it at their next look.
 //
 // # What is not guaranteed
 //

@@ -77,6 +77,42 @@ type Election interface {
 	// renewals wait for them.
 	Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error
 
+	// Transfer hands leadership to candidate to, which leads at once,
+	// without a lock delay (see "Planned changes of leader" in the package
+	// documentation): this leader stands down first (its elected context is
+	// cancelled, OnElected is waited for, OnDemoted is called with
+	// ReasonTransferred), then marks the row released and reserved for to,
+	// and wakes the followers. Until the transfer window (2 × RetryInterval,
+	// by the database clock) ends, only to may take the row; if to does not
+	// (it is not running, or not campaigning), any candidate may after that.
+	// This candidate sits out the window and two retry intervals more
+	// before campaigning again, so that another candidate takes the row
+	// when to never comes.
+	//
+	// Transfer returns once the row was handed over, not when to leads
+	// (watch OnLeaderChanged or Leader for that). It returns an error
+	// wrapping ErrNotLeader when this candidate does not lead (a holder
+	// still waiting out its lock delay does not lead), one wrapping
+	// ErrInvalidConfig for an invalid ID, an error when Run is not running
+	// or ctx ends before the Run goroutine took the request, and nil without
+	// doing anything when to is this candidate's own ID (it leads already).
+	// An error from the statement that hands the row over is returned after
+	// the leader stood down: the row then expires after its lease, as after a
+	// crash. No existence check is made on to: candidates register nowhere.
+	Transfer(ctx context.Context, to string) error
+
+	// Proclaim changes the value this leader publishes (Config.Value, the
+	// row's value column) without a re-election, like etcd's Proclaim: it
+	// writes it at once, and later renewals and later terms of this
+	// candidate keep it (the Config is not changed). Followers see it at
+	// their next look (OnLeaderChanged is called when the holder, term or
+	// value they see changes), Leader and Status at once. It returns an
+	// error wrapping ErrNotLeader when this candidate does not lead or lost
+	// the row meanwhile (the value is kept for its next term all the same),
+	// an error wrapping ErrInvalidConfig for a value over MaxValueLen, and
+	// an error when Run is not running or ctx ends first.
+	Proclaim(ctx context.Context, value string) error
+
 	// Name returns the election's name; ID returns this candidate's identity.
 	Name() string
 	ID() string
@@ -103,8 +139,8 @@ type Election interface {
 //     the deadline succeeds after it, OnDemoted(ReasonLeaseLost) is called
 //     and a new leadership begins with OnElected again, with the same term
 //     (nobody else held the election in between).
-//   - OnLeaderChanged is called whenever the observed holder or term
-//     changes, for followers and the leader alike; Record.ID is empty when
+//   - OnLeaderChanged is called whenever the observed holder, term or
+//     published value (Proclaim) changes, for followers and the leader alike; Record.ID is empty when
 //     nobody holds a live lease. A candidate waiting out its lock delay sees
 //     itself as holder before OnElected.
 type Callbacks struct {
@@ -129,6 +165,11 @@ const (
 	// ReasonUnhealthy: Config.HealthCheck failed or did not answer in
 	// time; the row was released for a follower to take over at once.
 	ReasonUnhealthy Reason = "unhealthy"
+	// ReasonTransferred: a planned change of leader. Transfer was called,
+	// or an operator asked for a transfer or a step-down (RequestTransfer,
+	// StepDown, or the row's transfer_to set with plain SQL); the row was
+	// handed over cleanly, so the next leader takes over at once.
+	ReasonTransferred Reason = "transferred"
 )
 
 // Demotion describes the end of one leadership.
@@ -164,14 +205,22 @@ type Record struct {
 	LeaseLeft time.Duration `json:"-"`
 	// Released is true once the holder resigned cleanly.
 	Released bool `json:"released"`
-	// Acquired says how the term began: insert, expired, released, claimed,
-	// operator, or lock.
+	// Acquired says how the term began: insert, expired, released,
+	// transferred, claimed, operator, or lock.
 	Acquired string `json:"acquired"`
 	// Value is what the holder published.
 	Value string `json:"value"`
 	// Backend is table or lock; ConnectionID the lock holder's connection.
 	Backend      string `json:"backend"`
 	ConnectionID uint64 `json:"connection_id,omitempty"`
+	// Transfer is true when the row's transfer_to is set (see "Planned
+	// changes of leader" in the package documentation): on a live row, a
+	// request to the leader, acted on at its next renewal, to hand
+	// leadership to TransferTo, or to step down for anyone when TransferTo
+	// is empty; on a released row, the leader handed the row to TransferTo,
+	// which alone may take it until LeaseLeft runs out.
+	Transfer   bool   `json:"transfer,omitempty"`
+	TransferTo string `json:"transfer_to,omitempty"`
 }
 
 // recordJSON is Record's JSON form: durations as whole milliseconds, with
@@ -189,6 +238,8 @@ type recordJSON struct {
 	Value        string    `json:"value"`
 	Backend      string    `json:"backend"`
 	ConnectionID uint64    `json:"connection_id,omitempty"`
+	Transfer     bool      `json:"transfer,omitempty"`
+	TransferTo   string    `json:"transfer_to,omitempty"`
 }
 
 // MarshalJSON encodes r with Lease and LeaseLeft as lease_ms and
@@ -196,7 +247,8 @@ type recordJSON struct {
 func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
 		LastRenewal: r.LastRenewal, LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(),
-		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID})
+		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
+		Transfer: r.Transfer, TransferTo: r.TransferTo})
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
@@ -207,9 +259,17 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
 		Lease: time.Duration(j.LeaseMS) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeftMS) * time.Millisecond,
-		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID}
+		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID,
+		Transfer: j.Transfer, TransferTo: j.TransferTo}
 	return nil
 }
 
 // Live reports whether the record names a holder with a live lease.
 func (r Record) Live() bool { return r.ID != "" && !r.Released && r.LeaseLeft > 0 }
+
+// reservedFor reports whether the row was handed to a candidate other than
+// id and is still reserved for it: released with a transfer target, within
+// the transfer window (the row's lease).
+func (r Record) reservedFor(id string) bool {
+	return r.Released && r.Transfer && r.TransferTo != "" && r.TransferTo != id && r.LeaseLeft > 0
+}

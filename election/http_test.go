@@ -50,8 +50,10 @@ func (f *stubElection) Resign(context.Context) error { return nil }
 func (f *stubElection) Fenced(context.Context, func(*sql.Tx) error) error {
 	return ErrNotLeader
 }
-func (f *stubElection) Name() string { return "orders" }
-func (f *stubElection) ID() string   { return "web-1" }
+func (f *stubElection) Transfer(context.Context, string) error { return nil }
+func (f *stubElection) Proclaim(context.Context, string) error { return nil }
+func (f *stubElection) Name() string                           { return "orders" }
+func (f *stubElection) ID() string                             { return "web-1" }
 
 var _ Election = (*stubElection)(nil)
 

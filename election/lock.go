@@ -56,6 +56,14 @@ import (
 //     monotonic clock when no renewal succeeded within RenewDeadline.
 //   - Resign (and the end of Run) marks the row released and releases the
 //     lock, so a waiting candidate takes over within milliseconds.
+//   - A transfer (Transfer, or an operator's request that the renewal finds:
+//     it fails while transfer_to is set) stands the holder down, marks the
+//     row released and reserved for the target, and releases the lock.
+//     Whichever waiter GET_LOCK wakes reads the row: the target takes it
+//     (acquired = 'transferred', no lock delay); any other lets the lock go
+//     again at once and looks again when the transfer window ends, so the
+//     lock reaches the target within a few round trips, and the row is never
+//     taken by another candidate during the window.
 //
 // Operator actions mean the same as on the table backend:
 //
@@ -100,10 +108,11 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
 	b := &lockBackend{
-		db:  db,
-		sdb: sqlx.NewDb(db, "mysql"),
-		cfg: cfg,
-		log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
+		db:    db,
+		sdb:   sqlx.NewDb(db, "mysql"),
+		cfg:   cfg,
+		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
+		value: cfg.Value,
 	}
 	b.lc.log = b.log
 	c := newCandidate(cfg, b)
@@ -127,6 +136,10 @@ type lockBackend struct {
 	lc       lockConn
 	wrote    uint64    // the term lc's connection last wrote naming this candidate
 	lastUsed time.Time // end of lc's last statement, for the idle limit
+
+	// value is the value the candidate publishes: cfg.Value until Proclaim
+	// changes it (see setValue).
+	value string
 
 	// bound limits lock waits of statements on pooled connections (the
 	// lock connection's session has the same limits); set by preflight.
@@ -160,6 +173,11 @@ type lockStatements struct {
 	// release gives the row of term hold up: marks it released, or with
 	// an unserved lock delay leaves it to expire when the delay ends.
 	release func(hold uint64, unserved time.Duration) lockStmt
+	// handOver gives the row of term hold up for a planned change: marks
+	// it released and reserved for to (anyone when empty) for window.
+	handOver func(hold uint64, to string, window time.Duration) lockStmt
+	// proclaim writes the candidate's value into the row of term hold.
+	proclaim func(hold uint64) lockStmt
 }
 
 // prepare builds the statements and the limits of the lock connection, for
@@ -190,25 +208,29 @@ func (b *lockBackend) prepare(lock userLock) {
 	take := `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
   term_started_at = NOW(6), last_seen_active = NOW(6), lease_ms = ?, released = 0,
-  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID()
+  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
 WHERE anchor = ` + anchor + ` AND term = ?`
 	s.take = func(acquired string, term uint64) lockStmt {
-		return lockStmt{take, []any{cfg.ID, lease, acquired, cfg.Value, term}}
+		return lockStmt{take, []any{cfg.ID, lease, acquired, b.value, term}}
 	}
 	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id)
 VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'lock', CONNECTION_ID())`
-	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, cfg.Value}} }
+	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value}} }
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
 	// and skip the update). keepLock checks the lock first on the same
 	// connection; the lock can only be lost in between with the
 	// connection, and then this statement fails too.
+	// A renewal fails while an operator asks this holder to hand over
+	// (transfer_to set, but not to itself: that asks nothing, and the
+	// renewal clears it); renewLost then reads the request.
 	renew := `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
-  backend = 'lock', connection_id = CONNECTION_ID()
-WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, cfg.Value, cfg.ID, hold}} }
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
+WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
+  AND (transfer_to IS NULL OR transfer_to = service_id)`
+	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.ID, hold}} }
 
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 	release := `UPDATE ` + tbl + ` SET released = 1` + held
@@ -219,6 +241,12 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 		}
 		return lockStmt{release, []any{cfg.ID, hold}}
 	}
+	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = NOW(6), lease_ms = ?` + held
+	s.handOver = func(hold uint64, to string, window time.Duration) lockStmt {
+		return lockStmt{handOver, []any{to, ceilMillis(window), cfg.ID, hold}}
+	}
+	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
+	s.proclaim = func(hold uint64) lockStmt { return lockStmt{proclaim, []any{b.value, cfg.ID, hold}} }
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -392,6 +420,10 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 		return b.followFailed(err)
 	case !exists:
 		return b.takeNew(ctx, c, rec)
+	case rec.reservedFor(b.cfg.ID):
+		// Handed to another candidate (a transfer), whose window is
+		// open: let the lock go so that it can take over.
+		return b.yieldLock(ctx, rec)
 	case rec.Released || rec.LeaseLeft <= 0:
 		return b.takeFree(ctx, c, rec)
 	case rec.ID == b.cfg.ID:
@@ -424,7 +456,10 @@ func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Re
 // clock, with no lock delay.
 func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
 	acquired := "expired"
-	if rec.Released {
+	switch {
+	case rec.Released && rec.Transfer && rec.TransferTo == b.cfg.ID:
+		acquired = "transferred" // handed to this candidate
+	case rec.Released:
 		acquired = "released"
 	}
 	return b.claim(ctx, c, rec, b.sql.take(acquired, rec.Term), 0)
@@ -450,8 +485,14 @@ func (b *lockBackend) takeOthers(ctx context.Context, c *sqlx.Conn, rec Record) 
 	if rec.ConnectionID != 0 {
 		return b.claim(ctx, c, rec, b.sql.take("lock", rec.Term), b.holderGone(rec))
 	}
-	// An operator named another candidate: let the lock go so that it can
-	// take over, and look again when its lease may run out.
+	// An operator named another candidate: let it take over.
+	return b.yieldLock(ctx, rec)
+}
+
+// yieldLock lets the lock go so that the candidate rec names, or reserves
+// the row for, can take over, and looks again when its lease (or transfer
+// window) may run out.
+func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, time.Duration, error) {
 	if err := b.releaseLock(ctx); err != nil {
 		return b.followFailed(err)
 	}
@@ -554,7 +595,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 		b.wrote = hold
 		return beat{held: true, term: hold}, nil
 	}
-	return b.renewLost(ctx, c)
+	return b.renewLost(ctx, c, hold)
 }
 
 // keepLock reports whether the lock connection holds the lock, taking it
@@ -580,12 +621,16 @@ func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 	return mine, nil
 }
 
-// renewLost handles a renewal that found the row no longer naming this
-// candidate's term: replaced, released or deleted.
-func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn) (beat, error) {
-	_, exists, err := b.read(ctx, c)
+// renewLost handles a renewal of term hold that changed nothing: the row
+// no longer names this candidate's term (replaced, released or deleted), or
+// an operator asked for a transfer or a step-down.
+func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn, hold uint64) (beat, error) {
+	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return beat{}, b.fail(err)
+	}
+	if exists && rec.ID == b.cfg.ID && rec.Term == hold && !rec.Released && rec.Transfer {
+		return beat{requested: true, to: rec.TransferTo}, nil
 	}
 	if exists {
 		// Keep the lock: the next follow reads the row and either takes
@@ -607,7 +652,21 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	// A row handed off with an unserved delay stays live, written by a
 	// connection that no longer holds the lock: the next lock holder
 	// waits out what is left of it (see holderGone).
-	s := b.sql.release(hold, unserved)
+	return b.giveUp(ctx, b.sql.release(hold, unserved))
+}
+
+// handOver marks the row released and reserved for to (see
+// tableBackend.handOver), then releases the lock: a waiter that is not to
+// gets it, finds the row reserved and lets it go (see yieldLock).
+func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
+	defer b.touch()
+	return b.giveUp(ctx, b.sql.handOver(hold, to, window))
+}
+
+// giveUp runs s, which ends the row's term, on the lock connection and then
+// releases the lock; without a lock connection (it failed) it runs s on a
+// pooled one.
+func (b *lockBackend) giveUp(ctx context.Context, s lockStmt) error {
 	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
@@ -618,6 +677,24 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 		return b.fail(err)
 	}
 	return b.failIf(b.releaseLock(ctx))
+}
+
+func (b *lockBackend) setValue(v string) { b.value = v }
+
+func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+	defer b.touch()
+	s := b.sql.proclaim(hold)
+	var res sql.Result
+	var err error
+	if b.lc.conn != nil {
+		if res, err = b.lc.conn.ExecContext(ctx, s.query, s.args...); err != nil {
+			return false, b.fail(err)
+		}
+	} else if res, err = b.db.ExecContext(ctx, b.bound.load().wrap(s.query), s.args...); err != nil {
+		return false, classify(err, b.cfg.Table)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (b *lockBackend) leader(ctx context.Context) (Record, error) {

@@ -21,7 +21,7 @@ import (
 //	sqlelect_term                            the current term while leading, else 0
 //	sqlelect_lease_remaining_seconds         local lease left while leading, else 0
 //	sqlelect_last_renewal_age_seconds        time since the last successful renewal
-//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, unhealthy
+//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, unhealthy, transferred
 //	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
 //	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
@@ -49,7 +49,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_leadership_changes_total",
-			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy).",
+			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).",
 		}, []string{"election", "reason"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sqlelect_heartbeat_duration_seconds",

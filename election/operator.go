@@ -95,6 +95,83 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 // reelectSQL is Reelect's statement on table tbl (quoted).
 func reelectSQL(tbl string) string { return `DELETE FROM ` + tbl + ` WHERE anchor = :name` }
 
+// RequestTransfer asks the live leader of election name to hand leadership
+// to candidate to: the graceful counterpart of Assume, for a leader that
+// runs. It sets the row's transfer_to; the leader sees it at its next
+// renewal (within its RenewInterval), stands down (OnDemoted with
+// ReasonTransferred), marks the row released and reserved for to, and wakes
+// the followers: to takes over at once, with no lock delay, and no other
+// candidate may take the row during the transfer window (2 × RetryInterval,
+// see TransferWindow). If to does not run, the election falls back to a
+// normal one when the window ends. A request naming the leader itself is
+// cleared by its next renewal. A leader that died never acts on it: the row
+// expires after its lease, and the takeover clears the request. See
+// "Planned changes of leader" in the package documentation.
+//
+// The plain SQL equivalent:
+//
+//	UPDATE service_election SET transfer_to = 'id'
+//	WHERE anchor = 'name' AND released = 0;
+//
+// It returns the record as written, without waiting for the leader to act,
+// and an error wrapping ErrNoLeader (ErrNoSuchElection or ErrNoLiveLease)
+// when nobody holds a live lease. Candidates of versions without transfers
+// ignore the request (they renew over it).
+func RequestTransfer(ctx context.Context, db *sql.DB, table, name, to string) (Record, error) {
+	op, err := newOperation(db, table, name, to)
+	if err != nil {
+		return Record{}, err
+	}
+	return op.request(ctx, name, to)
+}
+
+// StepDown asks the live leader of election name to step down gracefully:
+// the counterpart of Reelect for a leader that runs. The leader sees the
+// request at its next renewal, stands down (OnDemoted with
+// ReasonTransferred) and marks the row released, so that any follower takes
+// over at once, with no lock delay; the old leader sits out two retry
+// intervals, so another candidate wins. It returns what RequestTransfer
+// does.
+//
+// The plain SQL equivalent (the empty string means "anyone"):
+//
+//	UPDATE service_election SET transfer_to = ''
+//	WHERE anchor = 'name' AND released = 0;
+func StepDown(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
+	op, err := newOperation(db, table, name)
+	if err != nil {
+		return Record{}, err
+	}
+	return op.request(ctx, name, "")
+}
+
+// requestSQL is RequestTransfer's and StepDown's statement on table tbl
+// (quoted): it sets the live row's transfer_to to :to.
+func requestSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET transfer_to = :to WHERE anchor = :name AND released = 0 AND NOT ` + expiredSQL
+}
+
+// request asks election name's live leader to hand over to to ("" for
+// anyone).
+func (o operation) request(ctx context.Context, name, to string) (Record, error) {
+	res, err := o.exec(ctx, requestSQL(quoteTable(o.table)), params{Name: name, To: to})
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := Status(ctx, o.db, o.table, name)
+	if n, _ := res.RowsAffected(); n == 1 {
+		// Written. The leader may have acted on it already (the row is
+		// then released): that is not an error.
+		return rec, nil
+	}
+	if err == nil && !(rec.Transfer && rec.TransferTo == to) {
+		// The row was live but changed nothing: it was not live any more
+		// when the statement ran, and is again (a new holder).
+		return rec, fmt.Errorf("%w: %q was taken over while the request was sent; %q now leads (term %d)", ErrNoLiveLease, name, rec.ID, rec.Term)
+	}
+	return rec, err // the same request was there already, or no live lease
+}
+
 // operation is an operator's action (Assume, Reelect) on one election.
 type operation struct {
 	db    *sql.DB

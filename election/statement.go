@@ -20,6 +20,7 @@ type params struct {
 	Hold  uint64   // :hold, the term the candidate holds, 0 for none
 	Lease int64    // :lease, a lease in milliseconds
 	Value string   // :value, the value the candidate publishes
+	To    string   // :to, a transfer's target ('' for anyone)
 	Names []string // :names, a list of elections: expands to one ? each
 }
 
@@ -32,6 +33,7 @@ const (
 	paramHold
 	paramLease
 	paramValue
+	paramTo
 	paramNames
 )
 
@@ -48,6 +50,8 @@ func lookupParam(name string) (param, bool) {
 		return paramLease, true
 	case "value":
 		return paramValue, true
+	case "to":
+		return paramTo, true
 	case "names":
 		return paramNames, true
 	}
@@ -57,7 +61,7 @@ func lookupParam(name string) (param, bool) {
 // scalars are p's values of the scalar parameters, indexed by param, each
 // converted to an interface once for all its placeholders.
 func (p *params) scalars() [paramNames]any {
-	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value}
+	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To}
 }
 
 // stmt is a compiled statement: text between its parameters, and the

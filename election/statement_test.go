@@ -75,7 +75,7 @@ type builtStatement struct {
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
 func builtStatements(t *testing.T, table string, bound lockBound, p params) []builtStatement {
 	t.Helper()
-	tb := &tableBackend{cfg: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}
+	tb := &tableBackend{cfg: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
 	tb.bound.store(bound)
 	tb.prepareSQL()
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
@@ -174,37 +174,42 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 
 // legacyStatements are the statements of builtStatements as
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
-// execRead, Assume and Reelect assembled them by hand before the builder.
+// execRead, Assume and Reelect assembled them by hand before the builder,
+// with the heartbeat's conditions and the check extended by hand for
+// transfer_to (issue 14), so that they still check the builder's arguments.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl := quoteTable(table)
-	const r = `(service_id = ? AND term = ? AND released = 0)`
-	take := `(NOT ` + r + ` AND (released <> 0 OR ` + expiredSQL + ` OR service_id = ?))`
+	const r = `(service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?))`
+	reserved := `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', ?) AND NOT ` + expiredSQL + `)`
+	take := `(NOT ` + r + ` AND NOT ` + reserved + ` AND (released <> 0 OR ` + expiredSQL + ` OR (service_id = ? AND transfer_to IS NULL)))`
 	change := `(` + r + ` OR ` + take + `)`
 	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
-  lease_ms, released, acquired, value, backend, connection_id)
-VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL)
+  lease_ms, released, acquired, value, backend, connection_id, transfer_to)
+VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL, NULL)
 ON DUPLICATE KEY UPDATE
-  acquired = IF(` + take + `, IF(released <> 0, 'released', IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
+  acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
   term_started_at = IF(` + take + `, NOW(6), term_started_at),
   term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, ` + termNowSQL + `), term)),
   value = IF(` + change + `, ?, value),
   backend = IF(` + change + `, 'table', backend),
   connection_id = IF(` + change + `, NULL, connection_id),
+  transfer_to = IF(` + change + `, NULL, transfer_to),
   service_id = IF(` + change + `, ?, service_id),
   released = IF(` + change + `, 0, released),
   lease_ms = IF(` + change + `, ?, lease_ms),
   last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`)
-	checkSQL := bound.wrap(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
+	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	peekSQL := `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
-	rArgs := []any{me, hold}
-	takeArgs := append(append([]any{}, rArgs...), me)
+	rArgs := []any{me, hold, me}
+	takeArgs := append(append(append([]any{}, rArgs...), me), me)
 	changeArgs := append(append([]any{}, rArgs...), takeArgs...)
 	args := []any{p.Name, me, lease, val}
 	args = append(args, takeArgs...) // acquired
+	args = append(args, me)          // transferred
 	args = append(args, takeArgs...) // term_started_at
 	args = append(args, takeArgs...) // term
 	args = append(args, changeArgs...)
@@ -212,7 +217,8 @@ ON DUPLICATE KEY UPDATE
 	args = append(args, changeArgs...)
 	args = append(args, changeArgs...)
 	args = append(args, changeArgs...)
-	args = append(args, me) // service_id
+	args = append(args, changeArgs...) // transfer_to
+	args = append(args, me)            // service_id
 	args = append(args, changeArgs...)
 	args = append(args, changeArgs...)
 	args = append(args, lease) // lease_ms
@@ -236,7 +242,7 @@ ON DUPLICATE KEY UPDATE
   SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
   SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`, []any{}},
 		{"batch lock", `SELECT anchor, service_id, term FROM ` + tbl +
-			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 FOR UPDATE SKIP LOCKED`, names},
+			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
 		{"batch read", bound.wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +

@@ -16,25 +16,26 @@ import (
 // Timestamps come as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP
 // column is exact and needs no time zone), so the DSN needs no parseTime.
 type recordRow struct {
-	Anchor       string `db:"anchor"`
-	ServiceID    string `db:"service_id"`
-	Term         uint64 `db:"term"`
-	Since        string `db:"since"`
-	LastSeen     string `db:"last_seen"`
-	LeaseMS      int64  `db:"lease_ms"`
-	Released     bool   `db:"released"`
-	Acquired     string `db:"acquired"`
-	Value        string `db:"value"`
-	Backend      string `db:"backend"`
-	ConnectionID uint64 `db:"connection_id"`
-	LeftUS       int64  `db:"left_us"`
+	Anchor       string         `db:"anchor"`
+	ServiceID    string         `db:"service_id"`
+	Term         uint64         `db:"term"`
+	Since        string         `db:"since"`
+	LastSeen     string         `db:"last_seen"`
+	LeaseMS      int64          `db:"lease_ms"`
+	Released     bool           `db:"released"`
+	Acquired     string         `db:"acquired"`
+	Value        string         `db:"value"`
+	Backend      string         `db:"backend"`
+	ConnectionID uint64         `db:"connection_id"`
+	LeftUS       int64          `db:"left_us"`
+	TransferTo   sql.NullString `db:"transfer_to"`
 }
 
 const recordColumns = `anchor, service_id, term,
   CAST(UNIX_TIMESTAMP(term_started_at) AS CHAR) AS since,
   CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
   lease_ms, released <> 0 AS released, acquired, value, backend,
-  COALESCE(connection_id, 0) AS connection_id,
+  COALESCE(connection_id, 0) AS connection_id, transfer_to,
   TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
 
 func (r recordRow) record() Record {
@@ -51,6 +52,8 @@ func (r recordRow) record() Record {
 		Value:        r.Value,
 		Backend:      r.Backend,
 		ConnectionID: r.ConnectionID,
+		Transfer:     r.TransferTo.Valid,
+		TransferTo:   r.TransferTo.String,
 	}
 }
 

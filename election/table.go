@@ -27,7 +27,7 @@ func NewTable(db *sql.DB, cfg Config) (Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tableBackend{db: sqlx.NewDb(db, "mysql"), cfg: cfg}
+	t := &tableBackend{db: sqlx.NewDb(db, "mysql"), cfg: cfg, value: cfg.Value}
 	t.prepareSQL()
 	c := newCandidate(cfg, t)
 	c.db = db
@@ -42,6 +42,9 @@ type tableBackend struct {
 	db   *sqlx.DB
 	cfg  Config
 	wake *wakeup // nil with Config.DisableFastHandover
+	// value is the value the candidate publishes: cfg.Value until
+	// Proclaim changes it (see setValue).
+	value string
 	// bound limits the statements' server-side lock waits; set by
 	// preflight, which then prepares the statements again.
 	bound atomicBound
@@ -53,6 +56,7 @@ type tableBackend struct {
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
 	heartbeat, check, release, handOff stmt
+	handOver, proclaim                 stmt
 	peek                               string
 }
 
@@ -73,10 +77,18 @@ const heldCond = `anchor = :name AND ` + holdsCond
 // The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
 // :hold the term it holds (0 when it holds none).
 const (
-	// renewCond (R): the row is the candidate's, with the term it holds.
-	renewCond = `(` + holdsCond + `)`
-	// takeCond (T): the candidate takes the row, with a new term.
-	takeCond = `(NOT ` + renewCond + ` AND (released <> 0 OR ` + expiredSQL + ` OR service_id = :me))`
+	// renewCond (R): the row is the candidate's, with the term it holds,
+	// and no transfer or step-down is asked of it (a transfer to itself
+	// asks nothing: the renewal clears it).
+	renewCond = `(` + holdsCond + ` AND (transfer_to IS NULL OR transfer_to = :me))`
+	// reservedCond (X): the row was handed to another candidate, whose
+	// transfer window (the row's lease) is still open.
+	reservedCond = `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', :me) AND NOT ` + expiredSQL + `)`
+	// takeCond (T): the candidate takes the row, with a new term. A row
+	// that names it but carries a request (an operator asked its holder to
+	// hand over) is not claimed: it is left to its holder, or to expire.
+	takeCond = `(NOT ` + renewCond + ` AND NOT ` + reservedCond + ` AND (released <> 0 OR ` + expiredSQL +
+		` OR (service_id = :me AND transfer_to IS NULL)))`
 	// changeCond (C): the heartbeat changes the row.
 	changeCond = `(` + renewCond + ` OR ` + takeCond + `)`
 )
@@ -85,15 +97,23 @@ const (
 // DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
 // (0 when it holds none):
 //
-//	R (renew)  = service_id = :me AND term = :hold AND released = 0
-//	T (take)   = NOT R AND (released <> 0 OR expired OR service_id = :me)
-//	C (change) = R OR T
+//	R (renew)    = service_id = :me AND term = :hold AND released = 0
+//	               AND (transfer_to IS NULL OR transfer_to = :me)
+//	X (reserved) = released <> 0 AND transfer_to NOT IN ('', :me) AND NOT expired
+//	T (take)     = NOT R AND NOT X AND (released <> 0 OR expired
+//	               OR (service_id = :me AND transfer_to IS NULL))
+//	C (change)   = R OR T
+//
+// A leader asked to hand over (transfer_to set on its live row) fails R and
+// T, so its renewal changes nothing; it then reads the row and acts on the
+// request (see candidate.handOver). Every change clears transfer_to.
 //
 // Every SET expression is written so that the result is the same whether the
 // server assigns left to right (MySQL) or simultaneously (MariaDB's
 // SIMULTANEOUS_ASSIGNMENT): columns read by a condition are assigned after
 // it, or their new values leave the condition unchanged (once service_id is
-// :me and the term is new, T stays true; when C is false nothing changes).
+// :me and the term is new, T stays true; a NULL transfer_to keeps R and T as
+// they were once the term is new; when C is false nothing changes).
 // The SET list is rendered in the order written below, T's assignments
 // first: moving one changes what MySQL computes, and its arguments move with
 // it.
@@ -115,13 +135,14 @@ func heartbeatSQL(tbl string) string {
 		{"value", ":value"},
 		{"backend", "'table'"},
 		{"connection_id", "NULL"},
+		{"transfer_to", "NULL"},
 	})
 	return `INSERT INTO ` + tbl + ` (` + cols + `)
 VALUES (` + values + `)
 ON DUPLICATE KEY UPDATE
   ` + conditionalSets([]setWhen{
 		{takeCond, []setIf{
-			{col: "acquired", to: `IF(released <> 0, 'released', IF(` + expiredSQL + `, 'expired', 'claimed'))`},
+			{col: "acquired", to: `IF(released <> 0, IF(transfer_to = :me, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed'))`},
 			{col: "term_started_at", to: "NOW(6)"},
 			{col: "term", to: "GREATEST(term + 1, " + termNowSQL + ")", through: "LAST_INSERT_ID"},
 		}},
@@ -129,6 +150,7 @@ ON DUPLICATE KEY UPDATE
 			{col: "value", to: ":value"},
 			{col: "backend", to: "'table'"},
 			{col: "connection_id", to: "NULL"},
+			{col: "transfer_to", to: "NULL"},
 			{col: "service_id", to: ":me"},
 			{col: "released", to: "0"},
 			{col: "lease_ms", to: ":lease"},
@@ -144,9 +166,11 @@ func (t *tableBackend) prepareSQL() {
 	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
 	t.stmts = tableStmts{
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
-		check:     bound.stmt(`SELECT term, acquired FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
+		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1 WHERE ` + heldCond),
 		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
+		handOver:  bound.stmt(`UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond),
+		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
 		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 	}
 }
@@ -154,7 +178,7 @@ func (t *tableBackend) prepareSQL() {
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
 func (t *tableBackend) params(hold uint64) params {
-	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.cfg.Value}
+	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.value}
 }
 
 // exec runs s with p.
@@ -211,9 +235,11 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
-	if rec.Live() && rec.ID != t.cfg.ID {
-		// Someone else holds a live lease: look again at the retry
-		// interval, or just after the lease runs out by the database clock.
+	if rec.Live() && rec.ID != t.cfg.ID || rec.reservedFor(t.cfg.ID) {
+		// Someone else holds a live lease, or the row was handed to
+		// another candidate: look again at the retry interval, or just
+		// after the lease (the transfer window) runs out by the database
+		// clock.
 		wait := jitter(t.cfg.RetryInterval, t.cfg.JitterFactor)
 		return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
 	}
@@ -269,17 +295,19 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		return beat{}, err
 	}
 	term, _ := res.LastInsertId()
-	if n == 0 || n > 2 {
+	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
 	if n == 2 && hold != 0 && uint64(term) == hold {
 		return beat{held: true, term: hold}, nil // renewed
 	}
-	// A new term, or an ambiguous 1 (an insert, or no change under
-	// CLIENT_FOUND_ROWS): read what the row says now.
+	// A new term, an ambiguous 1 (an insert, or no change under
+	// CLIENT_FOUND_ROWS), or a holder's renewal that changed nothing
+	// (deposed, or asked to hand over): read what the row says now.
 	var row struct {
-		Term     uint64 `db:"term"`
-		Acquired string `db:"acquired"`
+		Term       uint64         `db:"term"`
+		Acquired   string         `db:"acquired"`
+		TransferTo sql.NullString `db:"transfer_to"`
 	}
 	query, args := t.stmts.check.bind(t.params(hold))
 	err = t.db.GetContext(ctx, &row, query, args...)
@@ -293,11 +321,17 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		return beat{}, nil // changed again since: not ours this tick
 	}
 	switch {
+	case n < 2 && hold != 0 && row.Term == hold && row.TransferTo.Valid:
+		// Still ours, not renewed: an operator asked for a transfer or a
+		// step-down (see renewCond).
+		return beat{requested: true, to: row.TransferTo.String}, nil
+	case n == 0:
+		return beat{}, nil // deposed
 	case n == 2 && hold != 0 && row.Term == hold:
 		return beat{held: true, term: hold}, nil
 	case n == 1 && row.Acquired == "insert":
 		return beat{held: true, term: row.Term, inserted: true, delay: t.cfg.LockDelay}, nil
-	case n == 2 && (row.Acquired == "expired" || row.Acquired == "released"):
+	case n == 2 && (row.Acquired == "expired" || row.Acquired == "released" || row.Acquired == "transferred"):
 		return beat{held: true, term: row.Term}, nil // won: no delay needed
 	case n == 2:
 		return beat{held: true, term: row.Term, delay: t.cfg.LockDelay}, nil // claimed
@@ -310,6 +344,12 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 // the next holder takes an expired row after the lock delay the releaser had
 // not served (see candidate.releaseHold).
 const handOffSets = `last_seen_active = NOW(6), lease_ms = :lease`
+
+// handOverSets gives a held row up for a planned change of leader: marked
+// released, and reserved for :to (for anyone when it is empty) until the
+// row's lease, :lease milliseconds from now by the database clock (the
+// transfer window), runs out. See reservedCond.
+const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = NOW(6), lease_ms = :lease`
 
 // handOffSet is handOffSets with a positional placeholder, for the lock
 // backend's statements (lock.go), which are not compiled by compileStmt.
@@ -325,6 +365,27 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}
 	return classify(err, t.cfg.Table)
+}
+
+func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
+	p := t.params(hold)
+	p.To, p.Lease = to, ceilMillis(window)
+	_, err := t.exec(ctx, t.stmts.handOver, p)
+	if t.wake != nil {
+		t.wake.letGo(ctx) // after the row says released: woken followers look
+	}
+	return classify(err, t.cfg.Table)
+}
+
+func (t *tableBackend) setValue(v string) { t.value = v }
+
+func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+	res, err := t.exec(ctx, t.stmts.proclaim, t.params(hold))
+	if err != nil {
+		return false, classify(err, t.cfg.Table)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 func (t *tableBackend) leader(ctx context.Context) (Record, error) {

@@ -219,3 +219,46 @@ func TestBatcherManyElections(t *testing.T) {
 	}
 	f.waitAllLed(t, 10*time.Second)
 }
+
+// TestBatcherTransfer: operators' transfer requests reach leaders whose
+// renewals are batched (the batch leaves a row with a request to the
+// election's own heartbeat, which acts on it).
+func TestBatcherTransfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a server")
+	}
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	admin := testdb.Open(t, dsn)
+	const n, k = 40, 2
+	f := startFleet(t, dsn, n, k)
+	f.waitAllLed(t, 30*time.Second)
+	ls := f.leaders()
+	start := time.Now()
+	want := map[int]int{} // election -> process asked to lead it
+	for i := 0; i < n; i += 4 {
+		to := 1 - ls[i][0]
+		want[i] = to
+		if _, err := election.RequestTransfer(context.Background(), admin, "", f.names[i], fmt.Sprintf("proc-%d", to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ls, done := f.leaders(), 0
+		for i, to := range want {
+			if len(ls[i]) == 1 && ls[i][0] == to {
+				done++
+			}
+		}
+		if done == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d transfers done 2s after the requests (renew interval 200ms)", done, len(want))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("%d transfers between batched leaders done %v after the requests", len(want), time.Since(start).Round(time.Millisecond))
+	f.waitAllLed(t, 0)
+}

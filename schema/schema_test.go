@@ -97,11 +97,11 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // TestMigrationsUpAndDown applies every migration one step at a time, then
 // reverts them one at a time, checking what each changes: 2 makes
 // service_id compare without padding, 3 makes the default lease the
-// library's.
+// library's, 4 adds transfer_to with service_id's collation.
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 3 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 3", schema.Latest())
+	if schema.Latest() != 4 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 4", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -126,6 +126,18 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election'`).Scan(&n)
 		}
 		if def, want := leaseDefault(t, ctx, db), map[bool]string{true: wantLease, false: "20000"}[v >= 3]; def != want {
 			t.Errorf("version %d: lease_ms default %s, want %s", v, def, want)
+		}
+		var idColl, toColl sql.NullString
+		err := db.QueryRowContext(ctx, `SELECT MAX(IF(COLUMN_NAME = 'service_id', COLLATION_NAME, NULL)),
+  MAX(IF(COLUMN_NAME = 'transfer_to', COLLATION_NAME, NULL))
+FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election'`).Scan(&idColl, &toColl)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case toColl.Valid != (v >= 4):
+			t.Errorf("version %d: transfer_to present %v", v, toColl.Valid)
+		case toColl.Valid && toColl.String != idColl.String:
+			t.Errorf("version %d: transfer_to collation %s, service_id's %s", v, toColl.String, idColl.String)
 		}
 	}
 	check(0)

@@ -30,6 +30,8 @@ sqlelect status web
 sqlelect reelect web --yes
 sleep 4
 sqlelect status web
+sqlelect transfer web web-1 --yes
+sqlelect reelect web --graceful --yes
 kill -INT $watch; wait $watch; cat watch.log
 kill -TERM $pids; wait $pids
 cat web-1.jsonl web-2.jsonl web-3.jsonl

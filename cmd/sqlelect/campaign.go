@@ -29,11 +29,14 @@ the line was produced):
                               it could have believed it led (its lease
                               deadline or the instant it resigned), earlier
                               than time when the process was frozen; reason
-                              is resigned, lease_lost, deposed, error or
-                              unhealthy (--health-cmd failed)
-  {"event":"leader",...,"leader":ID}
-                              it saw a new holder or term (leader "" when
-                              nobody holds a live lease)
+                              is resigned, lease_lost, deposed, transferred
+                              (it handed over: sqlelect transfer, reelect
+                              --graceful), unhealthy (--health-cmd failed)
+                              or error
+  {"event":"leader",...,"leader":ID,"value":V}
+                              it saw a new holder, term or published value
+                              (leader "" when nobody holds a live lease;
+                              value left out when empty)
   {"event":"unhealthy",...,"err":E}
                               --health-cmd started failing (E says how,
                               with the first line of its stderr); term is
@@ -164,6 +167,7 @@ type event struct {
 	Until    string  `json:"until,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	Leader   *string `json:"leader,omitempty"`
+	Value    string  `json:"value,omitempty"`
 	Err      string  `json:"err,omitempty"`
 }
 
@@ -222,7 +226,7 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 		},
 		OnLeaderChanged: func(r election.Record) {
 			leader := r.ID
-			e.write(event{Event: "leader", Term: r.Term, Leader: &leader})
+			e.write(event{Event: "leader", Term: r.Term, Leader: &leader, Value: r.Value})
 		},
 	}
 }

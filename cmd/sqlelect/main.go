@@ -4,8 +4,9 @@
 //	sqlelect migrate up|down|version|force N|adopt|unadopt
 //	sqlelect status [ELECTION] [--json]
 //	sqlelect watch ELECTION [--interval 500ms]
+//	sqlelect transfer ELECTION ID [--wait D] [--yes]
 //	sqlelect assume ELECTION ID [--yes]
-//	sqlelect reelect ELECTION [--yes]
+//	sqlelect reelect ELECTION [--graceful [--wait D]] [--yes]
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
 //	sqlelect version
@@ -73,7 +74,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, assumeCmd, reelectCmd, campaignCmd, runCmd,
+		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",

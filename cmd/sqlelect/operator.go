@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/sqlelect/sqlelect/election"
 )
 
@@ -30,15 +32,109 @@ Exit code 6 when ELECTION has no row.`,
 
 var reelectCmd = &command{
 	name:    "reelect",
-	args:    "ELECTION [--yes]",
-	summary: "force a re-election of ELECTION (the operator's DELETE)",
+	args:    "ELECTION [--graceful [--wait D]] [--yes]",
+	summary: "force a re-election of ELECTION (the operator's DELETE), or ask its leader to step down (--graceful)",
 	detail: `Deletes the election's row. The holder stands down at its next renewal; the
-candidates then compete for the election again.
+candidates then compete for the election again. A candidate that inserts the
+new row waits its lock delay (default: its lease) before it leads: use this
+for a leader that is dead or hung.
+
+With --graceful, asks the live leader to step down instead (sets the row's
+transfer_to to ''): it sees the request at its next renewal, stands down
+(its demoted event says reason "transferred"), marks the row released and
+wakes the followers, one of which takes over at once, with no lock delay.
+The old leader sits out two retry intervals. Then waits up to --wait
+(0: do not wait) for another candidate to lead, and says when it did. A
+leader that does not run never acts on the request: its lease runs out and
+the election goes on as after a crash.
 
 Asks for confirmation on a terminal; without a terminal, --yes is required.
-Exit code 6 when ELECTION has no row.`,
-	example: `sqlelect reelect web-primary --yes`,
+Exit code 6 when ELECTION has no row; 1 when --graceful finds no live
+leader, or nobody else leads within --wait.`,
+	example: `sqlelect reelect web-primary --graceful --yes`,
 	run:     (*cli).reelect,
+}
+
+var transferCmd = &command{
+	name:    "transfer",
+	args:    "ELECTION ID [--wait D] [--yes]",
+	summary: "hand the leadership of ELECTION to candidate ID (the live leader hands over at its next renewal)",
+	detail: `Asks the live leader of ELECTION to hand over to candidate ID (sets the row's
+transfer_to). The leader sees the request at its next renewal, stands down
+(its demoted event says reason "transferred"), marks the row released and
+reserved for ID, and wakes the followers: ID takes over at once, with no
+lock delay, and no other candidate may take the row during the transfer
+window (two retry intervals). If ID does not run, the election falls back to
+a normal one when the window ends. Then waits up to --wait (0: do not wait)
+for ID to lead, and says when it did.
+
+For a leader that is dead or hung, use assume: it cannot know the old leader
+stopped, so ID waits its lock delay.
+
+Asks for confirmation on a terminal; without a terminal, --yes is required.
+Exit code 6 when ELECTION has no row; 1 when it has no live leader, or ID
+does not lead within --wait.`,
+	example: `sqlelect transfer web-primary web-2 --yes`,
+	run:     (*cli).transfer,
+}
+
+// defaultWait is how long transfer and reelect --graceful wait for the
+// next leader by default: the default lease, well past a renewal and a
+// transfer window with the default timings.
+const defaultWait = election.DefaultLeaseDuration
+
+func (c *cli) transfer(cmd *command, args []string) error {
+	var wait time.Duration
+	return c.operate(cmd, args, "ELECTION ID",
+		func(fs *pflag.FlagSet) {
+			fs.DurationVar(&wait, "wait", defaultWait, "how long to wait for ID to lead (0: do not wait)")
+		},
+		func(args []string) error { return cmp.Or(election.ValidateName(args[0]), election.ValidateID(args[1])) },
+		func(args []string, prev election.Record) string {
+			return fmt.Sprintf("Really hand %s to %s? (now: %s)", args[0], printable(args[1]), describeHolder(prev))
+		},
+		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+			name, to := args[0], args[1]
+			if prev.Live() && prev.ID == to {
+				fmt.Fprintf(c.stdout, "%s already leads %s (term %d): nothing to do\n", printable(to), name, prev.Term)
+				return nil
+			}
+			start := time.Now()
+			if _, err := election.RequestTransfer(ctx, db, table, name, to); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "asked %s to hand %s to %s; it does at its next renewal\n", describeHolder(prev), name, printable(to))
+			return c.awaitLeader(db, table, name, prev, to, start, wait)
+		})
+}
+
+// awaitLeader waits up to wait after start for a live holder other than
+// prev: candidate to, or any when to is empty. It reports who leads, or
+// fails with exit 1 when the wait ends first or someone else took over.
+func (c *cli) awaitLeader(db *sql.DB, table, name string, prev election.Record, to string, start time.Time, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+		rec, err := election.Status(ctx, db, table, name)
+		cancel()
+		if err != nil && !errors.Is(err, election.ErrNoLeader) {
+			return err
+		}
+		switch {
+		case rec.Live() && (rec.ID != prev.ID || rec.Term != prev.Term) && (to == "" || rec.ID == to):
+			fmt.Fprintf(c.stdout, "%s leads %s (term %d, acquired %s) %v after the request\n",
+				printable(rec.ID), name, rec.Term, rec.Acquired, time.Since(start).Round(time.Millisecond))
+			return nil
+		case rec.Live() && (rec.ID != prev.ID || rec.Term != prev.Term):
+			return failf(exitError, "%s took %s over (term %d), not %s: the transfer window ran out before %s took the row (is it running?)",
+				printable(rec.ID), name, rec.Term, printable(to), printable(to))
+		case time.Since(start) > wait:
+			return failf(exitError, "nobody else leads %s %v after the request (now: %s)", name, wait, describeHolder(rec))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // describeHolder says who held rec and how: "web-1 (term 123, live)".
@@ -53,13 +149,16 @@ func describeHolder(r election.Record) string {
 // other arguments (want names them), validates them, connects, reads the
 // election's record (exit 6 without a row), asks question(args, prev)
 // unless --yes, and calls act with a query deadline.
-func (c *cli) operate(cmd *command, args []string, want string, validate func(args []string) error,
+func (c *cli) operate(cmd *command, args []string, want string, flags func(fs *pflag.FlagSet), validate func(args []string) error,
 	question func(args []string, prev election.Record) string,
 	act func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error) error {
 	fs := newFlagSet(cmd)
 	var co common
 	co.register(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	if flags != nil {
+		flags(fs)
+	}
 	args, err := c.parse(cmd, fs, args)
 	if err != nil {
 		return err
@@ -85,7 +184,7 @@ func (c *cli) operate(cmd *command, args []string, want string, validate func(ar
 }
 
 func (c *cli) assume(cmd *command, args []string) error {
-	return c.operate(cmd, args, "ELECTION ID",
+	return c.operate(cmd, args, "ELECTION ID", nil,
 		func(args []string) error { return cmp.Or(election.ValidateName(args[0]), election.ValidateID(args[1])) },
 		func(args []string, prev election.Record) string {
 			return fmt.Sprintf("Really make %s lead %s? (now: %s)", printable(args[1]), args[0], describeHolder(prev))
@@ -106,12 +205,30 @@ func (c *cli) assume(cmd *command, args []string) error {
 }
 
 func (c *cli) reelect(cmd *command, args []string) error {
+	var graceful bool
+	var wait time.Duration
 	return c.operate(cmd, args, "ELECTION",
+		func(fs *pflag.FlagSet) {
+			fs.BoolVar(&graceful, "graceful", false, "ask the live leader to step down at its next renewal (no lock delay) instead of deleting the row")
+			fs.DurationVar(&wait, "wait", defaultWait, "with --graceful: how long to wait for another candidate to lead (0: do not wait)")
+		},
 		func(args []string) error { return election.ValidateName(args[0]) },
 		func(args []string, prev election.Record) string {
+			if graceful {
+				return fmt.Sprintf("Really ask the leader of %s to step down? (now: %s)", args[0], describeHolder(prev))
+			}
 			return fmt.Sprintf("Really force a re-election of %s? (now: %s)", args[0], describeHolder(prev))
 		},
-		func(ctx context.Context, db *sql.DB, table string, args []string, _ election.Record) error {
+		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+			if graceful {
+				start := time.Now()
+				if _, err := election.StepDown(ctx, db, table, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "asked %s to step down from %s; it does at its next renewal and a follower takes over at once\n",
+					describeHolder(prev), args[0])
+				return c.awaitLeader(db, table, args[0], prev, "", start, wait)
+			}
 			old, err := election.Reelect(ctx, db, table, args[0])
 			if errors.Is(err, election.ErrNoLeader) && !errors.Is(err, election.ErrNoSuchElection) {
 				// Reelect's documented "there was no row".

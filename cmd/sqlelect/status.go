@@ -64,6 +64,8 @@ type jsonRecord struct {
 	Value        string    `json:"value"`
 	Backend      string    `json:"backend"`
 	ConnectionID uint64    `json:"connection_id,omitempty"`
+	Transfer     bool      `json:"transfer,omitempty"`
+	TransferTo   string    `json:"transfer_to,omitempty"`
 	Live         bool      `json:"live"`
 	State        string    `json:"state"`
 }
@@ -72,7 +74,7 @@ func newJSONRecord(r election.Record) jsonRecord {
 	return jsonRecord{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since, LastRenewal: r.LastRenewal,
 		LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(), Released: r.Released,
 		Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
-		Live: r.Live(), State: state(r)}
+		Transfer: r.Transfer, TransferTo: r.TransferTo, Live: r.Live(), State: state(r)}
 }
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"

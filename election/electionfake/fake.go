@@ -19,8 +19,8 @@
 //   - OnDemoted is called exactly once for every OnElected, after OnElected
 //     returned and before Run returns, with the reason the test gave to
 //     Depose, election.ReasonDeposed after SetLeader named another
-//     candidate, and election.ReasonResigned after Resign or the end of
-//     Run's context.
+//     candidate, election.ReasonResigned after Resign or the end of Run's
+//     context, and election.ReasonTransferred after Transfer.
 //
 // What the fake does not model: leases and clocks (a leadership ends only
 // when the test or the code under test ends it), other candidates (each
@@ -70,6 +70,7 @@ type Fake struct {
 	lastTerm  uint64
 	resigns   int
 	resigned  chan struct{} // closed at the first Resign
+	value     string        // the value published: Config.Value, or what Proclaim set
 
 	// Owned by the Run goroutine.
 	seen       election.Record
@@ -113,6 +114,7 @@ func New(cfg election.Config) (*Fake, error) {
 		reqs:     make(chan request),
 		record:   election.Record{Election: cfg.Name},
 		resigned: make(chan struct{}),
+		value:    cfg.Value,
 		seen:     election.Record{Election: cfg.Name},
 	}, nil
 }
@@ -251,6 +253,66 @@ func (f *Fake) Resign(ctx context.Context) error {
 	})
 }
 
+// Transfer implements election.Election: when this candidate leads and to
+// is another candidate, it stands down (OnDemoted with
+// election.ReasonTransferred) and to holds the election with a new term
+// (OnLeaderChanged reports it), as a transfer to a running candidate does.
+// It returns nil for this candidate's own ID, an error wrapping
+// election.ErrNotLeader when this candidate does not lead, one wrapping
+// election.ErrInvalidConfig for an invalid ID, and ctx's error when ctx
+// ends first. Like the driving methods, it waits for Run.
+func (f *Fake) Transfer(ctx context.Context, to string) error {
+	if err := election.ValidateID(to); err != nil {
+		return fmt.Errorf("electionfake: transfer: %w", err)
+	}
+	return f.leaderDo(ctx, "transfer", func() {
+		if to != f.cfg.ID {
+			f.demote(election.ReasonTransferred)
+			f.setRecord(election.Record{ID: to})
+		}
+	})
+}
+
+// Proclaim implements election.Election: when this candidate leads, its
+// published value becomes value (Leader's Record.Value; OnLeaderChanged
+// reports the change), for this and later terms, without a re-election.
+// Errors as for Transfer (ErrInvalidConfig for a value over
+// election.MaxValueLen).
+func (f *Fake) Proclaim(ctx context.Context, value string) error {
+	if len(value) > election.MaxValueLen {
+		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, election.MaxValueLen)
+	}
+	return f.leaderDo(ctx, "proclaim", func() {
+		f.mu.Lock()
+		f.value = value
+		f.record.Value = value
+		r := f.record
+		f.mu.Unlock()
+		if r.Value != f.seen.Value {
+			f.seen = r
+			if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+				cb(r)
+			}
+		}
+	})
+}
+
+// leaderDo runs fn on the Run goroutine (waiting for Run) if this
+// candidate leads; what names the operation in errors.
+func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
+	var err error
+	if derr := f.do(ctx, func() {
+		if !f.leading.Load() {
+			err = fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
+			return
+		}
+		fn()
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
 // Resigns returns how many times Resign was called (while Run ran).
 func (f *Fake) Resigns() int {
 	f.mu.Lock()
@@ -345,12 +407,12 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value = f.cfg.Value
+			r.Value = f.value
 		}
 	}
 	f.record = r
 	f.mu.Unlock()
-	if r.ID != f.seen.ID || r.Term != f.seen.Term {
+	if r.ID != f.seen.ID || r.Term != f.seen.Term || r.Value != f.seen.Value {
 		f.seen = r
 		if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
 			cb(r)

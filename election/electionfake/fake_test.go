@@ -115,6 +115,37 @@ func TestDriving(t *testing.T) {
 			}
 			return f.Depose(ctx, election.ReasonError)
 		}, "leader:me elected+returned demoted:error leader:"},
+		{"transfer", func(ctx context.Context, f *electionfake.Fake) error {
+			if err := f.Transfer(ctx, "other"); !errors.Is(err, election.ErrNotLeader) {
+				return errors.New("Transfer by a follower did not fail with ErrNotLeader")
+			}
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			if err := f.Transfer(ctx, ""); !errors.Is(err, election.ErrInvalidConfig) {
+				return errors.New("Transfer to an empty ID did not fail with ErrInvalidConfig")
+			}
+			if err := f.Transfer(ctx, "me"); err != nil || !f.IsLeader() {
+				return errors.New("Transfer to itself was not a no-op")
+			}
+			return f.Transfer(ctx, "other")
+		}, "leader:me elected+returned demoted:transferred leader:other"},
+		{"proclaim", func(ctx context.Context, f *electionfake.Fake) error {
+			if err := f.Proclaim(ctx, "v"); !errors.Is(err, election.ErrNotLeader) {
+				return errors.New("Proclaim by a follower did not fail with ErrNotLeader")
+			}
+			term, err := f.Elect(ctx)
+			if err != nil {
+				return err
+			}
+			if err := f.Proclaim(ctx, "v2"); err != nil {
+				return err
+			}
+			if rec, err := f.Leader(ctx); err != nil || rec.Value != "v2" || rec.Term != term {
+				return errors.New("Leader after Proclaim: not the value, or another term")
+			}
+			return nil
+		}, "leader:me leader:me"},
 		{"depose a follower", func(ctx context.Context, f *electionfake.Fake) error {
 			if err := f.Depose(ctx, ""); !errors.Is(err, election.ErrNotLeader) {
 				return errors.New("Depose of a follower did not fail with ErrNotLeader")

@@ -77,6 +77,13 @@ func Run(t *testing.T, s Suite) {
 		{"MissingTable", testMissingTable},
 		{"NoPrivileges", testNoPrivileges},
 		{"SameNameInTwoDatabases", testSameNameTwoDatabases},
+		{"TransferToLiveTarget", testTransferToLiveTarget},
+		{"TransferToDeadTargetFallsBack", testTransferToDeadTarget},
+		{"TransferByNonLeader", testTransferByNonLeader},
+		{"OperatorTransferAndStepDown", testOperatorRequests},
+		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
+		{"ProclaimSeenByFollower", testProclaim},
+		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
 		{"CallbackContract", func(t *testing.T, s Suite) { RunContract(t, s.driver) }},
 		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
 		{"FlappingHealthCheckOneLeader", testFlappingHealth},
@@ -389,6 +396,7 @@ type recorder struct {
 	intervals  []*interval
 	violations []string
 	changes    []election.Record
+	changedFor []string // the candidate whose OnLeaderChanged saw changes[i]
 }
 
 type interval struct {
@@ -442,9 +450,23 @@ func (r *recorder) callbacks(id string) election.Callbacks {
 		OnLeaderChanged: func(rec election.Record) {
 			r.mu.Lock()
 			r.changes = append(r.changes, rec)
+			r.changedFor = append(r.changedFor, id)
 			r.mu.Unlock()
 		},
 	}
+}
+
+// sawValue reports whether candidate by's OnLeaderChanged saw leader
+// publish value.
+func (r *recorder) sawValue(by, leader, value string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, rec := range r.changes {
+		if r.changedFor[i] == by && rec.ID == leader && rec.Value == value {
+			return true
+		}
+	}
+	return false
 }
 
 // elections returns a copy of the intervals, by start.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
@@ -223,13 +224,20 @@ type trial struct {
 	lease                     time.Duration
 }
 
-// trials runs n failover ("failover": kill -9) or handover ("handover":
-// SIGTERM) trials with 3 candidates in one election.
+// trials runs n failover ("failover": kill -9), handover ("handover":
+// SIGTERM) or transfer ("transfer": an operator's request naming a
+// follower, election.RequestTransfer) trials with 3 candidates in one
+// election.
 func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts, n int) ([]trial, error) {
 	dsn, err := e.database(ctx)
 	if err != nil {
 		return nil, err
 	}
+	req, err := sql.Open("mysql", dsn) // the operator's, for transfers
+	if err != nil {
+		return nil, err
+	}
+	defer req.Close()
 	events := make(chan event, 1024)
 	procs := map[string]*proc{}
 	defer func() {
@@ -289,19 +297,37 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 		if p == nil {
 			return nil, fmt.Errorf("leader %s is not one of ours", leader.ID)
 		}
+		var target string
+		for id := range procs {
+			if id != leader.ID {
+				target = id
+			}
+		}
 		at := time.Now()
-		if kind == "failover" {
+		switch kind {
+		case "failover":
 			p.signal(syscall.SIGKILL)
-		} else {
+		case "handover":
 			p.signal(syscall.SIGTERM)
+		case "transfer":
+			if _, err := election.RequestTransfer(ctx, req, "", "bench", target); err != nil {
+				return nil, err
+			}
 		}
 		next, err := waitElected(leader.ID, at, 3*L+30*time.Second)
 		if err != nil {
 			return nil, err
 		}
+		if kind == "transfer" && next.ID != target {
+			return nil, fmt.Errorf("%s transfer to %s: %s was elected", backend, target, next.ID)
+		}
 		d := next.Time.Sub(at)
 		out = append(out, trial{scenario: kind, backend: backend, config: fmt.Sprintf("lease %v", L), n: i + 1, d: d, lease: L})
 		fmt.Fprintf(os.Stderr, "bench: %s %s trial %d/%d: %v\n", backend, kind, i+1, n, d.Round(time.Millisecond))
+		if kind == "transfer" {
+			leader = next // the old leader runs on, as a follower
+			continue
+		}
 		<-p.done
 		delete(procs, leader.ID)
 		if err := spawn(); err != nil {

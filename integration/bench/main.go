@@ -6,6 +6,9 @@
 //     candidate is elected, as a ratio to the lease;
 //   - handover: the leader gets SIGTERM and resigns; time until another
 //     candidate is elected, with and without fast handover;
+//   - transfer: an operator asks the leader to hand over to a named
+//     follower (election.RequestTransfer, the row's transfer_to); time
+//     until that follower is elected;
 //   - cost: statements and row writes per second on the server, from its
 //     own status counters, for a leader and for a follower;
 //   - seed: the seed recipe (integration/bench/seedcandidate) in the same
@@ -39,7 +42,7 @@ func main() {
 	flag.IntVar(&o.seedTrials, "seed-trials", 10, "failover trials of the seed recipe (each takes about 20 s)")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease for failover and handover (renew deadline 2/3, renew and retry intervals 1/10 of it)")
 	flag.DurationVar(&o.costWindow, "cost-window", 20*time.Second, "measurement window of each cost phase")
-	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,cost,seed,scale", "comma-separated scenarios")
+	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,transfer,cost,seed,scale", "comma-separated scenarios")
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
 	flag.Parse()
@@ -78,7 +81,7 @@ func run(ctx context.Context, o options) error {
 	L := o.lease
 	timing := fmt.Sprintf("lease %v, renew deadline %v, renew/retry %v", L, (L * 2 / 3).Round(time.Millisecond), L/10)
 
-	if want["failover"] || want["handover"] || want["seed"] {
+	if want["failover"] || want["handover"] || want["transfer"] || want["seed"] {
 		var rows []summaryRow
 		if want["failover"] {
 			for _, b := range []string{"table", "lock"} {
@@ -112,6 +115,16 @@ func run(ctx context.Context, o options) error {
 				rows = append(rows, summarize("handover (SIGTERM, resign)", c.backend, c.label, ts, 0))
 			}
 		}
+		if want["transfer"] {
+			for _, b := range []string{"table", "lock"} {
+				ts, err := env.trials(ctx, b, "transfer", candidateOpts{lease: L, retry: L / 10, fast: true}, o.trials)
+				if err != nil {
+					return err
+				}
+				trials = append(trials, ts...)
+				rows = append(rows, summarize("transfer (operator's request to a named follower)", b, timing, ts, 0))
+			}
+		}
 		if want["seed"] {
 			seedLease := 20 * time.Second
 			for _, kind := range []string{"failover", "handover"} {
@@ -128,7 +141,7 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 		sum.WriteString("## Failover and handover\n\n")
-		fmt.Fprintf(&sum, "3 candidate processes per election; sqlelect candidates with %s unless the row says otherwise. Times are from the signal to the new leader's elected event (both by this machine's clock). Quantiles are nearest-rank: with 30 trials p99 is the maximum.\n\n", timing)
+		fmt.Fprintf(&sum, "3 candidate processes per election; sqlelect candidates with %s unless the row says otherwise. Times are from the signal (or the transfer request) to the new leader's elected event (both by this machine's clock). Quantiles are nearest-rank: with 30 trials p99 is the maximum.\n\n", timing)
 		sum.WriteString(formatRows(rows))
 		sum.WriteString("\n")
 		if err := writeCSV(filepath.Join(o.out, "trials.csv"), trials); err != nil {

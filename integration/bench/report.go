@@ -114,8 +114,11 @@ func plot(out string, ts []trial) error {
 		s := index[key]
 		if s == nil {
 			title := t.backend
-			if t.scenario == "handover" {
+			switch t.scenario {
+			case "handover":
 				title = t.backend + ", " + t.config
+			case "transfer":
+				title = t.backend + ", transfer request"
 			}
 			s = &series{title: title, file: filepath.Join(dir, fmt.Sprintf("s%d.dat", len(index)))}
 			index[key] = s

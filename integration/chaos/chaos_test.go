@@ -76,6 +76,7 @@ func chaosBatch(t *testing.T, rounds int) {
 		{kind: kindNetDown, inject: netDown, once: true},
 		{kind: kindNetHalfOpen, inject: netHalfOpen, once: true},
 		{kind: kindNetHalfOpenBatch, inject: netHalfOpenBatch, once: true},
+		{kind: kindOpTransfer, inject: opTransfer(func() *sql.DB { return admin }), once: true},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
 	t.Cleanup(cancel)
@@ -134,6 +135,8 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 		{kind: kindNetDown, inject: netDown},
 		{kind: kindOpReplace, inject: opReplace(adminFor)},
 		{kind: kindOpDelete, inject: opDelete(adminFor)},
+		{kind: kindOpTransfer, inject: opTransfer(adminFor)},
+		{kind: kindOpStepDown, inject: opStepDown(adminFor)},
 		{kind: kindOpAssumeResign, inject: opCompound(kindOpAssumeResign, adminFor, adminOf), once: true},
 		{kind: kindOpAssumeShutdown, inject: opCompound(kindOpAssumeShutdown, adminFor, adminOf), once: true},
 		{kind: kindOpReelectReelect, inject: opCompound(kindOpReelectReelect, adminFor, adminOf), once: true},

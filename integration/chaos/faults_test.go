@@ -28,6 +28,8 @@ const (
 	kindNetDown     = "net_down"
 	kindOpReplace   = "op_replace"
 	kindOpDelete    = "op_delete"
+	kindOpTransfer  = "op_transfer" // a graceful transfer to a running follower, asked by an operator
+	kindOpStepDown  = "op_stepdown" // a graceful step-down, asked by an operator
 	kindNodeRejoin  = "node_kill_rejoin"
 	opStatementTime = 10 * time.Second
 )
@@ -109,6 +111,67 @@ func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 		_, err := admin().ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", c.name)
 		return "delete", err
 	}
+}
+
+// opTransfer asks the live leader to hand over to a random running
+// follower, with election.RequestTransfer or a plain UPDATE of transfer_to;
+// the leader acts at its next renewal.
+func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
+	return func(c *cluster, l *slot) (string, error) {
+		var followers []string
+		for _, s := range c.others(l) {
+			followers = append(followers, s.proc.id)
+		}
+		if len(followers) == 0 {
+			return "no follower", nil
+		}
+		target := followers[c.rng.IntN(len(followers))]
+		what, err := c.request(admin(), target)
+		c.actedOn(l)
+		return what, err
+	}
+}
+
+// opStepDown asks the live leader to step down, with election.StepDown or
+// a plain UPDATE of transfer_to to the empty string.
+func opStepDown(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
+	return func(c *cluster, l *slot) (string, error) {
+		what, err := c.request(admin(), "")
+		c.actedOn(l)
+		return what, err
+	}
+}
+
+// actedOn waits until leader l no longer leads, for at most a renew
+// interval and a renew deadline: a request is acted on at the leader's next
+// renewal, and the campaign's wait for the next leader must not find l
+// still leading.
+func (c *cluster) actedOn(l *slot) {
+	deadline := time.Now().Add(c.tm.RenewInterval + c.tm.RenewDeadline)
+	for c.leader() == l && time.Now().Before(deadline) && c.ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// request sets transfer_to to to (the empty string: a step-down).
+func (c *cluster) request(db *sql.DB, to string) (string, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
+	defer cancel()
+	what := "transfer to " + to
+	if to == "" {
+		what = "step down"
+	}
+	if c.rng.IntN(2) == 0 {
+		var err error
+		if to == "" {
+			_, err = election.StepDown(ctx, db, "", c.name)
+		} else {
+			_, err = election.RequestTransfer(ctx, db, "", c.name, to)
+		}
+		return what, err
+	}
+	_, err := db.ExecContext(ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, c.name)
+	return what + " (SQL)", err
 }
 
 // killConn has the server KILL every connection of the leader's database

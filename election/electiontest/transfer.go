@@ -1,0 +1,280 @@
+package electiontest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// transferWindow is the suite's transfer window (election.TransferWindow).
+var transferWindow = election.TransferWindow(RetryInterval)
+
+// other returns a member of ms that is not m.
+func other(ms []*member, m *member) *member {
+	for _, o := range ms {
+		if o != m {
+			return o
+		}
+	}
+	return nil
+}
+
+// firstAfter returns the first leadership that began after t0, and false
+// when none did. It gives an OnElected that has not run yet (it runs in a
+// goroutine of its own, after IsLeader turned true) a moment to be recorded.
+func (c *cluster) firstAfter(t0 time.Time) (interval, bool) {
+	deadline := time.Now().Add(handoverBound)
+	for {
+		for _, iv := range c.rec.elections() {
+			if !iv.start.Before(t0) {
+				return iv, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return interval{}, false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// leaderRecorded waits until exactly one member leads and its OnElected
+// has been recorded (it runs in a goroutine of its own, after IsLeader
+// turned true), and returns it.
+func (c *cluster) leaderRecorded() *member {
+	c.t.Helper()
+	l, _ := c.waitLeader(takeoverBound, nil)
+	deadline := time.Now().Add(handoverBound)
+	for {
+		for _, iv := range c.rec.elections() {
+			if iv.id == l.id && iv.end.IsZero() {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s leads but its OnElected was not called within %v", l.id, handoverBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkHandedTo checks that the leadership of old ended with
+// ReasonTransferred and that the next one, begun after t0, is want's (any
+// member but old when want is nil), and returns its delay after t0.
+func (c *cluster) checkHandedTo(old, want *member, t0 time.Time) time.Duration {
+	c.t.Helper()
+	var end *interval
+	for _, iv := range c.rec.elections() {
+		if iv.id == old.id && iv.start.Before(t0) {
+			iv := iv
+			end = &iv
+		}
+	}
+	if end == nil || end.reason != election.ReasonTransferred {
+		c.t.Errorf("%s's leadership ended with %v, want %q", old.id, end, election.ReasonTransferred)
+	}
+	next, ok := c.firstAfter(t0)
+	switch {
+	case !ok:
+		c.t.Fatal("no leadership began after the request")
+	case want != nil && next.id != want.id:
+		c.t.Errorf("%s led first after the transfer to %s", next.id, want.id)
+	case want == nil && next.id == old.id:
+		c.t.Errorf("%s, which stepped down, led first again", old.id)
+	}
+	return next.start.Sub(t0)
+}
+
+// testTransferToLiveTarget: the leader's Transfer hands leadership to the
+// named follower, which leads at once (no lock delay), before any other.
+func testTransferToLiveTarget(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms := c.startN(3)
+	old := c.leaderRecorded()
+	target := other(ms, old)
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := old.e.Transfer(ctx, target.id); err != nil {
+		t.Fatal(err)
+	}
+	if old.e.IsLeader() {
+		t.Fatal("still leader after Transfer returned")
+	}
+	c.waitFor(handoverBound, func(m *member) bool { return m == target }, target.id)
+	d := c.checkHandedTo(old, target, start)
+	t.Logf("%s elected %v after Transfer was called", target.id, d.Round(100*time.Microsecond))
+	rec, err := target.e.Leader(ctx)
+	if err != nil || rec.Acquired != "transferred" || rec.Transfer {
+		t.Errorf("record after the transfer: %+v, %v; want acquired transferred, no transfer_to", rec, err)
+	}
+}
+
+// testTransferToDeadTarget: a transfer to a candidate that does not run
+// keeps the others out for the transfer window only; then the election
+// goes on as after a release (nobody waits a lease for a ghost).
+func testTransferToDeadTarget(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old := c.leaderRecorded()
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := old.e.Transfer(ctx, "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	nl, _ := c.waitLeader(transferWindow+handoverBound, nil)
+	iv, _ := c.firstAfter(start)
+	d := iv.start.Sub(start)
+	t.Logf("%s elected %v after a transfer to a candidate that does not run (window %v)", nl.id, d.Round(time.Millisecond), transferWindow)
+	if d < transferWindow-20*time.Millisecond {
+		t.Errorf("%s took the row %v after the transfer, within the window %v reserved for the target", iv.id, d, transferWindow)
+	}
+	if d > transferWindow+handoverBound {
+		t.Errorf("fallback took %v, want at most the window %v + %v", d, transferWindow, handoverBound)
+	}
+}
+
+// testTransferByNonLeader: only the leader may transfer; bad targets are
+// refused before anything happens.
+func testTransferByNonLeader(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms := c.startN(2)
+	l := c.leaderRecorded()
+	f := other(ms, l)
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if err := f.e.Transfer(ctx, f.id); !errors.Is(err, election.ErrNotLeader) {
+		t.Errorf("a follower's Transfer = %v, want ErrNotLeader", err)
+	}
+	if err := f.e.Proclaim(ctx, "mine"); !errors.Is(err, election.ErrNotLeader) {
+		t.Errorf("a follower's Proclaim = %v, want ErrNotLeader", err)
+	}
+	for _, bad := range []string{"", "a\x00b"} {
+		if err := l.e.Transfer(ctx, bad); !errors.Is(err, election.ErrInvalidConfig) {
+			t.Errorf("Transfer(%q) = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+	if err := l.e.Transfer(ctx, l.id); err != nil {
+		t.Errorf("Transfer to itself = %v, want nil", err)
+	}
+	time.Sleep(3 * RenewInterval)
+	if ls := c.leaders(); len(ls) != 1 || ls[0] != l {
+		t.Fatalf("leaders %v after refused transfers, want %s", ids(ls), l.id)
+	}
+	if ivs := c.rec.elections(); len(ivs) != 1 {
+		t.Fatalf("%d leaderships after refused transfers, want 1", len(ivs))
+	}
+}
+
+// testOperatorRequests: an operator's transfer or step-down, in plain SQL or
+// through RequestTransfer and StepDown, is acted on by the live leader at
+// its next renewal; the next leader takes over at once, with no lock delay.
+func testOperatorRequests(t *testing.T, s Suite) {
+	tests := []struct {
+		name     string
+		transfer bool // to a named follower, else a step-down
+		request  func(c *cluster, to string) error
+	}{
+		{"SQLTransfer", true, func(c *cluster, to string) error {
+			_, err := c.admin.ExecContext(c.ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ?", to, c.name)
+			return err
+		}},
+		{"RequestTransfer", true, func(c *cluster, to string) error {
+			_, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, to)
+			return err
+		}},
+		{"SQLStepDown", false, func(c *cluster, _ string) error {
+			_, err := c.admin.ExecContext(c.ctx, "UPDATE service_election SET transfer_to = '' WHERE anchor = ?", c.name)
+			return err
+		}},
+		{"StepDown", false, func(c *cluster, _ string) error {
+			_, err := election.StepDown(c.ctx, c.admin, "", c.name)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, s, true)
+			ms := c.startN(3)
+			old := c.leaderRecorded()
+			var target *member
+			if tc.transfer {
+				target = other(ms, old)
+			}
+			start := time.Now()
+			if err := tc.request(c, idOf(target)); err != nil {
+				t.Fatal(err)
+			}
+			// Acted on at the next renewal; the next leader without a
+			// lock delay (which is a whole lease).
+			bound := RenewInterval + handoverBound
+			if target != nil {
+				c.waitFor(bound, func(m *member) bool { return m == target }, target.id)
+			} else {
+				c.waitLeader(bound, old)
+			}
+			d := c.checkHandedTo(old, target, start)
+			t.Logf("next leader elected %v after the request (renew interval %v)", d.Round(100*time.Microsecond), RenewInterval)
+		})
+	}
+}
+
+// testOperatorRequestWithoutLeader: a request with nobody leading is refused.
+func testOperatorRequestWithoutLeader(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	if _, err := election.StepDown(c.ctx, c.admin, "", c.name); !errors.Is(err, election.ErrNoLeader) {
+		t.Errorf("StepDown without a row = %v, want ErrNoLeader", err)
+	}
+	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, ""); !errors.Is(err, election.ErrInvalidConfig) {
+		t.Errorf("RequestTransfer to an empty ID = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// testProclaim: the leader's new value is seen by followers (Leader,
+// OnLeaderChanged) without a re-election, and later renewals keep it.
+func testProclaim(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	ms := c.startN(2)
+	l := c.leaderRecorded()
+	f := other(ms, l)
+	term := l.e.Term()
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := l.e.Proclaim(ctx, "proclaimed"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := f.e.Leader(ctx); err != nil || rec.Value != "proclaimed" || rec.ID != l.id || rec.Term != term {
+		t.Fatalf("Leader() after Proclaim = %+v, %v", rec, err)
+	}
+	deadline := time.Now().Add(handoverBound)
+	for !c.rec.sawValue(f.id, l.id, "proclaimed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's OnLeaderChanged never saw the proclaimed value", f.id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("%s's OnLeaderChanged saw the value %v after Proclaim", f.id, time.Since(start).Round(time.Millisecond))
+	time.Sleep(5 * RenewInterval) // renewals write the candidate's value
+	rec, err := election.Status(ctx, c.admin, "", c.name)
+	if err != nil || rec.Value != "proclaimed" || rec.Term != term || !l.e.IsLeader() {
+		t.Fatalf("after renewals: %+v, %v (leader %v); want the proclaimed value, term %d", rec, err, l.e.IsLeader(), term)
+	}
+	if ivs := c.rec.elections(); len(ivs) != 1 {
+		t.Fatalf("%d leaderships, want 1: Proclaim re-elected", len(ivs))
+	}
+}
+
+// testSchemaWithoutTransfer: a table of a schema version before transfer_to
+// is refused with ErrSchemaMismatch, not half used.
+func testSchemaWithoutTransfer(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	if _, err := c.admin.ExecContext(c.ctx, "ALTER TABLE service_election DROP COLUMN transfer_to"); err != nil {
+		t.Fatal(err)
+	}
+	c.wantRunError(c.start("node-1", nil, nil), election.ErrSchemaMismatch, 5*time.Second)
+}
