@@ -195,7 +195,7 @@ func (c *candidate) queryContext(ctx context.Context, d time.Duration) (context.
 }
 
 // Run implements Election.
-func (c *candidate) Run(ctx context.Context) (err error) {
+func (c *candidate) Run(ctx context.Context) error {
 	c.step()
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -205,15 +205,35 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 	c.metrics().add(c)
 	defer c.metrics().remove(c)
 
-	// Check once what retrying cannot fix; retry what it can (the
-	// database may simply not be up yet).
+	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	c.log.Debug("campaign started")
+	for {
+		wait, err := c.tick(ctx)
+		if err != nil && permanent(err) {
+			c.log.Error("campaign stopped", "err", err)
+			c.standDown(ctx, ReasonError, false)
+			return err
+		}
+		if ctx.Err() != nil || !c.waitNext(ctx, wait) {
+			c.standDown(ctx, ReasonResigned, true)
+			return nil
+		}
+	}
+}
+
+// preflight checks once what retrying cannot fix (returned: Run ends) and
+// retries what it can (the database may simply not be up yet) every
+// RetryInterval until it passes or ctx ends (nil).
+func (c *candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
 		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
-		err = c.b.preflight(pctx)
+		err := c.b.preflight(pctx)
 		cancel()
 		if err == nil || ctx.Err() != nil {
-			break
+			return nil
 		}
 		if permanent(err) {
 			return err
@@ -229,48 +249,33 @@ func (c *candidate) Run(ctx context.Context) (err error) {
 		case <-t.C():
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
+}
+
+// waitNext waits up to wait for the next tick, serving Resign, Transfer
+// and Proclaim requests and the backend's early wake-up meanwhile. It
+// returns false when ctx ended (Run then stands down).
+func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
+	c.due(wait)
+	t := c.cfg.Clock.NewTimer(max(wait, 0))
+	defer t.Stop()
+	woke, stopAwait := c.startAwait(ctx, wait)
+	defer stopAwait()
+	select {
+	case <-ctx.Done():
+		return false
+	case reply := <-c.resignCh:
+		stopAwait()
+		c.step()
+		c.standDown(ctx, ReasonResigned, true)
+		c.sitOut()
+		reply <- nil
+	case o := <-c.opCh:
+		stopAwait()
+		o.reply <- o.run(ctx)
+	case <-woke:
+	case <-t.C(): // the server's timeout ends the wait about now
 	}
-	c.log.Debug("campaign started")
-	for {
-		wait, err := c.tick(ctx)
-		if err != nil && permanent(err) {
-			c.log.Error("campaign stopped", "err", err)
-			c.standDown(ctx, ReasonError, false)
-			return err
-		}
-		if ctx.Err() != nil {
-			c.standDown(ctx, ReasonResigned, true)
-			return nil
-		}
-		c.due(wait)
-		t := c.cfg.Clock.NewTimer(max(wait, 0))
-		woke, stopAwait := c.startAwait(ctx, wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			stopAwait()
-			c.standDown(ctx, ReasonResigned, true)
-			return nil
-		case reply := <-c.resignCh:
-			t.Stop()
-			stopAwait()
-			c.step()
-			c.standDown(ctx, ReasonResigned, true)
-			c.sitOut()
-			reply <- nil
-		case o := <-c.opCh:
-			t.Stop()
-			stopAwait()
-			o.reply <- o.run(ctx)
-		case <-woke:
-			t.Stop()
-			stopAwait()
-		case <-t.C():
-			stopAwait() // the server's timeout ends the wait about now
-		}
-	}
+	return true
 }
 
 // waker is implemented by backends whose followers can learn early that
