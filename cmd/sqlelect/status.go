@@ -49,32 +49,27 @@ func state(r election.Record) string {
 	return "expired"
 }
 
-// jsonRecord is a Record as status --json prints it: durations in
-// milliseconds, with the unit in the name.
-type jsonRecord struct {
-	Election     string    `json:"election"`
-	ID           string    `json:"id"`
-	Term         uint64    `json:"term"`
-	Since        time.Time `json:"since"`
-	LastRenewal  time.Time `json:"last_renewal"`
-	LeaseMS      int64     `json:"lease_ms"`
-	LeaseLeftMS  int64     `json:"lease_left_ms"`
-	Released     bool      `json:"released"`
-	Acquired     string    `json:"acquired"`
-	Value        string    `json:"value"`
-	Backend      string    `json:"backend"`
-	ConnectionID uint64    `json:"connection_id,omitempty"`
-	Transfer     bool      `json:"transfer,omitempty"`
-	TransferTo   string    `json:"transfer_to,omitempty"`
-	Live         bool      `json:"live"`
-	State        string    `json:"state"`
-}
+// jsonRecord is a Record as status --json prints it: the Record's own JSON
+// (durations in milliseconds, with the unit in the name) followed by live
+// and state.
+type jsonRecord struct{ rec election.Record }
 
-func newJSONRecord(r election.Record) jsonRecord {
-	return jsonRecord{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since, LastRenewal: r.LastRenewal,
-		LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(), Released: r.Released,
-		Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
-		Transfer: r.Transfer, TransferTo: r.TransferTo, Live: r.Live(), State: state(r)}
+func newJSONRecord(r election.Record) jsonRecord { return jsonRecord{r} }
+
+// MarshalJSON appends "live" and "state" to the Record's JSON object.
+func (j jsonRecord) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(j.rec)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := json.Marshal(struct {
+		Live  bool   `json:"live"`
+		State string `json:"state"`
+	}{j.rec.Live(), state(j.rec)})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
 }
 
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
