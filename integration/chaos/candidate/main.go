@@ -57,24 +57,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/chaos"
 )
 
-// line is one JSON line; the fields match chaos.Record.
-type line struct {
-	Event  string             `json:"event"`
-	ID     string             `json:"id"`
-	Term   uint64             `json:"term,omitempty"`
-	Time   time.Time          `json:"time"`
-	Until  time.Time          `json:"until,omitzero"`
-	Reason string             `json:"reason,omitempty"`
-	Detail string             `json:"detail,omitempty"`
-	Pid    int                `json:"pid,omitempty"`
-	Errors map[string]float64 `json:"errors,omitempty"`
-	Beats  uint64             `json:"beats,omitempty"`
-	// Election names the election of an event when the process campaigns
-	// in several (--elections, --batch).
-	Election string `json:"election,omitempty"`
-}
+// line is one JSON line: the suite's checker reads it back as a
+// chaos.Record.
+type line = chaos.Record
 
 type printer struct {
 	mu  sync.Mutex
