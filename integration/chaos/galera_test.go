@@ -188,25 +188,11 @@ func TestChaosGalera(t *testing.T) {
 	}
 
 	t.Run("LockBackendRefused", func(t *testing.T) {
-		for i, node := range nodes {
-			db, err := sql.Open("mysql", strings.Replace(adminDSN, nodes[0].Addr, node.Addr, 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := election.NewLock(db, election.Config{Name: "refused", ID: "x"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-			err = e.Run(rctx)
-			rcancel()
-			db.Close()
-			if !errors.Is(err, election.ErrUnsupportedTopology) {
-				t.Errorf("node %d: the lock backend's Run returned %v, want ErrUnsupportedTopology", i+1, err)
-			} else {
-				t.Logf("node %d: %v", i+1, err)
-			}
+		var dsns []string
+		for _, node := range nodes {
+			dsns = append(dsns, strings.Replace(adminDSN, nodes[0].Addr, node.Addr, 1))
 		}
+		lockRefused(t, ctx, dsns)
 	})
 
 	t.Run("FencedLongTransaction", func(t *testing.T) {
@@ -229,6 +215,30 @@ func TestChaosGalera(t *testing.T) {
 	}
 	res := c.finish(admin)
 	t.Logf("galera: write conflicts (1213) the candidates retried as \"not leader this tick\": %.0f", res.Errors["deadlock"])
+}
+
+// lockRefused checks that the lock backend's Run refuses each node of a
+// cluster (dsns, one per node) with ErrUnsupportedTopology.
+func lockRefused(t *testing.T, ctx context.Context, dsns []string) {
+	for i, dsn := range dsns {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := election.NewLock(db, election.Config{Name: "refused", ID: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		err = e.Run(rctx)
+		rcancel()
+		db.Close()
+		if !errors.Is(err, election.ErrUnsupportedTopology) {
+			t.Errorf("node %d: the lock backend's Run returned %v, want ErrUnsupportedTopology", i+1, err)
+		} else {
+			t.Logf("node %d: %v", i+1, err)
+		}
+	}
 }
 
 // nodeKillRejoin kills (SIGKILL) the leader's node, or another one when

@@ -168,13 +168,15 @@ func candidateBinary(t *testing.T) string {
 type cluster struct {
 	// took, when a fault's inject sets it, is when the fault took effect
 	// (a freeze armed to fire at a given statement): the fault's record
-	// starts then.
-	took time.Time
+	// starts then. ended, when set, is when the fault ended, though its
+	// inject went on (to bring a killed Group Replication member back).
+	took, ended time.Time
 
 	t       *testing.T
 	ctx     context.Context
 	label   string // table, lock, galera: the summary's backend column
 	backend string // the candidates' --backend
+	group   bool   // the slots' DSNs list a Group Replication group's members (--group)
 	name    string // the election
 	prefix  string // of the candidates' ids: "c" (c1.1, c2.1, …) unless set
 	// elections, when more than 1, is how many elections each candidate
@@ -298,6 +300,9 @@ func (c *cluster) start(s *slot) {
 	}
 	if c.elections > 1 {
 		args = append(args, "--elections", fmt.Sprint(c.elections))
+	}
+	if c.group {
+		args = append(args, "--group")
 	}
 	if c.batch {
 		// Renewals that fall within half a renew interval share a batch
@@ -521,11 +526,14 @@ func (c *cluster) campaign(faults []fault, rounds int) {
 			continue // it changed hands meanwhile: try again next round
 		}
 		start := time.Now()
-		c.took = time.Time{}
+		c.took, c.ended = time.Time{}, time.Time{}
 		target, err := f.inject(c, l)
 		end := time.Now()
 		if !c.took.IsZero() {
 			start = c.took // the fault took effect later than it was begun
+		}
+		if !c.ended.IsZero() {
+			end = c.ended
 		}
 		if err != nil {
 			c.t.Errorf("%s: injecting %s: %v", c.label, f.kind, err)
@@ -682,14 +690,26 @@ func createUserOn(t *testing.T, ctx context.Context, admin *sql.DB, db, user, ad
 			}
 		}
 	}
-	return candidateDSN(user, addr, db)
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	return candidateDSN(user, addr, db, !strings.Contains(strings.ToLower(version), "mariadb"))
 }
 
-func candidateDSN(user, addr, db string) string {
+// candidateDSN is the DSN of user to addr, database db. On Oracle MySQL
+// (oracle) it sets innodb_lock_wait_timeout to 1 s, the README's remedy
+// there: MySQL cannot bound a write's row-lock wait per statement, so a
+// statement its client gave up on would otherwise wait on the server for
+// 50 s (MariaDB: SET STATEMENT … FOR, done by the library).
+func candidateDSN(user, addr, db string, oracle bool) string {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, "pw", "tcp", addr, db
 	cfg.Timeout = time.Second
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	if oracle {
+		cfg.Params["innodb_lock_wait_timeout"] = "1"
+	}
 	return cfg.FormatDSN()
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,17 @@ type Member struct {
 
 // groupRecoveryUser is the account members use for distributed recovery.
 const groupRecoveryUser, groupRecoveryPassword = "sqlelect_rpl", "sqlelect_rpl"
+
+// GroupSelected reports whether $SQLELECT_TEST_SERVER selects the server
+// Group Replication groups run on (ServerMySQL97): the suites start groups
+// only then (make test-matrix's and CI's MySQL 9.7 leg), so that a run on
+// another server does not start three MySQL servers too. skip says why not.
+func GroupSelected() (ok bool, skip string) {
+	if s := os.Getenv(EnvServer); s != ServerMySQL97 {
+		return false, fmt.Sprintf("Group Replication tests run with $%s=%s (make test-matrix, CI); it is %q", EnvServer, ServerMySQL97, s)
+	}
+	return true, ""
+}
 
 // DefaultGroupNodes is the size of a group when GroupOptions.Nodes is 0.
 const DefaultGroupNodes = 3
@@ -374,6 +386,41 @@ func (g *Group) WaitOnline(ctx context.Context, i int) error {
 	}
 }
 
+// Sync waits until every running member has applied the transactions that
+// member from has committed (its gtid_executed), for example a schema set
+// up through from.
+func (g *Group) Sync(ctx context.Context, from int) error {
+	db, err := g.open(from)
+	if err != nil {
+		return err
+	}
+	var gtids string
+	err = db.QueryRowContext(ctx, "SELECT @@global.gtid_executed").Scan(&gtids)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("mysqld: group member %d: %w", from+1, err)
+	}
+	for i, srv := range g.Nodes {
+		if i == from || srv.Pid() == 0 {
+			continue
+		}
+		db, err := g.open(i)
+		if err != nil {
+			return err
+		}
+		var timedOut int
+		err = db.QueryRowContext(ctx, "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, 60)", gtids).Scan(&timedOut)
+		db.Close()
+		if err == nil && timedOut != 0 {
+			err = errors.New("timed out")
+		}
+		if err != nil {
+			return fmt.Errorf("mysqld: group member %d: waiting for member %d's transactions: %w", i+1, from+1, err)
+		}
+	}
+	return nil
+}
+
 // Kill kills member i (SIGKILL, as a crash would). The others expel it
 // after about 5 s and, if it was the primary, elect a new one. Rejoin
 // brings it back.
@@ -424,12 +471,18 @@ func (g *Group) SetPrimary(ctx context.Context, i int) error {
 
 // Rejoin brings member i back into the group after Kill (it restarts the
 // server) or Leave, and waits until it is ONLINE (it catches up by
-// distributed recovery first).
+// distributed recovery first). A member that is ONLINE is left alone.
 func (g *Group) Rejoin(ctx context.Context, i int) error {
 	srv := g.Nodes[i]
 	if srv.Pid() == 0 {
 		if err := srv.Restart(ctx); err != nil {
 			return err
+		}
+	} else if ms, err := g.Members(ctx, i); err == nil {
+		for _, m := range ms {
+			if m.Node == i && m.State == "ONLINE" {
+				return nil
+			}
 		}
 	}
 	return g.join(ctx, i, false)
