@@ -105,7 +105,7 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 	}
 	t.Cleanup(func() { _ = g.Stop() })
 	t.Logf("group of %d (multi-primary %v): %s", len(g.Nodes), multi, g.Nodes[0].Version())
-	_, adminDSN := setupDatabase(t, ctx, g.Nodes[0].DSN(""))
+	_, adminDSN := setupDatabaseWith(t, ctx, g.Nodes[0].DSN(""), "chaos", multi)
 	memberDSN := func(dsn string, i int) string { return strings.Replace(dsn, g.Nodes[0].Addr, g.Nodes[i].Addr, 1) }
 	var cfgs []*mysql.Config
 	for i := range g.Nodes {

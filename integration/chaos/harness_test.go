@@ -25,6 +25,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/schema"
 )
 
 // EnvRounds names the variable that sets how many rounds of each fault kind
@@ -637,6 +638,15 @@ func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, 
 // setupDatabaseNamed is setupDatabase for database db.
 func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (*sql.DB, string) {
 	t.Helper()
+	return setupDatabaseWith(t, ctx, rootDSN, db, false)
+}
+
+// setupDatabaseWith is setupDatabaseNamed; with ddl it creates the
+// election table with schema.DDL instead of the migrations (golang-migrate
+// records the version in a SERIALIZABLE transaction, which a Group
+// Replication group with update-everywhere checks refuses).
+func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, ddl bool) (*sql.DB, string) {
+	t.Helper()
 	root, err := sql.Open("mysql", rootDSN)
 	if err != nil {
 		t.Fatal(err)
@@ -653,12 +663,27 @@ func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	dsn := cfg.FormatDSN()
-	testdb.Migrate(t, dsn)
+	if !ddl {
+		testdb.Migrate(t, dsn)
+	}
 	admin, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Close() })
+	if ddl {
+		multi := *cfg
+		multi.MultiStatements = true
+		db, err := sql.Open("mysql", multi.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.ExecContext(ctx, schema.DDL(""))
+		db.Close()
+		if err != nil {
+			t.Fatalf("schema.DDL: %v", err)
+		}
+	}
 	if _, err := admin.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chaos_writes (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   term BIGINT UNSIGNED NOT NULL,

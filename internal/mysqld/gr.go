@@ -195,22 +195,31 @@ func (g *Group) join(ctx context.Context, i int, bootstrap bool) error {
 		return fmt.Errorf("mysqld: group member %d: %w", i+1, err)
 	}
 	defer conn.Close()
+	// Every member needs the recovery account, since any member may be a
+	// joiner's donor; it is created outside the binary log (each member
+	// has its own), once.
 	var stmts []string
-	if bootstrap {
+	var users int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user WHERE user = ?", groupRecoveryUser).Scan(&users); err != nil {
+		return fmt.Errorf("mysqld: group member %d: %w", i+1, err)
+	}
+	if users == 0 {
 		stmts = []string{
 			"SET SQL_LOG_BIN = 0",
-			fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s'", groupRecoveryUser, groupRecoveryPassword),
+			fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", groupRecoveryUser, groupRecoveryPassword),
 			fmt.Sprintf("GRANT REPLICATION SLAVE, BACKUP_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN ON *.* TO '%s'@'%%'", groupRecoveryUser),
 			"SET SQL_LOG_BIN = 1",
+		}
+	}
+	if bootstrap {
+		stmts = append(stmts,
 			"SET GLOBAL group_replication_bootstrap_group = ON",
 			"START GROUP_REPLICATION",
-			"SET GLOBAL group_replication_bootstrap_group = OFF",
-		}
+			"SET GLOBAL group_replication_bootstrap_group = OFF")
 	} else {
-		stmts = []string{
+		stmts = append(stmts,
 			"SET GLOBAL group_replication_recovery_get_public_key = ON",
-			fmt.Sprintf("START GROUP_REPLICATION USER = '%s', PASSWORD = '%s'", groupRecoveryUser, groupRecoveryPassword),
-		}
+			fmt.Sprintf("START GROUP_REPLICATION USER = '%s', PASSWORD = '%s'", groupRecoveryUser, groupRecoveryPassword))
 	}
 	for _, q := range stmts {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -463,7 +472,9 @@ func (g *Group) SetPrimary(ctx context.Context, i int) error {
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, "SELECT group_replication_set_as_primary(?)", uuid); err != nil {
+	// The function wants a constant: no placeholder (a server_uuid is hex
+	// digits and dashes).
+	if _, err := db.ExecContext(ctx, "SELECT group_replication_set_as_primary('"+uuid+"')"); err != nil {
 		return fmt.Errorf("mysqld: group_replication_set_as_primary(member %d): %w", i+1, err)
 	}
 	return nil
