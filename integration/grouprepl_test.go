@@ -280,6 +280,10 @@ func gaps(res chaos.Result) []time.Duration {
 	ivs := append([]chaos.Interval(nil), res.Intervals...)
 	sort.Slice(ivs, func(i, j int) bool { return ivs[i].Start.Before(ivs[j].Start) })
 	for _, f := range res.Faults {
+		if f.Survived {
+			out = append(out, 0)
+			continue
+		}
 		var before, after *chaos.Interval
 		for i := range ivs {
 			if ivs[i].Start.Before(f.Fault.Time) {
@@ -288,9 +292,11 @@ func gaps(res chaos.Result) []time.Duration {
 				after = &ivs[i]
 			}
 		}
+		var gap time.Duration
 		if before != nil && after != nil {
-			out = append(out, after.Start.Sub(before.End))
+			gap = after.Start.Sub(before.End)
 		}
+		out = append(out, gap)
 	}
 	return out
 }
@@ -534,11 +540,18 @@ func grFencedLong(t *testing.T, ctx context.Context, dbL, dbM *sql.DB) {
 	m := run(dbM, "M")
 	term := l.Term()
 	var mLedAt time.Time
+	began := time.Now()
 	err := l.Fenced(context.Background(), func(tx *sql.Tx) error {
 		if _, err := tx.Exec("INSERT INTO gr_fenced (term, at) VALUES (?, NOW(6))", term); err != nil {
 			return err
 		}
-		for deadline := time.Now().Add(2*grTimings.LeaseDuration + 3*time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		// The session stays busy, so that the server does not drop it for
+		// idling past the lease (Fenced bounds its idle time): the
+		// commit must then fail in certification.
+		for deadline := time.Now().Add(2*grTimings.LeaseDuration + 3*time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if _, err := tx.Exec("SELECT 1"); err != nil {
+				return err
+			}
 			if m.IsLeader() {
 				mLedAt = time.Now()
 				time.Sleep(100 * time.Millisecond)
@@ -547,6 +560,7 @@ func grFencedLong(t *testing.T, ctx context.Context, dbL, dbM *sql.DB) {
 		}
 		return nil
 	})
+	t.Logf("L's fenced transaction (term %d) ran %v", term, time.Since(began).Round(time.Millisecond))
 	switch {
 	case mLedAt.IsZero():
 		t.Logf("M did not lead while L's fenced transaction was open (Fenced returned %v)", err)

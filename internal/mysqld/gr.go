@@ -168,6 +168,12 @@ func (g *Group) args(i int) []string {
 		"--group-replication-local-address=" + seeds[i],
 		"--group-replication-group-seeds=" + strings.Join(seeds, ","),
 		"--group-replication-start-on-boot=OFF",
+		// A member starts read-only, and stays so until Group Replication
+		// makes it a writable member: a restarted member would otherwise
+		// take writes outside the group until it rejoins (clients would
+		// elect a leader of their own there, and the member could not
+		// rejoin: its transactions are not the group's).
+		"--super-read-only=ON",
 		"--group-replication-member-expel-timeout=0",
 		"--group-replication-autorejoin-tries=0",
 		"--innodb-buffer-pool-size=64M",
@@ -204,11 +210,14 @@ func (g *Group) join(ctx context.Context, i int, bootstrap bool) error {
 		return fmt.Errorf("mysqld: group member %d: %w", i+1, err)
 	}
 	if users == 0 {
+		// Only at the member's first start, before any client uses it.
 		stmts = []string{
+			"SET GLOBAL super_read_only = OFF",
 			"SET SQL_LOG_BIN = 0",
 			fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", groupRecoveryUser, groupRecoveryPassword),
 			fmt.Sprintf("GRANT REPLICATION SLAVE, BACKUP_ADMIN, GROUP_REPLICATION_STREAM, CONNECTION_ADMIN ON *.* TO '%s'@'%%'", groupRecoveryUser),
 			"SET SQL_LOG_BIN = 1",
+			"SET GLOBAL super_read_only = ON",
 		}
 	}
 	if bootstrap {
