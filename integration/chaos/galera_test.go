@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -25,27 +24,6 @@ const galeraNodes = 3
 
 // galeraCandidatesPerNode is how many candidates talk to each node.
 const galeraCandidatesPerNode = 2
-
-// freePorts returns n distinct TCP ports of 127.0.0.1 that were free a
-// moment ago.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
 
 // galeraArgs are the server options of node i of a loopback cluster whose
 // nodes' group communication ports are gcomm, IST ports ist and SST ports
@@ -84,7 +62,7 @@ func galeraArgs(i int, gcomm, ist, sst []int) []string {
 // (it would bootstrap a second one).
 func startGalera(t *testing.T, ctx context.Context, n int) []*mysqld.Server {
 	t.Helper()
-	ports, err := freePorts(3 * n)
+	ports, err := mysqld.FreePorts(3 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +166,25 @@ func TestChaosGalera(t *testing.T) {
 	}
 
 	t.Run("LockBackendRefused", func(t *testing.T) {
-		var dsns []string
-		for _, node := range nodes {
-			dsns = append(dsns, strings.Replace(adminDSN, nodes[0].Addr, node.Addr, 1))
+		for i, node := range nodes {
+			db, err := sql.Open("mysql", strings.Replace(adminDSN, nodes[0].Addr, node.Addr, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := election.NewLock(db, election.Config{Name: "refused", ID: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+			err = e.Run(rctx)
+			rcancel()
+			db.Close()
+			if !errors.Is(err, election.ErrUnsupportedTopology) {
+				t.Errorf("node %d: the lock backend's Run returned %v, want ErrUnsupportedTopology", i+1, err)
+			} else {
+				t.Logf("node %d: %v", i+1, err)
+			}
 		}
-		lockRefused(t, ctx, dsns)
 	})
 
 	t.Run("FencedLongTransaction", func(t *testing.T) {
@@ -215,30 +207,6 @@ func TestChaosGalera(t *testing.T) {
 	}
 	res := c.finish(admin)
 	t.Logf("galera: write conflicts (1213) the candidates retried as \"not leader this tick\": %.0f", res.Errors["deadlock"])
-}
-
-// lockRefused checks that the lock backend's Run refuses each node of a
-// cluster (dsns, one per node) with ErrUnsupportedTopology.
-func lockRefused(t *testing.T, ctx context.Context, dsns []string) {
-	for i, dsn := range dsns {
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := election.NewLock(db, election.Config{Name: "refused", ID: "x"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-		err = e.Run(rctx)
-		rcancel()
-		db.Close()
-		if !errors.Is(err, election.ErrUnsupportedTopology) {
-			t.Errorf("node %d: the lock backend's Run returned %v, want ErrUnsupportedTopology", i+1, err)
-		} else {
-			t.Logf("node %d: %v", i+1, err)
-		}
-	}
 }
 
 // nodeKillRejoin kills (SIGKILL) the leader's node, or another one when

@@ -39,8 +39,9 @@ const grCandidates = 3
 // (both backends; the candidates reach the primary through
 // groupconn.Connector, and the primary is killed and switched over) and in
 // multi-primary mode (the table backend with candidates on every member,
-// the leader's member killed; the lock backend refused; a fenced
-// transaction that outlives its lease). It is skipped when the MySQL root
+// the leader's member killed; a fenced transaction that outlives its
+// lease; TestGroupReplicationMultiPrimary checks that the lock backend is
+// refused). It is skipped when the MySQL root
 // cannot be built for want of root privileges.
 func TestChaosGroupReplication(t *testing.T) {
 	if testing.Short() {
@@ -129,13 +130,6 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 	t.Cleanup(func() { admin.Close() })
 
 	if multi {
-		t.Run("LockBackendRefused", func(t *testing.T) {
-			var dsns []string
-			for i := range g.Nodes {
-				dsns = append(dsns, memberDSN(adminDSN, i))
-			}
-			lockRefused(t, ctx, dsns)
-		})
 		t.Run("FencedLongTransaction", func(t *testing.T) {
 			fencedLongTransaction(t, ctx, adminDSN, memberDSN(adminDSN, 1))
 		})

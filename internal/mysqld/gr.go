@@ -114,7 +114,7 @@ func StartGroup(ctx context.Context, opts GroupOptions) (*Group, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	xcom, err := freePorts(n)
+	xcom, err := FreePorts(n)
 	if err != nil {
 		return nil, err
 	}
@@ -517,9 +517,9 @@ func (g *Group) Stop() error {
 	return errors.Join(errs...)
 }
 
-// freePorts returns n distinct TCP ports of 127.0.0.1 that were free a
-// moment ago.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct TCP ports of 127.0.0.1 that were free a
+// moment ago (for a cluster's own ports: Galera's, Group Replication's).
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
