@@ -62,8 +62,11 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 	var admin *sql.DB    // follows the primary (single), any member (multi)
 	var admins []*sql.DB // one per member
 	var c *cluster       // the run under way
-	adminFor := func() *sql.DB { return admin }
-	adminOf := func(l *slot) *sql.DB { return admin }
+	// Operators write through the primary (single), any member (multi).
+	var ctx context.Context
+	var cancel context.CancelFunc
+	adminFor := func() *sql.DB { return admins[primaryOr0(ctx, g)] }
+	adminOf := func(l *slot) *sql.DB { return adminFor() }
 	if multi {
 		adminFor = func() *sql.DB { return admins[c.rng.IntN(len(admins))] }
 		adminOf = func(l *slot) *sql.DB { return admins[l.node] }
@@ -75,12 +78,14 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 		{kind: kindKillConn, inject: func(c *cluster, l *slot) (string, error) { return killConn(adminOf)(c, l) }},
 		{kind: kindOpReplace, inject: func(c *cluster, l *slot) (string, error) { return opReplace(adminFor)(c, l) }},
 		{kind: kindOpDelete, inject: func(c *cluster, l *slot) (string, error) { return opDelete(adminFor)(c, l) }},
-		{kind: kindOpAssumeResign, inject: func(c *cluster, l *slot) (string, error) {
-			return opCompound(kindOpAssumeResign, adminFor, adminOf)(c, l)
-		}, once: true},
 	}
 	if multi {
+		// op_assume_resign cuts the leader off through its slot's relay:
+		// only the multi-primary candidates have one (one member each).
 		faults = append(faults,
+			fault{kind: kindOpAssumeResign, inject: func(c *cluster, l *slot) (string, error) {
+				return opCompound(kindOpAssumeResign, adminFor, adminOf)(c, l)
+			}, once: true},
 			fault{kind: kindGRMemberKill, inject: func(c *cluster, l *slot) (string, error) { return grMemberKill(c, l, g) }, once: true},
 			fault{kind: kindNetHalfOpen, inject: netHalfOpen, once: true})
 	} else {
@@ -93,7 +98,7 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 	if multi {
 		backends = backends[:1] // the lock backend is refused
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(backends))*budget(rounds, len(faults))+3*time.Minute)
+	ctx, cancel = context.WithTimeout(context.Background(), time.Duration(len(backends))*budget(rounds, len(faults))+3*time.Minute)
 	t.Cleanup(cancel)
 
 	var err error
@@ -146,7 +151,7 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 		for i := range grCandidates {
 			node := i % len(g.Nodes)
 			user := fmt.Sprintf("%s%d", backend[:1], i+1)
-			dsn := createUser(t, ctx, admins[0], user, g.Nodes[0].Addr)
+			dsn := createUser(t, ctx, adminFor(), user, g.Nodes[0].Addr)
 			if multi {
 				h := newHole(t, g.Nodes[node].Addr)
 				c.addSlot(user, strings.Replace(dsn, g.Nodes[0].Addr, h.Addr(), 1), node, nil, h)
