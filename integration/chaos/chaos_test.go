@@ -160,6 +160,7 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
+	t.Logf("server: %s", srv.Version())
 	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
 	probeDSN = createUser(t, ctx, admin, "probe", srv.Addr)
 

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -25,27 +24,6 @@ const galeraNodes = 3
 
 // galeraCandidatesPerNode is how many candidates talk to each node.
 const galeraCandidatesPerNode = 2
-
-// freePorts returns n distinct TCP ports of 127.0.0.1 that were free a
-// moment ago.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
 
 // galeraArgs are the server options of node i of a loopback cluster whose
 // nodes' group communication ports are gcomm, IST ports ist and SST ports
@@ -84,7 +62,7 @@ func galeraArgs(i int, gcomm, ist, sst []int) []string {
 // (it would bootstrap a second one).
 func startGalera(t *testing.T, ctx context.Context, n int) []*mysqld.Server {
 	t.Helper()
-	ports, err := freePorts(3 * n)
+	ports, err := mysqld.FreePorts(3 * n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/schema"
 )
 
 // EnvRounds names the variable that sets how many rounds of each fault kind
@@ -168,13 +169,15 @@ func candidateBinary(t *testing.T) string {
 type cluster struct {
 	// took, when a fault's inject sets it, is when the fault took effect
 	// (a freeze armed to fire at a given statement): the fault's record
-	// starts then.
-	took time.Time
+	// starts then. ended, when set, is when the fault ended, though its
+	// inject went on (to bring a killed Group Replication member back).
+	took, ended time.Time
 
 	t       *testing.T
 	ctx     context.Context
 	label   string // table, lock, galera: the summary's backend column
 	backend string // the candidates' --backend
+	group   bool   // the slots' DSNs list a Group Replication group's members (--group)
 	name    string // the election
 	prefix  string // of the candidates' ids: "c" (c1.1, c2.1, …) unless set
 	// elections, when more than 1, is how many elections each candidate
@@ -298,6 +301,9 @@ func (c *cluster) start(s *slot) {
 	}
 	if c.elections > 1 {
 		args = append(args, "--elections", fmt.Sprint(c.elections))
+	}
+	if c.group {
+		args = append(args, "--group")
 	}
 	if c.batch {
 		// Renewals that fall within half a renew interval share a batch
@@ -521,11 +527,14 @@ func (c *cluster) campaign(faults []fault, rounds int) {
 			continue // it changed hands meanwhile: try again next round
 		}
 		start := time.Now()
-		c.took = time.Time{}
+		c.took, c.ended = time.Time{}, time.Time{}
 		target, err := f.inject(c, l)
 		end := time.Now()
 		if !c.took.IsZero() {
 			start = c.took // the fault took effect later than it was begun
+		}
+		if !c.ended.IsZero() {
+			end = c.ended
 		}
 		if err != nil {
 			c.t.Errorf("%s: injecting %s: %v", c.label, f.kind, err)
@@ -629,6 +638,15 @@ func setupDatabase(t *testing.T, ctx context.Context, rootDSN string) (*sql.DB, 
 // setupDatabaseNamed is setupDatabase for database db.
 func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (*sql.DB, string) {
 	t.Helper()
+	return setupDatabaseWith(t, ctx, rootDSN, db, false)
+}
+
+// setupDatabaseWith is setupDatabaseNamed; with ddl it creates the
+// election table with schema.DDL instead of the migrations (golang-migrate
+// records the version in a SERIALIZABLE transaction, which a Group
+// Replication group with update-everywhere checks refuses).
+func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, ddl bool) (*sql.DB, string) {
+	t.Helper()
 	root, err := sql.Open("mysql", rootDSN)
 	if err != nil {
 		t.Fatal(err)
@@ -645,12 +663,27 @@ func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	dsn := cfg.FormatDSN()
-	testdb.Migrate(t, dsn)
+	if !ddl {
+		testdb.Migrate(t, dsn)
+	}
 	admin, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Close() })
+	if ddl {
+		multi := *cfg
+		multi.MultiStatements = true
+		db, err := sql.Open("mysql", multi.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.ExecContext(ctx, schema.DDL(""))
+		db.Close()
+		if err != nil {
+			t.Fatalf("schema.DDL: %v", err)
+		}
+	}
 	if _, err := admin.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chaos_writes (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   term BIGINT UNSIGNED NOT NULL,
@@ -682,14 +715,26 @@ func createUserOn(t *testing.T, ctx context.Context, admin *sql.DB, db, user, ad
 			}
 		}
 	}
-	return candidateDSN(user, addr, db)
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	return candidateDSN(user, addr, db, !strings.Contains(strings.ToLower(version), "mariadb"))
 }
 
-func candidateDSN(user, addr, db string) string {
+// candidateDSN is the DSN of user to addr, database db. On Oracle MySQL
+// (oracle) it sets innodb_lock_wait_timeout to 1 s, the README's remedy
+// there: MySQL cannot bound a write's row-lock wait per statement, so a
+// statement its client gave up on would otherwise wait on the server for
+// 50 s (MariaDB: SET STATEMENT … FOR, done by the library).
+func candidateDSN(user, addr, db string, oracle bool) string {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, "pw", "tcp", addr, db
 	cfg.Timeout = time.Second
 	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	if oracle {
+		cfg.Params["innodb_lock_wait_timeout"] = "1"
+	}
 	return cfg.FormatDSN()
 }
 

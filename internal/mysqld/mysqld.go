@@ -188,6 +188,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		if root, err = EnsureRoot(ctx, opts.RootCache, name, logf); err != nil {
 			return nil, err
 		}
+		if !isRoot() {
+			return nil, fmt.Errorf("mysqld: server %s runs in its Debian root with chroot: %w", name, ErrNeedRoot)
+		}
 	}
 	binary, err := findServer(root)
 	if err != nil {

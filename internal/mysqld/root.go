@@ -30,6 +30,10 @@ const (
 	ServerMariaDB118 = "mariadb-11.8"
 )
 
+// ErrNeedRoot is wrapped by the error Start and EnsureRoot return when a
+// server's Debian root is not built yet and this process is not root.
+var ErrNeedRoot = errors.New("building a Debian root needs root privileges")
+
 // DefaultRootCache is where Debian roots are kept between runs.
 const DefaultRootCache = "/var/cache/sqlelect/roots"
 
@@ -90,8 +94,8 @@ func EnsureRoot(ctx context.Context, cache, name string, logf func(string, ...an
 		return root, nil
 	}
 	if !isRoot() {
-		return "", fmt.Errorf("mysqld: server %s runs in a Debian root built with debootstrap and chroot, which needs root privileges; "+
-			"run as root, or unset $%s to use the host's server", name, EnvServer)
+		return "", fmt.Errorf("mysqld: server %s runs in a Debian root built with debootstrap and chroot: %w; "+
+			"run as root, or unset $%s to use the host's server", name, ErrNeedRoot, EnvServer)
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("mysqld: %w", err)

@@ -57,24 +57,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/integration/chaos"
+	"github.com/sqlelect/sqlelect/integration/internal/groupconn"
 )
 
-// line is one JSON line; the fields match chaos.Record.
-type line struct {
-	Event  string             `json:"event"`
-	ID     string             `json:"id"`
-	Term   uint64             `json:"term,omitempty"`
-	Time   time.Time          `json:"time"`
-	Until  time.Time          `json:"until,omitzero"`
-	Reason string             `json:"reason,omitempty"`
-	Detail string             `json:"detail,omitempty"`
-	Pid    int                `json:"pid,omitempty"`
-	Errors map[string]float64 `json:"errors,omitempty"`
-	Beats  uint64             `json:"beats,omitempty"`
-	// Election names the election of an event when the process campaigns
-	// in several (--elections, --batch).
-	Election string `json:"election,omitempty"`
-}
+// line is one JSON line: the suite's checker reads it back as a
+// chaos.Record.
+type line = chaos.Record
 
 type printer struct {
 	mu  sync.Mutex
@@ -92,7 +81,8 @@ func (p *printer) emit(l line) {
 
 func main() {
 	backend := flag.String("backend", "table", "election backend: table or lock")
-	dsn := flag.String("dsn", "", "go-sql-driver/mysql DSN (required)")
+	dsn := flag.String("dsn", "", "go-sql-driver/mysql DSN (required); with --group, the members' DSNs separated by semicolons")
+	group := flag.Bool("group", false, "--dsn lists the members of a Group Replication group: connect to the writable one (package groupconn)")
 	name := flag.String("election", "chaos", "election name")
 	id := flag.String("id", "", "candidate id (required)")
 	table := flag.String("table", "", "election table (default service_election)")
@@ -114,7 +104,21 @@ func main() {
 		os.Exit(2)
 	}
 	p := &printer{id: *id, enc: json.NewEncoder(os.Stdout)}
-	err := run(p, *backend, *dsn, election.Config{
+	open := func() (*sql.DB, error) { return sql.Open("mysql", *dsn) }
+	if *group {
+		open = func() (*sql.DB, error) {
+			cfgs, err := groupconn.ParseDSNs(*dsn)
+			if err != nil {
+				return nil, err
+			}
+			c, err := groupconn.New(cfgs)
+			if err != nil {
+				return nil, err
+			}
+			return sql.OpenDB(c), nil
+		}
+	}
+	err := run(p, *backend, open, election.Config{
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
 		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
 		QueryTimeout: *queryTimeout, Value: *id, DisableFastHandover: !*fastHandover,
@@ -135,8 +139,8 @@ func electionName(name string, i int) string {
 	return fmt.Sprintf("%s-%d", name, i+1)
 }
 
-func run(p *printer, backend, dsn string, base election.Config, n int, batch bool, linger, fencedEvery, statsEvery time.Duration) error {
-	db, err := sql.Open("mysql", dsn)
+func run(p *printer, backend string, open func() (*sql.DB, error), base election.Config, n int, batch bool, linger, fencedEvery, statsEvery time.Duration) error {
+	db, err := open()
 	if err != nil {
 		return err
 	}
