@@ -317,6 +317,9 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 		// The driver's messages start with "invalid DSN" and never quote it.
 		return nil, "", &exitErr{code: exitUsage, err: err}
 	}
+	if err := checkJDBCParams(cfg); err != nil {
+		return nil, "", err
+	}
 	if err := election.ValidateTable(co.table); err != nil {
 		return nil, "", err
 	}
@@ -332,6 +335,32 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 		cfg.Params["time_zone"] = "'+00:00'"
 	}
 	return cfg, shown, nil
+}
+
+// jdbcParams are JDBC connection options that users carry over from Java.
+// go-sql-driver/mysql sends DSN parameters it does not know as session
+// variables, so the server refuses each with error 1193 at every connect.
+var jdbcParams = map[string]string{
+	"allowPublicKeyRetrieval": "not needed: the driver asks for the server's RSA key itself (caching_sha2_password over TCP works without TLS)",
+	"useSSL":                  "use tls=true, tls=skip-verify or tls=preferred",
+	"sslMode":                 "use tls=true, tls=skip-verify or tls=preferred",
+	"serverTimezone":          "use loc=UTC (how times are read) and time_zone='+00:00' (the session's)",
+	"characterEncoding":       "use charset=utf8mb4",
+	"autoReconnect":           "not needed: database/sql replaces broken connections",
+}
+
+// checkJDBCParams refuses JDBC options in a DSN with the driver's way to
+// say the same thing (a usage error).
+func checkJDBCParams(cfg *mysql.Config) error {
+	for name := range cfg.Params {
+		for jdbc, instead := range jdbcParams {
+			if strings.EqualFold(name, jdbc) {
+				return failf(exitUsage, "DSN parameter %s is a JDBC option, which go-sql-driver/mysql would send as a session variable "+
+					"(the server refuses it: error 1193): remove it; %s", name, instead)
+			}
+		}
+	}
+	return nil
 }
 
 // dsnTimeZone finds the time_zone parameter of a DSN.
