@@ -165,6 +165,9 @@ chaos-short: deps
 
 # Flags for the harness, e.g. BENCH_FLAGS='-trials 10 -scenarios failover,handover'.
 BENCH_FLAGS ?=
+# The server the harness starts (SQLELECT_TEST_SERVER): mariadb-10.11 (the
+# host's, default), mysql-9.7 or mariadb-11.8, e.g. make bench BENCH_SERVER=mysql-9.7.
+BENCH_SERVER ?= $(SQLELECT_TEST_SERVER)
 
 # bench runs the Go benchmarks (IsLeader, the clock read, the Batcher) and
 # then the harness in integration/bench (failover, handover, database cost,
@@ -181,4 +184,4 @@ bench: deps
 			echo "bench: could not install gnuplot; no plot"; \
 		else echo "bench: gnuplot not found; no plot (Debian: apt-get install gnuplot-nox)"; fi; }
 	$(GO) test -run '^$$' -bench . -benchmem ./election/
-	cd integration && $(GO) run ./bench $(BENCH_FLAGS)
+	cd integration && SQLELECT_TEST_SERVER=$(BENCH_SERVER) $(GO) run ./bench $(BENCH_FLAGS)
