@@ -90,6 +90,9 @@ type candidate struct {
 
 	resignCh chan chan error
 	opCh     chan op // Transfer and Proclaim, run on the Run goroutine
+	// runDone is closed when the current Run returns, so that a request
+	// sent as Run ends does not wait for a Run goroutine that is gone.
+	runDone atomic.Pointer[chan struct{}]
 
 	// Owned by the Run goroutine.
 	hold         uint64    // term held (leading or waiting out the lock delay); 0 if none
@@ -175,8 +178,11 @@ func (c *candidate) Resign(ctx context.Context) error {
 		return ErrNotRunning
 	}
 	reply := make(chan error, 1)
+	stopped := c.stopped()
 	select {
 	case c.resignCh <- reply:
+	case <-stopped:
+		return ErrNotRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -186,6 +192,15 @@ func (c *candidate) Resign(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// stopped returns a channel closed when the current Run returns; nil (never
+// ready) while the first Run is still starting.
+func (c *candidate) stopped() <-chan struct{} {
+	if p := c.runDone.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // queryContext bounds one SQL call by d, on the local clock's terms: the
@@ -201,6 +216,9 @@ func (c *candidate) Run(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	defer c.running.Store(false)
+	done := make(chan struct{})
+	c.runDone.Store(&done)
+	defer close(done)
 	defer c.b.close()
 	c.metrics().add(c)
 	defer c.metrics().remove(c)
@@ -601,6 +619,26 @@ func (c *candidate) demote(reason Reason) {
 	}
 }
 
+// lockDropper is implemented by backends that may keep a lock after a hold
+// ended without a release (the lock backend): dropLock lets it go, on a
+// context of its own, when the candidate will not campaign for a while.
+type lockDropper interface {
+	dropLock(ctx context.Context)
+}
+
+// dropHold ends a hold that cannot be released (its deadline passed): the
+// backend lets go of what it keeps (see holdLoser and lockDropper).
+func (c *candidate) dropHold(ctx context.Context) {
+	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	if l, ok := c.b.(holdLoser); ok {
+		l.lost(lctx, c.hold)
+	}
+	if d, ok := c.b.(lockDropper); ok {
+		d.dropLock(lctx)
+	}
+}
+
 // holdLoser is implemented by backends that keep something while holding
 // (the lock backend's lock): lost is called when a hold ends without a
 // release (lease lost, deposed, error), on a context of its own.
@@ -617,9 +655,16 @@ type holdLoser interface {
 // the releaser had not served.
 func (c *candidate) releaseHold(ctx context.Context) {
 	now := c.cfg.Clock.Now()
-	if c.hold == 0 || !now.Before(c.holdDeadline) {
+	if c.hold == 0 {
+		return
+	}
+	if !now.Before(c.holdDeadline) {
+		// The lease is no longer ours to give; let go of the lock, if
+		// any, since the caller will not campaign for a while.
+		c.step()
+		c.dropHold(ctx)
 		c.hold = 0
-		return // nothing to release, or the lease is no longer ours to give
+		return
 	}
 	unserved := max(c.leadAt.Sub(now), 0)
 	c.step()

@@ -59,6 +59,13 @@ type Election interface {
 	// sits out for two retry intervals (after that delay) before
 	// campaigning again. Resign returns nil when this candidate does not lead, and an
 	// error when Run is not running (ErrNotRunning) or ctx ends first.
+	//
+	// Called from OnElected (the leader giving up from its own work), pass
+	// OnElected's context or one derived from it: the stand-down waits for
+	// OnElected to return, so the call returns ctx.Err() once that context
+	// is cancelled, while the stand-down goes on. With an unrelated context
+	// the call and the Run goroutine wait for each other until it ends. The
+	// same holds for Transfer.
 	Resign(ctx context.Context) error
 
 	// Fenced runs fn in a database transaction that first checks, under a
@@ -99,6 +106,7 @@ type Election interface {
 	// An error from the statement that hands the row over is returned after
 	// the leader stood down: the row then expires after its lease, as after a
 	// crash. No existence check is made on to: candidates register nowhere.
+	// From OnElected, pass its context (see Resign).
 	Transfer(ctx context.Context, to string) error
 
 	// Proclaim changes the value this leader publishes (Config.Value, the

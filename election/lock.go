@@ -233,7 +233,7 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.ID, hold}} }
 
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
-	release := `UPDATE ` + tbl + ` SET released = 1` + held
+	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
 	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
 	s.release = func(hold uint64, unserved time.Duration) lockStmt {
 		if unserved > 0 {
@@ -677,6 +677,19 @@ func (b *lockBackend) giveUp(ctx context.Context, s lockStmt) error {
 		return b.fail(err)
 	}
 	return b.failIf(b.releaseLock(ctx))
+}
+
+// dropLock implements lockDropper: a hold that ended past its deadline
+// without a release lets the lock go, so that a candidate that now sits out
+// (Resign, an unhealthy check, a transfer) does not keep others from taking
+// over until the server drops its idle connection. Whoever gets the lock
+// next finds the row naming this candidate and waits out its lease (see
+// holderGone). An error discards the connection, which releases the lock.
+func (b *lockBackend) dropLock(ctx context.Context) {
+	defer b.touch()
+	if err := b.failIf(b.releaseLock(ctx)); err != nil {
+		b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+	}
 }
 
 func (b *lockBackend) setValue(v string) { b.value = v }

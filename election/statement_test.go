@@ -199,7 +199,7 @@ ON DUPLICATE KEY UPDATE
   lease_ms = IF(` + change + `, ?, lease_ms),
   last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
+	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	peekSQL := `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 

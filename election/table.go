@@ -167,7 +167,7 @@ func (t *tableBackend) prepareSQL() {
 	t.stmts = tableStmts{
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
 		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
-		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1 WHERE ` + heldCond),
+		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE ` + heldCond),
 		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
 		handOver:  bound.stmt(`UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond),
 		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
@@ -235,11 +235,12 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
-	if rec.Live() && rec.ID != t.cfg.ID || rec.reservedFor(t.cfg.ID) {
+	if rec.Live() && (rec.ID != t.cfg.ID || rec.Transfer) || rec.reservedFor(t.cfg.ID) {
 		// Someone else holds a live lease, or the row was handed to
-		// another candidate: look again at the retry interval, or just
-		// after the lease (the transfer window) runs out by the database
-		// clock.
+		// another candidate, or a live row names this candidate (which
+		// holds nothing) with a planned change pending, which it may not
+		// claim: look again at the retry interval, or just after the
+		// lease (the transfer window) runs out by the database clock.
 		wait := jitter(t.cfg.RetryInterval, t.cfg.JitterFactor)
 		return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
 	}
@@ -342,8 +343,10 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 // handOffSets gives a held row up without marking it released: it expires
 // the given number of milliseconds from now by the database clock, so that
 // the next holder takes an expired row after the lock delay the releaser had
-// not served (see candidate.releaseHold).
-const handOffSets = `last_seen_active = NOW(6), lease_ms = :lease`
+// not served (see candidate.releaseHold). Releases drop a pending planned
+// change (transfer_to): the releaser will not act on it, and a row left
+// reserved would make the target, or nobody, wait a whole lease.
+const handOffSets = `last_seen_active = NOW(6), lease_ms = :lease, transfer_to = NULL`
 
 // handOverSets gives a held row up for a planned change of leader: marked
 // released, and reserved for :to (for anyone when it is empty) until the
@@ -353,7 +356,7 @@ const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_act
 
 // handOffSet is handOffSets with a positional placeholder, for the lock
 // backend's statements (lock.go), which are not compiled by compileStmt.
-const handOffSet = `last_seen_active = NOW(6), lease_ms = ?`
+const handOffSet = `last_seen_active = NOW(6), lease_ms = ?, transfer_to = NULL`
 
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	s, p := t.stmts.release, t.params(hold)

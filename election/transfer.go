@@ -23,6 +23,8 @@ func (c *candidate) do(ctx context.Context, what string, f func(ctx context.Cont
 	o := op{run: f, reply: make(chan error, 1)}
 	select {
 	case c.opCh <- o:
+	case <-c.stopped():
+		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -100,10 +102,8 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 			c.metrics().heartbeat(c.cfg.Name, 0, err)
 			err = fmt.Errorf("election: handing over to %q: %w", to, err)
 		}
-	} else if l, ok := c.b.(holdLoser); ok {
-		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		l.lost(lctx, c.hold)
-		cancel()
+	} else {
+		c.dropHold(ctx)
 	}
 	c.hold = 0
 	c.sitOut()

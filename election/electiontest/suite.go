@@ -80,6 +80,7 @@ func Run(t *testing.T, s Suite) {
 		{"TransferToLiveTarget", testTransferToLiveTarget},
 		{"TransferToDeadTargetFallsBack", testTransferToDeadTarget},
 		{"TransferByNonLeader", testTransferByNonLeader},
+		{"ResignDropsPendingRequest", testResignDropsPendingRequest},
 		{"OperatorTransferAndStepDown", testOperatorRequests},
 		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
 		{"ProclaimSeenByFollower", testProclaim},

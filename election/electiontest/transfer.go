@@ -278,3 +278,38 @@ func testSchemaWithoutTransfer(t *testing.T, s Suite) {
 	}
 	c.wantRunError(c.start("node-1", nil, nil), election.ErrSchemaMismatch, 5*time.Second)
 }
+
+// testResignDropsPendingRequest: a leader that resigns with an operator's
+// transfer to a candidate that does not run still pending (it arrived after
+// the leader's last renewal) drops the request with the row: a follower
+// takes over at once, not after the row's lease (which is what a row left
+// reserved for the ghost would cost). Should the leader act on the request
+// first, the transfer window bounds the wait instead.
+func testResignDropsPendingRequest(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	c.startN(3)
+	old := c.leaderRecorded()
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := election.RequestTransfer(ctx, c.admin, "", c.name, "ghost"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := old.e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeader(takeoverBound, old)
+	iv, ok := c.firstAfter(start)
+	if !ok {
+		t.Fatal("no leadership began after the resignation")
+	}
+	d := iv.start.Sub(start)
+	t.Logf("%s elected %v after the leader resigned with a transfer to a ghost pending", iv.id, d.Round(100*time.Microsecond))
+	if bound := transferWindow + handoverBound; d > bound {
+		t.Errorf("next leader after %v, want within %v: the row stayed reserved for the ghost", d, bound)
+	}
+	rec, err := election.Status(ctx, c.admin, "", c.name)
+	if err != nil || rec.Transfer {
+		t.Errorf("record after the takeover: %+v, %v; want no transfer_to", rec, err)
+	}
+}
