@@ -106,6 +106,9 @@ type Election interface {
 	// An error from the statement that hands the row over is returned after
 	// the leader stood down: the row then expires after its lease, as after a
 	// crash. No existence check is made on to: candidates register nowhere.
+	// A target that is sitting out (it resigned, handed over or failed its
+	// HealthCheck within the last few retry intervals) does not look at the
+	// election then, so a transfer to it falls back after the window.
 	// From OnElected, pass its context (see Resign).
 	Transfer(ctx context.Context, to string) error
 
