@@ -52,6 +52,18 @@ type batchFleet struct {
 	elected func() map[string]int // OnElected calls per election
 }
 
+// The fleet's timings. 600 candidates under the race detector on a 2-core
+// machine, with other test packages running beside them, can stall for over
+// a second (a CI run saw a leader miss a 1.2 s renew deadline at steady
+// state): the deadlines leave room for that, the interval keeps transfers
+// quick.
+const (
+	fleetLease         = 6 * time.Second
+	fleetRenewDeadline = 4 * time.Second
+	fleetRenewInterval = 200 * time.Millisecond
+	fleetQueryTimeout  = 2 * time.Second
+)
+
 func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,7 +84,7 @@ func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
 	for p := range k {
 		db := testdb.Open(t, dsn)
 		db.SetMaxOpenConns(8)
-		b, err := election.NewBatcher(db, election.BatcherOptions{})
+		b, err := election.NewBatcher(db, election.BatcherOptions{QueryTimeout: fleetQueryTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,9 +92,9 @@ func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
 		for _, name := range f.names {
 			e, err := election.NewTable(db, election.Config{
 				Name: name, ID: fmt.Sprintf("proc-%d", p), Batcher: b,
-				LeaseDuration: 2 * time.Second, RenewDeadline: 1200 * time.Millisecond,
-				RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond,
-				QueryTimeout: 500 * time.Millisecond, DisableLockDelay: true,
+				LeaseDuration: fleetLease, RenewDeadline: fleetRenewDeadline,
+				RenewInterval: fleetRenewInterval, RetryInterval: fleetRenewInterval,
+				QueryTimeout: fleetQueryTimeout, DisableLockDelay: true,
 				Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
 					mu.Lock()
 					counts[name]++
@@ -188,7 +200,7 @@ func TestBatcherManyElections(t *testing.T) {
 		t.Errorf("leadership changed at steady state")
 	}
 	perSec := (q1 - q0) / t1.Sub(t0).Seconds()
-	unbatched := float64(n)/0.2 + float64(n*(k-1))/0.2
+	unbatched := float64(n*k) / fleetRenewInterval.Seconds()
 	t.Logf("%d elections x %d candidates: %.0f statements/s on the server (one statement per heartbeat would be about %.0f/s)", n, k, perSec, unbatched)
 
 	// Lock one election's row for longer than the renew deadline: only that
@@ -202,7 +214,7 @@ func TestBatcherManyElections(t *testing.T) {
 	if _, err := tx.Exec("SELECT term FROM service_election WHERE anchor = ? FOR UPDATE", locked); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(fleetRenewDeadline + 1500*time.Millisecond)
 	ls := f.leaders()
 	if len(ls[7]) != 0 {
 		t.Errorf("election %s: leader %v kept leading with its row locked past the renew deadline", locked, ls[7])
@@ -217,7 +229,7 @@ func TestBatcherManyElections(t *testing.T) {
 			t.Errorf("election %s has leaders %v while another election's row was locked", name, ls[i])
 		}
 	}
-	f.waitAllLed(t, 10*time.Second)
+	f.waitAllLed(t, fleetLease+10*time.Second)
 }
 
 // TestBatcherTransfer: operators' transfer requests reach leaders whose
@@ -243,7 +255,7 @@ func TestBatcherTransfer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ls, done := f.leaders(), 0
 		for i, to := range want {
@@ -255,7 +267,7 @@ func TestBatcherTransfer(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d transfers done 2s after the requests (renew interval 200ms)", done, len(want))
+			t.Fatalf("%d of %d transfers done 5s after the requests (renew interval %v)", done, len(want), fleetRenewInterval)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
