@@ -52,16 +52,23 @@ func TestCombinerBatchesWhileBusy(t *testing.T) {
 	for c.queued() != 0 || len(c.slots) == 0 { // request 0 is running
 		time.Sleep(time.Millisecond)
 	}
-	for i := 1; i < 6; i++ {
-		wg.Add(1)
-		go do(i)
-	}
-	// 1..5 wait: a batch of 3 (full) and a batch of 2.
-	for deadline := time.Now().Add(5 * time.Second); c.queued() != 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("queued %d, want 2", c.queued())
+	// 1..5 wait: a batch of 3 (full) and a batch of 2. Each request joins
+	// before the next starts: waiting for "2 queued" alone also matched
+	// requests 1 and 2 with 3 to 5 not started yet, which then ran alone
+	// (batches [1 2 1 1 1] in one run on a loaded machine).
+	waitQueued := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); c.queued() != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("queued %d, want %d", c.queued(), want)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
+	}
+	for i, want := range []int{1, 2, 0, 1, 2} { // 0: the third filled the batch
+		wg.Add(1)
+		go do(i + 1)
+		waitQueued(want)
 	}
 	close(release)
 	wg.Wait()
