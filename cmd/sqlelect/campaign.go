@@ -57,8 +57,9 @@ process group is then killed.
 --http-addr serves, while the command runs, for load balancers and programs
 that follow leadership without the library: GET /leader answers 200 "leader"
 while this candidate leads and 404 "not leader" otherwise (no database
-query); /status this candidate's view and the current leader as JSON (one
-query; 503 when the database does not answer); /healthz 200 while the
+query); /status this candidate's view (is_leader, term, wedged, and healthy
+with --health-cmd) and the current leader as JSON (one query; 503 when the
+database does not answer); /healthz 200 while the
 elector works, 503 when it is not running or wedged (see the library's
 HealthzHandler). With --metrics-addr the same address, /metrics is served
 there too. A port in use is an error before campaigning starts; the server
