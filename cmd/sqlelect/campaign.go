@@ -158,17 +158,19 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	return cfg, log, err
 }
 
-// event is one JSON line of campaign and run.
+// event is one JSON line of campaign and run, and of watch --json (which
+// has no id, and says the state).
 type event struct {
 	Event    string  `json:"event"`
 	Election string  `json:"election"`
-	ID       string  `json:"id"`
+	ID       string  `json:"id,omitempty"`
 	Term     uint64  `json:"term"`
 	Time     string  `json:"time"`
 	Until    string  `json:"until,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	Leader   *string `json:"leader,omitempty"`
 	Value    string  `json:"value,omitempty"`
+	State    string  `json:"state,omitempty"`
 	Err      string  `json:"err,omitempty"`
 }
 
