@@ -279,5 +279,6 @@
 // Package electionfake is an in-memory Election with the same callbacks'
 // contract, for the unit tests of code that uses this package; the
 // behaviour suite (electiontest.RunContract) checks the contract against
-// both.
+// both. It honours Config.HealthCheck where the test drives it (before an
+// Elect, and in CheckHealth, which stands for a leader's renewal).
 package election
