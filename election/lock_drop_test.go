@@ -104,12 +104,15 @@ func TestLockHoldEndedPastDeadlineLetsLockGo(t *testing.T) {
 			if d.Reason != tc.reason {
 				t.Errorf("a demoted with reason %q, want %q", d.Reason, tc.reason)
 			}
-			// a lets the lock go right after OnDemoted, and sits out two
-			// retry intervals (more after a transfer): b gets the lock meanwhile.
-			deadline := time.Now().Add(retry)
+			// a lets the lock go right after OnDemoted (one statement; the
+			// bound leaves room for a loaded machine), and sits out two
+			// retry intervals (more after a transfer): b, blocked in
+			// GET_LOCK, gets the lock meanwhile.
+			const within = time.Second
+			deadline := time.Now().Add(within)
 			for e.lockOwner() == aConn {
 				if time.Now().After(deadline) {
-					t.Errorf("a's connection %d still holds the lock %v after it stood down past its deadline", aConn, retry)
+					t.Errorf("a's connection %d still holds the lock %v after it stood down past its deadline", aConn, within)
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
