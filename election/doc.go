@@ -146,7 +146,9 @@
 // A campaign loop that makes no progress for more than RenewDeadline past
 // when its next step was due is wedged: a callback blocks, or OnElected
 // does not return after its context was cancelled (Run waits for it).
-// HealthzHandler answers 503 then, and Metrics reports sqlelect_wedged.
+// HealthzHandler answers 503 then, Metrics reports sqlelect_wedged, and
+// StatusHandler's JSON says wedged (and healthy, the last check's outcome,
+// as sqlelect_healthy).
 //
 // # Many elections in one process
 //
@@ -277,5 +279,6 @@
 // Package electionfake is an in-memory Election with the same callbacks'
 // contract, for the unit tests of code that uses this package; the
 // behaviour suite (electiontest.RunContract) checks the contract against
-// both.
+// both. It honours Config.HealthCheck where the test drives it (before an
+// Elect, and in CheckHealth, which stands for a leader's renewal).
 package election

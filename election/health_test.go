@@ -2,9 +2,11 @@ package election
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +64,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if !h.c.IsLeader() {
 			t.Fatal("not leading")
 		}
+		wantStatus(t, h.c, true, false)
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		hs.set(errors.New("disk full"), false)
 		renewals := renewalsOf(b)
@@ -80,6 +83,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
 			t.Fatalf("events %q, want %q", got, want)
 		}
+		wantStatus(t, h.c, false, false)
 		// Sitting out, then checking every retry interval without campaigning.
 		follows, calls := followsOf(b), hs.calls.Load()
 		synctest.Wait()
@@ -99,7 +103,37 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		advance(tRetry)
 		waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
 		waitFor(t, func() bool { return followsOf(b) == follows+1 })
+		wantStatus(t, h.c, true, false)
 	})
+}
+
+// wantStatus checks the elector's health in StatusHandler's JSON: healthy
+// (present, as there is a HealthCheck) and wedged.
+func wantStatus(t *testing.T, e Election, healthy, wedged bool) {
+	t.Helper()
+	st := statusOf(t, e)
+	if st.Healthy == nil || *st.Healthy != healthy || st.Wedged != wedged {
+		t.Fatalf("status healthy %v wedged %v, want %v and %v", fmtBool(st.Healthy), st.Wedged, healthy, wedged)
+	}
+}
+
+// statusOf returns StatusHandler's JSON for e.
+func statusOf(t *testing.T, e Election) StatusJSON {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	StatusHandler(e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
+	var st StatusJSON
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatalf("status %d %q: %v", rec.Code, rec.Body, err)
+	}
+	return st
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "(absent)"
+	}
+	return strconv.FormatBool(*b)
 }
 
 // A check that does not answer is cut off at half the time left before the
@@ -167,6 +201,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		}
 		s := gatherMetrics(t, reg)
 		s.want(t, 0, "sqlelect_healthy", "election=unit")
+		wantStatus(t, h.c, false, false)
 		if v := s.value(t, "sqlelect_health_check_failures_total", "election=unit"); v < 3 {
 			t.Errorf("health check failures %v, want at least 3", v)
 		}
@@ -206,14 +241,23 @@ func TestWedgedElectorReported(t *testing.T) {
 			t.Fatalf("healthz %d %q, want 503 wedged", code, body)
 		}
 		gatherMetrics(t, reg).want(t, 1, "sqlelect_wedged", "election=unit")
+		if st := statusOf(t, h.c); !st.Wedged || st.Healthy != nil {
+			t.Fatalf("status wedged %v healthy %s, want wedged, and healthy absent without a HealthCheck", st.Wedged, fmtBool(st.Healthy))
+		}
 		close(unblock)
 		waitFor(t, func() bool { c, _ := healthz(); return c == http.StatusOK })
 		gatherMetrics(t, reg).want(t, 0, "sqlelect_wedged", "election=unit")
+		if st := statusOf(t, h.c); st.Wedged {
+			t.Fatal("status wedged after the loop moved on")
+		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
 		if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
 			t.Fatalf("healthz %d %q after Run returned", code, body)
+		}
+		if st := statusOf(t, h.c); st.Wedged {
+			t.Fatal("status wedged after Run returned")
 		}
 	})
 }

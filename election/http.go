@@ -32,24 +32,42 @@ func LeaderCheckHandler(e Election, notLeaderStatus int) http.Handler {
 
 // StatusJSON is the body StatusHandler serves.
 type StatusJSON struct {
-	Election string  `json:"election"`
-	ID       string  `json:"id"`
-	IsLeader bool    `json:"is_leader"`
-	Term     uint64  `json:"term"`
-	Leader   *Record `json:"leader"` // nil when nobody leads
-	Error    string  `json:"error,omitempty"`
+	Election string `json:"election"`
+	ID       string `json:"id"`
+	IsLeader bool   `json:"is_leader"`
+	Term     uint64 `json:"term"`
+	// Healthy is, with Config.HealthCheck, whether the check's last run
+	// passed (true before its first run), as sqlelect_healthy; nil (left
+	// out of the JSON) without a HealthCheck.
+	Healthy *bool `json:"healthy,omitempty"`
+	// Wedged is true while Run runs but its campaign loop has made no
+	// progress for more than RenewDeadline past when it was due, as
+	// sqlelect_wedged and HealthzHandler's 503; false when Run does not
+	// run.
+	Wedged bool    `json:"wedged"`
+	Leader *Record `json:"leader"` // nil when nobody leads
+	Error  string  `json:"error,omitempty"`
 }
 
 // StatusHandler returns an http.Handler serving a JSON StatusJSON: this
-// candidate's view and who leads by the database (one query, bounded by a
-// 5 s deadline). It answers 200 when the database answered (leader null
-// when nobody leads) and 503 with the error otherwise. Safe for concurrent
-// use.
+// candidate's view (leadership, and the elector's health as Metrics and
+// HealthzHandler report it) and who leads by the database (one query,
+// bounded by a 5 s deadline). It answers 200 when the database answered
+// (leader null when nobody leads) and 503 with the error otherwise. For an
+// Election not made by NewTable or NewLock (a test fake) healthy is left
+// out and wedged is false. Safe for concurrent use.
 func StatusHandler(e Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term()}
+		if c, ok := e.(*candidate); ok {
+			st.Wedged = c.wedged()
+			if c.cfg.HealthCheck != nil {
+				healthy := !c.unhealthy.Load()
+				st.Healthy = &healthy
+			}
+		}
 		code := http.StatusOK
 		rec, err := e.Leader(ctx)
 		switch {

@@ -150,7 +150,7 @@ func TestStatusHandler(t *testing.T) {
 			e:        &stubElection{rec: rec},
 			wantCode: http.StatusOK,
 			want: map[string]any{
-				"election": "orders", "id": "web-1", "is_leader": false, "term": 0.0,
+				"election": "orders", "id": "web-1", "is_leader": false, "term": 0.0, "wedged": false,
 				"leader": map[string]any{
 					"election": "orders", "id": "web-2", "term": 1795326944923256.0,
 					"since": "2026-03-01T12:00:00Z", "last_renewal": "2026-03-01T12:01:00Z",
@@ -164,7 +164,7 @@ func TestStatusHandler(t *testing.T) {
 			e:        &stubElection{leader: true, term: 7, rec: Record{Election: "orders", ID: "web-1", Term: 7, Backend: "lock", ConnectionID: 99}},
 			wantCode: http.StatusOK,
 			want: map[string]any{
-				"election": "orders", "id": "web-1", "is_leader": true, "term": 7.0,
+				"election": "orders", "id": "web-1", "is_leader": true, "term": 7.0, "wedged": false,
 				"leader": map[string]any{
 					"election": "orders", "id": "web-1", "term": 7.0,
 					"since": "0001-01-01T00:00:00Z", "last_renewal": "0001-01-01T00:00:00Z",
@@ -177,13 +177,13 @@ func TestStatusHandler(t *testing.T) {
 			name:     "nobody leads",
 			e:        &stubElection{rec: Record{Election: "orders", ID: "web-2", Released: true}, err: fmt.Errorf("%w: orders", ErrNoLeader)},
 			wantCode: http.StatusOK,
-			want:     map[string]any{"election": "orders", "id": "web-1", "is_leader": false, "term": 0.0, "leader": nil},
+			want:     map[string]any{"election": "orders", "id": "web-1", "is_leader": false, "term": 0.0, "wedged": false, "leader": nil},
 		},
 		{
 			name:     "database error",
 			e:        &stubElection{leader: true, term: 7, err: dbErr},
 			wantCode: http.StatusServiceUnavailable,
-			want: map[string]any{"election": "orders", "id": "web-1", "is_leader": true, "term": 7.0, "leader": nil,
+			want: map[string]any{"election": "orders", "id": "web-1", "is_leader": true, "term": 7.0, "wedged": false, "leader": nil,
 				"error": dbErr.Error()},
 		},
 	}
@@ -232,7 +232,8 @@ func statusJSONText(t *testing.T, v any) string {
 
 // The StatusJSON fields are the documented keys, in snake case.
 func TestStatusHandlerJSONKeys(t *testing.T) {
-	b, err := json.Marshal(StatusJSON{Leader: &Record{}, Error: "x"})
+	healthy := true
+	b, err := json.Marshal(StatusJSON{Leader: &Record{}, Error: "x", Healthy: &healthy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestStatusHandlerJSONKeys(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"election", "error", "id", "is_leader", "leader", "term"}
+	want := []string{"election", "error", "healthy", "id", "is_leader", "leader", "term", "wedged"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}

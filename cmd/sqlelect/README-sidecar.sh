@@ -20,6 +20,7 @@ curl -s http://127.0.0.1:8082/status
 curl -s http://127.0.0.1:8081/healthz; curl -s http://127.0.0.1:8081/metrics | grep '^sqlelect_leader'
 touch maintenance; sleep 1
 curl -s -w '%{http_code}\n' http://127.0.0.1:8081/leader http://127.0.0.1:8082/leader
+curl -s http://127.0.0.1:8081/status
 rm maintenance; sleep 1
 kill -TERM $web2; wait $web2; sleep 0.5
 curl -s -w '%{http_code}\n' http://127.0.0.1:8081/leader

@@ -57,12 +57,13 @@ process group is then killed.
 --http-addr serves, while the command runs, for load balancers and programs
 that follow leadership without the library: GET /leader answers 200 "leader"
 while this candidate leads and 404 "not leader" otherwise (no database
-query); /status this candidate's view and the current leader as JSON (one
-query; 503 when the database does not answer); /healthz 200 while the
-elector works, 503 when it is not running or wedged (see the library's
-HealthzHandler). With --metrics-addr the same address, /metrics is served
-there too. A port in use is an error before campaigning starts; the server
-stops (requests in flight get up to 2s) when the command exits.
+query); /status this candidate's view (is_leader, term, wedged, and healthy
+with --health-cmd) and the current leader as JSON (one query; 503 when the
+database does not answer); /healthz 200 while the elector works, 503 when
+it is not running or wedged (see the library's HealthzHandler). With
+--metrics-addr the same address, /metrics is served there too. A port in
+use is an error before campaigning starts; the server stops (requests in
+flight get up to 2s) when the command exits.
 
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
 candidate takes over at once), prints its demoted line if it led, and exits 0
@@ -157,17 +158,19 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	return cfg, log, err
 }
 
-// event is one JSON line of campaign and run.
+// event is one JSON line of campaign and run, and of watch --json (which
+// has no id, and says the state).
 type event struct {
 	Event    string  `json:"event"`
 	Election string  `json:"election"`
-	ID       string  `json:"id"`
+	ID       string  `json:"id,omitempty"`
 	Term     uint64  `json:"term"`
 	Time     string  `json:"time"`
 	Until    string  `json:"until,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
 	Leader   *string `json:"leader,omitempty"`
 	Value    string  `json:"value,omitempty"`
+	State    string  `json:"state,omitempty"`
 	Err      string  `json:"err,omitempty"`
 }
 

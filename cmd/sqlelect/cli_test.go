@@ -339,7 +339,7 @@ func TestStatusWatch(t *testing.T) {
 	}
 
 	// One line per change: c1, maybe (none) between, c2, (none) released, deleted.
-	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+)$`)
+	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+) value=(\S+)$`)
 	var leaders []string
 	for _, l := range w.lines(false) {
 		m := re.FindStringSubmatch(l)
@@ -350,10 +350,10 @@ func TestStatusWatch(t *testing.T) {
 		if _, err := time.Parse(time.RFC3339Nano, m[1]); err != nil {
 			t.Errorf("watch time %q: %v", m[1], err)
 		}
-		leaders = append(leaders, m[2]+"/"+m[4])
+		leaders = append(leaders, m[2]+"/"+m[4]+"/"+m[5])
 	}
 	got := strings.Join(leaders, " ")
-	if !regexp.MustCompile(`^c1/live( \(none\)/released)? c2/live \(none\)/released \(none\)/deleted$`).MatchString(got) {
+	if !regexp.MustCompile(`^c1/live/10\.0\.0\.1:80( \(none\)/released/-)? c2/live/- \(none\)/released/- \(none\)/deleted/-$`).MatchString(got) {
 		t.Errorf("watch saw %q", got)
 	}
 }

@@ -267,6 +267,8 @@ type jsonEvent struct {
 	Until    time.Time `json:"until"`
 	Reason   string    `json:"reason"`
 	Leader   *string   `json:"leader"`
+	Value    string    `json:"value"`
+	State    string    `json:"state"`
 	Err      string    `json:"err"`
 }
 

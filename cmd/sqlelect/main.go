@@ -3,7 +3,7 @@
 //
 //	sqlelect migrate up|down|version|force N|adopt|unadopt
 //	sqlelect status [ELECTION] [--json]
-//	sqlelect watch ELECTION [--interval 500ms]
+//	sqlelect watch ELECTION [--interval 500ms] [--json]
 //	sqlelect transfer ELECTION ID [--wait D] [--yes]
 //	sqlelect assume ELECTION ID [--yes]
 //	sqlelect reelect ELECTION [--graceful [--wait D]] [--yes]

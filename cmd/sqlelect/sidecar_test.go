@@ -183,8 +183,9 @@ func TestSidecarHTTP(t *testing.T) {
 			t.Errorf("%s /status: %d %q: %v", id, code, body, err)
 			continue
 		}
-		if st.Election != name || st.ID != id || st.IsLeader != (id == lead) || st.Leader == nil || st.Leader.ID != lead {
-			t.Errorf("%s /status: %+v", id, st)
+		if st.Election != name || st.ID != id || st.IsLeader != (id == lead) || st.Leader == nil || st.Leader.ID != lead ||
+			st.Wedged || st.Healthy != nil || !strings.Contains(body, `"wedged":false`) {
+			t.Errorf("%s /status (no --health-cmd: healthy left out): %s", id, body)
 		}
 		if code, _ := get(ctx, addr, "/nosuch"); code != 404 {
 			t.Errorf("%s /nosuch: %d", id, code)
@@ -240,6 +241,7 @@ func TestHealthCmdHandsOver(t *testing.T) {
 	if code, body := get(ctx, addr, "/healthz"); code != 200 || !strings.Contains(body, "health check failing") {
 		t.Errorf("c1 /healthz while its check fails: %d %q", code, body)
 	}
+	wantHealthy(t, ctx, addr, false)
 	evs := c1.events(false)
 	var kinds []string
 	for _, e := range evs {
@@ -266,6 +268,7 @@ func TestHealthCmdHandsOver(t *testing.T) {
 		t.Errorf("c2 exit %d", code)
 	}
 	waitHTTP(t, ctx, addr, "/leader", 200)
+	wantHealthy(t, ctx, addr, true)
 	var n int
 	for _, e := range c1.events(false) {
 		switch e.Event {
@@ -282,6 +285,21 @@ func TestHealthCmdHandsOver(t *testing.T) {
 	}
 	end := time.Now()
 	checkNoOverlap(t, leaderships(t, map[string][]jsonEvent{"c1": c1.events(false), "c2": c2.events(false)}, end))
+}
+
+// wantHealthy checks healthy (and wedged false) in the /status of the
+// candidate serving addr with a --health-cmd.
+func wantHealthy(t *testing.T, ctx context.Context, addr string, healthy bool) {
+	t.Helper()
+	code, body := get(ctx, addr, "/status")
+	var st election.StatusJSON
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
+		t.Errorf("/status: %d %q: %v", code, body, err)
+		return
+	}
+	if st.Healthy == nil || *st.Healthy != healthy || st.Wedged {
+		t.Errorf("/status %s, want healthy %v and not wedged", body, healthy)
+	}
 }
 
 // TestSidecarPortInUse: a port in use is an error before campaigning

@@ -189,22 +189,30 @@ func (c *cli) printRecords(recs []election.Record, table string) error {
 
 var watchCmd = &command{
 	name:    "watch",
-	args:    "ELECTION [--interval 500ms]",
-	summary: "print a line each time the leader or the term of an election changes",
-	detail: `Polls the election every --interval and prints one line per change, the
-first at once:
+	args:    "ELECTION [--interval 500ms] [--json]",
+	summary: "print a line each time the leader, the term or the leader's value changes",
+	detail: `Polls the election every --interval and prints one line per change of
+leader, term, or value the leader publishes (its --value, or a Proclaim),
+the first at once:
 
-  TIME leader=ID term=TERM state=STATE
+  TIME leader=ID term=TERM state=STATE value=VALUE
 
 TIME is when the change was seen (RFC 3339, UTC). leader is (none) when
 nobody holds a live lease; STATE is live, expired, released, or deleted
-(the row is gone, e.g. after reelect). Runs until SIGINT or SIGTERM (exit
-0; 130, or 143 for SIGTERM, when the signal came before the first line).
-Database errors while watching are reported on stderr and retried.
---interval is at least 10ms. Exit code 6 when ELECTION has no row at the
-start.`,
-	example: `sqlelect watch web-primary --interval 1s`,
-	run:     (*cli).watch,
+(the row is gone, e.g. after reelect); VALUE is - when empty or when nobody
+leads (quoted when it has spaces). --json prints each change as a JSON line
+instead, the leader event of campaign without id, with the state:
+
+  {"event":"leader","election":E,"term":T,"time":TIME,"leader":ID,"value":V,"state":STATE}
+
+(leader "" when nobody leads; value left out when empty). Runs until SIGINT
+or SIGTERM (exit 0; 130, or 143 for SIGTERM, when the signal came before
+the first line). Database errors while watching are reported on stderr and
+retried. --interval is at least 10ms. Exit code 6 when ELECTION has no row
+at the start.`,
+	example: `sqlelect watch web-primary --interval 1s
+sqlelect watch web-primary --json`,
+	run: (*cli).watch,
 }
 
 // minWatchInterval is the shortest --interval of watch.
@@ -215,6 +223,7 @@ func (c *cli) watch(cmd *command, args []string) error {
 	var co common
 	co.register(fs)
 	interval := fs.Duration("interval", 500*time.Millisecond, "time between two looks, at least 10ms")
+	asJSON := fs.Bool("json", false, "print JSON lines instead of text")
 	args, err := c.parse(cmd, fs, args)
 	if err != nil {
 		return err
@@ -235,7 +244,10 @@ func (c *cli) watch(cmd *command, args []string) error {
 		return err
 	}
 	defer db.Close()
-	w := watcher{out: c.stdout, errs: c.stderr}
+	w := watcher{out: c.stdout, errs: c.stderr, name: args[0]}
+	if *asJSON {
+		w.enc = json.NewEncoder(c.stdout)
+	}
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
 	for {
@@ -256,22 +268,27 @@ func (c *cli) watch(cmd *command, args []string) error {
 	}
 }
 
-// watcher prints what watch sees: a line per change of leader or term, and
-// database errors once each.
+// watcher prints what watch sees: a line per change of leader, term or
+// value, and database errors once each.
 type watcher struct {
 	out, errs io.Writer
+	name      string        // the election
+	enc       *json.Encoder // JSON lines on out; nil for text
 	last      *seen
 	lastErr   string
 }
 
+// seen is one look at the election as watch reports it: leader and value
+// are empty when nobody holds a live lease.
 type seen struct {
 	leader string
 	term   uint64
 	state  string
+	value  string
 }
 
 // see reports one look at the election; it returns the errors that end
-// watch (the table or the privileges are gone).
+// watch (the table or the privileges are gone, stdout cannot be written).
 func (w *watcher) see(rec election.Record, err error) error {
 	now := time.Now().UTC()
 	switch {
@@ -286,16 +303,26 @@ func (w *watcher) see(rec election.Record, err error) error {
 		return nil
 	}
 	w.lastErr = ""
-	s := seen{leader: "(none)", term: rec.Term, state: state(rec)}
+	s := seen{term: rec.Term, state: state(rec)}
 	if rec.Live() {
-		s.leader = printable(rec.ID)
+		s.leader, s.value = rec.ID, rec.Value
 	}
 	if errors.Is(err, election.ErrNoSuchElection) {
 		s.state = "deleted"
 	}
-	if w.last == nil || s.leader != w.last.leader || s.term != w.last.term {
-		fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s\n", now.Format(time.RFC3339Nano), s.leader, s.term, s.state)
-		w.last = &s
+	if w.last != nil && s.leader == w.last.leader && s.term == w.last.term && s.value == w.last.value {
+		return nil
 	}
-	return nil
+	w.last = &s
+	at := now.Format(time.RFC3339Nano)
+	if w.enc != nil {
+		return w.enc.Encode(event{Event: "leader", Election: w.name, Term: s.term, Time: at,
+			Leader: &s.leader, Value: s.value, State: s.state})
+	}
+	leader := "(none)"
+	if rec.Live() {
+		leader = printable(s.leader)
+	}
+	_, err = fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s value=%s\n", at, leader, s.term, s.state, printable(s.value))
+	return err
 }

@@ -2,8 +2,9 @@
 // of code that uses package election: no database, no timing. The test
 // drives the fake directly: it makes this candidate leader (Elect), hands
 // the election to another candidate (SetLeader), ends the leadership with a
-// reason (Depose), makes Fenced fail (FailFenced) and observes the code's
-// calls to Resign (Resigns, Resigned).
+// reason (Depose), fails its health check (CheckHealth, with
+// Config.HealthCheck), makes Fenced fail (FailFenced) and observes the
+// code's calls to Resign (Resigns, Resigned).
 //
 // The fake keeps the callbacks' contract of the real backends (see
 // election.Callbacks), which the behaviour suite's contract tests
@@ -20,18 +21,34 @@
 //     returned and before Run returns, with the reason the test gave to
 //     Depose, election.ReasonDeposed after SetLeader named another
 //     candidate, election.ReasonResigned after Resign or the end of Run's
-//     context, and election.ReasonTransferred after Transfer.
+//     context, election.ReasonTransferred after Transfer, and
+//     election.ReasonUnhealthy after a CheckHealth that failed.
+//
+// Config.HealthCheck is honoured at the points the test drives, where a
+// real candidate runs it: a follower runs it before each look at the
+// election, so Elect (and SetLeader naming this candidate) runs it first
+// and, when it fails, elects nobody and returns an error wrapping
+// ErrUnhealthy; a leader runs it before each renewal, which the test stands
+// for with CheckHealth: a failing check stands the leader down with
+// election.ReasonUnhealthy (OnDemoted), and OnLeaderChanged then reports
+// that nobody leads, since a real leader releases the row. Healthy reports
+// the last check's outcome. The check runs on the goroutine running Run,
+// with the driving method's context.
 //
 // What the fake does not model: leases and clocks (a leadership ends only
-// when the test or the code under test ends it), other candidates (each
-// Fake is one candidate; SetLeader names the others), and the database
-// (Fenced runs fn in a transaction of the *sql.DB given to SetDB, or with a
-// nil *sql.Tx without one).
+// when the test or the code under test ends it; a health check is never
+// cut off by a deadline of its own, and nothing runs it but Elect,
+// SetLeader and CheckHealth), other candidates (each Fake is one
+// candidate; SetLeader names the others), the elector's own health
+// (election.HealthzHandler answers "ok" for a fake and StatusHandler's JSON
+// leaves healthy out and says wedged false), and the database (Fenced runs
+// fn in a transaction of the *sql.DB given to SetDB, or with a nil *sql.Tx
+// without one).
 //
-// The driving methods (Elect, SetLeader, Depose) are carried out on the
-// goroutine running Run, like the real backends' changes: they wait until
-// Run runs, and return once the change and its OnLeaderChanged and OnDemoted
-// callbacks are done (OnElected has then been started, in its own
+// The driving methods (Elect, SetLeader, Depose, CheckHealth) are carried
+// out on the goroutine running Run, like the real backends' changes: they
+// wait until Run runs, and return once the change and its OnLeaderChanged
+// and OnDemoted callbacks are done (OnElected has then been started, in its own
 // goroutine). All methods are safe for concurrent use. Do not call the
 // driving methods or Resign from a callback: OnLeaderChanged and OnDemoted
 // run on Run's goroutine, and Run waits for OnElected to return before it
@@ -52,6 +69,10 @@ import (
 // Backend is the Record.Backend and Record.Acquired of the fake's records.
 const Backend = "fake"
 
+// ErrUnhealthy is wrapped, with the check's own error, by the errors of
+// Elect, SetLeader and CheckHealth when Config.HealthCheck fails.
+var ErrUnhealthy = errors.New("electionfake: health check failing")
+
 // Fake is one candidate of an in-memory election. Create it with New and
 // run it with Run, as a real election.Election.
 type Fake struct {
@@ -59,9 +80,10 @@ type Fake struct {
 	reqs    chan request
 	running atomic.Bool
 
-	// Read by IsLeader and Term from any goroutine.
-	leading atomic.Bool
-	term    atomic.Uint64
+	// Read by IsLeader, Term and Healthy from any goroutine.
+	leading   atomic.Bool
+	term      atomic.Uint64
+	unhealthy atomic.Bool // the last HealthCheck failed
 
 	mu        sync.Mutex
 	db        *sql.DB
@@ -88,7 +110,7 @@ type request struct {
 
 // New returns a fake candidate configured by cfg: Name (required, as for
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
-// LeaseDuration (shown in records; default election.DefaultLeaseDuration)
+// HealthCheck (see the package documentation), LeaseDuration (shown in records; default election.DefaultLeaseDuration)
 // and Clock (for the records' times and Demotion.Until; default
 // election.RealClock{}) are used, the other fields ignored. Like the real
 // constructors it copies cfg and returns an error wrapping
@@ -178,7 +200,10 @@ func (f *Fake) do(ctx context.Context, fn func()) error {
 // term the fake gave before: OnLeaderChanged names it, IsLeader turns true,
 // and OnElected starts in its own goroutine. It returns the term; when the
 // candidate already leads it changes nothing and returns the current term.
-// It waits for Run, and returns an error only when ctx ends first.
+// With Config.HealthCheck, a candidate that does not lead runs the check
+// first, as a real follower does before it campaigns: when it fails,
+// nothing changes and Elect returns an error wrapping ErrUnhealthy. It
+// waits for Run, and returns ctx's error when ctx ends first.
 func (f *Fake) Elect(ctx context.Context) (uint64, error) {
 	return f.SetLeader(ctx, f.cfg.ID)
 }
@@ -188,14 +213,20 @@ func (f *Fake) Elect(ctx context.Context) (uint64, error) {
 // candidate led, it is deposed first (OnDemoted with
 // election.ReasonDeposed); then OnLeaderChanged reports id. An empty id
 // means nobody holds a live lease (term 0). SetLeader with this candidate's
-// own ID is Elect. It waits for Run, and returns an error only when ctx ends
-// first.
+// own ID is Elect (with its health check). It waits for Run, and returns
+// ctx's error when ctx ends first.
 func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 	var term uint64
+	var unhealthy error
 	err := f.do(ctx, func() {
-		if id == f.cfg.ID && f.leading.Load() {
-			term = f.term.Load()
-			return
+		if id == f.cfg.ID {
+			if f.leading.Load() {
+				term = f.term.Load()
+				return
+			}
+			if unhealthy = f.check(ctx); unhealthy != nil {
+				return // an unhealthy candidate does not campaign
+			}
 		}
 		f.demote(election.ReasonDeposed)
 		term = f.setRecord(election.Record{ID: id})
@@ -203,7 +234,50 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 			f.lead(term)
 		}
 	})
-	return term, err
+	if err != nil {
+		return 0, err
+	}
+	return term, unhealthy
+}
+
+// CheckHealth runs Config.HealthCheck where a real candidate does, before
+// a leader's renewal or a follower's look, and returns nil when it passes
+// (or there is none), else an error wrapping ErrUnhealthy and the check's
+// error. A leader whose check fails stands down as a real one does:
+// IsLeader turns false, the elected context is cancelled, OnElected is
+// waited for, OnDemoted is called with election.ReasonUnhealthy, and then
+// OnLeaderChanged reports that nobody leads (the row was released). A
+// follower's failing check changes nothing but Healthy, and keeps Elect
+// from electing it while it fails. It waits for Run, and returns ctx's
+// error when ctx ends first.
+func (f *Fake) CheckHealth(ctx context.Context) error {
+	var unhealthy error
+	if err := f.do(ctx, func() {
+		if unhealthy = f.check(ctx); unhealthy != nil && f.demote(election.ReasonUnhealthy) {
+			f.setRecord(election.Record{}) // released
+		}
+	}); err != nil {
+		return err
+	}
+	return unhealthy
+}
+
+// Healthy reports whether the last run of Config.HealthCheck passed: true
+// before the first run and without a HealthCheck.
+func (f *Fake) Healthy() bool { return !f.unhealthy.Load() }
+
+// check runs Config.HealthCheck, if any, records its outcome and returns
+// its error wrapped with ErrUnhealthy. Run goroutine only.
+func (f *Fake) check(ctx context.Context) error {
+	if f.cfg.HealthCheck == nil {
+		return nil
+	}
+	err := f.cfg.HealthCheck(ctx)
+	f.unhealthy.Store(err != nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnhealthy, err)
+	}
+	return nil
 }
 
 // Depose ends this candidate's leadership with reason (election.ReasonDeposed
@@ -234,11 +308,12 @@ func (f *Fake) Depose(ctx context.Context, reason election.Reason) error {
 // Resign implements election.Election: when this candidate leads it stands
 // down (OnDemoted with election.ReasonResigned) and then OnLeaderChanged
 // reports that nobody leads. Every call is counted (see Resigns). It returns
-// nil when this candidate does not lead, and an error when Run is not
-// running or ctx ends first.
+// nil when this candidate does not lead, an error wrapping
+// election.ErrNotRunning when Run is not running, and ctx's error when ctx
+// ends first.
 func (f *Fake) Resign(ctx context.Context) error {
 	if !f.running.Load() {
-		return errors.New("electionfake: resign: not running")
+		return fmt.Errorf("electionfake: resign: %w", election.ErrNotRunning)
 	}
 	return f.do(ctx, func() {
 		f.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -277,5 +278,129 @@ func TestNewValidates(t *testing.T) {
 		if _, err := electionfake.New(cfg); !errors.Is(err, election.ErrInvalidConfig) {
 			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
+	}
+}
+
+// healthSwitch is a Config.HealthCheck whose answer the test sets.
+type healthSwitch struct {
+	mu  sync.Mutex
+	err error
+	ctx context.Context // the last check's context
+}
+
+func (h *healthSwitch) set(err error) { h.mu.Lock(); h.err = err; h.mu.Unlock() }
+
+func (h *healthSwitch) check(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ctx = ctx
+	return h.err
+}
+
+// Config.HealthCheck as a real candidate honours it: a failing leader
+// stands down with ReasonUnhealthy and the row is released; a failing
+// follower is not elected; a passing check changes nothing.
+func TestHealthCheck(t *testing.T) {
+	sick := errors.New("disk full")
+	tests := []struct {
+		name        string
+		drive       func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error
+		want        string // the callbacks
+		leader      bool
+		healthy     bool
+		wantChecked bool // the check ran with the driving method's context
+	}{
+		{"failing leader stands down", func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error {
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			h.set(sick)
+			if err := f.CheckHealth(ctx); !errors.Is(err, electionfake.ErrUnhealthy) || !errors.Is(err, sick) {
+				return fmt.Errorf("CheckHealth = %v, want ErrUnhealthy wrapping the check's error", err)
+			}
+			return nil
+		}, "leader:me elected+returned demoted:unhealthy leader:", false, false, true},
+		{"passing leader leads on", func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error {
+			if _, err := f.Elect(ctx); err != nil {
+				return err
+			}
+			return f.CheckHealth(ctx)
+		}, "leader:me", true, true, true},
+		{"failing follower is not elected", func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error {
+			h.set(sick)
+			if err := f.CheckHealth(ctx); !errors.Is(err, electionfake.ErrUnhealthy) {
+				return fmt.Errorf("CheckHealth of a failing follower = %v, want ErrUnhealthy", err)
+			}
+			if term, err := f.Elect(ctx); !errors.Is(err, electionfake.ErrUnhealthy) || !errors.Is(err, sick) || term != 0 {
+				return fmt.Errorf("Elect while unhealthy = %d, %v; want 0 and ErrUnhealthy", term, err)
+			}
+			if _, err := f.SetLeader(ctx, "me"); !errors.Is(err, electionfake.ErrUnhealthy) {
+				return fmt.Errorf("SetLeader(me) while unhealthy = %v, want ErrUnhealthy", err)
+			}
+			if _, err := f.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+				return fmt.Errorf("Leader() after a refused Elect = %v, want ErrNoLeader", err)
+			}
+			return nil
+		}, "", false, false, true},
+		{"follower elected once healthy again", func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error {
+			h.set(sick)
+			if _, err := f.Elect(ctx); !errors.Is(err, electionfake.ErrUnhealthy) {
+				return fmt.Errorf("Elect while unhealthy = %v", err)
+			}
+			h.set(nil)
+			_, err := f.Elect(ctx)
+			return err
+		}, "leader:me", true, true, true},
+		{"others' leadership needs no check", func(ctx context.Context, f *electionfake.Fake, h *healthSwitch) error {
+			h.set(sick)
+			_, err := f.SetLeader(ctx, "other")
+			return err
+		}, "leader:other", false, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &healthSwitch{}
+			f, l, ctx := start(t, election.Config{ID: "me", HealthCheck: h.check})
+			if err := tc.drive(ctx, f, h); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.String(); got != tc.want {
+				t.Errorf("callbacks: %q, want %q", got, tc.want)
+			}
+			if f.IsLeader() != tc.leader || f.Healthy() != tc.healthy {
+				t.Errorf("IsLeader() = %v, Healthy() = %v; want %v, %v", f.IsLeader(), f.Healthy(), tc.leader, tc.healthy)
+			}
+			h.mu.Lock()
+			checked := h.ctx == ctx
+			h.mu.Unlock()
+			if checked != tc.wantChecked {
+				t.Errorf("the check ran with the driving method's context: %v, want %v", checked, tc.wantChecked)
+			}
+		})
+	}
+}
+
+// Without a HealthCheck, CheckHealth passes and Elect needs nothing.
+func TestNoHealthCheck(t *testing.T) {
+	f, _, ctx := start(t, election.Config{ID: "me"})
+	if err := f.CheckHealth(ctx); err != nil || !f.Healthy() {
+		t.Fatalf("CheckHealth without a HealthCheck = %v, Healthy() = %v", err, f.Healthy())
+	}
+	if _, err := f.Elect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckHealth(ctx); err != nil || !f.IsLeader() {
+		t.Fatalf("CheckHealth of a leader without a HealthCheck = %v, IsLeader() = %v", err, f.IsLeader())
+	}
+}
+
+// Resign without Run fails with ErrNotRunning, as the real backends'.
+func TestResignNotRunning(t *testing.T) {
+	f, err := electionfake.New(election.Config{Name: "e", ID: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Resign(context.Background()); !errors.Is(err, election.ErrNotRunning) {
+		t.Fatalf("Resign without Run = %v, want ErrNotRunning", err)
 	}
 }

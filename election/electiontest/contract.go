@@ -397,8 +397,8 @@ func testContractNotRunning(t *testing.T, d Driver) {
 	c := newContract(t, d, "cand-1", false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.e.Resign(ctx); err == nil {
-		t.Fatal("Resign without Run: nil, want an error")
+	if err := c.e.Resign(ctx); !errors.Is(err, election.ErrNotRunning) {
+		t.Fatalf("Resign without Run: %v, want ErrNotRunning", err)
 	}
 	if c.e.IsLeader() || c.e.Term() != 0 || c.e.ID() != "cand-1" {
 		t.Fatalf("not running: IsLeader() = %v, Term() = %d, ID() = %q", c.e.IsLeader(), c.e.Term(), c.e.ID())
