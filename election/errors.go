@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -79,6 +80,8 @@ const (
 	erBadDB                = 1049 // ER_BAD_DB_ERROR
 	erBadField             = 1054 // ER_BAD_FIELD_ERROR
 	erLockDeadlock         = 1213 // ER_LOCK_DEADLOCK
+	erErrorDuringCommit    = 1180 // ER_ERROR_DURING_COMMIT
+	erRollbackDuringCommit = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT
 	erLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erUnknownTimeZone      = 1298 // ER_UNKNOWN_TIME_ZONE
 )
@@ -143,9 +146,36 @@ func permanent(err error) bool {
 		errors.Is(err, ErrUnsupportedTopology)
 }
 
+// haErrLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in
+// the 1180 that MySQL Group Replication returns at COMMIT for a local
+// transaction that a remote one's certified write set aborted: "Got error
+// 149 - 'Lock deadlock; Retry transaction' during COMMIT".
+const haErrLockDeadlock = "Got error 149 "
+
+// writeConflict reports whether err is a deadlock or a write conflict
+// detected at commit, after which the transaction was rolled back and may be
+// tried again: a deadlock (1213, also Galera's certification conflict), and
+// Group Replication's certification conflicts (3101, the transaction lost
+// certification; 1180 with engine error 149, a remote transaction aborted
+// it). Other 1180s (a commit that failed for another engine error) are not.
+func writeConflict(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case erLockDeadlock, erRollbackDuringCommit:
+		return true
+	case erErrorDuringCommit:
+		return strings.HasPrefix(me.Message, haErrLockDeadlock)
+	}
+	return false
+}
+
 // errorKind is a low-cardinality label for a heartbeat error, used by
-// metrics and logs: timeout, connection, deadlock, lock_wait, access,
-// schema, other.
+// metrics and logs: timeout, connection, deadlock (deadlocks and the write
+// conflicts of certification-based clusters: see writeConflict), lock_wait,
+// access, schema, server (any other server error).
 func errorKind(err error) string {
 	var me *mysql.MySQLError
 	switch {
@@ -157,7 +187,7 @@ func errorKind(err error) string {
 		return "access"
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return "timeout"
-	case errors.As(err, &me) && me.Number == erLockDeadlock:
+	case writeConflict(err):
 		return "deadlock"
 	case errors.As(err, &me) && me.Number == erLockWaitTimeout:
 		return "lock_wait"

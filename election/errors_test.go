@@ -116,3 +116,41 @@ VALUES ('gone', 'me', NOW(6), 7, NOW(6), 10000, 1)`); err != nil {
 		t.Errorf("Resign before Run: %v, want ErrNotRunning", err)
 	}
 }
+
+// TestErrorKind: the metrics' kind of each heartbeat error. Group
+// Replication's certification conflicts (3101, and 1180 for a transaction a
+// remote write set aborted, with the message MySQL 9.7 sends) count as
+// deadlocks, as Galera's (1213) do; another 1180 is a server error.
+func TestErrorKind(t *testing.T) {
+	server := func(n uint16, msg string) error {
+		return &mysql.MySQLError{Number: n, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: msg}
+	}
+	for _, tc := range []struct {
+		err      error
+		want     string
+		conflict bool
+	}{
+		{nil, "", false},
+		{server(1213, "Deadlock found when trying to get lock; try restarting transaction"), "deadlock", true},
+		{server(3101, "Plugin instructed the server to rollback the current transaction."), "deadlock", true},
+		{server(1180, "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT"), "deadlock", true},
+		{fmt.Errorf("election: fenced: commit: %w", server(1180, "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT")), "deadlock", true},
+		{server(1180, "Got error 1 - 'Operation not permitted' during COMMIT"), "server", false},
+		{server(1180, "Got error 1490 - 'x' during COMMIT"), "server", false},
+		{server(3100, "Error on observer while running replication hook 'before_commit'."), "server", false},
+		{server(1290, "The MySQL server is running with the --super-read-only option"), "server", false},
+		{server(1205, "Lock wait timeout exceeded"), "lock_wait", false},
+		{server(1146, "Table 'a.b' doesn't exist"), "server", false},
+		{Classify(server(1146, "Table 'a.b' doesn't exist")), "schema", false},
+		{Classify(server(1142, "UPDATE command denied")), "access", false},
+		{context.DeadlineExceeded, "timeout", false},
+		{errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"), "connection", false},
+	} {
+		if got := errorKind(tc.err); got != tc.want {
+			t.Errorf("errorKind(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+		if got := writeConflict(tc.err); got != tc.conflict {
+			t.Errorf("writeConflict(%v) = %v, want %v", tc.err, got, tc.conflict)
+		}
+	}
+}

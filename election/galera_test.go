@@ -28,6 +28,9 @@ func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1,
 	if testing.Short() {
 		t.Skip("starts a two-node Galera cluster")
 	}
+	if ok, why := mysqld.GaleraSelected(); !ok {
+		t.Skip(why)
+	}
 	if _, err := os.Stat(galeraLib); err != nil {
 		t.Skipf("no Galera provider (apt-get install -y galera-4 rsync): %v", err)
 	}

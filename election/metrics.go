@@ -24,6 +24,9 @@ import (
 //	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, unhealthy, transferred
 //	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
 //	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
+//	                                         (deadlock: deadlocks, 1213, and write conflicts at commit on a
+//	                                         certification-based cluster: Galera's 1213, Group Replication's
+//	                                         3101 and 1180 "Got error 149"; server: any other server error)
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
 //	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a health check)
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
@@ -58,7 +61,7 @@ func NewMetrics() *Metrics {
 		}, l),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_heartbeat_errors_total",
-			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost).",
+			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).",
 		}, []string{"election", "kind"}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_fast_handover_skipped_total",

@@ -24,7 +24,8 @@ import (
 // The statement waits for a row lock on the server no longer than ctx
 // allows (DefaultQueryTimeout without a deadline; see lockBound). On Galera
 // the REPLACE can lose certification to the leader's renewal or fenced
-// write on another node (error 1213): it is tried up to three times, and
+// write on another node (error 1213; 3101 on a multi-primary Group
+// Replication group): it is tried up to three times, and
 // can still fail under a steady stream of fenced writes; retry, or run it
 // through the leader's node (where it waits for them instead).
 func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, error) {
@@ -214,13 +215,14 @@ func (o operation) exec(ctx context.Context, text string, p params) (sql.Result,
 }
 
 // execRetryingConflicts runs a single-statement write, again (up to three
-// tries in all) while it fails with a deadlock error: on Galera, losing
-// certification to a concurrent write of the same row (the leader's renewal
-// or fenced write). Both operator statements read what they need afresh.
+// tries in all) while it fails with a deadlock or write conflict
+// (writeConflict): on Galera or a multi-primary Group Replication group,
+// losing certification to a concurrent write of the same row (the leader's
+// renewal or fenced write). Both operator statements read what they need afresh.
 func execRetryingConflicts(ctx context.Context, db *sql.DB, query string, args ...any) (sql.Result, error) {
 	for try := 1; ; try++ {
 		res, err := db.ExecContext(ctx, query, args...)
-		if try == 3 || mysqlErrno(err) != erLockDeadlock || ctx.Err() != nil {
+		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
 			return res, err
 		}
 	}

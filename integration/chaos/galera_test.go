@@ -121,6 +121,9 @@ func TestChaosGalera(t *testing.T) {
 		t.Skip("the chaos suite takes minutes; skipped under -short")
 	}
 	n := rounds(t)
+	if ok, why := mysqld.GaleraSelected(); !ok {
+		t.Skip(why)
+	}
 	if _, err := os.Stat(galeraProvider); err != nil {
 		t.Skipf("Galera is not installed (%v): apt-get install -y galera-4 rsync", err)
 	}

@@ -94,6 +94,20 @@ func GroupSelected() (ok bool, skip string) {
 	return true, ""
 }
 
+// GaleraSelected reports whether $SQLELECT_TEST_SERVER selects the host's
+// server (unset, ServerHost or ServerMariaDB1011). Galera clusters run on
+// the host's MariaDB whatever it selects, so the suites start them only
+// then: the legs of make test-matrix and CI on other servers do not run
+// the same Galera tests on the host again. skip says why not.
+func GaleraSelected() (ok bool, skip string) {
+	switch s := os.Getenv(EnvServer); s {
+	case "", ServerHost, ServerMariaDB1011:
+		return true, ""
+	default:
+		return false, fmt.Sprintf("Galera tests run on the host's MariaDB, with $%s unset or %s (make test, CI's first leg); it is %q", EnvServer, ServerMariaDB1011, s)
+	}
+}
+
 // DefaultGroupNodes is the size of a group when GroupOptions.Nodes is 0.
 const DefaultGroupNodes = 3
 
