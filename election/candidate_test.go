@@ -91,6 +91,8 @@ func (f *fakeBackend) proclaim(_ context.Context, hold uint64) (bool, error) {
 	return true, nil
 }
 
+func (f *fakeBackend) prefer(context.Context, Record) (bool, error) { return false, nil }
+
 func (f *fakeBackend) leader(context.Context) (Record, error) { return Record{}, nil }
 func (f *fakeBackend) close()                                 {}
 
