@@ -267,6 +267,7 @@ type jsonEvent struct {
 	Until    time.Time `json:"until"`
 	Reason   string    `json:"reason"`
 	Leader   *string   `json:"leader"`
+	Priority *int      `json:"priority"`
 	Err      string    `json:"err"`
 }
 

@@ -26,11 +26,14 @@ var statusCmd = &command{
 	detail: `Columns: the holder (LEADER) and its fencing TERM, when the term began (SINCE)
 and the holder last renewed (LAST-RENEWAL), in UTC; the lease left by the
 database clock (negative: expired that long ago); STATE live, expired or
-released; the VALUE the holder published; the BACKEND (table or lock).
+released; the VALUE the holder published; the BACKEND (table or lock); the
+holder's PRIORITY (its --priority; 0, no preference, in a row written with
+plain SQL until its holder renews it).
 
 --json prints an array of objects: election, id, term, since, last_renewal
 (RFC 3339), lease_ms and lease_left_ms (milliseconds), released, acquired
-(how the term began), value, backend, connection_id, live and state.
+(how the term began), value, backend, connection_id, transfer and
+transfer_to (a planned change pending), priority, live and state.
 
 Exit code 6 when ELECTION has no row.`,
 	example: `sqlelect status
@@ -174,15 +177,15 @@ func (c *cli) printRecords(recs []election.Record, table string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ELECTION\tLEADER\tTERM\tSINCE\tLAST-RENEWAL\tLEASE-LEFT\tSTATE\tVALUE\tBACKEND")
+	fmt.Fprintln(tw, "ELECTION\tLEADER\tTERM\tSINCE\tLAST-RENEWAL\tLEASE-LEFT\tSTATE\tVALUE\tBACKEND\tPRIORITY")
 	for _, r := range recs {
 		left := "-"
 		if !r.Released {
 			left = r.LeaseLeft.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			r.Election, printable(r.ID), r.Term, fmtTime(r.Since), fmtTime(r.LastRenewal),
-			left, state(r), printable(r.Value), r.Backend)
+			left, state(r), printable(r.Value), r.Backend, r.Priority)
 	}
 	return tw.Flush()
 }
@@ -194,11 +197,11 @@ var watchCmd = &command{
 	detail: `Polls the election every --interval and prints one line per change, the
 first at once:
 
-  TIME leader=ID term=TERM state=STATE
+  TIME leader=ID term=TERM state=STATE priority=P
 
 TIME is when the change was seen (RFC 3339, UTC). leader is (none) when
 nobody holds a live lease; STATE is live, expired, released, or deleted
-(the row is gone, e.g. after reelect). Runs until SIGINT or SIGTERM (exit
+(the row is gone, e.g. after reelect); P is the holder's --priority. Runs until SIGINT or SIGTERM (exit
 0; 130, or 143 for SIGTERM, when the signal came before the first line).
 Database errors while watching are reported on stderr and retried.
 --interval is at least 10ms. Exit code 6 when ELECTION has no row at the
@@ -265,9 +268,10 @@ type watcher struct {
 }
 
 type seen struct {
-	leader string
-	term   uint64
-	state  string
+	leader   string
+	term     uint64
+	state    string
+	priority int
 }
 
 // see reports one look at the election; it returns the errors that end
@@ -286,7 +290,7 @@ func (w *watcher) see(rec election.Record, err error) error {
 		return nil
 	}
 	w.lastErr = ""
-	s := seen{leader: "(none)", term: rec.Term, state: state(rec)}
+	s := seen{leader: "(none)", term: rec.Term, state: state(rec), priority: rec.Priority}
 	if rec.Live() {
 		s.leader = printable(rec.ID)
 	}
@@ -294,7 +298,7 @@ func (w *watcher) see(rec election.Record, err error) error {
 		s.state = "deleted"
 	}
 	if w.last == nil || s.leader != w.last.leader || s.term != w.last.term {
-		fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s\n", now.Format(time.RFC3339Nano), s.leader, s.term, s.state)
+		fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s priority=%d\n", now.Format(time.RFC3339Nano), s.leader, s.term, s.state, s.priority)
 		w.last = &s
 	}
 	return nil
