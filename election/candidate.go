@@ -423,7 +423,7 @@ func (c *candidate) acquired(send time.Time, b beat) {
 	}
 	c.renewedAt(send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.value,
-		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration})
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
 	c.maybeLead()
 }
 

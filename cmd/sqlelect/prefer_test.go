@@ -37,14 +37,16 @@ func TestPriority(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, ctx, "low sees high with priority 2", func() bool {
-		for _, e := range low.events(false) {
-			if e.Event == "leader" && e.Leader != nil && *e.Leader == "high" && e.Priority != nil && *e.Priority == 2 {
-				return true
+	for _, p := range []*proc{low, high} {
+		waitFor(t, ctx, "a leader line with high's priority 2", func() bool {
+			for _, e := range p.events(false) {
+				if e.Event == "leader" && e.Leader != nil && *e.Leader == "high" && e.Priority != nil && *e.Priority == 2 {
+					return true
+				}
 			}
-		}
-		return false
-	})
+			return false
+		})
+	}
 	if rows := statusJSON(t, ctx, dsn, name); len(rows) != 1 || rows[0].ID != "high" || rows[0].Priority != 2 {
 		t.Errorf("status --json: %+v", rows)
 	}

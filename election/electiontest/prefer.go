@@ -85,6 +85,11 @@ func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
 	if rec, err := a.e.Leader(ctx); err != nil || rec.ID != a.id || rec.Priority != 2 || rec.Acquired != "transferred" {
 		t.Errorf("record after the preferred candidate came back: %+v, %v; want %s, priority 2, acquired transferred", rec, err, a.id)
 	}
+	for _, by := range []string{a.id, b.id} {
+		if !c.rec.saw(by, func(r election.Record) bool { return r.ID == a.id && r.Priority == 2 }) {
+			t.Errorf("%s's OnLeaderChanged never saw %s lead with priority 2", by, a.id)
+		}
+	}
 	requests := c.watchRequests()
 	n := len(c.rec.elections())
 	time.Sleep(4 * tenure)
