@@ -24,7 +24,9 @@
 //
 // What the fake does not model: leases and clocks (a leadership ends only
 // when the test or the code under test ends it), other candidates (each
-// Fake is one candidate; SetLeader names the others), and the database
+// Fake is one candidate; SetLeader names the others, with priority 0, and
+// this candidate never asks for leadership by Config.Priority, which only
+// shows in its own records), and the database
 // (Fenced runs fn in a transaction of the *sql.DB given to SetDB, or with a
 // nil *sql.Tx without one).
 //
@@ -407,7 +409,7 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value = f.value
+			r.Value, r.Priority = f.value, f.cfg.Priority
 		}
 	}
 	f.record = r
