@@ -271,8 +271,10 @@
 //     with Priority 0. While the tenure runs it looks again when the tenure
 //     ends rather than a retry interval later.
 //
-// With several candidates of higher priority than the leader, the first
-// request wins (the others find transfer_to set); if the winner is not the
+// Preferences outlast operators' choices: leadership moved to a candidate
+// of lower priority (Transfer, RequestTransfer, Assume) moves back to a
+// running candidate of higher priority a tenure later. With several
+// candidates of higher priority than the leader, the first request wins (the others find transfer_to set); if the winner is not the
 // highest, the highest asks again a tenure later. Candidates of versions
 // before priorities leave the column as they find it (a row one of them
 // takes keeps its predecessor's priority), never ask, and honour requests
