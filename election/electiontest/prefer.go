@@ -136,3 +136,29 @@ func testSchemaWithoutPriority(t *testing.T, s Suite) {
 	}
 	c.wantRunError(c.start("node-1", nil, nil), election.ErrSchemaMismatch, 5*time.Second)
 }
+
+// testPreferenceOutlastsOperator: an operator's transfer from the preferred
+// leader A to B (lower priority) holds for B's tenure; then A asks and gets
+// leadership back, by a planned transfer.
+func testPreferenceOutlastsOperator(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	a := c.start("node-a", withPriority(2), nil)
+	c.waitFor(takeoverBound, func(m *member) bool { return m == a }, a.id)
+	b := c.start("node-b", withPriority(1), nil)
+	time.Sleep(2 * RetryInterval) // B follows
+	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, b.id); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(RenewInterval+handoverBound, func(m *member) bool { return m == b }, b.id)
+	bStart := c.recordedStart(b)
+	// A, which handed over, sits out the transfer window and two retry
+	// intervals (400 ms here) before it looks again: it asks after that
+	// or after B's tenure, whichever ends later.
+	sitOut := transferWindow + 2*RetryInterval
+	c.waitFor(max(tenure, sitOut)+RenewInterval+handoverBound, func(m *member) bool { return m == a }, a.id)
+	back := c.checkHandedTo(b, a, bStart.Add(time.Microsecond))
+	t.Logf("%s led again %v after the operator's transfer to %s (tenure %v)", a.id, back.Round(time.Millisecond), b.id, tenure)
+	if back < tenure-20*time.Millisecond {
+		t.Errorf("%s asked %v after %s took over, before the tenure %v", a.id, back, b.id, tenure)
+	}
+}

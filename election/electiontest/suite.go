@@ -87,6 +87,7 @@ func Run(t *testing.T, s Suite) {
 		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
 		{"PreferredRestartRegainsOnce", testPreferredRestartRegainsOnce},
 		{"EqualPrioritiesNeverPingPong", testEqualPrioritiesNeverPingPong},
+		{"PreferenceOutlastsOperatorTransfer", testPreferenceOutlastsOperator},
 		{"SchemaWithoutPriorityRefused", testSchemaWithoutPriority},
 		{"CallbackContract", func(t *testing.T, s Suite) { RunContract(t, s.driver) }},
 		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
