@@ -59,6 +59,9 @@ type backend interface {
 	// proclaim writes the value into the row held with term hold: false
 	// when the row no longer says so.
 	proclaim(ctx context.Context, hold uint64) (bool, error)
+	// prefer asks the leader of seen to hand over to this candidate, by
+	// its priority (see preferSQL): false when the row no longer allows.
+	prefer(ctx context.Context, seen Record) (bool, error)
 	// leader reads the election's record.
 	leader(ctx context.Context) (Record, error)
 	// close frees what the backend holds (the lock connection); called when
@@ -400,7 +403,7 @@ func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 		return c.holdWait(), nil
 	}
 	c.observe(seen)
-	return wait, nil
+	return c.prefer(ctx, seen, wait), nil
 }
 
 // acquired records a hold that began with the statement sent at send.
@@ -420,7 +423,7 @@ func (c *candidate) acquired(send time.Time, b beat) {
 	}
 	c.renewedAt(send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.value,
-		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration})
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
 	c.maybeLead()
 }
 

@@ -29,6 +29,7 @@ type fakeBackend struct {
 	window    time.Duration
 	value     string // the value set by setValue
 	proclaims []uint64
+	prefers   []Record // the records prefer was called with
 }
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
@@ -88,6 +89,13 @@ func (f *fakeBackend) proclaim(_ context.Context, hold uint64) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.proclaims = append(f.proclaims, hold)
+	return true, nil
+}
+
+func (f *fakeBackend) prefer(_ context.Context, seen Record) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prefers = append(f.prefers, seen)
 	return true, nil
 }
 

@@ -57,6 +57,9 @@ const (
 	// the lease (2/15: 2 s of 15 s). A zero RetryInterval is the lease times
 	// this.
 	DefaultRetryIntervalFraction = 2.0 / 15
+	// DefaultPreferenceTenureLeases is the default PreferenceTenure in
+	// leases: a zero PreferenceTenure is LeaseDuration times this.
+	DefaultPreferenceTenureLeases = 1
 	// MinLeaseDuration is the shortest LeaseDuration accepted. Below it a
 	// renewal's round trip and the database's millisecond granularity leave
 	// no time to renew, and a candidate would never lead.
@@ -74,6 +77,9 @@ const (
 	MaxNameLen  = 128
 	MaxIDLen    = 255
 	MaxValueLen = 1024
+	// MaxPriority is the highest Config.Priority accepted (the lowest is
+	// 0, no preference).
+	MaxPriority = 1000
 )
 
 // Config configures an election candidate. The constructors copy it: they
@@ -160,6 +166,26 @@ type Config struct {
 	// address, say): up to 1024 characters of UTF-8.
 	Value string
 
+	// Priority is this candidate's leadership preference, from 0 (the
+	// default: no preference) to MaxPriority, written into the row while it
+	// holds it. A running, healthy follower whose Priority is strictly
+	// greater than the live leader's asks that leader to hand over to it
+	// (a planned transfer), once the leader has led for PreferenceTenure
+	// by the database clock; see "Leadership preference" in the package
+	// documentation. A candidate with Priority 0 never asks, and followers
+	// ask nothing of a leader whose priority is at least theirs, so equal
+	// priorities never change the leader. Candidates of one election may
+	// have different priorities; that is the point.
+	Priority int
+	// PreferenceTenure is how long a leader keeps leadership, by the
+	// database clock from the start of its term, before a follower of
+	// higher Priority may ask it to hand over: the stickiness that keeps
+	// preferences from moving leadership more than once per tenure. It is
+	// the asking follower's setting. Must not be negative. Default
+	// DefaultPreferenceTenureLeases times LeaseDuration (one lease: the time
+	// a takeover after a crash costs anyway). Ignored when Priority is 0.
+	PreferenceTenure time.Duration
+
 	// Callbacks are called on leadership changes; see Callbacks for the
 	// contract. All are optional.
 	Callbacks Callbacks
@@ -231,6 +257,7 @@ func (c Config) withDefaults() (Config, error) {
 // so that an error about a derived one says where it came from.
 type timing struct {
 	lease, renewDeadline, renewInterval, retryInterval, lockDelay, queryTimeout bool
+	tenure                                                                      bool
 	leaseFromDeadline                                                           bool // the lease was derived from the renew deadline
 }
 
@@ -242,7 +269,7 @@ type timing struct {
 func (c Config) withTimingDefaults() (Config, timing) {
 	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
 		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
-		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0}
+		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0}
 	switch {
 	case given.lease:
 	case given.renewDeadline && c.RenewDeadline > 0:
@@ -265,6 +292,9 @@ func (c Config) withTimingDefaults() (Config, timing) {
 	}
 	if !given.queryTimeout {
 		c.QueryTimeout = min(DefaultQueryTimeout, c.RenewDeadline)
+	}
+	if !given.tenure {
+		c.PreferenceTenure = c.LeaseDuration * DefaultPreferenceTenureLeases
 	}
 	return c, given
 }
@@ -333,6 +363,10 @@ func (c Config) validate(given timing) error {
 			describe("query timeout", c.QueryTimeout, given.queryTimeout, "at most 5s"), deadline)
 	case len(c.Value) > MaxValueLen || !utf8.ValidString(c.Value):
 		return bad("value: must be valid UTF-8 of at most %d bytes", MaxValueLen)
+	case c.Priority < 0 || c.Priority > MaxPriority:
+		return bad("priority %d: must be from 0 (no preference) to %d (MaxPriority)", c.Priority, MaxPriority)
+	case c.PreferenceTenure < 0:
+		return bad("preference tenure %v: must not be negative", c.PreferenceTenure)
 	}
 	return nil
 }

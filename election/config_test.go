@@ -44,6 +44,11 @@ func TestConfigValidation(t *testing.T) {
 			c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryInterval = time.Second, 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		}, ""},
 		{"value too long", func(c *Config) { c.Value = strings.Repeat("v", 1025) }, "value"},
+		{"priority negative", func(c *Config) { c.Priority = -1 }, "priority -1: must be from 0 (no preference) to 1000 (MaxPriority)"},
+		{"priority above the maximum", func(c *Config) { c.Priority = MaxPriority + 1 }, "priority 1001: must be from 0"},
+		{"priority at the maximum", func(c *Config) { c.Priority = MaxPriority }, ""},
+		{"negative preference tenure", func(c *Config) { c.Priority = 1; c.PreferenceTenure = -time.Second }, "preference tenure -1s: must not be negative"},
+		{"short preference tenure", func(c *Config) { c.Priority = 1; c.PreferenceTenure = time.Millisecond }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +62,28 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("want an error mentioning %q", tc.wantErr)
 			case tc.wantErr != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("error %q: want ErrInvalidConfig mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestPreferenceTenureDefault: a zero PreferenceTenure is one lease, the
+// given or derived one; a given one is kept.
+func TestPreferenceTenureDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want time.Duration
+	}{
+		{"default lease", Config{Name: "e"}, DefaultLeaseDuration * DefaultPreferenceTenureLeases},
+		{"given lease", Config{Name: "e", LeaseDuration: 3 * time.Second}, 3 * time.Second},
+		{"lease from the renew deadline", Config{Name: "e", RenewDeadline: 2 * time.Second}, 3 * time.Second},
+		{"given tenure", Config{Name: "e", PreferenceTenure: 42 * time.Second}, 42 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.c.WithDefaults()
+			if err != nil || c.PreferenceTenure != tc.want {
+				t.Errorf("PreferenceTenure %v, %v; want %v", c.PreferenceTenure, err, tc.want)
 			}
 		})
 	}

@@ -219,6 +219,70 @@
 // it writes the row at once, later renewals and terms keep it, and
 // followers' OnLeaderChanged see it at their next look.
 //
+// # Leadership preference
+//
+// Config.Priority (0 to MaxPriority; 0, the default, is no preference)
+// makes some candidates preferred leaders: a bigger machine, the one in the
+// primary's zone. The holder writes its priority into the row (the priority
+// column, schema version 5) whenever it takes the row and on its own
+// renewals; a Batcher's renewals leave the column alone, which is enough
+// since a candidate's priority never changes while it runs and every take
+// writes it. A row an operator wrote with plain SQL has priority 0 until
+// its holder writes it. Record.Priority, Leader, Status and the CLI show it.
+//
+// A follower that runs, passes its HealthCheck, and whose Priority is
+// strictly greater than the live leader's, asks that leader to hand over to
+// it, with one conditional statement decided by the database:
+//
+//	UPDATE service_election SET transfer_to = :me
+//	WHERE anchor = :name AND term = :term_seen AND service_id <> :me
+//	  AND released = 0 AND NOT expired AND transfer_to IS NULL
+//	  AND priority < :priority
+//	  AND term_started_at + INTERVAL :tenure_ms * 1000 MICROSECOND <= NOW(6)
+//
+// That is an operator's request (RequestTransfer) made by the follower: the
+// leader acts on it at its next renewal, through the existing hand-over
+// path (it stands down, OnDemoted with ReasonTransferred, then marks the
+// row released and reserved for the follower), and the follower takes the
+// row at once, with no lock delay (acquired = 'transferred'). A request
+// from a follower that stops meanwhile falls back after the transfer window
+// like any transfer to a candidate that does not run. The follower counts
+// its requests (Metrics: sqlelect_preference_requests_total) and logs them
+// at Info level; the leader cannot tell a follower's request from an
+// operator's, so its reason stays ReasonTransferred.
+//
+// What is guaranteed:
+//
+//   - Never two leaders: a preference only writes transfer_to on a live row;
+//     the change of leader is the planned transfer above, whose safety does
+//     not depend on who asked (the row is released only after its holder
+//     stood down).
+//   - No flapping. Hysteresis: a follower asks only a leader of strictly
+//     lower priority, so candidates of equal priority never ask one another
+//     and a leader is never asked by one it would ask back. Stickiness: a
+//     follower asks only once the leader has led for the follower's
+//     PreferenceTenure (default one lease) by the database clock since its
+//     term began, so preferences move leadership at most once per tenure;
+//     a preferred candidate that restarts gets leadership back once, a
+//     tenure after the takeover its absence caused, and never again while
+//     it leads (nobody's priority is higher).
+//   - Followers write nothing at steady state: a follower reads the row as
+//     it always does and writes only when the request may be granted (a
+//     higher priority, no request pending, the tenure over by the database
+//     clock as the row reports it), at most once per look, and none at all
+//     with Priority 0. While the tenure runs it looks again when the tenure
+//     ends rather than a retry interval later.
+//
+// Preferences outlast operators' choices: leadership moved to a candidate
+// of lower priority (Transfer, RequestTransfer, Assume) moves back to a
+// running candidate of higher priority a tenure later. With several
+// candidates of higher priority than the leader, the first request wins (the others find transfer_to set); if the winner is not the
+// highest, the highest asks again a tenure later. Candidates of versions
+// before priorities leave the column as they find it (a row one of them
+// takes keeps its predecessor's priority), never ask, and honour requests
+// like any transfer: upgrade an election's candidates before relying on
+// preferences. Run refuses a table without the column (ErrSchemaMismatch).
+//
 // # What is not guaranteed
 //
 //   - Safety assumes the clocks of the database and of every candidate run

@@ -232,6 +232,11 @@ type Record struct {
 	// which alone may take it until LeaseLeft runs out.
 	Transfer   bool   `json:"transfer,omitempty"`
 	TransferTo string `json:"transfer_to,omitempty"`
+	// Priority is the holder's Config.Priority as it last wrote it (0 for
+	// no preference, and in a row an operator wrote until its holder
+	// renews it). See "Leadership preference" in the package
+	// documentation.
+	Priority int `json:"priority"`
 }
 
 // recordJSON is Record's JSON form: durations as whole milliseconds, with
@@ -251,6 +256,7 @@ type recordJSON struct {
 	ConnectionID uint64    `json:"connection_id,omitempty"`
 	Transfer     bool      `json:"transfer,omitempty"`
 	TransferTo   string    `json:"transfer_to,omitempty"`
+	Priority     int       `json:"priority"`
 }
 
 // MarshalJSON encodes r with Lease and LeaseLeft as lease_ms and
@@ -259,7 +265,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
 		LastRenewal: r.LastRenewal, LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(),
 		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
-		Transfer: r.Transfer, TransferTo: r.TransferTo})
+		Transfer: r.Transfer, TransferTo: r.TransferTo, Priority: r.Priority})
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
@@ -271,7 +277,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
 		Lease: time.Duration(j.LeaseMS) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeftMS) * time.Millisecond,
 		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID,
-		Transfer: j.Transfer, TransferTo: j.TransferTo}
+		Transfer: j.Transfer, TransferTo: j.TransferTo, Priority: j.Priority}
 	return nil
 }
 

@@ -136,7 +136,7 @@ func TestStatusHandler(t *testing.T) {
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	rec := Record{Election: "orders", ID: "web-2", Term: 1795326944923256, Since: since,
 		LastRenewal: since.Add(time.Minute), Lease: 15 * time.Second, LeaseLeft: 12500 * time.Millisecond,
-		Acquired: "expired", Value: "10.0.0.8:8080", Backend: "table"}
+		Acquired: "expired", Value: "10.0.0.8:8080", Backend: "table", Priority: 3}
 	dbErr := fmt.Errorf("election: leader: %w", errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"))
 
 	tests := []struct {
@@ -155,7 +155,7 @@ func TestStatusHandler(t *testing.T) {
 					"election": "orders", "id": "web-2", "term": 1795326944923256.0,
 					"since": "2026-03-01T12:00:00Z", "last_renewal": "2026-03-01T12:01:00Z",
 					"lease_ms": 15000.0, "lease_left_ms": 12500.0, "released": false, "acquired": "expired",
-					"value": "10.0.0.8:8080", "backend": "table",
+					"value": "10.0.0.8:8080", "backend": "table", "priority": 3.0,
 				},
 			},
 		},
@@ -169,7 +169,7 @@ func TestStatusHandler(t *testing.T) {
 					"election": "orders", "id": "web-1", "term": 7.0,
 					"since": "0001-01-01T00:00:00Z", "last_renewal": "0001-01-01T00:00:00Z",
 					"lease_ms": 0.0, "lease_left_ms": 0.0, "released": false, "acquired": "",
-					"value": "", "backend": "lock", "connection_id": 99.0,
+					"value": "", "backend": "lock", "connection_id": 99.0, "priority": 0.0,
 				},
 			},
 		},

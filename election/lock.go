@@ -178,6 +178,9 @@ type lockStatements struct {
 	handOver func(hold uint64, to string, window time.Duration) lockStmt
 	// proclaim writes the candidate's value into the row of term hold.
 	proclaim func(hold uint64) lockStmt
+	// prefer asks the leader of the row seen to hand over to this
+	// candidate (see preferSQL).
+	prefer func(seen Record) lockStmt
 }
 
 // prepare builds the statements and the limits of the lock connection, for
@@ -208,15 +211,15 @@ func (b *lockBackend) prepare(lock userLock) {
 	take := `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
   term_started_at = NOW(6), last_seen_active = NOW(6), lease_ms = ?, released = 0,
-  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
+  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND term = ?`
 	s.take = func(acquired string, term uint64) lockStmt {
-		return lockStmt{take, []any{cfg.ID, lease, acquired, b.value, term}}
+		return lockStmt{take, []any{cfg.ID, lease, acquired, b.value, cfg.Priority, term}}
 	}
 	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
-  lease_ms, released, acquired, value, backend, connection_id)
-VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'lock', CONNECTION_ID())`
-	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value}} }
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'lock', CONNECTION_ID(), ?)`
+	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value, cfg.Priority}} }
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -227,10 +230,10 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
 	renew := `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
-  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
-	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.ID, hold}} }
+	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.Priority, cfg.ID, hold}} }
 
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
@@ -247,6 +250,12 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	}
 	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
 	s.proclaim = func(hold uint64) lockStmt { return lockStmt{proclaim, []any{b.value, cfg.ID, hold}} }
+	prefer := mustStmt(preferSQL(tbl))
+	s.prefer = func(seen Record) lockStmt {
+		query, args := prefer.bind(params{Name: cfg.Name, Me: cfg.ID, Term: seen.Term, Priority: cfg.Priority,
+			Tenure: ceilMillis(cfg.PreferenceTenure)})
+		return lockStmt{query, args}
+	}
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -695,8 +704,18 @@ func (b *lockBackend) dropLock(ctx context.Context) {
 func (b *lockBackend) setValue(v string) { b.value = v }
 
 func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+	return b.execRow(ctx, b.sql.proclaim(hold))
+}
+
+func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
+	return b.execRow(ctx, b.sql.prefer(seen))
+}
+
+// execRow runs s, an UPDATE of the election's row, on the lock connection,
+// or on a pooled one when there is none, and reports whether it changed the
+// row.
+func (b *lockBackend) execRow(ctx context.Context, s lockStmt) (bool, error) {
 	defer b.touch()
-	s := b.sql.proclaim(hold)
 	var res sql.Result
 	var err error
 	if b.lc.conn != nil {

@@ -32,12 +32,14 @@ import (
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
 //	sqlelect_healthy                         with Config.HealthCheck: 1 while the last check passed, else 0
 //	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
+//	sqlelect_preference_requests_total       with Config.Priority: requests this follower wrote for a lower-priority leader to hand over to it
 type Metrics struct {
 	changes  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 	skips    *prometheus.CounterVec
 	health   *prometheus.CounterVec
+	prefers  *prometheus.CounterVec
 
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
 	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
@@ -71,6 +73,10 @@ func NewMetrics() *Metrics {
 			Name: "sqlelect_health_check_failures_total",
 			Help: "Config.HealthCheck calls that failed or did not answer in time.",
 		}, l),
+		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_preference_requests_total",
+			Help: "With Config.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
+		}, l),
 		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a health check), by the local clock.", l, nil),
 		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
 		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.HealthCheck: 1 while its last check passed, else 0.", l, nil),
@@ -89,6 +95,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.errors.Describe(ch)
 	m.skips.Describe(ch)
 	m.health.Describe(ch)
+	m.prefers.Describe(ch)
 	ch <- m.attemptDesc
 	ch <- m.wedgedDesc
 	ch <- m.healthyDesc
@@ -105,6 +112,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.errors.Collect(ch)
 	m.skips.Collect(ch)
 	m.health.Collect(ch)
+	m.prefers.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
@@ -139,6 +147,9 @@ func (m *Metrics) add(c *candidate) {
 	m.changes.WithLabelValues(c.cfg.Name, "elected")
 	if c.cfg.HealthCheck != nil {
 		m.health.WithLabelValues(c.cfg.Name)
+	}
+	if c.cfg.Priority > 0 {
+		m.prefers.WithLabelValues(c.cfg.Name)
 	}
 }
 
@@ -203,4 +214,11 @@ func (m *Metrics) demoted(name string, r Reason) {
 		return
 	}
 	m.changes.WithLabelValues(name, string(r)).Inc()
+}
+
+func (m *Metrics) preferred(name string) {
+	if m == nil {
+		return
+	}
+	m.prefers.WithLabelValues(name).Inc()
 }

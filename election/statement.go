@@ -15,13 +15,16 @@ import (
 
 // params are the values a statement's named parameters take.
 type params struct {
-	Name  string   // :name, the election (the row's anchor)
-	Me    string   // :me, the candidate's ID
-	Hold  uint64   // :hold, the term the candidate holds, 0 for none
-	Lease int64    // :lease, a lease in milliseconds
-	Value string   // :value, the value the candidate publishes
-	To    string   // :to, a transfer's target ('' for anyone)
-	Names []string // :names, a list of elections: expands to one ? each
+	Name     string   // :name, the election (the row's anchor)
+	Me       string   // :me, the candidate's ID
+	Hold     uint64   // :hold, the term the candidate holds, 0 for none
+	Lease    int64    // :lease, a lease in milliseconds
+	Value    string   // :value, the value the candidate publishes
+	To       string   // :to, a transfer's target ('' for anyone)
+	Priority int      // :priority, the candidate's Config.Priority
+	Term     uint64   // :term, the term a follower saw (see preferSQL)
+	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
+	Names    []string // :names, a list of elections: expands to one ? each
 }
 
 // param is a named parameter, resolved when a statement is compiled.
@@ -34,6 +37,9 @@ const (
 	paramLease
 	paramValue
 	paramTo
+	paramPriority
+	paramTerm
+	paramTenure
 	paramNames
 )
 
@@ -52,6 +58,12 @@ func lookupParam(name string) (param, bool) {
 		return paramValue, true
 	case "to":
 		return paramTo, true
+	case "priority":
+		return paramPriority, true
+	case "term":
+		return paramTerm, true
+	case "tenure":
+		return paramTenure, true
 	case "names":
 		return paramNames, true
 	}
@@ -61,7 +73,8 @@ func lookupParam(name string) (param, bool) {
 // scalars are p's values of the scalar parameters, indexed by param, each
 // converted to an interface once for all its placeholders.
 func (p *params) scalars() [paramNames]any {
-	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To}
+	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To,
+		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure}
 }
 
 // stmt is a compiled statement: text between its parameters, and the

@@ -176,7 +176,8 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
 // execRead, Assume and Reelect assembled them by hand before the builder,
 // with the heartbeat's conditions and the check extended by hand for
-// transfer_to (issue 14), so that they still check the builder's arguments.
+// transfer_to and priority (issue 14), so that they still check the
+// builder's arguments.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl := quoteTable(table)
 	const r = `(service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?))`
@@ -184,8 +185,8 @@ func legacyStatements(table string, bound lockBound, p params) []builtStatement 
 	take := `(NOT ` + r + ` AND NOT ` + reserved + ` AND (released <> 0 OR ` + expiredSQL + ` OR (service_id = ? AND transfer_to IS NULL)))`
 	change := `(` + r + ` OR ` + take + `)`
 	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
-  lease_ms, released, acquired, value, backend, connection_id, transfer_to)
-VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL, NULL)
+  lease_ms, released, acquired, value, backend, connection_id, transfer_to, priority)
+VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL, NULL, ?)
 ON DUPLICATE KEY UPDATE
   acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
   term_started_at = IF(` + take + `, NOW(6), term_started_at),
@@ -197,7 +198,8 @@ ON DUPLICATE KEY UPDATE
   service_id = IF(` + change + `, ?, service_id),
   released = IF(` + change + `, 0, released),
   lease_ms = IF(` + change + `, ?, lease_ms),
-  last_seen_active = IF(` + change + `, NOW(6), last_seen_active)`)
+  last_seen_active = IF(` + change + `, NOW(6), last_seen_active),
+  priority = IF(` + change + `, ?, priority)`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
 	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
@@ -207,7 +209,7 @@ ON DUPLICATE KEY UPDATE
 	rArgs := []any{me, hold, me}
 	takeArgs := append(append(append([]any{}, rArgs...), me), me)
 	changeArgs := append(append([]any{}, rArgs...), takeArgs...)
-	args := []any{p.Name, me, lease, val}
+	args := []any{p.Name, me, lease, val, p.Priority}
 	args = append(args, takeArgs...) // acquired
 	args = append(args, me)          // transferred
 	args = append(args, takeArgs...) // term_started_at
@@ -223,6 +225,8 @@ ON DUPLICATE KEY UPDATE
 	args = append(args, changeArgs...)
 	args = append(args, lease) // lease_ms
 	args = append(args, changeArgs...)
+	args = append(args, changeArgs...)
+	args = append(args, p.Priority) // priority
 
 	names := make([]any, len(p.Names))
 	for i, n := range p.Names {

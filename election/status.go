@@ -29,13 +29,14 @@ type recordRow struct {
 	ConnectionID uint64         `db:"connection_id"`
 	LeftUS       int64          `db:"left_us"`
 	TransferTo   sql.NullString `db:"transfer_to"`
+	Priority     int            `db:"priority"`
 }
 
 const recordColumns = `anchor, service_id, term,
   CAST(UNIX_TIMESTAMP(term_started_at) AS CHAR) AS since,
   CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
   lease_ms, released <> 0 AS released, acquired, value, backend,
-  COALESCE(connection_id, 0) AS connection_id, transfer_to,
+  COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
   TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
 
 func (r recordRow) record() Record {
@@ -54,6 +55,7 @@ func (r recordRow) record() Record {
 		ConnectionID: r.ConnectionID,
 		Transfer:     r.TransferTo.Valid,
 		TransferTo:   r.TransferTo.String,
+		Priority:     r.Priority,
 	}
 }
 

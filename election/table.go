@@ -56,7 +56,7 @@ type tableBackend struct {
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
 	heartbeat, check, release, handOff stmt
-	handOver, proclaim                 stmt
+	handOver, proclaim, prefer         stmt
 	peek                               string
 }
 
@@ -106,7 +106,8 @@ const (
 //
 // A leader asked to hand over (transfer_to set on its live row) fails R and
 // T, so its renewal changes nothing; it then reads the row and acts on the
-// request (see candidate.handOver). Every change clears transfer_to.
+// request (see candidate.handOver). Every change clears transfer_to and
+// writes the candidate's priority (Config.Priority).
 //
 // Every SET expression is written so that the result is the same whether the
 // server assigns left to right (MySQL) or simultaneously (MariaDB's
@@ -136,6 +137,7 @@ func heartbeatSQL(tbl string) string {
 		{"backend", "'table'"},
 		{"connection_id", "NULL"},
 		{"transfer_to", "NULL"},
+		{"priority", ":priority"},
 	})
 	return `INSERT INTO ` + tbl + ` (` + cols + `)
 VALUES (` + values + `)
@@ -155,6 +157,7 @@ ON DUPLICATE KEY UPDATE
 			{col: "released", to: "0"},
 			{col: "lease_ms", to: ":lease"},
 			{col: "last_seen_active", to: "NOW(6)"},
+			{col: "priority", to: ":priority"},
 		}},
 	})
 }
@@ -171,6 +174,7 @@ func (t *tableBackend) prepareSQL() {
 		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
 		handOver:  bound.stmt(`UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond),
 		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
+		prefer:    bound.stmt(preferSQL(tbl)),
 		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 	}
 }
@@ -178,7 +182,8 @@ func (t *tableBackend) prepareSQL() {
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
 func (t *tableBackend) params(hold uint64) params {
-	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.value}
+	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.value,
+		Priority: t.cfg.Priority}
 }
 
 // exec runs s with p.
@@ -384,6 +389,17 @@ func (t *tableBackend) setValue(v string) { t.value = v }
 
 func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
 	res, err := t.exec(ctx, t.stmts.proclaim, t.params(hold))
+	if err != nil {
+		return false, classify(err, t.cfg.Table)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
+	p := t.params(0)
+	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.PreferenceTenure)
+	res, err := t.exec(ctx, t.stmts.prefer, p)
 	if err != nil {
 		return false, classify(err, t.cfg.Table)
 	}

@@ -97,11 +97,12 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // TestMigrationsUpAndDown applies every migration one step at a time, then
 // reverts them one at a time, checking what each changes: 2 makes
 // service_id compare without padding, 3 makes the default lease the
-// library's, 4 adds transfer_to with service_id's collation.
+// library's, 4 adds transfer_to with service_id's collation, 5 adds
+// priority (default 0).
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 4 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 4", schema.Latest())
+	if schema.Latest() != 5 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 5", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -127,10 +128,11 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election'`).Scan(&n)
 		if def, want := leaseDefault(t, ctx, db), map[bool]string{true: wantLease, false: "20000"}[v >= 3]; def != want {
 			t.Errorf("version %d: lease_ms default %s, want %s", v, def, want)
 		}
-		var idColl, toColl sql.NullString
+		var idColl, toColl, prioDefault sql.NullString
 		err := db.QueryRowContext(ctx, `SELECT MAX(IF(COLUMN_NAME = 'service_id', COLLATION_NAME, NULL)),
-  MAX(IF(COLUMN_NAME = 'transfer_to', COLLATION_NAME, NULL))
-FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election'`).Scan(&idColl, &toColl)
+  MAX(IF(COLUMN_NAME = 'transfer_to', COLLATION_NAME, NULL)),
+  MAX(IF(COLUMN_NAME = 'priority', COLUMN_DEFAULT, NULL))
+FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election'`).Scan(&idColl, &toColl, &prioDefault)
 		switch {
 		case err != nil:
 			t.Fatal(err)
@@ -138,6 +140,8 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME =
 			t.Errorf("version %d: transfer_to present %v", v, toColl.Valid)
 		case toColl.Valid && toColl.String != idColl.String:
 			t.Errorf("version %d: transfer_to collation %s, service_id's %s", v, toColl.String, idColl.String)
+		case prioDefault.Valid != (v >= 5) || prioDefault.Valid && prioDefault.String != "0":
+			t.Errorf("version %d: priority default %v, want 0 from version 5 on", v, prioDefault)
 		}
 	}
 	check(0)

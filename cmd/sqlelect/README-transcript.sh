@@ -47,10 +47,18 @@ sqlelect status reports
 cat rep-1.jsonl rep-2.jsonl
 kill -TERM $rep2; wait $rep2; echo "rep-2 exit $?"
 sqlelect run once --lease 3s -- sh -c 'echo working; exit 3' 2>/dev/null; echo "exit $?"
+sqlelect campaign pref --id small --priority 1 --lease 3s --preference-tenure 2s > small.jsonl & small=$!
+sleep 3.5
+sqlelect campaign pref --id big --priority 10 --lease 3s --preference-tenure 2s > big.jsonl & big=$!
+sleep 1.5
+sqlelect status pref
+kill -TERM $small $big; wait $small $big
+cat small.jsonl big.jsonl
 sqlelect status nosuch; echo "exit $?"
 sqlelect status --dsn 'app:secret@tcp(127.0.0.1:1)/app'; echo "exit $?"
 sqlelect campaign web --lease 2s --renew-deadline 3s; echo "exit $?"
 sqlelect campaign web --lease 1ms; echo "exit $?"
+sqlelect campaign web --priority 1001; echo "exit $?"
 sqlelect status --dsn "$SQLELECT_DSN?time_zone=Europe/Berlin"; echo "exit $?"
 COMMANDS
 for c in "${cmds[@]}"; do

@@ -33,10 +33,11 @@ the line was produced):
                               (it handed over: sqlelect transfer, reelect
                               --graceful), unhealthy (--health-cmd failed)
                               or error
-  {"event":"leader",...,"leader":ID,"value":V}
+  {"event":"leader",...,"leader":ID,"value":V,"priority":P}
                               it saw a new holder, term or published value
                               (leader "" when nobody holds a live lease;
-                              value left out when empty)
+                              value left out when empty; priority is the
+                              holder's --priority, left out with no leader)
   {"event":"unhealthy",...,"err":E}
                               --health-cmd started failing (E says how,
                               with the first line of its stderr); term is
@@ -79,7 +80,15 @@ an operator gave it) waits --lock-delay before it leads. --lease is at least
 100ms. Durations left out are derived from those given, like the defaults:
 renew-deadline 2/3 of the lease (the lease 3/2 of renew-deadline when only
 that is given), renew 1/5 of renew-deadline, retry 2/15 of the lease,
-lock-delay the lease.`
+lock-delay the lease.
+
+Preference: --priority N (0 to 1000; default 0, no preference) is written
+into the row while this candidate holds it. A follower whose --priority is
+strictly higher than the leader's asks it to hand over (as sqlelect transfer
+does: the leader's demoted line says transferred, the follower leads at once)
+once the leader has led for --preference-tenure (default --lease) by the
+database clock. Equal priorities never ask, so leadership does not move
+between them; a restarted preferred candidate gets leadership back once.`
 
 var campaignCmd = &command{
 	name:    "campaign",
@@ -87,10 +96,13 @@ var campaignCmd = &command{
 	summary: "join an election as a candidate; print leadership events as JSON lines",
 	detail:  campaignDetail,
 	example: `sqlelect campaign web-primary --id web-1 --value 10.0.0.1:8080 --lease 15s
-# {"event":"leader","election":"web-primary","id":"web-1","term":1763790000123456,"time":"...","leader":"web-1"}
+# {"event":"leader","election":"web-primary","id":"web-1","term":1763790000123456,"time":"...","leader":"web-1","value":"10.0.0.1:8080","priority":0}
 # {"event":"elected","election":"web-primary","id":"web-1","term":1763790000123456,"time":"..."}
 sqlelect campaign web-primary --id web-1 --http-addr 127.0.0.1:8081 --health-cmd 'curl -fsS http://127.0.0.1:8080/ready' > events.jsonl &
-curl -s -o /dev/null -w '%{http_code}\n' http://127.0.0.1:8081/leader   # 200 on the leader, 404 elsewhere`,
+curl -s -o /dev/null -w '%{http_code}\n' http://127.0.0.1:8081/leader   # 200 on the leader, 404 elsewhere
+# prefer web-1 (say, the bigger machine): it takes leadership back from web-2 once web-2 has led for 30s
+sqlelect campaign web-primary --id web-1 --priority 10 --preference-tenure 30s
+sqlelect campaign web-primary --id web-2 --priority 5`,
 	run: (*cli).campaign,
 }
 
@@ -100,6 +112,8 @@ type campaignFlags struct {
 	id, backend, value, metricsAddr, logLevel     string
 	httpAddr, healthCmd                           string
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
+	priority                                      int
+	preferenceTenure                              time.Duration
 }
 
 func (f *campaignFlags) register(fs *pflag.FlagSet) {
@@ -112,6 +126,9 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.retry, "retry", 0, "time between a follower's looks (default 2/15 of --lease)")
 	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
 	fs.StringVar(&f.value, "value", "", "`value` published in the row while leading, e.g. an address")
+	fs.IntVar(&f.priority, "priority", 0, "leadership preference `N`, 0 to 1000: a follower of higher priority asks the leader to hand over to it, "+
+		"e.g. --priority 10 (default 0: no preference, never asks)")
+	fs.DurationVar(&f.preferenceTenure, "preference-tenure", 0, "how long a leader leads, by the database clock, before a follower of higher --priority may ask for leadership (default --lease)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
 	fs.StringVar(&f.httpAddr, "http-addr", "", "serve /leader (200 while leading, else 404), /status (JSON) and /healthz on http://`ADDR`, "+
 		"e.g. 127.0.0.1:8080 (and /metrics when --metrics-addr is the same)")
@@ -144,16 +161,18 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	}
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
 	cfg, err := election.Config{
-		Name:          name,
-		ID:            id,
-		Table:         f.table,
-		LeaseDuration: f.lease,
-		RenewDeadline: f.renewDeadline,
-		RenewInterval: f.renew,
-		RetryInterval: f.retry,
-		LockDelay:     f.lockDelay,
-		Value:         f.value,
-		Logger:        log,
+		Name:             name,
+		ID:               id,
+		Table:            f.table,
+		LeaseDuration:    f.lease,
+		RenewDeadline:    f.renewDeadline,
+		RenewInterval:    f.renew,
+		RetryInterval:    f.retry,
+		LockDelay:        f.lockDelay,
+		Value:            f.value,
+		Priority:         f.priority,
+		PreferenceTenure: f.preferenceTenure,
+		Logger:           log,
 	}.WithDefaults()
 	return cfg, log, err
 }
@@ -171,6 +190,7 @@ type event struct {
 	Leader   *string `json:"leader,omitempty"`
 	Value    string  `json:"value,omitempty"`
 	State    string  `json:"state,omitempty"`
+	Priority *int    `json:"priority,omitempty"`
 	Err      string  `json:"err,omitempty"`
 }
 
@@ -228,8 +248,12 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 			e.write(event{Event: "demoted", Term: d.Term, Until: d.Until.UTC().Format(time.RFC3339Nano), Reason: string(d.Reason)})
 		},
 		OnLeaderChanged: func(r election.Record) {
-			leader := r.ID
-			e.write(event{Event: "leader", Term: r.Term, Leader: &leader, Value: r.Value})
+			leader, ev := r.ID, event{Event: "leader", Term: r.Term, Value: r.Value}
+			ev.Leader = &leader
+			if leader != "" {
+				ev.Priority = &r.Priority
+			}
+			e.write(ev)
 		},
 	}
 }

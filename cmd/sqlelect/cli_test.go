@@ -155,6 +155,9 @@ func TestCampaignConfig(t *testing.T) {
 		{func(f *campaignFlags) { f.metricsAddr = ":99999" }, `--metrics-addr ":99999": want [HOST]:PORT, a port from 0 to 65535`},
 		{func(f *campaignFlags) { f.metricsAddr = "9090" }, `--metrics-addr "9090": want [HOST]:PORT, a port from 0 to 65535`},
 		{func(f *campaignFlags) { f.backend = "paxos" }, `--backend "paxos": want table or lock`},
+		{func(f *campaignFlags) { f.priority = 1001 }, p + "priority 1001: must be from 0 (no preference) to 1000 (MaxPriority)"},
+		{func(f *campaignFlags) { f.priority = -1 }, p + "priority -1: must be from 0 (no preference) to 1000 (MaxPriority)"},
+		{func(f *campaignFlags) { f.priority = 1; f.preferenceTenure = -time.Second }, p + "preference tenure -1s: must not be negative"},
 	} {
 		f := base
 		tc.mod(&f)
@@ -195,7 +198,7 @@ func TestHelpAndVersion(t *testing.T) {
 	mustRun(t, ctx, "", exitUsage, "bogus")
 	mustRun(t, ctx, "", exitUsage, "status", "--bogus")
 	r = mustRun(t, ctx, "", 0, "campaign", "--help")
-	for _, want := range []string{"--lease duration", "--renew-deadline duration", "--id ID"} {
+	for _, want := range []string{"--lease duration", "--renew-deadline duration", "--id ID", "--priority N", "--preference-tenure duration"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("campaign --help lacks %q:\n%s", want, r.stdout)
 		}
@@ -214,26 +217,26 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("want %q in\n%s", s, r)
 		}
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 4)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 5)")
 	r := mustRun(t, ctx, dsn, exitTable, "status")
 	if !strings.Contains(r.stderr, "sqlelect migrate up") {
 		t.Errorf("status on a missing table does not say to migrate:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 4 (latest 4): applied")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 5 (latest 5): applied")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "no change")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 4 (latest 4)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 5 (latest 5)")
 	mustRun(t, ctx, dsn, 0, "status")
 
 	r = mustRun(t, ctx, dsn, exitUsage, "migrate", "down")
 	if !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("migrate down without a terminal does not ask for --yes:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 4 -> 0")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 5 -> 0")
 	mustRun(t, ctx, dsn, exitTable, "status", "anything")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "force", "1"), "forced from 0 to 1")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1")
 	mustRun(t, ctx, dsn, 0, "migrate", "force", "-1")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 4")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 5")
 	mustRun(t, ctx, dsn, exitUsage, "migrate")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "sideways")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "force", "x")
@@ -250,6 +253,7 @@ type statusRow struct {
 	LeftMS   int64     `json:"lease_left_ms"`
 	Value    string    `json:"value"`
 	Backend  string    `json:"backend"`
+	Priority int       `json:"priority"`
 	Live     bool      `json:"live"`
 	State    string    `json:"state"`
 }
@@ -290,10 +294,10 @@ func TestStatusWatch(t *testing.T) {
 
 	r := mustRun(t, ctx, dsn, 0, "status")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 2 || !regexp.MustCompile(`^ELECTION\s+LEADER\s+TERM\s+SINCE\s+LAST-RENEWAL\s+LEASE-LEFT\s+STATE\s+VALUE\s+BACKEND$`).MatchString(lines[0]) {
+	if len(lines) != 2 || !regexp.MustCompile(`^ELECTION\s+LEADER\s+TERM\s+SINCE\s+LAST-RENEWAL\s+LEASE-LEFT\s+STATE\s+VALUE\s+BACKEND\s+PRIORITY$`).MatchString(lines[0]) {
 		t.Fatalf("status table:\n%s", r)
 	}
-	row := regexp.MustCompile(`^` + name + `\s+c1\s+\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+\S+Z\s+\d[.\dms]*s\s+live\s+10\.0\.0\.1:80\s+table$`)
+	row := regexp.MustCompile(`^` + name + `\s+c1\s+\d+\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+\S+Z\s+\d[.\dms]*s\s+live\s+10\.0\.0\.1:80\s+table\s+0$`)
 	if !row.MatchString(lines[1]) {
 		t.Errorf("status row %q does not match %v", lines[1], row)
 	}
@@ -339,7 +343,7 @@ func TestStatusWatch(t *testing.T) {
 	}
 
 	// One line per change: c1, maybe (none) between, c2, (none) released, deleted.
-	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+) value=(\S+)$`)
+	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+) priority=\d+ value=(\S+)$`)
 	var leaders []string
 	for _, l := range w.lines(false) {
 		m := re.FindStringSubmatch(l)

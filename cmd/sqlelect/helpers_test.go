@@ -269,6 +269,7 @@ type jsonEvent struct {
 	Leader   *string   `json:"leader"`
 	Value    string    `json:"value"`
 	State    string    `json:"state"`
+	Priority *int      `json:"priority"`
 	Err      string    `json:"err"`
 }
 

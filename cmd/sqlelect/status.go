@@ -26,11 +26,14 @@ var statusCmd = &command{
 	detail: `Columns: the holder (LEADER) and its fencing TERM, when the term began (SINCE)
 and the holder last renewed (LAST-RENEWAL), in UTC; the lease left by the
 database clock (negative: expired that long ago); STATE live, expired or
-released; the VALUE the holder published; the BACKEND (table or lock).
+released; the VALUE the holder published; the BACKEND (table or lock); the
+holder's PRIORITY (its --priority; 0, no preference, in a row written with
+plain SQL until its holder renews it).
 
 --json prints an array of objects: election, id, term, since, last_renewal
 (RFC 3339), lease_ms and lease_left_ms (milliseconds), released, acquired
-(how the term began), value, backend, connection_id, live and state.
+(how the term began), value, backend, connection_id, transfer and
+transfer_to (a planned change pending), priority, live and state.
 
 Exit code 6 when ELECTION has no row.`,
 	example: `sqlelect status
@@ -174,15 +177,15 @@ func (c *cli) printRecords(recs []election.Record, table string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ELECTION\tLEADER\tTERM\tSINCE\tLAST-RENEWAL\tLEASE-LEFT\tSTATE\tVALUE\tBACKEND")
+	fmt.Fprintln(tw, "ELECTION\tLEADER\tTERM\tSINCE\tLAST-RENEWAL\tLEASE-LEFT\tSTATE\tVALUE\tBACKEND\tPRIORITY")
 	for _, r := range recs {
 		left := "-"
 		if !r.Released {
 			left = r.LeaseLeft.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			r.Election, printable(r.ID), r.Term, fmtTime(r.Since), fmtTime(r.LastRenewal),
-			left, state(r), printable(r.Value), r.Backend)
+			left, state(r), printable(r.Value), r.Backend, r.Priority)
 	}
 	return tw.Flush()
 }
@@ -195,15 +198,16 @@ var watchCmd = &command{
 leader, term, or value the leader publishes (its --value, or a Proclaim),
 the first at once:
 
-  TIME leader=ID term=TERM state=STATE value=VALUE
+  TIME leader=ID term=TERM state=STATE priority=P value=VALUE
 
 TIME is when the change was seen (RFC 3339, UTC). leader is (none) when
 nobody holds a live lease; STATE is live, expired, released, or deleted
-(the row is gone, e.g. after reelect); VALUE is - when empty or when nobody
-leads (quoted when it has spaces). --json prints each change as a JSON line
-instead, the leader event of campaign without id, with the state:
+(the row is gone, e.g. after reelect); P is the holder's --priority; VALUE
+is - when empty or when nobody leads (quoted when it has spaces). --json
+prints each change as a JSON line instead, the leader event of campaign
+without id, with the state:
 
-  {"event":"leader","election":E,"term":T,"time":TIME,"leader":ID,"value":V,"state":STATE}
+  {"event":"leader","election":E,"term":T,"time":TIME,"leader":ID,"value":V,"state":STATE,"priority":P}
 
 (leader "" when nobody leads; value left out when empty). Runs until SIGINT
 or SIGTERM (exit 0; 130, or 143 for SIGTERM, when the signal came before
@@ -281,10 +285,11 @@ type watcher struct {
 // seen is one look at the election as watch reports it: leader and value
 // are empty when nobody holds a live lease.
 type seen struct {
-	leader string
-	term   uint64
-	state  string
-	value  string
+	leader   string
+	term     uint64
+	state    string
+	value    string
+	priority int
 }
 
 // see reports one look at the election; it returns the errors that end
@@ -303,7 +308,7 @@ func (w *watcher) see(rec election.Record, err error) error {
 		return nil
 	}
 	w.lastErr = ""
-	s := seen{term: rec.Term, state: state(rec)}
+	s := seen{term: rec.Term, state: state(rec), priority: rec.Priority}
 	if rec.Live() {
 		s.leader, s.value = rec.ID, rec.Value
 	}
@@ -317,12 +322,12 @@ func (w *watcher) see(rec election.Record, err error) error {
 	at := now.Format(time.RFC3339Nano)
 	if w.enc != nil {
 		return w.enc.Encode(event{Event: "leader", Election: w.name, Term: s.term, Time: at,
-			Leader: &s.leader, Value: s.value, State: s.state})
+			Leader: &s.leader, Priority: &s.priority, Value: s.value, State: s.state})
 	}
 	leader := "(none)"
 	if rec.Live() {
 		leader = printable(s.leader)
 	}
-	_, err = fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s value=%s\n", at, leader, s.term, s.state, printable(s.value))
+	_, err = fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s priority=%d value=%s\n", at, leader, s.term, s.state, s.priority, printable(s.value))
 	return err
 }

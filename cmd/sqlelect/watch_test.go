@@ -81,8 +81,8 @@ func TestWatchProclaim(t *testing.T) {
 		got = append(got, rest)
 	}
 	want := []string{
-		fmt.Sprintf("leader=lib-1 term=%d state=live value=10.0.0.1:80", term),
-		fmt.Sprintf("leader=lib-1 term=%d state=live value=%q", term, proclaimed),
+		fmt.Sprintf("leader=lib-1 term=%d state=live priority=0 value=10.0.0.1:80", term),
+		fmt.Sprintf("leader=lib-1 term=%d state=live priority=0 value=%q", term, proclaimed),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("watch printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -39,11 +39,12 @@
 // when the test or the code under test ends it; a health check is never
 // cut off by a deadline of its own, and nothing runs it but Elect,
 // SetLeader and CheckHealth), other candidates (each Fake is one
-// candidate; SetLeader names the others), the elector's own health
-// (election.HealthzHandler answers "ok" for a fake and StatusHandler's JSON
-// leaves healthy out and says wedged false), and the database (Fenced runs
-// fn in a transaction of the *sql.DB given to SetDB, or with a nil *sql.Tx
-// without one).
+// candidate; SetLeader names the others, with priority 0, and this
+// candidate never asks for leadership by Config.Priority, which only shows
+// in its own records), the elector's own health (election.HealthzHandler
+// answers "ok" for a fake and StatusHandler's JSON leaves healthy out and
+// says wedged false), and the database (Fenced runs fn in a transaction of
+// the *sql.DB given to SetDB, or with a nil *sql.Tx without one).
 //
 // The driving methods (Elect, SetLeader, Depose, CheckHealth) are carried
 // out on the goroutine running Run, like the real backends' changes: they
@@ -482,7 +483,7 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value = f.value
+			r.Value, r.Priority = f.value, f.cfg.Priority
 		}
 	}
 	f.record = r

@@ -170,7 +170,7 @@ func TestDriving(t *testing.T) {
 }
 
 func TestLeaderRecord(t *testing.T) {
-	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second})
+	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second, Priority: 7})
 	if _, err := f.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Fatalf("Leader() before anyone leads: %v, want ErrNoLeader", err)
 	}
@@ -179,7 +179,7 @@ func TestLeaderRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err := f.Leader(ctx)
-	if err != nil || rec.ID != "me" || rec.Term != term || rec.Value != "10.0.0.1:80" || !rec.Live() ||
+	if err != nil || rec.ID != "me" || rec.Term != term || rec.Value != "10.0.0.1:80" || rec.Priority != 7 || !rec.Live() ||
 		rec.Lease != 3*time.Second || rec.Election != "e-test" || rec.Backend != electionfake.Backend {
 		t.Fatalf("Leader() = %+v, %v", rec, err)
 	}
@@ -190,7 +190,7 @@ func TestLeaderRecord(t *testing.T) {
 	if err != nil || other <= term {
 		t.Fatalf("SetLeader: term %d, %v; want above %d", other, err, term)
 	}
-	if rec, err := f.Leader(ctx); err != nil || rec.ID != "other" || rec.Value != "" {
+	if rec, err := f.Leader(ctx); err != nil || rec.ID != "other" || rec.Value != "" || rec.Priority != 0 {
 		t.Fatalf("Leader() = %+v, %v", rec, err)
 	}
 }

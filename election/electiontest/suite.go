@@ -85,6 +85,10 @@ func Run(t *testing.T, s Suite) {
 		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
 		{"ProclaimSeenByFollower", testProclaim},
 		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
+		{"PreferredRestartRegainsOnce", testPreferredRestartRegainsOnce},
+		{"EqualPrioritiesNeverPingPong", testEqualPrioritiesNeverPingPong},
+		{"PreferenceOutlastsOperatorTransfer", testPreferenceOutlastsOperator},
+		{"SchemaWithoutPriorityRefused", testSchemaWithoutPriority},
 		{"CallbackContract", func(t *testing.T, s Suite) { RunContract(t, s.driver) }},
 		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
 		{"FlappingHealthCheckOneLeader", testFlappingHealth},
@@ -460,10 +464,16 @@ func (r *recorder) callbacks(id string) election.Callbacks {
 // sawValue reports whether candidate by's OnLeaderChanged saw leader
 // publish value.
 func (r *recorder) sawValue(by, leader, value string) bool {
+	return r.saw(by, func(rec election.Record) bool { return rec.ID == leader && rec.Value == value })
+}
+
+// saw reports whether candidate by's OnLeaderChanged saw a record that ok
+// accepts.
+func (r *recorder) saw(by string, ok func(election.Record) bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, rec := range r.changes {
-		if r.changedFor[i] == by && rec.ID == leader && rec.Value == value {
+		if r.changedFor[i] == by && ok(rec) {
 			return true
 		}
 	}

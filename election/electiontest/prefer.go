@@ -1,0 +1,164 @@
+package electiontest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+)
+
+// tenure is the suite's PreferenceTenure: short, so that several tenures
+// fit in a test, and longer than a handover.
+const tenure = 300 * time.Millisecond
+
+// withPriority sets a candidate's priority and the suite's tenure.
+func withPriority(p int) func(*election.Config) {
+	return func(cfg *election.Config) { cfg.Priority, cfg.PreferenceTenure = p, tenure }
+}
+
+// watchRequests polls the election's row until the test ends and counts
+// the looks that found a planned change pending (transfer_to set on a live
+// row): a follower's request, since the tests make no other.
+func (c *cluster) watchRequests() *atomic.Int64 {
+	var n atomic.Int64
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if rec, err := election.Status(ctx, c.admin, "", c.name); err == nil && rec.Transfer {
+				n.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	c.t.Cleanup(func() { cancel(); <-done })
+	return &n
+}
+
+// recordedStart waits until m's current leadership has been recorded (its
+// OnElected runs in a goroutine of its own, after IsLeader turned true) and
+// returns when it began.
+func (c *cluster) recordedStart(m *member) time.Time {
+	c.t.Helper()
+	deadline := time.Now().Add(handoverBound)
+	for {
+		for _, iv := range c.rec.elections() {
+			if iv.id == m.id && iv.end.IsZero() {
+				return iv.start
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s leads but its OnElected was not called within %v", m.id, handoverBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// testPreferredRestartRegainsOnce: A (priority 2) leads, B (priority 1)
+// follows; A stops and B takes over; A starts again (a restart, same ID)
+// and gets leadership back once B has led for the tenure, by a planned
+// transfer (B's OnDemoted says transferred, A leads without a lock delay);
+// then nothing changes for several tenures, and B never asks.
+func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	a := c.start("node-a", withPriority(2), nil)
+	c.waitFor(takeoverBound, func(m *member) bool { return m == a }, a.id)
+	b := c.start("node-b", withPriority(1), nil)
+	time.Sleep(2 * RetryInterval) // B follows
+	if err := c.stop(a); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(takeoverBound, func(m *member) bool { return m == b }, b.id)
+	bStart := c.recordedStart(b)
+	a = c.start("node-a", withPriority(2), nil)
+	c.waitFor(tenure+RenewInterval+handoverBound, func(m *member) bool { return m == a }, a.id)
+	back := c.checkHandedTo(b, a, bStart.Add(time.Microsecond))
+	t.Logf("%s led again %v after %s took over (tenure %v)", a.id, back.Round(time.Millisecond), b.id, tenure)
+	if back < tenure-20*time.Millisecond {
+		t.Errorf("%s got leadership back %v after %s took over, before the tenure %v", a.id, back, b.id, tenure)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if rec, err := a.e.Leader(ctx); err != nil || rec.ID != a.id || rec.Priority != 2 || rec.Acquired != "transferred" {
+		t.Errorf("record after the preferred candidate came back: %+v, %v; want %s, priority 2, acquired transferred", rec, err, a.id)
+	}
+	for _, by := range []string{a.id, b.id} {
+		if !c.rec.saw(by, func(r election.Record) bool { return r.ID == a.id && r.Priority == 2 }) {
+			t.Errorf("%s's OnLeaderChanged never saw %s lead with priority 2", by, a.id)
+		}
+	}
+	requests := c.watchRequests()
+	n := len(c.rec.elections())
+	time.Sleep(4 * tenure)
+	if ivs := c.rec.elections(); len(ivs) != n || !a.e.IsLeader() {
+		t.Errorf("%d leaderships after %v of quiet, want %d, with %s leading", len(ivs), 4*tenure, n, a.id)
+	}
+	if r := requests.Load(); r != 0 {
+		t.Errorf("the row had a request pending at %d looks; %s (lower priority) asked", r, b.id)
+	}
+}
+
+// testEqualPrioritiesNeverPingPong: candidates of equal priority never ask
+// one another (the hysteresis: a request needs a strictly higher
+// priority), and a follower of lower priority never asks: over several
+// tenures the leader does not change and no request is written.
+func testEqualPrioritiesNeverPingPong(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	for _, id := range []string{"node-1", "node-2", "node-3"} {
+		c.start(id, withPriority(5), nil)
+	}
+	l := c.leaderRecorded()
+	c.start("node-low", withPriority(3), nil)
+	requests := c.watchRequests()
+	time.Sleep(5 * tenure)
+	if ivs := c.rec.elections(); len(ivs) != 1 || !l.e.IsLeader() {
+		t.Errorf("%d leaderships among equal priorities, want 1 (%s's)", len(ivs), l.id)
+	}
+	if r := requests.Load(); r != 0 {
+		t.Errorf("the row had a request pending at %d looks; want none", r)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if rec, err := l.e.Leader(ctx); err != nil || rec.Priority != 5 {
+		t.Errorf("record: %+v, %v; want priority 5", rec, err)
+	}
+}
+
+// testSchemaWithoutPriority: a table of a schema version before priority
+// (migration 5) is refused with ErrSchemaMismatch.
+func testSchemaWithoutPriority(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	if _, err := c.admin.ExecContext(c.ctx, "ALTER TABLE service_election DROP COLUMN priority"); err != nil {
+		t.Fatal(err)
+	}
+	c.wantRunError(c.start("node-1", nil, nil), election.ErrSchemaMismatch, 5*time.Second)
+}
+
+// testPreferenceOutlastsOperator: an operator's transfer from the preferred
+// leader A to B (lower priority) holds for B's tenure; then A asks and gets
+// leadership back, by a planned transfer.
+func testPreferenceOutlastsOperator(t *testing.T, s Suite) {
+	c := newCluster(t, s, true)
+	a := c.start("node-a", withPriority(2), nil)
+	c.waitFor(takeoverBound, func(m *member) bool { return m == a }, a.id)
+	b := c.start("node-b", withPriority(1), nil)
+	time.Sleep(2 * RetryInterval) // B follows
+	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, b.id); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(RenewInterval+handoverBound, func(m *member) bool { return m == b }, b.id)
+	bStart := c.recordedStart(b)
+	// A, which handed over, sits out the transfer window and two retry
+	// intervals (400 ms here) before it looks again: it asks after that
+	// or after B's tenure, whichever ends later.
+	sitOut := transferWindow + 2*RetryInterval
+	c.waitFor(max(tenure, sitOut)+RenewInterval+handoverBound, func(m *member) bool { return m == a }, a.id)
+	back := c.checkHandedTo(b, a, bStart.Add(time.Microsecond))
+	t.Logf("%s led again %v after the operator's transfer to %s (tenure %v)", a.id, back.Round(time.Millisecond), b.id, tenure)
+	if back < tenure-20*time.Millisecond {
+		t.Errorf("%s asked %v after %s took over, before the tenure %v", a.id, back, b.id, tenure)
+	}
+}

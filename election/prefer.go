@@ -1,0 +1,66 @@
+package election
+
+import (
+	"context"
+	"time"
+)
+
+// preferSQL is a follower's request for leadership by preference on table
+// tbl (quoted): it sets transfer_to to the follower (:me) on the row it saw
+// (term :term), only while that row is still live and held by another
+// candidate, no planned change is pending, the holder's priority is lower
+// than the follower's (:priority), and the holder has led for the
+// follower's tenure (:tenure milliseconds) by the database clock. One
+// statement decides, under the row lock, so the follower's view of the row
+// (read a moment before) only saves it the statement when it would change
+// nothing. The holder sees the request at its next renewal and hands over
+// as for RequestTransfer (see candidate.handOver).
+func preferSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET transfer_to = :me
+WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND NOT ` + expiredSQL + `
+  AND transfer_to IS NULL AND priority < :priority
+  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= NOW(6)`
+}
+
+// tenure is how long the record's term has lasted by the database clock
+// when it was read: the database's NOW(6) then (the last renewal plus the
+// lease, less what was left of it) minus the start of the term.
+func (r Record) tenure() time.Duration {
+	return r.LastRenewal.Add(r.Lease - r.LeaseLeft).Sub(r.Since)
+}
+
+// prefer asks the leader of seen, the record a look at the election just
+// read, to hand over to this candidate when its Priority is higher than the
+// leader's and the leader has led for PreferenceTenure; it returns the wait
+// before the next look, wait or less (when the tenure ends sooner, so that
+// the request is not a retry interval late). It writes nothing unless the
+// request may be granted: never with Priority 0, never to a leader whose
+// priority is at least this candidate's, never while a planned change is
+// pending (so at most once per look, and once per leadership: the leader
+// acts on it at its next renewal). An error is counted and logged; the
+// next look tries again.
+func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
+	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer {
+		return wait
+	}
+	if left := c.cfg.PreferenceTenure - seen.tenure(); left > 0 {
+		return min(wait, left+time.Millisecond)
+	}
+	c.step()
+	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	send := c.cfg.Clock.Now()
+	asked, err := c.b.prefer(qctx, seen)
+	cancel()
+	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.log.Debug("asking for leadership by priority failed", "err", err)
+		}
+	case asked:
+		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
+			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
+		c.metrics().preferred(c.cfg.Name)
+	}
+	return wait
+}
