@@ -109,6 +109,7 @@ type candidate struct {
 	leadEnd     time.Time // the leadership's deadline as last set
 	sitOutUntil time.Time // do not campaign before this instant (after resigning)
 	seen        Record    // last observed holder (ID empty when none)
+	askedTerm   uint64    // the term prefer last asked to hand over (never asked twice)
 	value       string    // the value published: cfg.Value, or what Proclaim set
 	cancelLead  context.CancelFunc
 	leadDone    chan struct{} // closed when OnElected (and the watchdog) returned

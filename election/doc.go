@@ -237,8 +237,14 @@
 //	UPDATE service_election SET transfer_to = :me
 //	WHERE anchor = :name AND term = :term_seen AND service_id <> :me
 //	  AND released = 0 AND NOT expired AND transfer_to IS NULL
-//	  AND priority < :priority
+//	  AND priority < :priority AND acquired <> 'operator'
 //	  AND term_started_at + INTERVAL :tenure_ms * 1000 MICROSECOND <= NOW(6)
+//
+// It asks a term once (a holder still waiting out its lock delay gives the
+// row up without acting on a request, which clears it and keeps the term),
+// and never asks about an operator's assignment (Assume) that its
+// candidate has not claimed yet: nobody would act on the request, and the
+// operator's choice would be lost to the row's expiry.
 //
 // That is an operator's request (RequestTransfer) made by the follower: the
 // leader acts on it at its next renewal, through the existing hand-over

@@ -10,7 +10,10 @@ import (
 // (term :term), only while that row is still live and held by another
 // candidate, no planned change is pending, the holder's priority is lower
 // than the follower's (:priority), and the holder has led for the
-// follower's tenure (:tenure milliseconds) by the database clock. One
+// follower's tenure (:tenure milliseconds) by the database clock, and the
+// row is not an operator's assignment its candidate has yet to claim
+// (acquired 'operator': nobody would act on a request, and the operator's
+// choice would be lost to the row's expiry). One
 // statement decides, under the row lock, so the follower's view of the row
 // (read a moment before) only saves it the statement when it would change
 // nothing. The holder sees the request at its next renewal and hands over
@@ -18,7 +21,7 @@ import (
 func preferSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :me
 WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND NOT ` + expiredSQL + `
-  AND transfer_to IS NULL AND priority < :priority
+  AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
   AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= NOW(6)`
 }
 
@@ -36,11 +39,16 @@ func (r Record) tenure() time.Duration {
 // the request is not a retry interval late). It writes nothing unless the
 // request may be granted: never with Priority 0, never to a leader whose
 // priority is at least this candidate's, never while a planned change is
-// pending (so at most once per look, and once per leadership: the leader
-// acts on it at its next renewal). An error is counted and logged; the
-// next look tries again.
+// pending, never twice of the same term (a holder that gives the row up
+// without acting on the request, one still waiting out its lock delay,
+// clears the request and keeps the term: asking again would write at every
+// look), and never of a row an operator assigned that its candidate has
+// not claimed yet (acquired "operator"). So it asks at most once per look,
+// and once per leadership. An error is counted and logged; the next look
+// tries again.
 func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
-	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer {
+	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
+		seen.Acquired == "operator" || seen.Term == c.askedTerm {
 		return wait
 	}
 	if left := c.cfg.PreferenceTenure - seen.tenure(); left > 0 {
@@ -58,6 +66,7 @@ func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 			c.log.Debug("asking for leadership by priority failed", "err", err)
 		}
 	case asked:
+		c.askedTerm = seen.Term
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
 			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
 		c.metrics().preferred(c.cfg.Name)

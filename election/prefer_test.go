@@ -41,6 +41,7 @@ func TestPreferAsksOnlyWhenItMayBeGranted(t *testing.T) {
 		{"an expired row", 2, with(leader(1, time.Hour), func(r *Record) { r.LeaseLeft = 0 }), false, wait},
 		{"a row naming this candidate", 2, with(leader(1, time.Hour), func(r *Record) { r.ID = "me" }), false, wait},
 		{"no row", 2, Record{Election: "unit"}, false, wait},
+		{"an operator's assignment not claimed yet", 2, with(leader(1, time.Hour), func(r *Record) { r.Acquired = "operator" }), false, wait},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,5 +61,34 @@ func TestPreferAsksOnlyWhenItMayBeGranted(t *testing.T) {
 				t.Errorf("wait %v, want %v", got, tc.wait)
 			}
 		})
+	}
+}
+
+// TestPreferAsksATermOnce: a follower that asked a term to hand over does
+// not ask it again (a holder still waiting out its lock delay gives the row
+// up without acting on the request: the request is cleared and the term
+// stays); it asks the next term.
+func TestPreferAsksATermOnce(t *testing.T) {
+	dbNow := time.Unix(1_800_000_000, 0).UTC()
+	seen := Record{Election: "unit", ID: "other", Term: 7, Priority: 1, Since: dbNow.Add(-time.Hour),
+		LastRenewal: dbNow.Add(-100 * time.Millisecond), Lease: time.Second, LeaseLeft: 900 * time.Millisecond}
+	cfg, err := Config{Name: "unit", ID: "me", Priority: 2, PreferenceTenure: time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBackend{}
+	c := newCandidate(cfg, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		c.prefer(ctx, seen, time.Second)
+	}
+	if len(b.prefers) != 1 {
+		t.Fatalf("%d requests of term 7 in 3 looks, want 1", len(b.prefers))
+	}
+	seen.Term = 8
+	c.prefer(ctx, seen, time.Second)
+	if len(b.prefers) != 2 {
+		t.Fatalf("%d requests after term 8 was seen, want 2", len(b.prefers))
 	}
 }
