@@ -343,7 +343,7 @@ func TestStatusWatch(t *testing.T) {
 	}
 
 	// One line per change: c1, maybe (none) between, c2, (none) released, deleted.
-	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+) priority=\d+ value=(\S+)$`)
+	re := regexp.MustCompile(`^(\S+) leader=(\S+) term=(\d+) state=(\S+) priority=(?:\d+|-) value=(\S+)$`)
 	var leaders []string
 	for _, l := range w.lines(false) {
 		m := re.FindStringSubmatch(l)

@@ -202,14 +202,16 @@ the first at once:
 
 TIME is when the change was seen (RFC 3339, UTC). leader is (none) when
 nobody holds a live lease; STATE is live, expired, released, or deleted
-(the row is gone, e.g. after reelect); P is the holder's --priority; VALUE
-is - when empty or when nobody leads (quoted when it has spaces). --json
+(the row is gone, e.g. after reelect); P is the holder's --priority (- when
+nobody leads); VALUE is - when empty or when nobody leads (quoted when it
+has spaces). --json
 prints each change as a JSON line instead, the leader event of campaign
 without id, with the state:
 
   {"event":"leader","election":E,"term":T,"time":TIME,"leader":ID,"value":V,"state":STATE,"priority":P}
 
-(leader "" when nobody leads; value left out when empty). Runs until SIGINT
+(leader "" and priority left out when nobody leads; value left out when
+empty). Runs until SIGINT
 or SIGTERM (exit 0; 130, or 143 for SIGTERM, when the signal came before
 the first line). Database errors while watching are reported on stderr and
 retried. --interval is at least 10ms. Exit code 6 when ELECTION has no row
@@ -308,26 +310,31 @@ func (w *watcher) see(rec election.Record, err error) error {
 		return nil
 	}
 	w.lastErr = ""
-	s := seen{term: rec.Term, state: state(rec), priority: rec.Priority}
+	s := seen{term: rec.Term, state: state(rec)}
 	if rec.Live() {
-		s.leader, s.value = rec.ID, rec.Value
+		s.leader, s.value, s.priority = rec.ID, rec.Value, rec.Priority
 	}
 	if errors.Is(err, election.ErrNoSuchElection) {
 		s.state = "deleted"
 	}
-	if w.last != nil && s.leader == w.last.leader && s.term == w.last.term && s.value == w.last.value {
+	if w.last != nil && s.leader == w.last.leader && s.term == w.last.term && s.value == w.last.value &&
+		s.priority == w.last.priority {
 		return nil
 	}
 	w.last = &s
 	at := now.Format(time.RFC3339Nano)
 	if w.enc != nil {
-		return w.enc.Encode(event{Event: "leader", Election: w.name, Term: s.term, Time: at,
-			Leader: &s.leader, Priority: &s.priority, Value: s.value, State: s.state})
+		ev := event{Event: "leader", Election: w.name, Term: s.term, Time: at,
+			Leader: &s.leader, Value: s.value, State: s.state}
+		if rec.Live() {
+			ev.Priority = &s.priority // left out when nobody leads, as in campaign's
+		}
+		return w.enc.Encode(ev)
 	}
-	leader := "(none)"
+	leader, priority := "(none)", "-"
 	if rec.Live() {
-		leader = printable(s.leader)
+		leader, priority = printable(s.leader), strconv.Itoa(s.priority)
 	}
-	_, err = fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s priority=%d value=%s\n", at, leader, s.term, s.state, s.priority, printable(s.value))
+	_, err = fmt.Fprintf(w.out, "%s leader=%s term=%d state=%s priority=%s value=%s\n", at, leader, s.term, s.state, priority, printable(s.value))
 	return err
 }
