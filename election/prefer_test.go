@@ -45,14 +45,7 @@ func TestPreferAsksOnlyWhenItMayBeGranted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Config{Name: "unit", ID: "me", Priority: tc.priority, PreferenceTenure: tenure}.withDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := &fakeBackend{}
-			c := newCandidate(cfg, b)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
+			c, b, ctx := preferCandidate(t, tc.priority, tenure)
 			got := c.prefer(ctx, tc.seen, wait)
 			if asked := len(b.prefers) == 1; asked != tc.ask || len(b.prefers) > 1 {
 				t.Errorf("%d requests, want ask=%v", len(b.prefers), tc.ask)
@@ -72,14 +65,7 @@ func TestPreferAsksATermOnce(t *testing.T) {
 	dbNow := time.Unix(1_800_000_000, 0).UTC()
 	seen := Record{Election: "unit", ID: "other", Term: 7, Priority: 1, Since: dbNow.Add(-time.Hour),
 		LastRenewal: dbNow.Add(-100 * time.Millisecond), Lease: time.Second, LeaseLeft: 900 * time.Millisecond}
-	cfg, err := Config{Name: "unit", ID: "me", Priority: 2, PreferenceTenure: time.Second}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &fakeBackend{}
-	c := newCandidate(cfg, b)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	c, b, ctx := preferCandidate(t, 2, time.Second)
 	for range 3 {
 		c.prefer(ctx, seen, time.Second)
 	}
@@ -91,4 +77,19 @@ func TestPreferAsksATermOnce(t *testing.T) {
 	if len(b.prefers) != 2 {
 		t.Fatalf("%d requests after term 8 was seen, want 2", len(b.prefers))
 	}
+}
+
+// preferCandidate is candidate "me" of election "unit" with the given
+// priority and tenure on a fake backend, and a context for its calls that
+// ends with the test (5 s at most).
+func preferCandidate(t *testing.T, priority int, tenure time.Duration) (*candidate, *fakeBackend, context.Context) {
+	t.Helper()
+	cfg, err := Config{Name: "unit", ID: "me", Priority: priority, PreferenceTenure: tenure}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBackend{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return newCandidate(cfg, b), b, ctx
 }
