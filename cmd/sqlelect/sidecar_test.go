@@ -207,10 +207,11 @@ func TestSidecarHTTP(t *testing.T) {
 	if code, body := get(ctx, addrs[lead], "/leader"); code != 0 {
 		t.Errorf("%s exited, yet /leader answers %d %q", lead, code, body)
 	}
+	// /leader follows IsLeader, which turns true as the lease is taken,
+	// just before OnElected prints the elected line; and the line reaches
+	// this test through a pipe. So wait for both rather than order them.
 	waitHTTP(t, ctx, addrs[other], "/leader", 200)
-	if !hasEvent(procs[other].events(false), "elected", "") {
-		t.Errorf("%s answers 200 on /leader before its elected event", other)
-	}
+	waitFor(t, ctx, other+" elected", func() bool { return hasEvent(procs[other].events(false), "elected", "") })
 }
 
 // TestHealthCmdHandsOver: a leader whose --health-cmd fails hands over
