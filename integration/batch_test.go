@@ -55,16 +55,19 @@ type batchFleet struct {
 // The fleet's timings. 600 candidates under the race detector on a 2-core
 // machine, with other test packages running beside them, can stall for over
 // a second (a CI run saw a leader miss a 1.2 s renew deadline at steady
-// state): the deadlines leave room for that, the interval keeps transfers
-// quick.
+// state): the deadlines leave room for that. The renew interval is each
+// test's: at 200 ms, 600 race-instrumented candidates alone keep most of a
+// core busy, and a run beside other suites still missed a 4 s deadline;
+// the large fleet renews every second, the small one every 200 ms to keep
+// transfers quick.
 const (
 	fleetLease         = 6 * time.Second
 	fleetRenewDeadline = 4 * time.Second
-	fleetRenewInterval = 200 * time.Millisecond
 	fleetQueryTimeout  = 2 * time.Second
 )
 
-func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
+// startFleet starts n elections × k processes renewing every interval.
+func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *batchFleet {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &batchFleet{cancel: cancel, errs: make(chan error, n*k)}
@@ -93,7 +96,7 @@ func startFleet(t *testing.T, dsn string, n, k int) *batchFleet {
 			e, err := election.NewTable(db, election.Config{
 				Name: name, ID: fmt.Sprintf("proc-%d", p), Batcher: b,
 				LeaseDuration: fleetLease, RenewDeadline: fleetRenewDeadline,
-				RenewInterval: fleetRenewInterval, RetryInterval: fleetRenewInterval,
+				RenewInterval: interval, RetryInterval: interval,
 				QueryTimeout: fleetQueryTimeout, DisableLockDelay: true,
 				Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
 					mu.Lock()
@@ -187,8 +190,8 @@ func TestBatcherManyElections(t *testing.T) {
 		return q
 	}
 
-	const n, k = 200, 3
-	f := startFleet(t, dsn, n, k)
+	const n, k, interval = 200, 3, time.Second
+	f := startFleet(t, dsn, n, k, interval)
 	f.waitAllLed(t, 30*time.Second)
 	base := f.elected()
 
@@ -200,7 +203,7 @@ func TestBatcherManyElections(t *testing.T) {
 		t.Errorf("leadership changed at steady state")
 	}
 	perSec := (q1 - q0) / t1.Sub(t0).Seconds()
-	unbatched := float64(n*k) / fleetRenewInterval.Seconds()
+	unbatched := float64(n*k) / interval.Seconds()
 	t.Logf("%d elections x %d candidates: %.0f statements/s on the server (one statement per heartbeat would be about %.0f/s)", n, k, perSec, unbatched)
 
 	// Lock one election's row for longer than the renew deadline: only that
@@ -242,8 +245,8 @@ func TestBatcherTransfer(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	admin := testdb.Open(t, dsn)
-	const n, k = 40, 2
-	f := startFleet(t, dsn, n, k)
+	const n, k, interval = 40, 2, 200 * time.Millisecond
+	f := startFleet(t, dsn, n, k, interval)
 	f.waitAllLed(t, 30*time.Second)
 	ls := f.leaders()
 	start := time.Now()
@@ -267,7 +270,7 @@ func TestBatcherTransfer(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d transfers done 5s after the requests (renew interval %v)", done, len(want), fleetRenewInterval)
+			t.Fatalf("%d of %d transfers done 5s after the requests (renew interval %v)", done, len(want), interval)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
