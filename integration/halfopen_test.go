@@ -96,14 +96,18 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 				partition()
 			}
 			wait("the network cut", cut, 5*time.Second)
+			cutAt := time.Now()
 			stood := make(chan struct{})
 			go func() { <-demoted; close(stood) }()
 			wait("standing down in the partition", stood, 2*time.Second)
+			t.Logf("stood down %v after the cut", time.Since(cutAt).Round(time.Millisecond))
 			time.Sleep(time.Second) // Run tries its statements on half-open connections
 			p.Blackhole(false)
+			healed := time.Now()
 			again := make(chan struct{})
 			go func() { <-elected; close(again) }()
 			wait("leading again after the network healed", again, 5*time.Second)
+			t.Logf("leading again %v after the network healed", time.Since(healed).Round(time.Millisecond))
 		})
 	}
 }
