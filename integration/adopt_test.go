@@ -411,6 +411,17 @@ func TestAdoptRecipeHazard(t *testing.T) {
 	time.Sleep(time.Second)
 	f.stop("sqlelect-1") // resigns: released = 1
 	f.waitLeader(ctx, 2*recipeTimeout+2*time.Second, isRecipe)
+	// Start sqlelect-2 just after one of recipe-2's polls: it takes the
+	// released row at its first look, a few milliseconds later, and
+	// recipe-2 believes it leads until its next poll, a recipe interval
+	// after the last. Started at a random moment instead, the takeover
+	// could land between recipe-2's poll and sqlelect-2's OnElected (which
+	// records the belief), and no overlap would show.
+	for last := f.b.lastRenewal("recipe-2"); f.b.lastRenewal("recipe-2").Equal(last); time.Sleep(time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatal("recipe-2 stopped polling")
+		}
+	}
 	f.candidate("sqlelect-2")
 	f.waitLeader(ctx, 2*recipeTimeout, isSqlelect)
 	time.Sleep(2 * recipeInterval)

@@ -50,6 +50,9 @@ type batchFleet struct {
 	cancel  context.CancelFunc
 	errs    chan error
 	elected func() map[string]int // OnElected calls per election
+	// running returns how many elections have exactly one leadership whose
+	// OnElected has started and whose OnDemoted has not been called.
+	running func() int
 }
 
 // The fleet's timings. 600 candidates under the race detector on a 2-core
@@ -83,7 +86,7 @@ func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *bat
 		f.names = append(f.names, fmt.Sprintf("shard-%04d", i))
 	}
 	var mu sync.Mutex
-	counts := map[string]int{}
+	counts, demoted := map[string]int{}, map[string]int{}
 	for p := range k {
 		db := testdb.Open(t, dsn)
 		db.SetMaxOpenConns(8)
@@ -98,11 +101,18 @@ func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *bat
 				LeaseDuration: fleetLease, RenewDeadline: fleetRenewDeadline,
 				RenewInterval: interval, RetryInterval: interval,
 				QueryTimeout: fleetQueryTimeout, DisableLockDelay: true,
-				Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
-					mu.Lock()
-					counts[name]++
-					mu.Unlock()
-				}},
+				Callbacks: election.Callbacks{
+					OnElected: func(context.Context, uint64) {
+						mu.Lock()
+						counts[name]++
+						mu.Unlock()
+					},
+					OnDemoted: func(election.Demotion) {
+						mu.Lock()
+						demoted[name]++
+						mu.Unlock()
+					},
+				},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -126,6 +136,17 @@ func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *bat
 			out[k] = v
 		}
 		return out
+	}
+	f.running = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for name, c := range counts {
+			if c-demoted[name] == 1 {
+				n++
+			}
+		}
+		return n
 	}
 	return f
 }
@@ -170,6 +191,20 @@ func (f *batchFleet) waitAllLed(t *testing.T, within time.Duration) {
 	}
 }
 
+// waitCallbacks waits until every election's OnElected has caught up with
+// the leaders IsLeader shows: OnElected runs in a goroutine of its own,
+// started after IsLeader turned true, so a count read as soon as
+// waitAllLed returns may miss the last few. Call it after waitAllLed.
+func (f *batchFleet) waitCallbacks(t *testing.T, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); f.running() != len(f.names); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d elections have one running leadership by the callbacks %v after every one had a leader",
+				f.running(), len(f.names), within)
+		}
+	}
+}
+
 // TestBatcherManyElections: 200 elections with 3 candidates in 3 processes
 // sharing a Batcher each: every election gets one leader and keeps it; a
 // row locked by another transaction only affects its own election.
@@ -193,6 +228,7 @@ func TestBatcherManyElections(t *testing.T) {
 	const n, k, interval = 200, 3, time.Second
 	f := startFleet(t, dsn, n, k, interval)
 	f.waitAllLed(t, 30*time.Second)
+	f.waitCallbacks(t, 5*time.Second)
 	base := f.elected()
 
 	q0, t0 := status(), time.Now()

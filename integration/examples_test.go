@@ -347,6 +347,22 @@ func TestExamplesHTTPService(t *testing.T) {
 		}
 	}
 
+	// The leader writes once every --work-every (500 ms) from its
+	// OnElected, which starts after /api/leader-check turned 200: wait for
+	// its first fenced write, so that the handover below has writes of two
+	// terms to show whatever the scheduling.
+	db := testdb.Open(t, dsn)
+	jobsBy := func(who string) int {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM app_jobs WHERE who = ?", who).Scan(&n); err != nil {
+			t.Logf("counting app_jobs: %v", err)
+		}
+		return n
+	}
+	if !pollUntil(ctx, 5*time.Second, func() bool { return jobsBy(leader.id) > 0 }) {
+		t.Fatalf("%s wrote no row into app_jobs within 5 s of leading", leader.id)
+	}
+
 	// SIGTERM the leader: it stops serving, resigns, and another httpReplica
 	// answers 200 within 1 s.
 	var rest []httpReplica
@@ -383,10 +399,11 @@ func TestExamplesHTTPService(t *testing.T) {
 		t.Errorf("new leader's /api/status: %s", body)
 	}
 
-	// Let the new leader write for a while, then check the fenced writes:
-	// every term is one replica's, and the terms never interleave.
-	time.Sleep(1200 * time.Millisecond)
-	db := testdb.Open(t, dsn)
+	// Let the new leader write (at least twice), then check the fenced
+	// writes: every term is one replica's, and the terms never interleave.
+	if !pollUntil(ctx, 5*time.Second, func() bool { return jobsBy(next.id) >= 2 }) {
+		t.Errorf("%s wrote fewer than 2 rows into app_jobs within 5 s of leading", next.id)
+	}
 	rows, err := db.QueryContext(ctx, "SELECT term, who FROM app_jobs ORDER BY id")
 	if err != nil {
 		t.Fatal(err)

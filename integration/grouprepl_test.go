@@ -337,6 +337,8 @@ func (r *grRun) check() chaos.Result {
 	r.errNums.mu.Unlock()
 	r.t.Logf("%s (%s backend): %d leaderships, heartbeat errors %v (by MySQL error number: %s):\n\t%s",
 		r.name, r.backend, len(res.Intervals), r.errorCounts(), nums, strings.Join(lines, "\n\t"))
+	r.t.Logf("%s: closest to the liveness bound: a leader %v after %s (bound %v)",
+		r.name, res.Margins.NextLeader.Round(time.Millisecond), res.Margins.NextLeaderAfter, bound)
 	return res
 }
 

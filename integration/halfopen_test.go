@@ -38,16 +38,31 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			}
 			var e election.Election
 			var once sync.Once
+			var cutAt time.Time        // when the network was cut; read after cut is closed
 			cut := make(chan struct{}) // closed when the network was cut
-			partition := func() { once.Do(func() { p.Blackhole(true); close(cut) }) }
+			partition := func() { once.Do(func() { cutAt = time.Now(); p.Blackhole(true); close(cut) }) }
 
-			var demoted, elected = make(chan election.Reason, 4), make(chan uint64, 4)
+			// The callbacks' events, timed: each wait below looks for one
+			// after the step it follows, so that an event from before
+			// (a lease lost to a slow machine before the cut, say) cannot
+			// answer for it, and a callback never blocks on a full channel.
+			type event struct {
+				kind string // elected, demoted
+				at   time.Time
+			}
+			var mu sync.Mutex
+			var events []event
+			note := func(kind string) {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, event{kind, time.Now()})
+			}
 			e, err := tc.new(db, election.Config{
 				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond,
 				RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond,
 				Callbacks: election.Callbacks{
 					OnElected: func(ctx context.Context, term uint64) {
-						elected <- term
+						note("elected")
 						for tc.fenced && ctx.Err() == nil {
 							// A transaction in flight when the connection goes
 							// half-open must not keep OnElected, and Run, waiting.
@@ -62,7 +77,7 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 						}
 						<-ctx.Done()
 					},
-					OnDemoted: func(d election.Demotion) { demoted <- d.Reason },
+					OnDemoted: func(election.Demotion) { note("demoted") },
 				},
 			})
 			if err != nil {
@@ -80,30 +95,41 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 					t.Error("Run did not return within 10s of its context's end")
 				}
 			})
-			wait := func(what string, ch <-chan struct{}, within time.Duration) {
+			// waitFor waits for the first event of kind at or after from,
+			// and returns how long after from it came.
+			waitFor := func(what, kind string, from time.Time, within time.Duration) time.Duration {
 				t.Helper()
-				select {
-				case <-ch:
-				case <-time.After(within):
-					t.Fatalf("%s: not within %v", what, within)
+				for deadline := time.Now().Add(within); ; time.Sleep(5 * time.Millisecond) {
+					mu.Lock()
+					for _, ev := range events {
+						if ev.kind == kind && !ev.at.Before(from) {
+							mu.Unlock()
+							return ev.at.Sub(from)
+						}
+					}
+					mu.Unlock()
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: not within %v", what, within)
+					}
 				}
 			}
-			first := make(chan struct{})
-			go func() { <-elected; close(first) }()
-			wait("first election", first, 10*time.Second)
+			waitFor("first election", "elected", time.Time{}, 10*time.Second)
 
 			if !tc.fenced {
 				partition()
 			}
-			wait("the network cut", cut, 5*time.Second)
-			stood := make(chan struct{})
-			go func() { <-demoted; close(stood) }()
-			wait("standing down in the partition", stood, 2*time.Second)
+			select {
+			case <-cut:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the network cut: not within 5s")
+			}
+			d := waitFor("standing down in the partition", "demoted", cutAt, 2*time.Second)
+			t.Logf("stood down %v after the cut", d.Round(time.Millisecond))
 			time.Sleep(time.Second) // Run tries its statements on half-open connections
+			healed := time.Now()
 			p.Blackhole(false)
-			again := make(chan struct{})
-			go func() { <-elected; close(again) }()
-			wait("leading again after the network healed", again, 5*time.Second)
+			d = waitFor("leading again after the network healed", "elected", healed, 5*time.Second)
+			t.Logf("leading again %v after the network healed", d.Round(time.Millisecond))
 		})
 	}
 }

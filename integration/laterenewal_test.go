@@ -59,7 +59,14 @@ func TestLateRenewalDoesNotReviveLeadership(t *testing.T) {
 	go func() { done <- e.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(2 * lease)
-	for !e.IsLeader() {
+	// Leading, and OnElected ran (it starts in a goroutine of its own
+	// after IsLeader turned true).
+	elected := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) > 0
+	}
+	for !e.IsLeader() || !elected() {
 		if time.Now().After(deadline) {
 			t.Fatal("not elected")
 		}
@@ -70,22 +77,31 @@ func TestLateRenewalDoesNotReviveLeadership(t *testing.T) {
 	// The next renewal: as it leaves, the leader's clock jumps past the
 	// deadline of its last renewal (sent about ri before this one) but not
 	// past the deadline this renewal would set.
-	jumped := make(chan bool, 1)
+	// The events are counted in the hook, before the renewal reaches the
+	// server: once the hook returns, the answer can come back and be acted
+	// on (a demotion, a new leadership) before this goroutine runs again.
+	type jump struct {
+		leading bool
+		n       int // events before the renewal
+	}
+	jumped := make(chan jump, 1)
 	p.On([]byte("ON DUPLICATE KEY UPDATE"), func() {
 		clock.off.Add(int64(rd - ri/2))
-		jumped <- e.IsLeader()
+		mu.Lock()
+		n := len(events)
+		mu.Unlock()
+		jumped <- jump{e.IsLeader(), n}
 	})
+	var n int
 	select {
-	case leading := <-jumped:
-		if leading {
+	case j := <-jumped:
+		if j.leading {
 			t.Fatal("IsLeader true past the deadline")
 		}
+		n = j.n
 	case <-time.After(5 * time.Second):
 		t.Fatal("no renewal")
 	}
-	mu.Lock()
-	n := len(events)
-	mu.Unlock()
 	// Until the renewal's answer has been processed and well after: the
 	// leader may lead again only as a new leadership, after a demotion.
 	for end := time.Now().Add(ri); time.Now().Before(end); time.Sleep(time.Millisecond) {

@@ -237,6 +237,38 @@ type Result struct {
 	FencedRejected int
 	// Errors sums the candidates' last stats (heartbeat errors by kind).
 	Errors map[string]float64
+	// Margins says how close the run came to the bounds it is checked
+	// against, violated or not.
+	Margins Margins
+}
+
+// Margins is how close a run came to the checker's bounds: a bound that a
+// run on an idle machine approaches will be crossed on a busy one, so the
+// suite reports them with every run.
+type Margins struct {
+	// NextLeader is the longest time from the end of a fault (its start,
+	// for the kinds of Config.FromStart) to the election of the next
+	// leader, over the faults the leader did not survive (Config.Bound);
+	// NextLeaderAfter names that fault.
+	NextLeader      time.Duration
+	NextLeaderAfter string
+	// FencedLate is the most a fenced write's NOW(6) came after the end
+	// of its writer's leadership (Config.FenceSlack); zero or less when
+	// none came after.
+	FencedLate time.Duration
+	// Stall is the longest time a running candidate that was not
+	// SIGSTOPped went without a heartbeat, as its stats records show
+	// (Config.StuckAfter; they come every 500 ms while it beats).
+	Stall time.Duration
+}
+
+// merge keeps the larger of each margin.
+func (m *Margins) merge(o Margins) {
+	if o.NextLeader > m.NextLeader {
+		m.NextLeader, m.NextLeaderAfter = o.NextLeader, o.NextLeaderAfter
+	}
+	m.FencedLate = max(m.FencedLate, o.FencedLate)
+	m.Stall = max(m.Stall, o.Stall)
 }
 
 // Failed reports whether any guarantee was broken.
@@ -417,6 +449,9 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			if out.Next != nil {
 				out.Failover = out.Next.Start.Sub(f.Time)
 				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound))
+				if d := out.Next.Start.Sub(end); d > res.Margins.NextLeader {
+					res.Margins.NextLeader, res.Margins.NextLeaderAfter = d, fmt.Sprintf("%s (from its %s)", f.Kind, from)
+				}
 			}
 			if !out.Recovered {
 				msg := fmt.Sprintf("no leader within %v after the %s of fault %s", cfg.Bound, from, f.Kind)
@@ -429,7 +464,7 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 		res.Faults = append(res.Faults, out)
 	}
 
-	checkStuck(cfg, recs, last, violate)
+	res.Margins.Stall = checkStuck(cfg, recs, last, violate)
 
 	// Count each violation against the fault in progress.
 	for _, v := range res.Violations {
@@ -461,8 +496,12 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	for _, iv := range ivs {
 		byKey[fmt.Sprintf("%s/%d", iv.ID, iv.Term)] = iv
 	}
+	res.Margins.FencedLate = -time.Hour
 	for i, w := range ws {
 		iv := byKey[fmt.Sprintf("%s/%d", w.Who, w.Term)]
+		if iv != nil {
+			res.Margins.FencedLate = max(res.Margins.FencedLate, w.At.Sub(iv.End))
+		}
 		switch {
 		case iv == nil:
 			violate("fence", fmt.Sprintf("%s: %s never led term %d", w, w.Who, w.Term), w)
@@ -482,6 +521,9 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			violate("fence", fmt.Sprintf("writes of terms interleave: term %d after term %d", w.Term, ws[i-1].Term), ws[i-1], w)
 		}
 	}
+	if res.Margins.FencedLate == -time.Hour {
+		res.Margins.FencedLate = 0
+	}
 	return res
 }
 
@@ -493,14 +535,15 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // checkStuck reports candidates whose Run hung (see the package comment);
-// recs are sorted by time, last is the last record's time.
-func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) {
+// recs are sorted by time, last is the last record's time. It returns the
+// longest stall it saw, a stuck one or not (Margins.Stall).
+func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (longest time.Duration) {
 	after := cfg.StuckAfter
 	if after <= 0 {
 		after = cfg.Bound
 	}
 	if after <= 0 {
-		return
+		return 0
 	}
 	type life struct {
 		progress time.Time // the last time its beats advanced
@@ -534,6 +577,9 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 		return false
 	}
 	stall := func(id string, l *life, to time.Time, ev Record) {
+		if l.tracked && !stopped(id, l.progress, to) {
+			longest = max(longest, to.Sub(l.progress))
+		}
 		if l.tracked && to.Sub(l.progress) > after && !stopped(id, l.progress, to) {
 			v := violate("stuck", fmt.Sprintf("%s made no heartbeat for %v (more than %v) while running", id,
 				to.Sub(l.progress).Round(time.Millisecond), after), l.lastBeat, ev)
@@ -597,6 +643,7 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 			}
 		}
 	}
+	return longest
 }
 
 // kindSigstopName is the fault kind during which a candidate is frozen.
@@ -661,6 +708,7 @@ func CheckElections(cfg Config, recs []Record, writes []Write, names []string) R
 		res.Writes += r.Writes
 		res.FencedOK += r.FencedOK
 		res.FencedRejected += r.FencedRejected
+		res.Margins.merge(r.Margins)
 	}
 	return res
 }

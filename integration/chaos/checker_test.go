@@ -370,3 +370,48 @@ func TestCheckElections(t *testing.T) {
 		t.Errorf("one election: %d writes, want 1", one.Writes)
 	}
 }
+
+func TestCheckMargins(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		statsRec("a", 1, 100),
+		statsRec("a", 2, 900), // 800 ms without a heartbeat
+		faultRec("kill9", 1000, 1000),
+		{Event: "killed", ID: "a", Time: at(1000)}, // leads until 2000
+		elected("b", 11, 2600),                     // 1.6 s after the kill
+		faultRec("resign", 4000, 4100),
+		demoted("b", 11, 4010, 4005),
+		elected("c", 12, 4120), // 20 ms after the resign ended
+		demoted("c", 12, 6000, 6000),
+		{Event: "run_end", Time: at(6000)},
+	}
+	writes := []Write{
+		{1, 10, "a", at(1990), ""}, // 10 ms before a's end
+		{2, 11, "b", at(4030), ""}, // 25 ms after b's end: within the slack
+	}
+	r := Check(cfg, recs, writes)
+	wantKinds(t, r, "")
+	want := Margins{NextLeader: 1600 * time.Millisecond, NextLeaderAfter: "kill9 (from its end)",
+		FencedLate: 25 * time.Millisecond, Stall: 800 * time.Millisecond}
+	if r.Margins != want {
+		t.Errorf("margins %+v, want %+v", r.Margins, want)
+	}
+	// None after: the latest write's lead over its leadership's end.
+	if r := Check(cfg, recs, writes[:1]); r.Margins.FencedLate != -10*time.Millisecond {
+		t.Errorf("fenced late %v, want -10ms", r.Margins.FencedLate)
+	}
+	// Several elections: the larger of each.
+	in := func(e string, r Record) Record { r.Election = e; return r }
+	recs = []Record{
+		in("e1", elected("a", 10, 0)),
+		in("e2", elected("a", 20, 0)),
+		faultRec("kill9", 1000, 1000),
+		{Event: "killed", ID: "a", Time: at(1000)},
+		in("e1", elected("b", 11, 2600)),
+		in("e2", elected("b", 21, 4000)), // 3 s after the kill
+		{Event: "run_end", Time: at(6000)},
+	}
+	if r := CheckElections(cfg, recs, nil, []string{"e1", "e2"}); r.Margins.NextLeader != 3*time.Second {
+		t.Errorf("merged margins %+v, want the next leader 3s after the kill", r.Margins)
+	}
+}

@@ -580,9 +580,9 @@ func (c *cluster) finish(admin *sql.DB) Result {
 			c.t.Errorf("%s: candidate %s: %s", c.label, r.Event, r)
 		}
 	}
-	summary.add(c.label, res)
-	one := &summaryTable{runs: []summaryRun{{backend: c.label, res: res}}}
-	c.t.Logf("%s: summary\n%s", c.label, one)
+	summary.add(c.label, res, c.tm.checkerConfig())
+	one := &summaryTable{runs: []summaryRun{{backend: c.label, res: res, cfg: c.tm.checkerConfig()}}}
+	c.t.Logf("%s: summary\n%s\n%s", c.label, one, one.margins())
 	c.t.Logf("%s: %d leaderships, %d terms checked, %d faults, %d fenced writes (%d rejected), heartbeat errors %v",
 		c.label, len(res.Intervals), res.TermsChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors)
 	return res

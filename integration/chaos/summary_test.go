@@ -25,18 +25,46 @@ type summaryTable struct {
 type summaryRun struct {
 	backend string
 	res     Result
+	cfg     Config // what res was checked against
 }
 
-func (s *summaryTable) add(backend string, res Result) {
+func (s *summaryTable) add(backend string, res Result, cfg Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.runs = append(s.runs, summaryRun{backend: backend, res: res})
+	s.runs = append(s.runs, summaryRun{backend: backend, res: res, cfg: cfg})
 }
 
 func (s *summaryTable) empty() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.runs) == 0
+}
+
+// margins renders a table of how close each run came to the checker's
+// bounds (Result.Margins), each with its bound: the values a bound must
+// leave room for on a busy machine.
+func (s *summaryTable) margins() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "backend\tnext leader after a fault (bound)\tafter\tfenced write after its leadership (slack)\tlongest heartbeat stall (stuck after)")
+	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	for _, run := range s.runs {
+		m, cfg := run.res.Margins, run.cfg
+		stuck := cfg.StuckAfter
+		if stuck <= 0 {
+			stuck = cfg.Bound
+		}
+		after := m.NextLeaderAfter
+		if after == "" {
+			after = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s (%s)\t%s\t%s (%s)\t%s (%s)\n", run.backend, r(m.NextLeader), r(cfg.Bound), after,
+			r(m.FencedLate), r(cfg.FenceSlack), r(m.Stall), r(stuck))
+	}
+	w.Flush()
+	return b.String()
 }
 
 // String renders two tables: faults per backend and kind with the failover
@@ -131,6 +159,7 @@ func printSummary() {
 	}
 	s := summary.String()
 	fmt.Printf("\nsqlelect chaos summary (failover: from the fault's start to the next leader's election; late: no leader within the bound after the fault ended)\n\n%s\n", s)
+	fmt.Printf("closest to the bounds (the largest value of each run; a bound a run comes near on an idle machine may be crossed on a busy one):\n\n%s\n", summary.margins())
 	if path := os.Getenv(EnvSummary); path != "" {
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "writing %s: %v\n", path, err)
