@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/election"
 )
 
@@ -58,9 +59,26 @@ func (c *cluster) assume(ctx context.Context, db *sql.DB, id string) (string, er
 		_, err := election.Assume(ctx, db, "", c.name, id)
 		return "assume " + id, err
 	}
-	_, err := db.ExecContext(ctx,
+	err := operatorExec(ctx, db,
 		"REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))", c.name, id)
 	return "replace " + id, err
+}
+
+// operatorExec runs an operator's plain-SQL statement (REPLACE, DELETE,
+// the transfer UPDATE) as RELIABILITY.md advises on a certification-based
+// cluster, and as Assume and Reelect do: a write conflict (Galera's and
+// Group Replication's 1213, Group Replication's 3101 and 1180) changed
+// nothing, so it is tried again, three tries in all.
+func operatorExec(ctx context.Context, db *sql.DB, query string, args ...any) error {
+	var err error
+	for range 3 {
+		_, err = db.ExecContext(ctx, query, args...)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1213 && me.Number != 3101 && me.Number != 1180 {
+			return err
+		}
+	}
+	return err
 }
 
 // reelect forces a re-election with election.Reelect or a DELETE.
@@ -72,7 +90,7 @@ func (c *cluster) reelect(ctx context.Context, db *sql.DB) (string, error) {
 		}
 		return "reelect", err
 	}
-	_, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", c.name)
+	err := operatorExec(ctx, db, "DELETE FROM service_election WHERE anchor = ?", c.name)
 	return "delete", err
 }
 

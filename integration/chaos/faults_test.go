@@ -93,7 +93,7 @@ func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 			_, err := election.Assume(ctx, admin(), "", c.name, target)
 			return "assume " + target, err
 		}
-		_, err := admin().ExecContext(ctx,
+		err := operatorExec(ctx, admin(),
 			"REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))", c.name, target)
 		return "replace " + target, err
 	}
@@ -108,7 +108,7 @@ func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 			_, err := election.Reelect(ctx, admin(), "", c.name)
 			return "reelect", err
 		}
-		_, err := admin().ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", c.name)
+		err := operatorExec(ctx, admin(), "DELETE FROM service_election WHERE anchor = ?", c.name)
 		return "delete", err
 	}
 }
@@ -170,7 +170,7 @@ func (c *cluster) request(db *sql.DB, to string) (string, error) {
 		}
 		return what, err
 	}
-	_, err := db.ExecContext(ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, c.name)
+	err := operatorExec(ctx, db, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, c.name)
 	return what + " (SQL)", err
 }
 
