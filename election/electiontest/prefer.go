@@ -2,6 +2,7 @@ package electiontest
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +68,9 @@ func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
 	a := c.start("node-a", withPriority(2), nil)
 	c.waitFor(takeoverBound, func(m *member) bool { return m == a }, a.id)
 	b := c.start("node-b", withPriority(1), nil)
-	time.Sleep(2 * RetryInterval) // B follows
+	// B follows: it saw A lead with priority 2 (a fixed sleep here let a
+	// slow start of B's campaign miss A altogether).
+	c.awaitSaw(b, a.id+" lead with priority 2", takeoverBound, func(r election.Record) bool { return r.ID == a.id && r.Priority == 2 })
 	if err := c.stop(a); err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +88,13 @@ func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
 	if rec, err := a.e.Leader(ctx); err != nil || rec.ID != a.id || rec.Priority != 2 || rec.Acquired != "transferred" {
 		t.Errorf("record after the preferred candidate came back: %+v, %v; want %s, priority 2, acquired transferred", rec, err, a.id)
 	}
-	for _, by := range []string{a.id, b.id} {
-		if !c.rec.saw(by, func(r election.Record) bool { return r.ID == a.id && r.Priority == 2 }) {
-			t.Errorf("%s's OnLeaderChanged never saw %s lead with priority 2", by, a.id)
-		}
+	// Both see the restarted A lead its new term with priority 2: A before
+	// it leads, B at its next look, which after handing over comes once
+	// the transfer window and two retry intervals are over.
+	aTerm := a.e.Term()
+	for _, by := range []*member{a, b} {
+		c.awaitSaw(by, a.id+" lead term "+strconv.FormatUint(aTerm, 10)+" with priority 2", transferWindow+2*RetryInterval+handoverBound,
+			func(r election.Record) bool { return r.ID == a.id && r.Term == aTerm && r.Priority == 2 })
 	}
 	requests := c.watchRequests()
 	n := len(c.rec.elections())
@@ -145,7 +151,8 @@ func testPreferenceOutlastsOperator(t *testing.T, s Suite) {
 	a := c.start("node-a", withPriority(2), nil)
 	c.waitFor(takeoverBound, func(m *member) bool { return m == a }, a.id)
 	b := c.start("node-b", withPriority(1), nil)
-	time.Sleep(2 * RetryInterval) // B follows
+	// B follows, so that it takes the row within the transfer window.
+	c.awaitSaw(b, a.id+" lead", takeoverBound, func(r election.Record) bool { return r.ID == a.id })
 	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, b.id); err != nil {
 		t.Fatal(err)
 	}
