@@ -50,6 +50,33 @@ func (c *cluster) leaderRecorded() *member {
 	return l
 }
 
+// awaitSaw waits until by's OnLeaderChanged has seen a record that ok
+// accepts (a follower sees a change at its next look, not at once) and
+// fails the test after within.
+func (c *cluster) awaitSaw(by *member, what string, within time.Duration, ok func(election.Record) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for !c.rec.saw(by.id, ok) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s's OnLeaderChanged did not see %s within %v", by.id, what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaitFollowing waits until each of ms but l (the leader) has seen l lead
+// its current term, so that it is running its campaign and looking at the
+// election: a transfer to it is taken within the transfer window.
+func (c *cluster) awaitFollowing(ms []*member, l *member) {
+	c.t.Helper()
+	term := l.e.Term()
+	for _, m := range ms {
+		if m != l {
+			c.awaitSaw(m, l.id+" lead", takeoverBound, func(r election.Record) bool { return r.ID == l.id && r.Term == term })
+		}
+	}
+}
+
 // checkHandedTo checks that the leadership of old ended with
 // ReasonTransferred and that the next one, begun after t0, is want's (any
 // member but old when want is nil), and returns its delay after t0.
@@ -84,6 +111,7 @@ func testTransferToLiveTarget(t *testing.T, s Suite) {
 	ms := c.startN(3)
 	old := c.leaderRecorded()
 	target := other(ms, old)
+	c.awaitFollowing(ms, old) // a target not looking yet may miss its window
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -194,6 +222,7 @@ func testOperatorRequests(t *testing.T, s Suite) {
 			var target *member
 			if tc.transfer {
 				target = other(ms, old)
+				c.awaitFollowing(ms, old) // a target not looking yet may miss its window
 			}
 			start := time.Now()
 			if err := tc.request(c, idOf(target)); err != nil {
