@@ -191,7 +191,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	mustRun(t, ctx, "", 0, "help", "run")
-	if r := mustRun(t, ctx, "", 0, "version"); !strings.HasPrefix(r.stdout, "sqlelect devel") {
+	if r := mustRun(t, ctx, "", 0, "version"); !strings.HasPrefix(r.stdout, "sqlelect v0.1.0-devel") {
 		t.Errorf("version: %q", r.stdout)
 	}
 	mustRun(t, ctx, "", exitUsage)

@@ -584,32 +584,43 @@ func (c *cli) version(cmd *command, args []string) error {
 	return nil
 }
 
-// buildVersion is the module version, or devel for a build from a checkout
-// (with the VCS revision when Go recorded it).
+// release is the version of this source tree: the CHANGELOG's newest entry.
+const release = "v0.1.0"
+
+// buildVersion is the module version when the binary was built from a
+// module (go install …@v0.1.0), else release-devel with the VCS revision and
+// commit time when Go recorded them (a build from a checkout).
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
+	if ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
+	var rev, at, dirty string
+	if ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "+dirty"
+				}
 			}
 		}
 	}
+	v := release + "-devel"
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
 	if rev != "" {
-		return "devel-" + rev + dirty
+		v += "+" + rev + dirty
 	}
-	return "devel"
+	if at != "" {
+		v += " " + at
+	}
+	return v
 }
