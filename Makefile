@@ -8,9 +8,11 @@ SHELL := /bin/sh
 
 # Where internal/mysqld looks for a server binary, after PATH.
 SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
-# Debian/Ubuntu packages for a local test server, and for `go test -race` (cgo).
+# Debian/Ubuntu packages for a local test server, for `go test -race` (cgo),
+# and promtool, which checks and unit-tests the alerting rules in monitoring/.
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
+PROMTOOL_PKGS := prometheus
 # For the Galera tests (a 2- and 3-node cluster on loopback) and for
 # TestGaleraClockOffset (libfaketime offsets one node's clock). Installed by
 # deps when missing and it can (root, apt-get); otherwise those tests skip,
@@ -22,7 +24,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps test test-matrix test-short demo build chaos chaos-short bench ci
+.PHONY: all deps monitoring-test test test-matrix test-short demo build chaos chaos-short bench ci
 
 all: build
 
@@ -46,6 +48,7 @@ deps:
 	fi; \
 	cc="$$($(GO) env CC)"; \
 	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
+	command -v promtool >/dev/null 2>&1 || need="$$need $(PROMTOOL_PKGS)"; \
 	optional=""; \
 	[ -e /usr/lib/galera/libgalera_smm.so ] && command -v rsync >/dev/null 2>&1 || optional=" $(GALERA_PKGS)"; \
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || optional="$$optional $(FAKETIME_PKGS)"; \
@@ -67,6 +70,9 @@ deps:
 		case "$$need" in *gcc*) \
 			echo "deps: no C compiler ($$cc), needed by go test -race (Debian/Ubuntu: sudo apt-get install -y gcc libc6-dev)." >&2;; \
 		esac; \
+		case "$$need" in *prometheus*) \
+			echo "deps: no promtool, needed to test monitoring/ (Debian/Ubuntu: sudo apt-get install -y prometheus)." >&2;; \
+		esac; \
 		exit 1; \
 	fi; \
 	echo "deps: apt-get install$$need"; \
@@ -85,10 +91,17 @@ deps:
 # toxiproxy). Targets that cover everything run in both.
 MODULES := . integration
 
-test: deps
+test: deps monitoring-test
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
 		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...); done
+
+# monitoring-test checks the alerting rules and runs their unit tests
+# (monitoring/sqlelect-alerts_test.yml) with promtool; the Go test in
+# monitoring/ checks that the rules and the dashboard name exported series.
+monitoring-test: deps
+	@echo "== monitoring: promtool"
+	@cd monitoring && promtool check rules sqlelect-alerts.yml && promtool test rules sqlelect-alerts_test.yml
 
 # The servers test-matrix runs on (internal/mysqld, $$SQLELECT_TEST_SERVER):
 # the host's MariaDB 10.11, Oracle MySQL 9.7 (Debian sid) and MariaDB 11.8
@@ -150,7 +163,7 @@ demo: deps
 	$(GO) run ./examples/demo
 
 build:
-	$(GO) build -o bin/sqlelect ./cmd/sqlelect
+	$(GO) build -buildvcs=auto -o bin/sqlelect ./cmd/sqlelect
 
 CHAOS_ROUNDS ?= 8
 # CHAOS_FAULTS, when set, injects only the fault kinds it names, e.g.

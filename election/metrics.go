@@ -144,7 +144,16 @@ func (m *Metrics) add(c *candidate) {
 	m.mu.Lock()
 	m.candidates[c] = struct{}{}
 	m.mu.Unlock()
+	// Every labelled series users alert on exists at 0 from the start, so
+	// that increase() and rate() see the first change: each reason, and
+	// each kind errorKind returns plus lease_lost.
 	m.changes.WithLabelValues(c.cfg.Name, "elected")
+	for _, r := range []Reason{ReasonResigned, ReasonLeaseLost, ReasonDeposed, ReasonError, ReasonUnhealthy, ReasonTransferred} {
+		m.changes.WithLabelValues(c.cfg.Name, string(r))
+	}
+	for _, k := range []string{"timeout", "connection", "deadlock", "lock_wait", "server", "access", "schema", "lease_lost"} {
+		m.errors.WithLabelValues(c.cfg.Name, k)
+	}
 	if c.cfg.HealthCheck != nil {
 		m.health.WithLabelValues(c.cfg.Name)
 	}

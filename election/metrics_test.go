@@ -170,8 +170,10 @@ func TestMetricsElectionRenewalDemotion(t *testing.T) {
 		s.want(t, tRenewDeadline.Seconds(), "sqlelect_lease_remaining_seconds", name)
 		s.want(t, 0, "sqlelect_last_renewal_age_seconds", name)
 		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=elected")
-		if s["sqlelect_heartbeat_errors_total"] != nil {
-			t.Errorf("heartbeat errors before any failed: %v", s["sqlelect_heartbeat_errors_total"])
+		for _, m := range s["sqlelect_heartbeat_errors_total"].GetMetric() {
+			if m.GetCounter().GetValue() != 0 {
+				t.Errorf("heartbeat errors before any failed: %v", m)
+			}
 		}
 
 		// The gauges follow the clock between heartbeats.
@@ -312,6 +314,13 @@ func TestMetricsFollowerFromTheStart(t *testing.T) {
 		s.want(t, 0, "sqlelect_term", name)
 		s.want(t, 0, "sqlelect_lease_remaining_seconds", name)
 		s.want(t, 0, "sqlelect_leadership_changes_total", name, "reason=elected")
+		// Every series the shipped alerts (monitoring/) use exists at 0.
+		for _, r := range []string{"resigned", "lease_lost", "deposed", "error", "unhealthy", "transferred"} {
+			s.want(t, 0, "sqlelect_leadership_changes_total", name, "reason="+r)
+		}
+		for _, k := range []string{"timeout", "connection", "deadlock", "lock_wait", "server", "access", "schema", "lease_lost"} {
+			s.want(t, 0, "sqlelect_heartbeat_errors_total", name, "kind="+k)
+		}
 		if s["sqlelect_last_renewal_age_seconds"] != nil {
 			t.Errorf("last renewal age served before any renewal")
 		}

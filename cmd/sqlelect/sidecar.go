@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sqlelect/sqlelect/election"
@@ -77,7 +78,8 @@ func listenSidecar(metricsAddr, httpAddr string) (*sidecar, error) {
 			return nil, err
 		}
 		s.reg, s.m = prometheus.NewRegistry(), election.NewMetrics()
-		s.reg.MustRegister(s.m)
+		s.reg.MustRegister(s.m, collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		s.metrics.mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	}
 	switch {

@@ -207,7 +207,8 @@ func TestSidecarHTTP(t *testing.T) {
 		}
 	}
 	code, body := get(ctx, addrs["c1"], "/metrics")
-	if code != 200 || !strings.Contains(body, `sqlelect_leader{election="`+name+`"} `) {
+	if code != 200 || !strings.Contains(body, `sqlelect_leader{election="`+name+`"} `) ||
+		!strings.Contains(body, "\ngo_goroutines ") || !strings.Contains(body, "\nprocess_start_time_seconds ") {
 		t.Errorf("c1 /metrics on the --http-addr: %d\n%s", code, body)
 	}
 	if code, _ := get(ctx, addrs["c2"], "/metrics"); code != 404 {
