@@ -72,6 +72,7 @@ func (e *subError) Unwrap() error { return e.parent }
 // MySQL and MariaDB error numbers the package classifies.
 const (
 	erAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR
+	erAccessDeniedNoPass   = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (unix_socket / auth_socket users over TCP)
 	erDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR
 	erTableAccessDenied    = 1142 // ER_TABLEACCESS_DENIED_ERROR
 	erColumnAccessDenied   = 1143 // ER_COLUMNACCESS_DENIED_ERROR
@@ -129,7 +130,7 @@ func serverCause(err error) error {
 		return ErrTableMissing
 	case erBadDB:
 		return ErrUnknownDatabase
-	case erAccessDenied, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied, erSpecificAccessDenied:
+	case erAccessDenied, erAccessDeniedNoPass, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied, erSpecificAccessDenied:
 		return ErrAccessDenied
 	case erBadField:
 		return ErrSchemaMismatch

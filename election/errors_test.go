@@ -52,6 +52,8 @@ func TestClassify(t *testing.T) {
 		want     string
 	}{
 		{server(1045, "Access denied for user 'x'"), ErrAccessDenied, "election: access denied: Error 1045 (42000): Access denied for user 'x'"},
+		// A unix_socket or auth_socket user connecting over TCP.
+		{server(1698, "Access denied for user 'root'@'localhost'"), ErrAccessDenied, "election: access denied: Error 1698 (42000): Access denied for user 'root'@'localhost'"},
 		{server(1142, "DELETE command denied"), ErrAccessDenied, "election: access denied: Error 1142 (42000): DELETE command denied"},
 		{server(1146, "Table 'a.b' doesn't exist"), ErrTableMissing, "election: table missing (run `sqlelect migrate up`): Error 1146 (42000): Table 'a.b' doesn't exist"},
 		{server(1049, "Unknown database 'a'"), ErrUnknownDatabase, "election: unknown database: Error 1049 (42000): Unknown database 'a'"},

@@ -114,6 +114,9 @@ type campaignFlags struct {
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 	priority                                      int
 	preferenceTenure                              time.Duration
+	// set reports whether a flag was given (pflag's Changed), for flags
+	// whose empty or zero value would otherwise quietly mean the default.
+	set func(name string) bool
 }
 
 func (f *campaignFlags) register(fs *pflag.FlagSet) {
@@ -122,8 +125,13 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", "table", "`backend`: table (a heartbeat row) or lock (GET_LOCK)")
 	fs.DurationVar(&f.lease, "lease", 0, "lease recorded with each renewal, at least 100ms (default 15s, or 3/2 of --renew-deadline)")
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", 0, "stand down this long after the last successful renewal; less than --lease (default 2/3 of --lease)")
-	fs.DurationVar(&f.renew, "renew", 0, "time between the leader's renewals; less than --renew-deadline (default 1/5 of --renew-deadline)")
-	fs.DurationVar(&f.retry, "retry", 0, "time between a follower's looks (default 2/15 of --lease)")
+	fs.DurationVar(&f.renew, "renew-interval", 0, "time between the leader's renewals; less than --renew-deadline (default 1/5 of --renew-deadline)")
+	fs.DurationVar(&f.retry, "retry-interval", 0, "time between a follower's looks (default 2/15 of --lease)")
+	// The names before they matched Config's fields, kept as aliases.
+	fs.DurationVar(&f.renew, "renew", 0, "alias of --renew-interval")
+	fs.DurationVar(&f.retry, "retry", 0, "alias of --retry-interval")
+	_ = fs.MarkHidden("renew")
+	_ = fs.MarkHidden("retry")
 	fs.DurationVar(&f.lockDelay, "lock-delay", 0, "wait before leading a row this candidate created or was given; at least --renew-deadline (default --lease)")
 	fs.StringVar(&f.value, "value", "", "`value` published in the row while leading, e.g. an address")
 	fs.IntVar(&f.priority, "priority", 0, "leadership preference `N`, 0 to 1000: a follower of higher priority asks the leader to hand over to it, "+
@@ -136,6 +144,27 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 		"while it fails (non-zero exit, or no exit within its bound) this candidate hands leadership over and does not campaign, "+
 		"e.g. 'curl -fsS http://127.0.0.1:8080/ready'")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	f.set = func(name string) bool { return fs.Changed(name) }
+}
+
+// checkGiven refuses flags given with an empty or zero value, which would
+// otherwise mean the default: --lease 0 is a mistake, not a request for 15s.
+func (f *campaignFlags) checkGiven() error {
+	for _, d := range []struct {
+		name string
+		zero bool
+	}{
+		{"id", f.id == ""}, {"health-cmd", f.healthCmd == ""},
+		{"lease", f.lease == 0}, {"renew-deadline", f.renewDeadline == 0}, {"lock-delay", f.lockDelay == 0},
+		{"renew-interval", f.renew == 0}, {"renew", f.renew == 0},
+		{"retry-interval", f.retry == 0}, {"retry", f.retry == 0},
+		{"preference-tenure", f.preferenceTenure == 0},
+	} {
+		if d.zero && f.set(d.name) {
+			return failf(exitUsage, "--%s is empty or zero: give a value, or leave the flag out for the default", d.name)
+		}
+	}
+	return nil
 }
 
 // config checks the flags and builds the election config (without
@@ -145,6 +174,9 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return election.Config{}, nil, failf(exitUsage, "--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	if err := f.checkGiven(); err != nil {
+		return election.Config{}, nil, err
 	}
 	if f.backend != "table" && f.backend != "lock" {
 		return election.Config{}, nil, failf(exitUsage, "--backend %q: want table or lock", f.backend)

@@ -792,6 +792,21 @@ func TestErrors(t *testing.T) {
 		{"no --yes: reelect", dsn, []string{"reelect", known}, exitUsage, "use --yes"},
 		{"no --yes: assume", dsn, []string{"assume", known, "y"}, exitUsage, "use --yes"},
 		{"too many args", dsn, []string{"status", "a", "b"}, exitUsage, "too many"},
+		// Papercuts found by trying sqlelect as a new user would (issue 23).
+		{"empty name: status", dsn, []string{"status", ""}, exitUsage, "election name \"\""},
+		{"empty name: watch", dsn, []string{"watch", ""}, exitUsage, "election name \"\""},
+		{"URL as DSN", "mysql://root:" + secret + "@tcp(127.0.0.1:3306)/db", []string{"status"}, exitUsage,
+			"the DSN is a URL (mysql://…); sqlelect takes a go-sql-driver/mysql DSN, user:pass@tcp(host:3306)/db?param=value: here root:***@tcp(127.0.0.1:3306)/db"},
+		{"unknown DSN parameter", dsn + "&no_such_var=1", []string{"status"}, exitUsage, "no_such_var"},
+		{"DSN without tcp()", "root@127.0.0.1:3306/db", []string{"status"}, exitUsage, "must be written as tcp(host:port)"},
+		{"DSN timeout", dsn + "&timeout=abc", []string{"status"}, exitUsage, "the DSN's timeout=abc is not a duration"},
+		{"--lease 0", dsn, []string{"campaign", name, "--lease", "0"}, exitUsage, "--lease is empty or zero"},
+		{"--retry 0", dsn, []string{"campaign", name, "--retry", "0s"}, exitUsage, "--retry is empty or zero"},
+		{"--id ''", dsn, []string{"campaign", name, "--id", ""}, exitUsage, "--id is empty or zero"},
+		{"--health-cmd ''", dsn, []string{"run", name, "--health-cmd", "", "--", "true"}, exitUsage, "--health-cmd is empty or zero"},
+		{"--renew-interval as Config names it", dsn, []string{"campaign", name, "--lease", "2s", "--renew-deadline", "1s", "--renew-interval", "1s"}, exitUsage,
+			"renew interval 1s"},
+		{"migrate force past the latest", dsn, []string{"migrate", "force", "99", "--yes"}, exitUsage, "knows versions up to"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,14 @@ func TestDSNRefusesJDBCOptions(t *testing.T) {
 		{"u:p@tcp(127.0.0.1:3306)/app?allowPublicKeyRetrieval=true", "allowPublicKeyRetrieval is a JDBC option"},
 		{"u:p@tcp(127.0.0.1:3306)/app?useSSL=false", "use tls="},
 		{"u:p@tcp(127.0.0.1:3306)/app?serverTimezone=UTC", "loc=UTC"},
+		// golang-migrate's URL, and a plain URL: say what to pass instead.
+		{"mysql://u:secret@tcp(127.0.0.1:3306)/app", "is a URL (mysql://…); sqlelect takes a go-sql-driver/mysql DSN, user:pass@tcp(host:3306)/db?param=value: here u:***@tcp(127.0.0.1:3306)/app"},
+		{"mysql://u:secret@db.example:3306/app?tls=true", "here u:***@tcp(db.example:3306)/app?tls=true"},
+		{"mariadb://db/app", "is a URL (mariadb://…)"},
+		// An address without tcp(), and a duration that is not one.
+		{"u:p@127.0.0.1:3306/app", "must be written as tcp(host:port)"},
+		{"u:p@tcp(127.0.0.1:3306)/app?timeout=abc", "the DSN's timeout=abc is not a duration"},
+		{"u:p@tcp(127.0.0.1:3306)/app?readTimeout=5", "the DSN's readTimeout=5 is not a duration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.dsn, func(t *testing.T) {

@@ -309,13 +309,15 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 	if dsn == "" {
 		return nil, "", failf(exitUsage, "no database: set --dsn or %s (e.g. user:pass@tcp(127.0.0.1:3306)/app)", envDSN)
 	}
+	if err := checkURL(dsn); err != nil {
+		return nil, "", err
+	}
 	if err := checkTimeZone(dsn); err != nil {
 		return nil, "", err
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		// The driver's messages start with "invalid DSN" and never quote it.
-		return nil, "", &exitErr{code: exitUsage, err: err}
+		return nil, "", dsnError(dsn, err)
 	}
 	if err := checkJDBCParams(cfg); err != nil {
 		return nil, "", err
@@ -335,6 +337,58 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 		cfg.Params["time_zone"] = "'+00:00'"
 	}
 	return cfg, shown, nil
+}
+
+// dsnURL matches a URL (mysql://user:pass@host:port/db?params), the form
+// golang-migrate's CLI and many other tools take, which the driver parses
+// as a user named after the scheme.
+var dsnURL = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+
+// dsnForm is how a DSN is written, for error messages.
+const dsnForm = "user:pass@tcp(host:3306)/db?param=value"
+
+// checkURL refuses a DSN written as a URL (mysql://…), the form
+// golang-migrate's CLI and many other tools take: the driver would take the
+// scheme for the user name ("Access denied for user 'mysql'"). The error
+// shows the DSN to pass instead, password hidden.
+func checkURL(dsn string) error {
+	if !dsnURL.MatchString(dsn) {
+		return nil
+	}
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	hint := ""
+	if strings.Contains(rest, "@tcp(") || strings.Contains(rest, "@unix(") {
+		hint = rest // golang-migrate's form: mysql:// then a DSN
+	} else if u, err := url.Parse(dsn); err == nil && u.Host != "" {
+		hint = fmt.Sprintf("%s@tcp(%s)%s", u.User.String(), u.Host, u.Path)
+		if u.RawQuery != "" {
+			hint += "?" + u.RawQuery
+		}
+	}
+	if cfg, err := mysql.ParseDSN(hint); hint != "" && err == nil {
+		return failf(exitUsage, "the DSN is a URL (%s://…); sqlelect takes a go-sql-driver/mysql DSN, %s: here %s", scheme, dsnForm, redact(cfg))
+	}
+	return failf(exitUsage, "the DSN is a URL (%s://…); sqlelect takes a go-sql-driver/mysql DSN, %s", scheme, dsnForm)
+}
+
+// dsnError explains why a DSN does not parse (a usage error): the driver's
+// messages name neither the DSN's form nor the parameter at fault.
+func dsnError(dsn string, err error) error {
+	if strings.Contains(err.Error(), "default addr for network") {
+		return failf(exitUsage, "the DSN's address must be written as tcp(host:port) (or unix(/path/to/socket)): %s (%v)", dsnForm, err)
+	}
+	if strings.Contains(err.Error(), "duration") {
+		if i := strings.IndexByte(dsn, '?'); i >= 0 {
+			for _, kv := range strings.Split(dsn[i+1:], "&") {
+				k, v, _ := strings.Cut(kv, "=")
+				if _, derr := time.ParseDuration(v); derr != nil && strings.HasSuffix(strings.ToLower(k), "timeout") {
+					return failf(exitUsage, "the DSN's %s=%s is not a duration: write it as 5s or 500ms", k, v)
+				}
+			}
+		}
+	}
+	// The driver's messages start with "invalid DSN" and never quote it.
+	return &exitErr{code: exitUsage, err: err}
 }
 
 // jdbcParams are JDBC connection options that users carry over from Java.
@@ -428,8 +482,16 @@ func connectError(err error, shown string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %v", pingTimeout)
 	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
+		// The driver sends DSN parameters it does not know as SET name=value.
+		return wrapf(exitUsage, err, "the DSN %s has a parameter that is neither a go-sql-driver/mysql option nor a server variable", shown)
+	}
 	return wrapf(exitConnect, election.Classify(err), "cannot connect to %s", shown)
 }
+
+// erUnknownSystemVariable is ER_UNKNOWN_SYSTEM_VARIABLE.
+const erUnknownSystemVariable = 1193
 
 // driverLogger sends the driver's log lines to slog at debug level.
 type driverLogger struct{ log *slog.Logger }

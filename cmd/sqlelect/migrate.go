@@ -101,6 +101,9 @@ func migrateAction(args []string) (action string, forceTo int, err error) {
 		if err != nil || forceTo < -1 {
 			return "", 0, failf(exitUsage, "force %q: the version must be an integer, -1 or more", args[1])
 		}
+		if latest := int(schema.Latest()); forceTo > latest {
+			return "", 0, failf(exitUsage, "force %d: this sqlelect knows versions up to %d only (-1 records none)", forceTo, latest)
+		}
 	default:
 		return "", 0, failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
 	}

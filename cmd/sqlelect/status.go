@@ -142,6 +142,10 @@ func (c *cli) status(cmd *command, args []string) error {
 	ctx := context.Background()
 	var name string
 	if len(args) == 1 {
+		// An empty name is a mistake (an unset shell variable), not "all".
+		if err := election.ValidateName(args[0]); err != nil {
+			return err
+		}
 		name = args[0]
 	}
 	db, rec, err := co.open(ctx, name)
@@ -236,6 +240,9 @@ func (c *cli) watch(cmd *command, args []string) error {
 	}
 	if len(args) != 1 {
 		return failf(exitUsage, "want exactly one election (see 'sqlelect watch --help')")
+	}
+	if err := election.ValidateName(args[0]); err != nil {
+		return err
 	}
 	if *interval < minWatchInterval {
 		return failf(exitUsage, "--interval %v: must be at least %v", *interval, minWatchInterval)
