@@ -13,6 +13,8 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
 PROMTOOL_PKGS := prometheus
+# make demo needs a server only (deps with DEMO=1 installs just this).
+DEMO_PKGS := mariadb-server
 # For the Galera tests (a 2- and 3-node cluster on loopback) and for
 # TestGaleraClockOffset (libfaketime offsets one node's clock). Installed by
 # deps when missing and it can (root, apt-get); otherwise those tests skip,
@@ -46,6 +48,8 @@ deps:
 		done; \
 		[ -n "$$found" ] || need=" $(SERVER_PKGS)"; \
 	fi; \
+	if [ -n "$(DEMO)" ]; then need="$${need:+ $(DEMO_PKGS)}"; fi; \
+	[ -n "$(DEMO)" ] || { \
 	cc="$$($(GO) env CC)"; \
 	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
 	command -v promtool >/dev/null 2>&1 || need="$$need $(PROMTOOL_PKGS)"; \
@@ -59,7 +63,7 @@ deps:
 		else \
 			echo "deps: not installed:$$optional; the Galera tests (and the clock offset test) will skip." >&2; \
 		fi; \
-	fi; \
+	fi; }; \
 	if [ -z "$$need" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
 		case "$$need" in *mariadb-server*) \
@@ -159,7 +163,8 @@ ci: deps
 test-short:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short ./...); done
 
-demo: deps
+demo:
+	@$(MAKE) --no-print-directory deps DEMO=1
 	$(GO) run ./examples/demo
 
 build:
