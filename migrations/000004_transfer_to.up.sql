@@ -10,14 +10,22 @@
 -- The column has service_id's character set and collation (which migration 2
 -- changes on servers that have a NO PAD binary one), so that the two compare
 -- alike; the statement is built from information_schema for that reason.
+-- The column is added only when missing, so that running the migrations
+-- again (golang-migrate's CLI recording into another table) changes nothing
+-- and leaves nothing dirty.
 SET @sqlelect_transfer_collation = (
   SELECT COALESCE(MIN(COLLATION_NAME), 'utf8mb4_bin') FROM information_schema.COLUMNS
   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_NAME = 'service_id'
 );
-SET @sqlelect_ddl = CONCAT(
-  'ALTER TABLE service_election ADD COLUMN transfer_to VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ',
-  @sqlelect_transfer_collation,
-  ' NULL DEFAULT NULL'
+SET @sqlelect_ddl = IF(
+  (SELECT COUNT(*) FROM information_schema.COLUMNS
+   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_NAME = 'transfer_to') = 0,
+  CONCAT(
+    'ALTER TABLE service_election ADD COLUMN transfer_to VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ',
+    @sqlelect_transfer_collation,
+    ' NULL DEFAULT NULL'
+  ),
+  'DO 0'
 );
 PREPARE sqlelect_stmt FROM @sqlelect_ddl;
 EXECUTE sqlelect_stmt;

@@ -28,6 +28,12 @@ var (
 	// ErrSchemaNewer means the database records a version higher than the
 	// embedded migrations know: a newer sqlelect migrated it.
 	ErrSchemaNewer = errors.New("schema: the database's schema is newer than this binary's migrations")
+	// ErrUnrecorded means the table has the columns of a later version than
+	// MigrationsTable records: another tool applied the migrations and
+	// recorded them elsewhere (golang-migrate's CLI without
+	// x-migrations-table=sqlelect_schema_migrations records them in
+	// schema_migrations).
+	ErrUnrecorded = errors.New("schema: the table is ahead of the version sqlelect_schema_migrations records")
 )
 
 // Kind classifies what a database holds under the name service_election.
@@ -82,6 +88,25 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME =
 	}
 	l.Kind = classify(l.Columns)
 	return l, nil
+}
+
+// columnsVersion is the lowest schema version that has every column of l:
+// 5 with priority, 4 with transfer_to, else 1 (versions 2 and 3 change no
+// column's name). 0 for a table that is not sqlelect's.
+func columnsVersion(l Layout) int {
+	if l.Kind != KindSqlelect {
+		return 0
+	}
+	v := 1
+	for _, c := range l.Columns {
+		switch c.Name {
+		case "transfer_to":
+			v = max(v, 4)
+		case "priority":
+			v = max(v, 5)
+		}
+	}
+	return v
 }
 
 func classify(cols []Column) Kind {

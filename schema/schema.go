@@ -135,6 +135,16 @@ func (g *Migrator) check(action string) error {
 	if l.Kind == KindRecipe || l.Kind == KindForeign || l.Kind == KindMissing && v > 0 {
 		return &LayoutError{Layout: l, Version: v, Action: action}
 	}
+	if cv := columnsVersion(l); cv > max(v, 0) {
+		recorded := fmt.Sprintf("records version %d", v)
+		if v <= 0 {
+			recorded = "records no version"
+		}
+		return fmt.Errorf("%w: the table %s has the columns of version %d but %s %s; %s refused, nothing done: "+
+			"another tool migrated it, such as golang-migrate's CLI without x-migrations-table=%s (it records in schema_migrations); "+
+			"if that tool applied every migration up to %d, record it with 'sqlelect migrate force %d', then run 'sqlelect migrate up'",
+			ErrUnrecorded, Table, cv, MigrationsTable, recorded, action, MigrationsTable, cv, cv)
+	}
 	return nil
 }
 

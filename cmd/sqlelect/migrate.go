@@ -244,7 +244,7 @@ func migrateError(err error) error {
 		return wrapf(exitSchemaNewer, err, "")
 	}
 	var le *schema.LayoutError
-	if errors.As(err, &le) {
+	if errors.As(err, &le) || errors.Is(err, schema.ErrUnrecorded) {
 		return wrapf(exitTable, err, "")
 	}
 	return err
