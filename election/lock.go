@@ -267,6 +267,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
+	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
+		return err
+	}
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err
 	}

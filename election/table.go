@@ -196,6 +196,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
 		return explainLayout(ctx, t.db.DB, t.cfg.Table, classify(err, t.cfg.Table))
 	}
+	if err := checkPrivileges(ctx, t.db.DB, quoteTable(t.cfg.Table)); err != nil {
+		return err
+	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err
 	}

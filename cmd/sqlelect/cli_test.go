@@ -715,8 +715,8 @@ func TestErrors(t *testing.T) {
 	}
 	// A user without privileges on the test database, and one with SELECT only.
 	admin := testdb.Open(t, testdb.AdminDSN(t))
-	none, ro := randomName("none")[:13], randomName("ro")[:11]
-	none, ro = strings.ReplaceAll(none, "-", "_"), strings.ReplaceAll(ro, "-", "_")
+	none, ro, noUpdate := randomName("none")[:13], randomName("ro")[:11], randomName("noupd")[:14]
+	none, ro, noUpdate = strings.ReplaceAll(none, "-", "_"), strings.ReplaceAll(ro, "-", "_"), strings.ReplaceAll(noUpdate, "-", "_")
 	// Both at % and at localhost: an anonymous ''@'localhost' would match
 	// local connections before 'user'@'%'.
 	hosts := []string{"%", "localhost"}
@@ -725,6 +725,8 @@ func TestErrors(t *testing.T) {
 			"CREATE USER '" + none + "'@'" + h + "' IDENTIFIED BY '" + secret + "'",
 			"CREATE USER '" + ro + "'@'" + h + "' IDENTIFIED BY '" + secret + "'",
 			"GRANT SELECT ON `" + cfg.DBName + "`.* TO '" + ro + "'@'" + h + "'",
+			"CREATE USER '" + noUpdate + "'@'" + h + "' IDENTIFIED BY '" + secret + "'",
+			"GRANT SELECT, INSERT ON `" + cfg.DBName + "`.* TO '" + noUpdate + "'@'" + h + "'",
 		} {
 			if _, err := admin.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -732,7 +734,7 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		for _, u := range []string{none, ro} {
+		for _, u := range []string{none, ro, noUpdate} {
 			for _, h := range hosts {
 				_, _ = admin.ExecContext(context.Background(), "DROP USER IF EXISTS '"+u+"'@'"+h+"'")
 			}
@@ -744,6 +746,13 @@ func TestErrors(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id) VALUES (?, 'x')", known); err != nil {
 		t.Fatal(err)
 	}
+	// Refused at preflight: no candidate wrote the election's row.
+	t.Cleanup(func() {
+		var n int
+		if err := db.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM service_election WHERE anchor = ?", name).Scan(&n); err != nil || n != 0 {
+			t.Errorf("rows of %s after the refused campaigns: %d (%v), want none", name, n, err)
+		}
+	})
 	for _, tc := range []struct {
 		desc string
 		dsn  string
@@ -757,8 +766,14 @@ func TestErrors(t *testing.T) {
 		{"closed port", withUser("root", secret, freePort(t)), []string{"status"}, exitConnect, "cannot connect to root:***@tcp("},
 		{"wrong password", withUser(cfg.User, secret, ""), []string{"status"}, exitAccess, "access denied"},
 		{"no privileges", withUser(none, secret, ""), []string{"status"}, exitAccess, "Error 1044"},
-		{"read-only: status", withUser(ro, secret, ""), []string{"status"}, 0, ""},
-		{"read-only: campaign", withUser(ro, secret, ""), append([]string{"campaign", name}, fastFlags...), exitAccess, "command denied"},
+		{"read-only: status", withUser(ro, secret, ""), []string{"status"}, 0, "note: this user cannot campaign (run and campaign refuse it): election: access denied: the user lacks INSERT, UPDATE on `service_election`"},
+		{"read-only: campaign", withUser(ro, secret, ""), append([]string{"campaign", name}, fastFlags...), exitAccess,
+			"sqlelect campaign: election: access denied: the user lacks INSERT, UPDATE on `service_election`, which a candidate needs to take over"},
+		{"read-only: run", withUser(ro, secret, ""), append([]string{"run", name}, append(fastFlags, "--", "true")...), exitAccess, "the user lacks INSERT, UPDATE"},
+		{"no UPDATE: campaign", withUser(noUpdate, secret, ""), append([]string{"campaign", name}, fastFlags...), exitAccess,
+			"the user lacks UPDATE on `service_election`"},
+		{"no UPDATE: campaign --backend lock", withUser(noUpdate, secret, ""), append([]string{"campaign", name, "--backend", "lock"}, fastFlags...), exitAccess,
+			"the user lacks UPDATE on `service_election`"},
 		{"read-only: reelect", withUser(ro, secret, ""), []string{"reelect", known, "--yes"}, exitAccess, "DELETE command denied"},
 		{"unknown time zone", dsn + "&time_zone=%27No%2FSuch%27", []string{"status"}, exitUsage, "time_zone"},
 		{"table missing: status", empty, []string{"status"}, exitTable, "run `sqlelect migrate up`"},

@@ -162,6 +162,13 @@ func (c *cli) status(cmd *command, args []string) error {
 			return err
 		}
 	}
+	// The operator often runs status with the candidates' credentials:
+	// say when those could never take over (Run refuses them at start).
+	pctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	if err := election.CheckPrivileges(pctx, db, co.table); errors.Is(err, election.ErrAccessDenied) {
+		fmt.Fprintf(c.stderr, "note: this user cannot campaign (run and campaign refuse it): %v\n", err)
+	}
+	cancel()
 	if *asJSON {
 		out := make([]jsonRecord, len(recs))
 		for i, r := range recs {

@@ -1,0 +1,65 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// CheckPrivileges checks that the user of db may campaign in table (empty
+// for DefaultTable): see checkPrivileges. ctx bounds its statements. Run
+// checks the same at preflight and stops with the error; the CLI's status
+// warns with it.
+func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
+	if table == "" {
+		table = DefaultTable
+	}
+	if err := ValidateTable(table); err != nil {
+		return err
+	}
+	return checkPrivileges(ctx, db, quoteTable(table))
+}
+
+// checkPrivileges checks that the session's user may run every statement a
+// candidate sends to tbl: SELECT (every look), INSERT and UPDATE (the
+// heartbeat's INSERT … ON DUPLICATE KEY UPDATE, takes, renewals, releases).
+// It sends one statement per privilege that matches no row (WHERE 1 = 0):
+// the server checks privileges before it looks for rows, so nothing is
+// written and no row is locked. A user without them is refused here, at
+// preflight, instead of campaigning as a follower that fails only when it
+// tries to take over (a standby that cannot fail over, unseen until the
+// failover it exists for). It returns an error wrapping ErrAccessDenied
+// that names every missing privilege, or nil; other errors (a read-only
+// server, which may become writable) are left to the campaign.
+func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
+	var missing []string
+	var first error
+	for _, p := range []struct{ name, query string }{
+		{"SELECT", `SELECT anchor FROM ` + tbl + ` WHERE 1 = 0`},
+		{"INSERT", `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
+		{"UPDATE", `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
+	} {
+		_, err := db.ExecContext(ctx, p.query)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(serverCause(err), ErrAccessDenied) {
+			if ctx.Err() != nil || mysqlErrno(err) == 0 {
+				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
+			}
+			continue // not a privilege: the campaign will say
+		}
+		missing = append(missing, p.name)
+		if first == nil {
+			first = err
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: the user lacks %s on %s, which a candidate needs to take over "+
+		"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
+		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
+}
