@@ -346,6 +346,14 @@
 // goroutine that called Run. Run returns only after every goroutine it
 // started has exited.
 //
+// # Observing without campaigning
+//
+// Observe follows an election without writing anything, as etcd's
+// Election.Observe does: it reports each change of the live leader, its
+// term, value or priority, timed by the database clock as a follower's
+// looks are, and woken at once by a table-backend holder's handover hint.
+// The CLI's watch is built on it.
+//
 // Package electionfake is an in-memory Election with the same callbacks'
 // contract, for the unit tests of code that uses this package; the
 // behaviour suite (electiontest.RunContract) checks the contract against

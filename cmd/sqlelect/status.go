@@ -268,24 +268,14 @@ func (c *cli) watch(cmd *command, args []string) error {
 	if *asJSON {
 		w.enc = json.NewEncoder(c.stdout)
 	}
-	tick := time.NewTicker(*interval)
-	defer tick.Stop()
-	for {
-		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		rec, err := election.Status(qctx, db, co.table, args[0])
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := w.see(rec, err); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+	// election.Observe times the looks by the database clock (a look when
+	// the lease runs out) and wakes at a table-backend holder's handover.
+	err = election.Observe(ctx, db, election.Config{Name: args[0], Table: co.table,
+		RetryInterval: *interval, NoJitter: true, QueryTimeout: queryTimeout}, w.see)
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 // watcher prints what watch sees: a line per change of leader, term or

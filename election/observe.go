@@ -1,0 +1,136 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// Observe follows an election without campaigning, as etcd's
+// Election.Observe does: it writes nothing, and reports what it sees of
+// the election's row to see.
+//
+// Of cfg it uses Name, Table, RetryInterval (the time between two looks),
+// QueryTimeout, DisableFastHandover, Clock, Logger and Metrics (errors are
+// counted in sqlelect_heartbeat_errors_total, skipped hints in
+// sqlelect_fast_handover_skipped_total), with the defaults of Config; ID
+// is not used (nothing is written), and Callbacks are not called.
+//
+// see is called on Observe's goroutine with the outcome of the first look,
+// then with that of every look that differs from the one before: the live
+// leader, its term, value or priority, whether the row is live, released,
+// expired or missing, or the error. Its arguments are those of Status: the
+// record, and nil, an error wrapping ErrNoSuchElection or ErrNoLiveLease
+// (both match ErrNoLeader), or a transient database error (Observe goes on
+// looking). A non-nil error from see ends Observe, which returns it.
+//
+// Looks are timed by the database clock as a follower's are: every
+// RetryInterval, and also when the live lease runs out by the database
+// clock (LeaseLeft), so that a failover is seen within a look of when it
+// may happen. While nobody leads, a look that found the row free, or
+// missing, is followed by looks 10 ms, 20 ms, 40 ms … later, up to
+// RetryInterval, since a candidate usually takes a free row at once. With the table backend a holder keeps a handover hint
+// (WakeLockName); Observe waits on it between looks, on a connection of the
+// pool when the pool has one to spare, so that a clean handover (a resign,
+// a transfer) is seen within milliseconds. A lock-backend election has no
+// hint (waiting on the election's own lock would take it from the
+// candidates), so it is seen at the next look.
+//
+// Observe returns nil when ctx ends, see's error, or an error that looking
+// again cannot fix (ErrTableMissing, ErrAccessDenied, ErrSchemaMismatch, an
+// invalid cfg). db is the caller's; Observe never closes it.
+func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error) error) error {
+	cfg, err := cfg.WithDefaults() // a copy: the caller's is not changed
+	if err != nil {
+		return err
+	}
+	var hint *wakeup
+	if !cfg.DisableFastHandover {
+		hint = newWakeup(db, cfg,
+			func(err error) { cfg.Metrics.heartbeat(cfg.Name, 0, err) },
+			func() { cfg.Metrics.handoverSkipped(cfg.Name) })
+	}
+	var last *observed
+	backoff := minAwait // the wait after a changed look that found nobody leading
+	for {
+		qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
+		rec, err := Status(qctx, db, cfg.Table, cfg.Name)
+		if err == nil && hint != nil && hint.held.lock.name == "" {
+			if perr := hint.preflight(qctx); perr != nil {
+				cfg.Metrics.heartbeat(cfg.Name, 0, perr)
+				hint = nil // poll: the hint only costs speed
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, ErrNoLeader) {
+			if permanent(err) {
+				return err
+			}
+			cfg.Metrics.heartbeat(cfg.Name, 0, err)
+		}
+		o := observe(rec, err)
+		changed := last == nil || o != *last
+		if changed {
+			last = &o
+			if serr := see(rec, err); serr != nil {
+				return serr
+			}
+		}
+		wait := jitter(cfg.RetryInterval, cfg.JitterFactor)
+		switch {
+		case err == nil && rec.Live():
+			// Look again as soon as the lease may have run out.
+			wait = min(wait, rec.LeaseLeft+minAwait)
+			backoff = minAwait
+		case o.state == "released" || o.state == "expired" || o.state == "missing":
+			// A candidate usually takes a free row within milliseconds
+			// (it was woken too): look again soon, then less often, up to
+			// RetryInterval while nobody leads.
+			if changed {
+				backoff = minAwait
+			}
+			backoff = min(2*backoff, wait)
+			wait = backoff
+		}
+		start := cfg.Clock.Now()
+		if hint != nil && err == nil && rec.Live() && rec.Backend == "table" && wait >= minAwait {
+			if hint.await(ctx, wait) {
+				continue // the holder let go: look now
+			}
+		}
+		t := cfg.Clock.NewTimer(max(wait-cfg.Clock.Now().Sub(start), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// observed is what Observe compares between two looks.
+type observed struct {
+	state    string // live, released, expired, missing, or error
+	id       string
+	term     uint64
+	value    string
+	priority int
+	err      string
+}
+
+func observe(rec Record, err error) observed {
+	switch {
+	case errors.Is(err, ErrNoSuchElection):
+		return observed{state: "missing"}
+	case err != nil && !errors.Is(err, ErrNoLeader):
+		return observed{state: "error", err: err.Error()}
+	case rec.Live():
+		return observed{state: "live", id: rec.ID, term: rec.Term, value: rec.Value, priority: rec.Priority}
+	case rec.Released:
+		return observed{state: "released", term: rec.Term}
+	}
+	return observed{state: "expired", term: rec.Term}
+}
