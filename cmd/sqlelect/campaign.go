@@ -110,6 +110,7 @@ sqlelect campaign web-primary --id web-2 --priority 5`,
 type campaignFlags struct {
 	common
 	id, backend, value, metricsAddr, logLevel     string
+	logFormat                                     string
 	httpAddr, healthCmd                           string
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 	priority                                      int
@@ -144,6 +145,7 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 		"while it fails (non-zero exit, or no exit within its bound) this candidate hands leadership over and does not campaign, "+
 		"e.g. 'curl -fsS http://127.0.0.1:8080/ready'")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log line `format`: text (key=value) or json (one object a line); durations as strings such as 1.5s")
 	f.set = func(name string) bool { return fs.Changed(name) }
 }
 
@@ -191,7 +193,17 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	if id == "" {
 		id = election.DefaultID() // the events name it
 	}
-	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: lvl}))
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: readableDurations}
+	var h slog.Handler
+	switch f.logFormat {
+	case "text":
+		h = slog.NewTextHandler(logTo, opts)
+	case "json":
+		h = slog.NewJSONHandler(logTo, opts)
+	default:
+		return election.Config{}, nil, failf(exitUsage, "--log-format %q: want text or json", f.logFormat)
+	}
+	log := slog.New(h)
 	cfg, err := election.Config{
 		Name:             name,
 		ID:               id,
@@ -207,6 +219,15 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 		Logger:           log,
 	}.WithDefaults()
 	return cfg, log, err
+}
+
+// readableDurations writes durations as strings (1.5s), not as the JSON
+// handler's nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // event is one JSON line of campaign and run, and of watch --json (which

@@ -666,6 +666,49 @@ func TestRunChildExits(t *testing.T) {
 	}
 }
 
+// TestRunOutputApart: with --output, sqlelect's own lines (events, and
+// logs in --log-format json, durations as strings) go to the file, and
+// stderr carries the child's lines alone.
+func TestRunOutputApart(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("out")
+	out := filepath.Join(t.TempDir(), "sqlelect.log")
+	r := mustRun(t, ctx, dsn, 0, append(append([]string{"run", name, "--id", "x1", "--output", out,
+		"--log-format", "json", "--log-level", "info"}, fastFlags...), "--", "sh", "-c", "echo child-err >&2")...)
+	if r.stderr != "child-err\n" {
+		t.Errorf("stderr with --output: %q, want the child's line alone", r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events, logs int
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("--output line is not JSON: %q", l)
+		}
+		switch {
+		case m["event"] != nil:
+			events++
+		case m["msg"] != nil && m["level"] != nil:
+			logs++
+			for k, v := range m {
+				if _, isNum := v.(float64); isNum && (k == "lock_delay" || strings.HasSuffix(k, "_deadline")) {
+					t.Errorf("log line gives duration %s as a number: %q", k, l)
+				}
+			}
+		}
+	}
+	if events == 0 || logs == 0 {
+		t.Errorf("--output has %d event and %d log lines, want both:\n%s", events, logs, b)
+	}
+	mustRun(t, ctx, dsn, exitUsage, "campaign", name, "--log-format", "xml")
+	mustRun(t, ctx, dsn, exitUsage, "run", name, "--output", "", "--", "true")
+}
+
 // TestRunGrace: a child that ignores SIGTERM is killed after --grace.
 func TestRunGrace(t *testing.T) {
 	t.Parallel()

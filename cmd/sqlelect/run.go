@@ -36,7 +36,9 @@ var runCmd = &command{
   (130, or 143 for SIGTERM, when the signal came while it was connecting).
 
 The JSON event lines of campaign go to stderr here, so that CMD's stdout
-stays its own. --http-addr and --health-cmd work as for campaign: a failing
+stays its own; sqlelect's log lines go there too. CMD's stderr is the same
+stream, written by CMD directly: --output FILE sends sqlelect's own lines
+(events and logs) to FILE instead, so that stderr carries CMD's alone. --http-addr and --health-cmd work as for campaign: a failing
 health command stops CMD as above (demoted, reason unhealthy) and leadership
 passes to another candidate. If sqlelect itself is frozen (SIGSTOP, a paused
 VM) it cannot stop CMD in time: use SQLELECT_TERM as a fencing token where
@@ -51,7 +53,9 @@ sqlelect run reports --http-addr :8081 --health-cmd 'test ! -e /etc/maintenance'
 func (c *cli) run(cmd *command, args []string) error {
 	fs := newFlagSet(cmd)
 	var grace time.Duration
+	var output string
 	fs.DurationVar(&grace, "grace", 0, "time between SIGTERM and SIGKILL when leadership ends (default (lease - renew-deadline)/2)")
+	fs.StringVar(&output, "output", "", "append sqlelect's own lines (events and logs) to `FILE` instead of stderr, apart from CMD's stderr")
 	f, names, argv, err := c.parseCandidate(cmd, fs, args)
 	if err != nil {
 		return err
@@ -62,7 +66,19 @@ func (c *cli) run(cmd *command, args []string) error {
 	if len(names) != 1 {
 		return failf(exitUsage, "want exactly one election before -- (see 'sqlelect run --help')")
 	}
-	cfg, log, err := f.config(names[0], c.stderr)
+	if output == "" && f.set("output") {
+		return failf(exitUsage, "--output is empty: give a file, or leave the flag out for stderr")
+	}
+	own := c.stderr // sqlelect's own lines
+	if output != "" {
+		out, err := os.OpenFile(output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return wrapf(exitUsage, err, "--output")
+		}
+		defer out.Close()
+		own = out
+	}
+	cfg, log, err := f.config(names[0], own)
 	if err != nil {
 		return err
 	}
@@ -76,7 +92,7 @@ func (c *cli) run(cmd *command, args []string) error {
 
 	r := &runner{name: cfg.Name, id: cfg.ID, path: path, argv: argv, grace: grace, log: log,
 		exited: make(chan int, 1)}
-	j, err := c.join(f, cfg, log, newEvents(c.stderr, cfg.Name, cfg.ID), r.lead)
+	j, err := c.join(f, cfg, log, newEvents(own, cfg.Name, cfg.ID), r.lead)
 	if err != nil {
 		return err
 	}
