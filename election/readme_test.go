@@ -1,0 +1,136 @@
+package election_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/testdb"
+)
+
+// readmeSQL returns the first ```sql block of README.md after the line
+// that starts with after.
+func readmeSQL(t *testing.T, after string) string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n"+after)
+	if i < 0 {
+		t.Fatalf("README.md has no line starting %q", after)
+	}
+	s = s[i:]
+	start := strings.Index(s, "```sql\n")
+	if start < 0 {
+		t.Fatalf("no sql block after %q", after)
+	}
+	s = s[start+len("```sql\n"):]
+	return strings.TrimSpace(s[:strings.Index(s, "```")])
+}
+
+// TestReadmeOperatorSQL runs the README's "who leads" query and its REPLACE
+// on a real server: the query tells a holder that leads from one an operator
+// assigned (not claimed yet) and one waiting out its lock delay, and the
+// REPLACE gives the row the lease it names.
+func TestReadmeOperatorSQL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	who := readmeSQL(t, "Who leads")
+	replace := readmeSQL(t, "Force a given candidate to lead")
+	sfx := randHex(4)
+	assigned, delayed, leading := "assigned-"+sfx, "delayed-"+sfx, "leading-"+sfx
+
+	// An operator's REPLACE naming a candidate that does not run.
+	if _, err := db.ExecContext(ctx, strings.ReplaceAll(replace, "orders-scheduler", assigned)); err != nil {
+		t.Fatalf("README's REPLACE: %v", err)
+	}
+	// A candidate that inserts a new row waits out its lock delay (one
+	// lease); one that takes an expired row leads at once.
+	if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'gone', NOW(6) - INTERVAL 1 HOUR)", leading); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	elected := make(chan string, 2)
+	for _, name := range []string{delayed, leading} {
+		e, err := election.NewTable(db, election.Config{Name: name, ID: "c", LeaseDuration: 30 * time.Second,
+			RetryInterval: 100 * time.Millisecond, Callbacks: election.Callbacks{
+				OnElected: func(context.Context, uint64) { elected <- name }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = e.Run(rctx) }()
+	}
+	select {
+	case n := <-elected:
+		if n != leading {
+			t.Fatalf("%s led first; its lock delay is a lease", n)
+		}
+	case <-ctx.Done():
+		t.Fatal("no candidate led")
+	}
+	// Wait for the delayed candidate's row.
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM service_election WHERE anchor = ? AND service_id = 'c'", delayed).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the delayed candidate never inserted its row")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	rows, err := db.QueryContext(ctx, who)
+	if err != nil {
+		t.Fatalf("README's who-leads query: %v", err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	got := map[string]string{}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		got[row["election"]] = row["holder"] + " " + row["state"]
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{assigned: "web-3:4242:a1b2c3 assigned", delayed: "c lock delay", leading: "c leading"}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: the query says %q, want %q (all: %v)", name, got[name], w, got)
+		}
+	}
+	var lease int
+	if err := db.QueryRowContext(ctx, "SELECT lease_ms FROM service_election WHERE anchor = ?", assigned).Scan(&lease); err != nil || lease != 15000 {
+		t.Errorf("the README's REPLACE gave lease %d (%v), want the 15000 it names", lease, err)
+	}
+}
