@@ -26,7 +26,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps monitoring-test test test-matrix test-short demo build chaos chaos-short bench ci
+.PHONY: all deps monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci
 
 all: build
 
@@ -95,7 +95,7 @@ deps:
 # toxiproxy). Targets that cover everything run in both.
 MODULES := . integration
 
-test: deps monitoring-test
+test: deps monitoring-test demo-deps-check
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
 		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...); done
@@ -106,6 +106,18 @@ test: deps monitoring-test
 monitoring-test: deps
 	@echo "== monitoring: promtool"
 	@cd monitoring && promtool check rules sqlelect-alerts.yml && promtool test rules sqlelect-alerts_test.yml
+
+# demo-deps-check runs deps as make demo does (DEMO=1) where no server is
+# found, with an apt-get that only records its arguments, and checks that
+# it would install the server and nothing else.
+demo-deps-check:
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	printf '#!/bin/sh\necho "$$*" >>"%s/args"\n' "$$d" >"$$d/apt-get"; chmod +x "$$d/apt-get"; \
+	env PATH="$$d:/usr/bin:/bin" SQLELECT_TEST_DSN= $(MAKE) --no-print-directory deps DEMO=1 SERVER_DIRS="$$d" >/dev/null 2>&1; \
+	got=$$(grep install "$$d/args" 2>/dev/null); \
+	if [ "$$(id -u)" = 0 ] && [ "$$got" != "install -y -qq $(DEMO_PKGS)" ]; then \
+		echo "demo-deps-check: make demo would run apt-get $${got:-nothing}, want install -y -qq $(DEMO_PKGS)" >&2; exit 1; fi; \
+	echo "== demo-deps-check: make demo installs $(DEMO_PKGS) only"
 
 # The servers test-matrix runs on (internal/mysqld, $$SQLELECT_TEST_SERVER):
 # the host's MariaDB 10.11, Oracle MySQL 9.7 (Debian sid) and MariaDB 11.8
