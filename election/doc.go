@@ -8,8 +8,10 @@
 //
 //   - NewTable: the anchor table service_election (see package migrations),
 //     one row per election, kept by an INSERT … ON DUPLICATE KEY UPDATE
-//     heartbeat whose affected rows tell a candidate it holds the row. Works
-//     on any MySQL 8, MariaDB 10.3+ and on Galera.
+//     heartbeat whose affected rows tell a candidate it holds the row.
+//     Tested in CI on MariaDB 10.11 and 11.8, MySQL 9.7, a 3-node Galera
+//     cluster and Group Replication; written for MySQL 8.0 and MariaDB
+//     10.6 and later (the Batcher needs SKIP LOCKED, which they have).
 //   - NewLock: MySQL GET_LOCK held on a dedicated connection; waiting
 //     candidates block in GET_LOCK and take over within milliseconds of a
 //     release. The holder still publishes itself in the same table, so "who
