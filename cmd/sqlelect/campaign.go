@@ -152,6 +152,9 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 // checkGiven refuses flags given with an empty or zero value, which would
 // otherwise mean the default: --lease 0 is a mistake, not a request for 15s.
 func (f *campaignFlags) checkGiven() error {
+	if f.set == nil {
+		return nil // not parsed from flags
+	}
 	for _, d := range []struct {
 		name string
 		zero bool
@@ -196,7 +199,7 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: readableDurations}
 	var h slog.Handler
 	switch f.logFormat {
-	case "text":
+	case "text", "":
 		h = slog.NewTextHandler(logTo, opts)
 	case "json":
 		h = slog.NewJSONHandler(logTo, opts)
