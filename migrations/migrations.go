@@ -1,6 +1,11 @@
 // Package migrations embeds the golang-migrate SQL files that create the
 // service_election table. Use package schema to apply them, or copy the files
 // into your own migrations directory.
+//
+// A migration that sets lease_ms's default must leave a column whose
+// comment starts with "sqlelect adoption" alone, as 000003 does: that is
+// the adoption period of package schema's Adopt, whose default is the
+// recipe's timeout until EndAdoption.
 package migrations
 
 import (

@@ -46,6 +46,13 @@ type Holder struct {
 // converted table, so its nodes may keep running during the switch; README
 // ("Moving from the MySQL-table recipe") gives the safe order of steps.
 //
+// Adopt begins an adoption period (see Adoption): until EndAdoption, a row
+// written later without lease_ms (a recipe node's INSERT after a DELETE or
+// into an empty table, an operator's plain REPLACE) gets the same lease,
+// RecipeTimeout plus one second, whatever migrations run meanwhile, through
+// package schema or golang-migrate's own CLI: lease_ms's default is that
+// lease, and its comment marks the period, which migration 3 leaves alone.
+//
 // Adopt refuses (a *LayoutError, nothing done) a table that is neither the
 // recipe's nor sqlelect's, returns ErrNoChange for a table that is already
 // sqlelect's, and needs the version recorded in MigrationsTable to be none
@@ -119,21 +126,23 @@ func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err 
 	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout+time.Second).Milliseconds())); err != nil {
 		return fmt.Errorf("schema: adopt: %w", err)
 	}
-	if _, err := g.db.ExecContext(ctx, `ALTER TABLE `+Table+` ALTER COLUMN lease_ms SET DEFAULT 20000`); err != nil {
-		return fmt.Errorf("schema: adopt: %w", err)
-	}
+	// The column's default stays the adopted lease, marked by the
+	// column's comment, for the rows written later without lease_ms (a
+	// recipe node's INSERT, an operator's REPLACE): migration 3 leaves a
+	// marked default alone, and EndAdoption restores the usual one.
 	return wrap(g.drv.SetVersion(1, false))
 }
 
 // adoptSQL turns the recipe's table into migration 1's; %d is the lease of
-// the existing rows, in milliseconds.
+// the existing rows and the column's default, in milliseconds, and the
+// column's comment marks the adoption period.
 const adoptSQL = `ALTER TABLE ` + Table + `
   MODIFY anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   ADD COLUMN term BIGINT UNSIGNED NOT NULL DEFAULT (FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000)),
   ADD COLUMN term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d,
+  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d COMMENT '` + adoptionComment + `',
   ADD COLUMN released TINYINT UNSIGNED NOT NULL DEFAULT 0,
   ADD COLUMN acquired VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'operator',
   ADD COLUMN value VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',

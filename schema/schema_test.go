@@ -325,14 +325,27 @@ func TestAdopt(t *testing.T) {
 			if released != 0 || lease != 31000 {
 				t.Errorf("adopted row released=%d lease_ms=%d, want 0, 31000", released, lease)
 			}
-			// The same table as the migrations make.
+			// The adoption period: rows written later without lease_ms get
+			// the adopted lease, through every migration.
+			if lease, ok, err := m.Adoption(ctx); err != nil || !ok || lease != 31*time.Second {
+				t.Errorf("Adoption() = %v, %v, %v; want 31s, true", lease, ok, err)
+			}
+			if def := leaseDefault(t, ctx, db); def != "31000" {
+				t.Errorf("lease_ms default %s after Adopt, want 31000", def)
+			}
+			// The same table as the migrations make, but for lease_ms's
+			// default and comment, until the adoption period ends.
 			adopted := showCreate(t, ctx, db)
 			_, _, fdb, fm := setup(t)
 			if err := fm.Up(); err != nil {
 				t.Fatal(err)
 			}
-			if fresh := showCreate(t, ctx, fdb); fresh != adopted {
+			fresh := showCreate(t, ctx, fdb)
+			if a, f := stripLease(adopted), stripLease(fresh); a != f {
 				t.Errorf("adopted table\n%s\nmigrated table\n%s", adopted, fresh)
+			}
+			if _, ok, err := fm.Adoption(ctx); err != nil || ok {
+				t.Errorf("Adoption() of a migrated table = %v, %v; want false", ok, err)
 			}
 			// The recipe's statement still works: another node changes
 			// nothing, the holder renews.
@@ -356,6 +369,19 @@ func TestAdopt(t *testing.T) {
 			if _, err := m.Adopt(ctx, schema.AdoptOptions{}); !errors.Is(err, schema.ErrNoChange) {
 				t.Errorf("second Adopt = %v, want ErrNoChange", err)
 			}
+			if !recorded {
+				// Ending the period restores migration 3's default: the
+				// table is then the migrations' exactly.
+				if err := m.EndAdoption(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if a := showCreate(t, ctx, db); a != fresh {
+					t.Errorf("table after EndAdoption\n%s\nmigrated table\n%s", a, fresh)
+				}
+				if err := m.EndAdoption(ctx); !errors.Is(err, schema.ErrNoChange) {
+					t.Errorf("second EndAdoption = %v, want ErrNoChange", err)
+				}
+			}
 
 			if err := m.Unadopt(ctx); err != nil {
 				t.Fatal(err)
@@ -376,6 +402,73 @@ func TestAdopt(t *testing.T) {
 				t.Errorf("Up after Unadopt = %v, want ErrRecipeTable", err)
 			}
 		})
+	}
+}
+
+// stripLease drops the lease_ms line of SHOW CREATE TABLE's output.
+func stripLease(ddl string) string {
+	var keep []string
+	for _, l := range strings.Split(ddl, "\n") {
+		if !strings.Contains(l, "`lease_ms`") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// TestAdoptionPeriodSurvivesMigrations: the adopted default of lease_ms
+// stays through every order of migrations golang-migrate may run after
+// Adopt (down to version 1 and up again, one step at a time), and through
+// Unadopt; EndAdoption at any version restores that version's default.
+func TestAdoptionPeriodSurvivesMigrations(t *testing.T) {
+	ctx, _, db, m := setup(t)
+	exec(t, ctx, db, recipeDDL)
+	if _, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: 25 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want string) {
+		t.Helper()
+		if def := leaseDefault(t, ctx, db); def != want {
+			t.Errorf("lease_ms default %s %s, want %s", def, when, want)
+		}
+	}
+	for v := schema.Latest(); v > 1; v-- {
+		if err := m.Steps(-1); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("at version %d, down from %d", v-1, v), "26000")
+	}
+	for v := uint(2); v <= schema.Latest(); v++ {
+		if err := m.Steps(1); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("at version %d, up again", v), "26000")
+	}
+	// A row written without lease_ms, as the recipe's INSERT.
+	exec(t, ctx, db, recipeODKU, "host-a")
+	var lease int
+	if err := db.QueryRowContext(ctx, "SELECT lease_ms FROM service_election WHERE anchor = '1'").Scan(&lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease != 26000 {
+		t.Errorf("the recipe's INSERT got lease_ms %d, want 26000", lease)
+	}
+	if err := m.Steps(-3); err != nil { // version 2: below migration 3
+		t.Fatal(err)
+	}
+	if err := m.EndAdoption(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after EndAdoption at version 2", "20000")
+	if err := m.Up(); err != nil {
+		t.Fatal(err)
+	}
+	check("after EndAdoption and Up", "15000")
+	if _, ok, err := m.Adoption(ctx); err != nil || ok {
+		t.Errorf("Adoption() after EndAdoption = %v, %v; want false", ok, err)
+	}
+	if err := m.EndAdoption(ctx); !errors.Is(err, schema.ErrNoChange) {
+		t.Errorf("EndAdoption out of a period = %v, want ErrNoChange", err)
 	}
 }
 

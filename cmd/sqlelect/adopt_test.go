@@ -48,6 +48,12 @@ func TestMigrateAdoptCLI(t *testing.T) {
 		"schema version 0 -> 5 (latest 5): adopted", `election "1": holder host-a, live`)
 	has(mustRun(t, ctx, dsn, 0, "status", "1"), "host-a", "live")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt", "--yes"), "no change")
+	has(mustRun(t, ctx, dsn, 0, "migrate", "version"), "adoption period: rows written without lease_ms get a 21s lease", "adopt-end")
+	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt-end"), "adoption period ended", "instead of 21s")
+	if r := mustRun(t, ctx, dsn, 0, "migrate", "version"); strings.Contains(r.stdout, "adoption") {
+		t.Errorf("migrate version after adopt-end still reports an adoption period:\n%s", r)
+	}
+	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt-end"), "no change", "no adoption period")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "unadopt", "--yes"), "schema version 5 -> none", "recipe's table again")
 	has(mustRun(t, ctx, dsn, exitTable, "migrate", "up"), "sqlelect migrate adopt")
 

@@ -1,7 +1,7 @@
 // Command sqlelect operates sqlelect leader elections from the shell and lets
 // programs in any language take part in them.
 //
-//	sqlelect migrate up|down|version|force N|adopt|unadopt
+//	sqlelect migrate up|down|version|force N|adopt|adopt-end|unadopt
 //	sqlelect status [ELECTION] [--json]
 //	sqlelect watch ELECTION [--interval 500ms] [--json]
 //	sqlelect transfer ELECTION ID [--wait D] [--yes]

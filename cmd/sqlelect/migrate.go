@@ -15,7 +15,7 @@ import (
 
 var migrateCmd = &command{
 	name:    "migrate",
-	args:    "up|down|version|force N|adopt|unadopt [--yes] [--recipe-timeout 20s]",
+	args:    "up|down|version|force N|adopt|adopt-end|unadopt [--yes] [--recipe-timeout 20s]",
 	summary: "create, drop or inspect the election table (embedded golang-migrate migrations)",
 	detail: `  up         apply every pending migration (creates ` + election.DefaultTable + `)
   down       revert every migration: DROPS the table and every election in it
@@ -27,7 +27,11 @@ var migrateCmd = &command{
              last_seen_active) in place, keeping its holder and its lease
              (--recipe-timeout: the recipe's "interval N second", default 20s);
              the recipe's nodes may keep running: see README, "Moving from the
-             MySQL-table recipe", for the order of steps (asks; --yes)
+             MySQL-table recipe", for the order of steps (asks; --yes);
+             until adopt-end, rows written without lease_ms (a recipe node's
+             INSERT, an operator's REPLACE) get the recipe's timeout + 1s
+  adopt-end  end the adoption period, once no recipe node runs: rows written
+             without lease_ms get the usual default lease again (15s)
   unadopt    revert adopt: back to the recipe's three columns (asks; --yes)
 
 up, down and adopt do nothing and exit 5 when ` + election.DefaultTable + ` has a layout
@@ -73,11 +77,13 @@ func (c *cli) migrate(cmd *command, args []string) error {
 
 	switch action {
 	case "version":
-		return c.migrateVersion(before, dirty)
+		return c.migrateVersion(m, before, dirty)
 	case "adopt":
 		return c.adopt(m, before, recipeTimeout, *yes)
 	case "unadopt":
 		return c.unadopt(m, before, *yes)
+	case "adopt-end":
+		return c.adoptEnd(m)
 	case "force":
 		if err := m.Force(forceTo); err != nil {
 			return migrateError(err)
@@ -91,11 +97,11 @@ func (c *cli) migrate(cmd *command, args []string) error {
 // migrateAction checks migrate's arguments: the action, and N for force.
 func migrateAction(args []string) (action string, forceTo int, err error) {
 	if len(args) == 0 {
-		return "", 0, failf(exitUsage, "missing action: up, down, version, force N, adopt or unadopt (see 'sqlelect migrate --help')")
+		return "", 0, failf(exitUsage, "missing action: up, down, version, force N, adopt, adopt-end or unadopt (see 'sqlelect migrate --help')")
 	}
 	action = args[0]
 	switch {
-	case (action == "up" || action == "down" || action == "version" || action == "adopt" || action == "unadopt") && len(args) == 1:
+	case (action == "up" || action == "down" || action == "version" || action == "adopt" || action == "adopt-end" || action == "unadopt") && len(args) == 1:
 	case action == "force" && len(args) == 2:
 		forceTo, err = strconv.Atoi(args[1])
 		if err != nil || forceTo < -1 {
@@ -105,7 +111,7 @@ func migrateAction(args []string) (action string, forceTo int, err error) {
 			return "", 0, failf(exitUsage, "force %d: this sqlelect knows versions up to %d only (-1 records none)", forceTo, latest)
 		}
 	default:
-		return "", 0, failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt or unadopt", args)
+		return "", 0, failf(exitUsage, "invalid arguments %q: want up, down, version, force N, adopt, adopt-end or unadopt", args)
 	}
 	return action, forceTo, nil
 }
@@ -137,8 +143,16 @@ func openMigrator(co *common) (*schema.Migrator, error) {
 
 // migrateVersion prints the schema version; a version newer than this
 // binary's migrations is exit 8.
-func (c *cli) migrateVersion(before uint, dirty bool) error {
+func (c *cli) migrateVersion(m *schema.Migrator, before uint, dirty bool) error {
 	fmt.Fprintf(c.stdout, "schema version %d (latest %d)%s\n", before, schema.Latest(), dirtyNote(before, dirty))
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	if lease, ok, err := m.Adoption(ctx); err != nil {
+		return migrateError(err)
+	} else if ok {
+		fmt.Fprintf(c.stdout, "adoption period: rows written without lease_ms get a %v lease (the recipe's timeout + 1s); "+
+			"run 'sqlelect migrate adopt-end' once no recipe node runs\n", lease)
+	}
 	if before > schema.Latest() {
 		return failf(exitSchemaNewer, "the schema (version %d) is newer than this binary's migrations (latest %d): "+
 			"use the sqlelect that migrated it, or a newer one", before, schema.Latest())
@@ -222,6 +236,28 @@ func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes 
 		fmt.Fprintf(c.stdout, "election %q: holder %s, %s\n", h.Election, h.ID, state)
 	}
 	fmt.Fprintf(c.stdout, "start sqlelect candidates with the election name above; stop the recipe's nodes, the holder last (README: \"Moving from the MySQL-table recipe\")\n")
+	fmt.Fprintf(c.stdout, "adoption period: rows written without lease_ms get a %v lease; run 'sqlelect migrate adopt-end' once no recipe node runs\n", timeout+time.Second)
+	return nil
+}
+
+// adoptEnd ends the adoption period.
+func (c *cli) adoptEnd(m *schema.Migrator) error {
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	lease, _, err := m.Adoption(ctx)
+	if err != nil {
+		return migrateError(err)
+	}
+	err = m.EndAdoption(ctx)
+	if errors.Is(err, schema.ErrNoChange) {
+		fmt.Fprintf(c.stdout, "no change: %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return migrateError(err)
+	}
+	fmt.Fprintf(c.stdout, "adoption period ended: rows written without lease_ms get the usual default lease again instead of %v; "+
+		"the rows that exist keep theirs\n", lease)
 	return nil
 }
 

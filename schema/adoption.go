@@ -1,0 +1,82 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// adoptionComment is lease_ms's comment during an adoption period (see
+// Adopt), while the column's default is the adopted lease. Migration 3
+// leaves the default of a column whose comment starts with "sqlelect
+// adoption" alone; migrations that change lease_ms must do the same.
+const adoptionComment = "sqlelect adoption period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end"
+
+// Adoption reports the adoption period that Adopt begins: while it runs,
+// a row written without lease_ms (a recipe node's INSERT, an operator's
+// plain REPLACE or INSERT) gets lease, the recipe's timeout plus one
+// second, as its lease, instead of the usual default (15 s). ok is false
+// outside the period, and on a table that is not sqlelect's.
+func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
+	var def sql.NullString
+	err = g.db.QueryRowContext(ctx, `SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'lease_ms' AND COLUMN_COMMENT LIKE 'sqlelect adoption%'`, Table).Scan(&def)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("schema: reading the adoption period: %w", err)
+	}
+	ms, err := strconv.ParseInt(def.String, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("schema: reading the adoption period: lease_ms's default %q: %w", def.String, err)
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// EndAdoption ends the adoption period Adopt began: rows written later
+// without lease_ms get the usual default lease again (15 s, migration 3's;
+// 20 s below version 3). Run it once no recipe node runs any more: a recipe
+// node that inserts the election's row afterwards (after a DELETE) gets that
+// default as its lease, and a recipe holder frozen for longer than it, but
+// less than the recipe's own timeout, would lead beside a sqlelect
+// candidate. The rows that exist keep their lease. It returns ErrNoChange
+// outside an adoption period.
+func (g *Migrator) EndAdoption(ctx context.Context) (err error) {
+	if err := g.drv.Lock(); err != nil {
+		return wrap(err)
+	}
+	defer func() { err = errors.Join(err, wrap(g.drv.Unlock())) }()
+	v, dirty, err := g.drv.Version()
+	switch {
+	case err != nil:
+		return wrap(err)
+	case dirty:
+		return fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+	case v > int(Latest()):
+		return newerError(v, "migrate adopt-end")
+	}
+	l, err := inspect(ctx, g.db, Table)
+	if err != nil {
+		return err
+	}
+	if l.Kind != KindSqlelect {
+		return &LayoutError{Layout: l, Version: v, Action: "adopt-end"}
+	}
+	if _, ok, err := g.Adoption(ctx); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: %s is in no adoption period", ErrNoChange, Table)
+	}
+	def := 15000 // migration 3's default
+	if v < 3 {
+		def = 20000 // migration 1's
+	}
+	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s MODIFY lease_ms INT UNSIGNED NOT NULL DEFAULT %d`, Table, def)); err != nil {
+		return fmt.Errorf("schema: adopt-end: %w", err)
+	}
+	return nil
+}
