@@ -38,7 +38,7 @@ func TestBatcherPartitionFreesRowLocks(t *testing.T) {
 	t.Cleanup(func() { _ = px.Close() })
 	// The partition: nothing passes, nothing is closed, from the batch's
 	// UPDATE on (the UPDATE never reaches the server).
-	cut := px.BlackholeOn([]byte("SET last_seen_active = NOW(6) WHERE anchor IN"))
+	cut := px.BlackholeOn([]byte("SET last_seen_active = " + clockSQL + " WHERE anchor IN"))
 	cutAtc := make(chan time.Time, 1)
 	go func() { <-cut; cutAtc <- time.Now() }()
 	cfg.Addr = px.Addr()

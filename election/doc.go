@@ -31,7 +31,7 @@
 // # The algorithm (table backend)
 //
 // The row holds the holder (service_id), its last renewal
-// (last_seen_active, by the database clock NOW(6)), its lease (lease_ms), a
+// (last_seen_active, by the database clock SYSDATE(6)), its lease (lease_ms), a
 // fencing term, when the term began, whether it was released, and a value
 // the leader publishes. A row is free when released, or when
 // last_seen_active + lease <= NOW(6): expiry is judged by the database's
@@ -311,6 +311,22 @@
 //     offset two leaders overlap by about d minus that margin. Keep the
 //     database servers' clocks synchronized (NTP) well within the margin. A
 //     taker's clock that is behind only delays takeovers by the offset.
+//   - sqlelect does not trust session state it did not set. The caller owns
+//     the pool, and its code may leave SET @@timestamp or a time_zone on a
+//     connection that a candidate's statement then runs on. Times written (a
+//     lease's start, a term) are SYSDATE(6), the server's clock, which no
+//     session sets; a takeover judges expiry by the statement's NOW(6) only
+//     after the same statement checked that NOW(6) is not ahead of
+//     SYSDATE(6) and that the time zone has no daylight saving time, and
+//     fails otherwise (ErrUnsafeSession: "not leader this tick"); checks that
+//     a lease is still live (Fenced) use SYSDATE(6). A session clock set
+//     behind only delays takeovers, and only for candidates whose pool
+//     carries it. The lock backend sets its own connection's timestamp and
+//     time zone. Run refuses a server started with --sysdate-is-now
+//     (ErrSysdateIsNow), where SYSDATE() is NOW(). Reads (Status, Leader,
+//     List) report the lease left by the session's NOW(6), as the heartbeat
+//     judges it. TestSessionTimestampOnPool and
+//     TestSessionTimestampOnLockPool show it on both backends.
 //   - Leadership is advisory: a leader that ignores IsLeader, or whose work
 //     outlives the elected context, can act after it was deposed. Writes to
 //     the same database can be fenced (issue the write through a transaction

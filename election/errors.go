@@ -54,6 +54,20 @@ var (
 	// ErrUnknownDatabase means the database named by the DSN (or by a
 	// qualified table) does not exist.
 	ErrUnknownDatabase = errors.New("election: unknown database")
+	// ErrUnsafeSession means a statement ran on a pooled connection whose
+	// session clock sqlelect cannot trust, and changed nothing: the
+	// application left SET @@timestamp ahead of the server's clock, or a
+	// time_zone with daylight saving time, on a connection of its pool. The
+	// candidate treats it as any failed statement ("not leader this tick")
+	// and tries again, on whichever connection the pool gives next. Reset
+	// such state before returning a connection to the pool (SET @@timestamp
+	// = DEFAULT), or give the election a pool of its own.
+	ErrUnsafeSession = errors.New("election: session clock not trusted (SET @@timestamp ahead of the server's clock, or a time_zone with daylight saving time, left on a pooled connection): statement refused")
+	// ErrSysdateIsNow means the server runs with --sysdate-is-now, under
+	// which SYSDATE() is NOW() and a session's SET @@timestamp can no longer
+	// be told from the server's clock (see ErrUnsafeSession). Run fails with
+	// it; restart the server without the option.
+	ErrSysdateIsNow = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
 	// ErrUnknownTimeZone means the server does not know the session time
 	// zone the DSN sets (time_zone=...): load the server's time zone tables,
 	// or use an offset such as time_zone=%27%2B00%3A00%27.
@@ -85,6 +99,7 @@ const (
 	erRollbackDuringCommit = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT
 	erLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erUnknownTimeZone      = 1298 // ER_UNKNOWN_TIME_ZONE
+	erBadNull              = 1048 // ER_BAD_NULL_ERROR
 )
 
 // classify turns a driver error into a package error: permanent problems
@@ -144,7 +159,17 @@ func serverCause(err error) error {
 func permanent(err error) bool {
 	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
-		errors.Is(err, ErrUnsupportedTopology)
+		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow)
+}
+
+// unsafeSession wraps ErrUnsafeSession around the error of a statement whose
+// session check refused it (the heartbeat's NULL anchor, see
+// unsafeSessionSQL: error 1048); other errors are returned as they are.
+func unsafeSession(err error) error {
+	if mysqlErrno(err) == erBadNull {
+		return fmt.Errorf("%w: %w", ErrUnsafeSession, err)
+	}
+	return err
 }
 
 // haErrLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in

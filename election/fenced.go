@@ -16,7 +16,7 @@ import (
 // share lock makes any takeover (which must update the row) wait until the
 // transaction ends. LOCK IN SHARE MODE works on MySQL 8 and MariaDB alike.
 const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > NOW(6) LOCK IN SHARE MODE`
+  AND ` + liveSQL + ` AND ` + sessionClockSQL + ` LOCK IN SHARE MODE`
 
 // fencedWriteSQL is the check on a certification-based cluster (Galera,
 // Group Replication multi-primary), where a share lock is local to one node
@@ -29,9 +29,9 @@ const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND
 // last_seen_active forward extends the lease by the database clock only:
 // the leader's own deadline is unchanged, so this is never unsafe; it can
 // delay a takeover after the leader's last fenced commit by up to one lease.
-const fencedWriteSQL = `UPDATE %s SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, NOW(6))
+const fencedWriteSQL = `UPDATE %s SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
 WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > NOW(6)`
+  AND ` + liveSQL + ` AND ` + sessionClockSQL
 
 // fenceMode says how Fenced checks the term on a candidate's server:
 // fenceUnknown until the first Fenced call found out, then fenceShare (one

@@ -199,7 +199,11 @@ func (b *lockBackend) prepare(lock userLock) {
 	// lockBound): a statement the client gave up on does not keep the
 	// server thread waiting for a row or metadata lock.
 	wait := lockWaitSecs(cfg.QueryTimeout)
-	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d`,
+	// The connection comes from the caller's pool with whatever session
+	// state the application left on it: its clock (timestamp) and time
+	// zone are set here, since sqlelect does not trust session state it
+	// did not set. The connection never goes back to the pool.
+	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d, timestamp = DEFAULT, time_zone = '+00:00'`,
 		secs, secs, wait, wait)
 	s.wait = lock.waitSQL(b.lockWait)
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
@@ -210,7 +214,7 @@ func (b *lockBackend) prepare(lock userLock) {
 	// comes back through LAST_INSERT_ID, in the same round trip.
 	take := `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
-  term_started_at = NOW(6), last_seen_active = NOW(6), lease_ms = ?, released = 0,
+  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = ?, released = 0,
   acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND term = ?`
 	s.take = func(acquired string, term uint64) lockStmt {
@@ -218,7 +222,7 @@ WHERE anchor = ` + anchor + ` AND term = ?`
 	}
 	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'lock', CONNECTION_ID(), ?)`
+VALUES (` + anchor + `, ?, ` + clockSQL + `, LAST_INSERT_ID(` + termNowSQL + `), ` + clockSQL + `, ?, 0, 'insert', ?, 'lock', CONNECTION_ID(), ?)`
 	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value, cfg.Priority}} }
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
@@ -229,13 +233,15 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
-	renew := `UPDATE ` + tbl + ` SET last_seen_active = NOW(6), lease_ms = ?, value = ?,
+	renew := `UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, value = ?,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
 	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.Priority, cfg.ID, hold}} }
 
-	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0`
+	// A release without the lock connection runs on a pooled one (see
+	// giveUp): on a session whose clock is trusted only.
+	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
 	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
 	s.release = func(hold uint64, unserved time.Duration) lockStmt {
@@ -244,7 +250,7 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		}
 		return lockStmt{release, []any{cfg.ID, hold}}
 	}
-	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = NOW(6), lease_ms = ?` + held
+	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held
 	s.handOver = func(hold uint64, to string, window time.Duration) lockStmt {
 		return lockStmt{handOver, []any{to, ceilMillis(window), cfg.ID, hold}}
 	}
@@ -271,6 +277,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	if err := checkTimeZone(ctx, b.db); err != nil {
+		return err
+	}
+	if err := checkSysdate(ctx, b.db); err != nil {
 		return err
 	}
 	if err := checkLockTopology(ctx, b.db); err != nil {

@@ -33,8 +33,12 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	if err != nil {
 		return Record{}, err
 	}
-	if _, err := op.exec(ctx, assumeSQL(quoteTable(op.table)), params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds()}); err != nil {
+	res, err := op.exec(ctx, assumeSQL(quoteTable(op.table)), params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds()})
+	if err != nil {
 		return Record{}, err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return Record{}, fmt.Errorf("%w: Assume(%q, %q) in %s", ErrUnsafeSession, name, id, op.table)
 	}
 	return Status(ctx, db, op.table, name)
 }
@@ -46,9 +50,9 @@ func assumeSQL(tbl string) string {
 	cols, values := insertColumns([]column{
 		{"anchor", ":name"},
 		{"service_id", ":me"},
-		{"last_seen_active", "NOW(6)"},
+		{"last_seen_active", clockSQL},
 		{"term", "GREATEST(COALESCE(MAX(term), 0) + 1, " + termNowSQL + ")"},
-		{"term_started_at", "NOW(6)"},
+		{"term_started_at", clockSQL},
 		{"lease_ms", "COALESCE(MAX(lease_ms), :lease)"},
 		{"released", "0"},
 		{"acquired", "'operator'"},
@@ -58,7 +62,8 @@ func assumeSQL(tbl string) string {
 	})
 	return `REPLACE INTO ` + tbl + ` (` + cols + `)
 SELECT ` + values + `
-FROM ` + tbl + ` WHERE anchor = :name`
+FROM ` + tbl + ` WHERE anchor = :name
+HAVING ` + sessionClockSQL
 }
 
 // Reelect forces a re-election of election name: the operator's DELETE of
@@ -149,7 +154,7 @@ func StepDown(ctx context.Context, db *sql.DB, table, name string) (Record, erro
 // requestSQL is RequestTransfer's and StepDown's statement on table tbl
 // (quoted): it sets the live row's transfer_to to :to.
 func requestSQL(tbl string) string {
-	return `UPDATE ` + tbl + ` SET transfer_to = :to WHERE anchor = :name AND released = 0 AND NOT ` + expiredSQL
+	return `UPDATE ` + tbl + ` SET transfer_to = :to WHERE anchor = :name AND released = 0 AND ` + liveSQL
 }
 
 // request asks election name's live leader to hand over to to ("" for

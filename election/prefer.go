@@ -20,9 +20,9 @@ import (
 // as for RequestTransfer (see candidate.handOver).
 func preferSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :me
-WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND NOT ` + expiredSQL + `
+WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + liveSQL + `
   AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
-  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= NOW(6)`
+  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + clockSQL
 }
 
 // tenure is how long the record's term has lasted by the database clock

@@ -177,7 +177,8 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // execRead, Assume and Reelect assembled them by hand before the builder,
 // with the heartbeat's conditions and the check extended by hand for
 // transfer_to and priority (issue 14), so that they still check the
-// builder's arguments.
+// builder's arguments. Since issue 20 they write the server's clock
+// (clockSQL) and check the session's (sessionClockSQL), as the built ones do.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl := quoteTable(table)
 	const r = `(service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?))`
@@ -186,10 +187,10 @@ func legacyStatements(table string, bound lockBound, p params) []builtStatement 
 	change := `(` + r + ` OR ` + take + `)`
 	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, transfer_to, priority)
-VALUES (?, ?, NOW(6), LAST_INSERT_ID(` + termNowSQL + `), NOW(6), ?, 0, 'insert', ?, 'table', NULL, NULL, ?)
+VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, ` + clockSQL + `, LAST_INSERT_ID(` + termNowSQL + `), ` + clockSQL + `, ?, 0, 'insert', ?, 'table', NULL, NULL, ?)
 ON DUPLICATE KEY UPDATE
   acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
-  term_started_at = IF(` + take + `, NOW(6), term_started_at),
+  term_started_at = IF(` + take + `, ` + clockSQL + `, term_started_at),
   term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, ` + termNowSQL + `), term)),
   value = IF(` + change + `, ?, value),
   backend = IF(` + change + `, 'table', backend),
@@ -198,11 +199,11 @@ ON DUPLICATE KEY UPDATE
   service_id = IF(` + change + `, ?, service_id),
   released = IF(` + change + `, 0, released),
   lease_ms = IF(` + change + `, ?, lease_ms),
-  last_seen_active = IF(` + change + `, NOW(6), last_seen_active),
+  last_seen_active = IF(` + change + `, ` + clockSQL + `, last_seen_active),
   priority = IF(` + change + `, ?, priority)`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
-	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0`)
+	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
+	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
 	peekSQL := `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
@@ -246,16 +247,16 @@ ON DUPLICATE KEY UPDATE
   SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
   SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`, []any{}},
 		{"batch lock", `SELECT anchor, service_id, term FROM ` + tbl +
-			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL FOR UPDATE SKIP LOCKED`, names},
-		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = NOW(6) WHERE anchor IN (` +
+			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + sessionClockSQL + ` FOR UPDATE SKIP LOCKED`, names},
+		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
 		{"batch read", bound.wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
 		{"Assume", bound.wrap(`REPLACE INTO ` + tbl + ` (anchor, service_id, last_seen_active, term,
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
-SELECT ?, ?, NOW(6), GREATEST(COALESCE(MAX(term), 0) + 1, ` + termNowSQL + `), NOW(6),
+SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, ` + termNowSQL + `), ` + clockSQL + `,
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name, me, lease, p.Name}},
+FROM ` + tbl + ` WHERE anchor = ? HAVING ` + sessionClockSQL), []any{p.Name, me, lease, p.Name}},
 		{"Reelect", bound.wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
 	}
 }

@@ -60,19 +60,80 @@ type tableStmts struct {
 	peek                               string
 }
 
-// expiredSQL is true when the row's lease has run out by the database clock.
+// The database clock, and the session state sqlelect did not set.
+//
+// The caller owns the pool, and its own code may leave session state on a
+// connection that a candidate's statement then runs on: SET @@timestamp
+// moves NOW(6) (which is then the set value, not the statement's start), and
+// a time_zone with daylight saving time makes local times jump by an hour,
+// so that TIMESTAMP arithmetic and conversions across a change are off by
+// that hour. sqlelect does not trust session state it did not set:
+//
+//   - What a statement writes as a time (a lease's start, a term) is
+//     clockSQL, SYSDATE(6): the server's clock when it is evaluated, which
+//     no session can set. It is at or after the statement's start, so a
+//     lease written with it is never shorter than one written with NOW(6).
+//   - Where a takeover depends on a lease having run out (expiredSQL, in the
+//     heartbeat), the judge is NOW(6), one value for the whole statement
+//     (SYSDATE is evaluated at each call, and the heartbeat evaluates its
+//     conditions once per column: a lease running out between two of them
+//     would change some columns and not others). The heartbeat first checks
+//     sessionClockSQL: NOW(6) is not ahead of SYSDATE(6), so expiry is never
+//     judged by a clock ahead of the server's (a clock behind only delays a
+//     takeover), and the time zone has no daylight saving time. Otherwise
+//     the statement fails (see unsafeSessionSQL) and changes nothing.
+//   - Where a holder's lease must still be live (Fenced, a preference, an
+//     operator's request), the judge is SYSDATE(6): never earlier than the
+//     truth.
+//   - The lock backend's connection is sqlelect's own: it sets the session's
+//     clock and time zone when it takes the connection (lockBackend.prepare).
+//
+// SYSDATE(6) is the server's clock unless the server runs with
+// --sysdate-is-now (then it is NOW(6)): Run refuses such a server
+// (ErrSysdateIsNow).
+
+// clockSQL is the database clock for the times statements write.
+const clockSQL = `SYSDATE(6)`
+
+// noDSTSQL is true when the session's time zone keeps one offset from UTC
+// all year (the same offset in January and July), as checkTimeZone checks
+// once in Run; a constant the server computes once per statement.
+const noDSTSQL = `UNIX_TIMESTAMP('2030-07-15 12:00:00') - UNIX_TIMESTAMP('2030-01-15 12:00:00') = 15638400`
+
+// sessionClockSQL is true when the session's clock may judge whether a lease
+// ran out: NOW(6) is not ahead of the server's clock, and the time zone has
+// no daylight saving time. Without a SET @@timestamp, NOW(6) is the
+// statement's start, which is never after SYSDATE(6).
+const sessionClockSQL = `(NOW(6) <= SYSDATE(6) AND ` + noDSTSQL + `)`
+
+// unsafeSessionSQL is the heartbeat's anchor: :name while sessionClockSQL
+// holds, else NULL, which no INSERT may write into the primary key: the
+// statement then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the
+// sql_mode: a single-row INSERT) before it looks at the row, and changes
+// nothing (see errUnsafeSession). The VALUES list is evaluated once, so the
+// check is made once per statement.
+const unsafeSessionSQL = `IF(` + sessionClockSQL + `, :name, NULL)`
+
+// expiredSQL is true when the row's lease has run out by the database
+// clock, as the statement's NOW(6) says: only in statements that check
+// sessionClockSQL first.
 const expiredSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND <= NOW(6))`
+
+// liveSQL is true while the row's lease has not run out by the server's
+// clock when it is evaluated.
+const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + clockSQL + `)`
 
 // termNowSQL is the database clock in microseconds: a new term, or with
 // GREATEST(term + 1, …) one never less than the previous term plus one.
-const termNowSQL = `FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)`
+const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `) * 1000000)`
 
 // holdsCond is true while the row names the candidate (:me) with the term it
 // holds (:hold), not released.
 const holdsCond = `service_id = :me AND term = :hold AND released = 0`
 
-// heldCond matches election :name's row while the candidate holds it.
-const heldCond = `anchor = :name AND ` + holdsCond
+// heldCond matches election :name's row while the candidate holds it, on a
+// session whose clock is trusted (see sessionClockSQL).
+const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + sessionClockSQL
 
 // The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
 // :hold the term it holds (0 when it holds none).
@@ -125,11 +186,11 @@ const (
 // produce a false leader.
 func heartbeatSQL(tbl string) string {
 	cols, values := insertColumns([]column{
-		{"anchor", ":name"},
+		{"anchor", unsafeSessionSQL},
 		{"service_id", ":me"},
-		{"last_seen_active", "NOW(6)"},
+		{"last_seen_active", clockSQL},
 		{"term", "LAST_INSERT_ID(" + termNowSQL + ")"},
-		{"term_started_at", "NOW(6)"},
+		{"term_started_at", clockSQL},
 		{"lease_ms", ":lease"},
 		{"released", "0"},
 		{"acquired", "'insert'"},
@@ -145,7 +206,7 @@ ON DUPLICATE KEY UPDATE
   ` + conditionalSets([]setWhen{
 		{takeCond, []setIf{
 			{col: "acquired", to: `IF(released <> 0, IF(transfer_to = :me, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed'))`},
-			{col: "term_started_at", to: "NOW(6)"},
+			{col: "term_started_at", to: clockSQL},
 			{col: "term", to: "GREATEST(term + 1, " + termNowSQL + ")", through: "LAST_INSERT_ID"},
 		}},
 		{changeCond, []setIf{
@@ -156,7 +217,7 @@ ON DUPLICATE KEY UPDATE
 			{col: "service_id", to: ":me"},
 			{col: "released", to: "0"},
 			{col: "lease_ms", to: ":lease"},
-			{col: "last_seen_active", to: "NOW(6)"},
+			{col: "last_seen_active", to: clockSQL},
 			{col: "priority", to: ":priority"},
 		}},
 	})
@@ -202,6 +263,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err
 	}
+	if err := checkSysdate(ctx, t.db.DB); err != nil {
+		return err
+	}
 	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
@@ -228,6 +292,23 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 		var tz string
 		_ = db.QueryRowContext(ctx, `SELECT @@session.time_zone`).Scan(&tz)
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	}
+	return nil
+}
+
+// checkSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
+// clock at each call (--sysdate-is-now makes it NOW(), the statement's
+// start, which a session can set): two calls a millisecond apart return the
+// same time.
+func checkSysdate(ctx context.Context, db *sql.DB) error {
+	var a, b string
+	var slept int
+	err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b)
+	if err != nil {
+		return fmt.Errorf("election: checking the server's clock: %w", err)
+	}
+	if a >= b { // one format: the text orders as the time
+		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
 	}
 	return nil
 }
@@ -297,7 +378,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
 	res, err := t.exec(ctx, t.stmts.heartbeat, t.params(hold))
 	if err != nil {
-		return beat{}, classify(err, t.cfg.Table)
+		return beat{}, classify(unsafeSession(err), t.cfg.Table)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -354,17 +435,17 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 // not served (see candidate.releaseHold). Releases drop a pending planned
 // change (transfer_to): the releaser will not act on it, and a row left
 // reserved would make the target, or nobody, wait a whole lease.
-const handOffSets = `last_seen_active = NOW(6), lease_ms = :lease, transfer_to = NULL`
+const handOffSets = `last_seen_active = ` + clockSQL + `, lease_ms = :lease, transfer_to = NULL`
 
 // handOverSets gives a held row up for a planned change of leader: marked
 // released, and reserved for :to (for anyone when it is empty) until the
 // row's lease, :lease milliseconds from now by the database clock (the
 // transfer window), runs out. See reservedCond.
-const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = NOW(6), lease_ms = :lease`
+const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + clockSQL + `, lease_ms = :lease`
 
 // handOffSet is handOffSets with a positional placeholder, for the lock
 // backend's statements (lock.go), which are not compiled by compileStmt.
-const handOffSet = `last_seen_active = NOW(6), lease_ms = ?, transfer_to = NULL`
+const handOffSet = `last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL`
 
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	s, p := t.stmts.release, t.params(hold)
