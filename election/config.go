@@ -219,7 +219,8 @@ type Config struct {
 	// timeout) and its context is cancelled. Must not be negative. Default:
 	// RenewDeadline/2 (with the default timings, 5 s).
 	HealthCheckTimeout time.Duration
-	// HealthCheckHoldDown is how long after a failed HealthCheck a
+	// HealthCheckHoldDown is how long after a failed HealthCheck (or after
+	// Run began: a candidate with no record of passing counts as failed) a
 	// candidate does not ask for leadership by Priority, however its checks
 	// go meanwhile, so that a flapping check does not draw leadership to it
 	// again and again (a route's hold-down). It still takes a free row:
