@@ -16,9 +16,14 @@ import (
 // slowRetryInterval. A check of the application must not change who leads
 // unless it fails.
 const (
-	slowCheck         = 150 * time.Millisecond
+	slowCheck         = 300 * time.Millisecond
 	slowCheckTimeout  = time.Second
 	slowRetryInterval = 50 * time.Millisecond // the transfer window: 100 ms
+	// slowRenewDeadline leaves a check of slowCheck within the bounds a
+	// check had when it ran in the campaign loop (RenewDeadline/2 for a
+	// follower, half the time left for a leader): it is not cut off there
+	// either, only slow.
+	slowRenewDeadline = 900 * time.Millisecond
 )
 
 // slowHealth is a HealthCheck that passes after d (or fails when its
@@ -38,12 +43,14 @@ func slowHealth(d time.Duration) func(context.Context) error {
 
 // withSlowHealth gives a candidate a check that passes after d, a
 // HealthCheckTimeout of slowCheckTimeout, and a RetryInterval of
-// slowRetryInterval, whose transfer window is shorter than d.
+// slowRetryInterval, whose transfer window is shorter than d, and a
+// RenewDeadline of slowRenewDeadline.
 func withSlowHealth(d time.Duration, more ...func(*election.Config)) func(*election.Config) {
 	return func(cfg *election.Config) {
 		cfg.HealthCheck = slowHealth(d)
 		cfg.HealthCheckTimeout = slowCheckTimeout
 		cfg.RetryInterval = slowRetryInterval
+		cfg.RenewDeadline = slowRenewDeadline
 		for _, f := range more {
 			f(cfg)
 		}
