@@ -91,6 +91,16 @@ type candidate struct {
 	nextDue   atomic.Int64
 	unhealthy atomic.Bool
 
+	// The latest result of Config.HealthCheck, written by the health
+	// goroutine (see watchHealth) and read by the campaign loop: unhealthy
+	// above says it failed; checked that there is one; lastFailure when
+	// the latest failure was recorded, or Run began, as elapsed ns plus one
+	// (0: no HealthCheck).
+	// healthCh is poked (capacity 1) when the result changes.
+	checked     atomic.Bool
+	lastFailure atomic.Int64
+	healthCh    chan struct{}
+
 	resignCh chan chan error
 	opCh     chan op // Transfer and Proclaim, run on the Run goroutine
 	// runDone is closed when the current Run returns, so that a request
@@ -122,6 +132,7 @@ func newCandidate(cfg Config, b backend) *candidate {
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		resignCh: make(chan chan error),
 		opCh:     make(chan op),
+		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
 		value:    cfg.Value,
 	}
@@ -231,6 +242,8 @@ func (c *candidate) Run(ctx context.Context) error {
 		return err
 	}
 	c.log.Debug("campaign started")
+	stopHealth := c.startHealth(ctx)
+	defer stopHealth()
 	for {
 		wait, err := c.tick(ctx)
 		if err != nil && permanent(err) {
@@ -282,22 +295,39 @@ func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 	defer t.Stop()
 	woke, stopAwait := c.startAwait(ctx, wait)
 	defer stopAwait()
-	select {
-	case <-ctx.Done():
-		return false
-	case reply := <-c.resignCh:
-		stopAwait()
-		c.step()
-		c.standDown(ctx, ReasonResigned, true)
-		c.sitOut()
-		reply <- nil
-	case o := <-c.opCh:
-		stopAwait()
-		o.reply <- o.run(ctx)
-	case <-woke:
-	case <-t.C(): // the server's timeout ends the wait about now
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case reply := <-c.resignCh:
+			stopAwait()
+			c.step()
+			c.standDown(ctx, ReasonResigned, true)
+			c.sitOut()
+			reply <- nil
+		case o := <-c.opCh:
+			stopAwait()
+			o.reply <- o.run(ctx)
+		case <-c.healthCh:
+			if !c.healthMatters() {
+				continue // the next step would do what it does anyway
+			}
+		case <-woke:
+		case <-t.C(): // the server's timeout ends the wait about now
+		}
+		return true
 	}
-	return true
+}
+
+// healthMatters reports whether the latest health result calls for a step
+// before the wait ends: a holder's check failed (it stands down now rather
+// than at its next renewal), or a follower that sits nothing out may
+// campaign again.
+func (c *candidate) healthMatters() bool {
+	if c.hold != 0 {
+		return c.unhealthy.Load()
+	}
+	return c.healthy() && !c.cfg.Clock.Now().Before(c.sitOutUntil)
 }
 
 // waker is implemented by backends whose followers can learn early that
@@ -359,24 +389,17 @@ func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
 		if now.Before(c.sitOutUntil) {
 			return c.sitOutUntil.Sub(now), nil
 		}
-		if !c.healthy(ctx, c.cfg.RenewDeadline/2) {
-			return c.jitter(c.cfg.RetryInterval), nil // not campaigning
+		if !c.healthy() {
+			// Not campaigning; woken when the check passes again.
+			return c.jitter(c.cfg.RetryInterval), nil
 		}
 		return c.followTick(ctx)
 	}
-	if c.cfg.HealthCheck != nil && now.Before(c.holdDeadline) {
-		// Half the time left, so that a failed check still leaves time
-		// to release the row before the lease is no longer ours to give.
-		if !c.healthy(ctx, c.holdDeadline.Sub(now)/2) {
-			if ctx.Err() != nil {
-				return 0, nil // Run resigns
-			}
-			c.log.Warn("health check failed: standing down", "term", c.hold)
-			c.standDown(ctx, ReasonUnhealthy, true)
-			c.sitOut()
-			return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
-		}
-		now = c.cfg.Clock.Now() // the renewal is sent after the check
+	if c.unhealthy.Load() && now.Before(c.holdDeadline) {
+		c.log.Warn("health check failed: standing down", "term", c.hold)
+		c.standDown(ctx, ReasonUnhealthy, true)
+		c.sitOut()
+		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
 	}
 	if !now.Before(c.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.hold, "renew_deadline", c.cfg.RenewDeadline)
@@ -726,62 +749,121 @@ func (c *candidate) overdue() time.Duration {
 
 // wedged reports whether Run runs but its loop has made no progress for
 // more than RenewDeadline past when it was due: a step (a statement is
-// bounded by QueryTimeout, the health check by RenewDeadline/2) or a
+// bounded by QueryTimeout; the health check runs beside the loop) or a
 // callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
 // its context was cancelled) holds it up.
 func (c *candidate) wedged() bool {
 	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
 }
 
-// healthy runs Config.HealthCheck (true without one), bounded by d on the
-// candidate's clock, and records the outcome. A check that returns after
-// its deadline failed, whatever it returned. When Run's context ends
-// during the check the outcome is not recorded.
-func (c *candidate) healthy(ctx context.Context, d time.Duration) bool {
-	if c.cfg.HealthCheck == nil {
-		return true
-	}
-	c.step()
-	err := c.checkHealth(ctx, d)
-	if ctx.Err() != nil {
-		return err == nil
-	}
-	c.metrics().healthCheck(c.cfg.Name, err)
-	if was := c.unhealthy.Swap(err != nil); err != nil && !was {
-		c.log.Warn("health check failing: not campaigning", "err", err)
-	} else if err == nil && was {
-		c.log.Info("health check passes again: campaigning")
-	}
-	return err == nil
+// healthy reports whether the latest result of Config.HealthCheck lets
+// the candidate campaign: true without a HealthCheck, false before its
+// first result and while that result is a failure.
+func (c *candidate) healthy() bool {
+	return c.cfg.HealthCheck == nil || (c.checked.Load() && !c.unhealthy.Load())
 }
 
-// checkHealth runs the check with a context cancelled after d by the
-// candidate's clock (and by real time: a deadline for the check's own
-// calls). It waits for the check to return.
-func (c *candidate) checkHealth(ctx context.Context, d time.Duration) error {
-	hctx, cancel := context.WithTimeout(ctx, max(d, 0))
-	defer cancel()
-	t := c.cfg.Clock.NewTimer(max(d, 0))
-	checked, done := make(chan struct{}), make(chan struct{})
+// heldDown reports whether the check failed within HealthCheckHoldDown, or
+// Run began within it (a candidate with no record of passing is held down
+// as after a failure): the candidate then does not ask for leadership by
+// priority.
+func (c *candidate) heldDown() bool {
+	f := c.lastFailure.Load()
+	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.HealthCheckHoldDown)
+}
+
+// startHealth starts the goroutine that runs Config.HealthCheck beside the
+// campaign loop (see watchHealth), if there is a check; the returned stop
+// cancels it and returns once it has exited (once a run under way has
+// returned).
+func (c *candidate) startHealth(ctx context.Context) (stop func()) {
+	if c.cfg.HealthCheck == nil {
+		return func() {}
+	}
+	// No record yet: held down as after a failure (see heldDown).
+	c.lastFailure.Store(c.elapsed() + 1)
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		select {
-		case <-t.C():
-			cancel()
-		case <-checked:
-		}
+		c.watchHealth(hctx)
 	}()
-	err := c.cfg.HealthCheck(hctx)
-	close(checked)
-	t.Stop()
-	<-done
-	if hctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(hctx.Err(), err))
+	return func() { cancel(); <-done }
+}
+
+// watchHealth runs the check every HealthCheckInterval, start to start
+// (or as soon as the previous run returned, when that is later), until ctx
+// ends, and records each result. The campaign loop never waits for it: it
+// acts on the latest result.
+func (c *candidate) watchHealth(ctx context.Context) {
+	for {
+		start := c.cfg.Clock.Now()
+		c.checkHealth(ctx, c.cfg.HealthCheckTimeout)
+		if ctx.Err() != nil {
+			return
+		}
+		t := c.cfg.Clock.NewTimer(max(c.cfg.HealthCheckInterval-c.cfg.Clock.Now().Sub(start), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
 	}
+}
+
+// checkHealth runs the check once with a context cancelled after d by the
+// candidate's clock (and by real time: a deadline for the check's own
+// calls), and records the result. A run that has not returned after d
+// failed: that is recorded at once, and the run is then waited for, so that
+// runs never overlap. When ctx ends during the run, nothing is recorded.
+func (c *candidate) checkHealth(ctx context.Context, d time.Duration) {
+	hctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	res := make(chan error, 1)
+	go func() { res <- c.cfg.HealthCheck(hctx) }()
+	select {
+	case err := <-res:
+		switch {
+		case ctx.Err() != nil:
+		case hctx.Err() != nil:
+			c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(hctx.Err(), err)), true)
+		case err != nil:
+			c.recordHealth(fmt.Errorf("election: health check: %w", err), false)
+		default:
+			c.recordHealth(nil, false)
+		}
+	case <-t.C():
+		cancel()
+		c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, context.DeadlineExceeded), true)
+		<-res
+	case <-ctx.Done():
+		<-res
+	}
+}
+
+// recordHealth makes err (nil: passed) the latest result of the check,
+// counts a failure, and pokes the campaign loop when the result changed.
+func (c *candidate) recordHealth(err error, timedOut bool) {
+	c.metrics().healthCheck(c.cfg.Name, err, timedOut)
 	if err != nil {
-		return fmt.Errorf("election: health check: %w", err)
+		c.lastFailure.Store(c.elapsed() + 1)
 	}
-	return nil
+	was, first := c.unhealthy.Swap(err != nil), !c.checked.Swap(true)
+	switch {
+	case err != nil && (!was || first):
+		c.log.Warn("health check failing: not campaigning", "err", err)
+	case err == nil && was:
+		c.log.Info("health check passes again: campaigning")
+	}
+	if first || was != (err != nil) {
+		select {
+		case c.healthCh <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // sitOut keeps a candidate that just gave its hold up from campaigning for

@@ -60,6 +60,11 @@ const (
 	// DefaultPreferenceTenureLeases is the default PreferenceTenure in
 	// leases: a zero PreferenceTenure is LeaseDuration times this.
 	DefaultPreferenceTenureLeases = 1
+	// DefaultHealthCheckHoldDownIntervals is the shortest default
+	// HealthCheckHoldDown in health check intervals: a zero
+	// HealthCheckHoldDown is the longer of PreferenceTenure and
+	// HealthCheckInterval times this.
+	DefaultHealthCheckHoldDownIntervals = 3
 	// MinLeaseDuration is the shortest LeaseDuration accepted. Below it a
 	// renewal's round trip and the database's millisecond granularity leave
 	// no time to renew, and a candidate would never lead.
@@ -190,15 +195,39 @@ type Config struct {
 	// contract. All are optional.
 	Callbacks Callbacks
 	// HealthCheck, when not nil, ties leadership to the application's
-	// health (see "Health" in the package documentation). A leader runs it
-	// before each renewal, bounded by half the time left before its renew
-	// deadline; a follower before each look at the election, bounded by
-	// RenewDeadline/2. An error, or no answer in time, stands the leader
-	// down (OnDemoted with ReasonUnhealthy) and releases the row, so that a
-	// follower takes over at once; while the check fails the candidate
-	// does not campaign, and runs it again every RetryInterval. It runs on
-	// Run's goroutine and must return soon after its context ends.
+	// health (see "Health" in the package documentation). It runs beside
+	// the campaign, on a goroutine of its own that Run starts and joins,
+	// every HealthCheckInterval and bounded by HealthCheckTimeout, the same
+	// for a leader and a follower; the campaign never waits for it but acts
+	// on its latest result. While that result is a failure (an error, or no
+	// answer within HealthCheckTimeout) a leader stands down (OnDemoted
+	// with ReasonUnhealthy) and releases the row, so that a follower takes
+	// over at once, and a follower does not campaign; a candidate does not
+	// campaign before its first check passed. A candidate whose check
+	// failed within HealthCheckHoldDown does not ask for leadership by
+	// Priority. Runs of the check never overlap, and a run past its timeout
+	// is waited for before the next: it must return soon after its context
+	// ends.
 	HealthCheck func(ctx context.Context) error
+	// HealthCheckInterval is the time between the starts of two runs of
+	// HealthCheck (the next starts when the previous returns, if that is
+	// later). Must not be negative. Default: RenewInterval (with the
+	// default timings, 2 s).
+	HealthCheckInterval time.Duration
+	// HealthCheckTimeout bounds one run of HealthCheck: a run that has not
+	// returned by then fails (counted by Metrics as a failure and as a
+	// timeout) and its context is cancelled. Must not be negative. Default:
+	// RenewDeadline/2 (with the default timings, 5 s).
+	HealthCheckTimeout time.Duration
+	// HealthCheckHoldDown is how long after a failed HealthCheck (or after
+	// Run began: a candidate with no record of passing counts as failed) a
+	// candidate does not ask for leadership by Priority, however its checks
+	// go meanwhile, so that a flapping check does not draw leadership to it
+	// again and again (a route's hold-down). It still takes a free row:
+	// a leader it is better than none. Must not be negative. Default: the
+	// longer of PreferenceTenure and 3 × HealthCheckInterval. Ignored when
+	// Priority is 0.
+	HealthCheckHoldDown time.Duration
 	// Clock is the local clock. Default RealClock{}.
 	Clock Clock
 	// Logger receives structured logs (election, id, term); nothing is
@@ -257,7 +286,7 @@ func (c Config) withDefaults() (Config, error) {
 // so that an error about a derived one says where it came from.
 type timing struct {
 	lease, renewDeadline, renewInterval, retryInterval, lockDelay, queryTimeout bool
-	tenure                                                                      bool
+	tenure, healthInterval, healthTimeout, holdDown                             bool
 	leaseFromDeadline                                                           bool // the lease was derived from the renew deadline
 }
 
@@ -269,7 +298,8 @@ type timing struct {
 func (c Config) withTimingDefaults() (Config, timing) {
 	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
 		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
-		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0}
+		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0,
+		healthInterval: c.HealthCheckInterval != 0, healthTimeout: c.HealthCheckTimeout != 0, holdDown: c.HealthCheckHoldDown != 0}
 	switch {
 	case given.lease:
 	case given.renewDeadline && c.RenewDeadline > 0:
@@ -295,6 +325,15 @@ func (c Config) withTimingDefaults() (Config, timing) {
 	}
 	if !given.tenure {
 		c.PreferenceTenure = c.LeaseDuration * DefaultPreferenceTenureLeases
+	}
+	if !given.healthInterval {
+		c.HealthCheckInterval = c.RenewInterval
+	}
+	if !given.healthTimeout {
+		c.HealthCheckTimeout = c.RenewDeadline / 2
+	}
+	if !given.holdDown {
+		c.HealthCheckHoldDown = max(c.PreferenceTenure, DefaultHealthCheckHoldDownIntervals*c.HealthCheckInterval)
 	}
 	return c, given
 }
@@ -367,6 +406,12 @@ func (c Config) validate(given timing) error {
 		return bad("priority %d: must be from 0 (no preference) to %d (MaxPriority)", c.Priority, MaxPriority)
 	case c.PreferenceTenure < 0:
 		return bad("preference tenure %v: must not be negative", c.PreferenceTenure)
+	case c.HealthCheckInterval < 0:
+		return bad("health check interval %v: must not be negative", c.HealthCheckInterval)
+	case c.HealthCheckTimeout < 0:
+		return bad("health check timeout %v: must not be negative", c.HealthCheckTimeout)
+	case c.HealthCheckHoldDown < 0:
+		return bad("health check hold-down %v: must not be negative", c.HealthCheckHoldDown)
 	}
 	return nil
 }

@@ -225,3 +225,27 @@ func TestUnixDecimal(t *testing.T) {
 		t.Fatal("empty should be zero")
 	}
 }
+
+// The health check's interval, timeout and hold-down default to the renew
+// interval, half the renew deadline, and the longer of the tenure and three
+// intervals; negative values are refused.
+func TestHealthCheckDefaults(t *testing.T) {
+	cfg, err := Config{Name: "e", ID: "me"}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HealthCheckInterval != DefaultRenewInterval || cfg.HealthCheckTimeout != DefaultRenewDeadline/2 ||
+		cfg.HealthCheckHoldDown != DefaultLeaseDuration {
+		t.Errorf("interval %v timeout %v hold-down %v", cfg.HealthCheckInterval, cfg.HealthCheckTimeout, cfg.HealthCheckHoldDown)
+	}
+	cfg, _ = Config{Name: "e", ID: "me", HealthCheckInterval: 10 * time.Second}.WithDefaults()
+	if cfg.HealthCheckHoldDown != 30*time.Second {
+		t.Errorf("hold-down %v with a 10s interval, want 30s", cfg.HealthCheckHoldDown)
+	}
+	for _, c := range []Config{{HealthCheckInterval: -1}, {HealthCheckTimeout: -1}, {HealthCheckHoldDown: -1}} {
+		c.Name, c.ID = "e", "me"
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v, want ErrInvalidConfig", c, err)
+		}
+	}
+}

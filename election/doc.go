@@ -135,22 +135,44 @@
 //
 // # Health
 //
-// Config.HealthCheck ties leadership to the application's health. A leader
-// runs it before each renewal, bounded by half the time left before its
-// renew deadline (so that a failed check still leaves time to release); a
-// failure or a timeout stands it down (ReasonUnhealthy) and releases the
-// row as Resign does: the leader proved it stopped, so a follower takes over
-// at once, and a hold still waiting out its lock delay hands the rest of
-// that delay on. The candidate then sits out two retry intervals and does
-// not campaign while its check fails: a follower runs the check (bounded by
-// RenewDeadline/2) before each look at the election, every RetryInterval.
+// Config.HealthCheck ties leadership to the application's health. It runs
+// beside the campaign loop, as Kubernetes probes and Consul checks do: a
+// goroutine that Run starts and joins runs it every HealthCheckInterval
+// (default RenewInterval), bounded by HealthCheckTimeout (default
+// RenewDeadline/2), the same for a leader and a follower, and the loop acts
+// on its latest result. A check never delays a renewal or a look at the
+// election, so a slow check (within its timeout) changes nothing: a
+// follower woken by a hand-over looks at once, within the transfer window,
+// and a leader renews on time. A run that has not returned by its timeout
+// fails at the timeout (sqlelect_health_check_timeouts_total counts it, as
+// well as sqlelect_health_check_failures_total) and is waited for before
+// the next run.
+//
+// When the latest result is a failure, a leader stands down at once
+// (ReasonUnhealthy), not at its next renewal, and releases the row as
+// Resign does: the leader proved it stopped, so a follower takes over at
+// once, and a hold still waiting out its lock delay hands the rest of that
+// delay on. The candidate then sits out two retry intervals and does not
+// campaign while its check fails; a follower does not campaign before its
+// first check passed, and campaigns as soon as a failing check passes
+// again. A leader acts on a result at most HealthCheckInterval plus
+// HealthCheckTimeout old.
+//
+// A flapping check is held down, as routing protocols damp a flapping
+// route: a candidate whose check failed within HealthCheckHoldDown
+// (default: the longer of PreferenceTenure and three check intervals), or
+// whose Run began within it, does not ask for leadership by priority (see
+// "Leadership preference"), so that leadership does not move to it only to
+// leave again at its next failure. It still takes a free row, and a row
+// handed to it: a leader that may fail is better than none.
 //
 // A campaign loop that makes no progress for more than RenewDeadline past
 // when its next step was due is wedged: a callback blocks, or OnElected
 // does not return after its context was cancelled (Run waits for it).
 // HealthzHandler answers 503 then, Metrics reports sqlelect_wedged, and
-// StatusHandler's JSON says wedged (and healthy, the last check's outcome,
-// as sqlelect_healthy).
+// StatusHandler's JSON says wedged (and healthy, the latest check's
+// outcome, as sqlelect_healthy). The health check is not part of the loop:
+// a check that hangs is a failed check, not a wedged loop.
 //
 // # Many elections in one process
 //
@@ -232,8 +254,9 @@
 // writes it. A row an operator wrote with plain SQL has priority 0 until
 // its holder writes it. Record.Priority, Leader, Status and the CLI show it.
 //
-// A follower that runs, passes its HealthCheck, and whose Priority is
-// strictly greater than the live leader's, asks that leader to hand over to
+// A follower that runs, whose HealthCheck passes and has not failed within
+// HealthCheckHoldDown (see "Health"), and whose Priority is strictly
+// greater than the live leader's, asks that leader to hand over to
 // it, with one conditional statement decided by the database:
 //
 //	UPDATE service_election SET transfer_to = :me
@@ -376,5 +399,6 @@
 // contract, for the unit tests of code that uses this package; the
 // behaviour suite (electiontest.RunContract) checks the contract against
 // both. It honours Config.HealthCheck where the test drives it (before an
-// Elect, and in CheckHealth, which stands for a leader's renewal).
+// Elect, and in CheckHealth, which stands for a run of the check while
+// leading), bounded by HealthCheckTimeout.
 package election

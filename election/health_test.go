@@ -51,15 +51,19 @@ func releasesOf(b *fakeBackend) ([]uint64, []time.Duration) {
 	return append([]uint64(nil), b.released...), append([]time.Duration(nil), b.unserved...)
 }
 
-// A leader whose check fails stands down before renewing, releases the row
-// at once (it served its lock delay: no delay handed on), sits out two retry
-// intervals, does not campaign while the check fails, re-checks every retry
-// interval, and campaigns again once it passes.
+// A leader whose check fails stands down as soon as the failure is
+// recorded, without waiting for its next renewal, releases the row at once
+// (it served its lock delay: no delay handed on), sits out two retry
+// intervals, does not campaign while the check fails (it runs every
+// HealthCheckInterval meanwhile), and campaigns as soon as it passes. It
+// was elected at once: a candidate held down (just started) still takes a
+// free row.
 func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hs := &healthSwitch{}
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		const every = 1500 * time.Millisecond // not a multiple of the renew interval
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.HealthCheckInterval = hs.check, every })
 		synctest.Wait() // the loop and the watchdog wait
 		if !h.c.IsLeader() {
 			t.Fatal("not leading")
@@ -68,41 +72,34 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		hs.set(errors.New("disk full"), false)
 		renewals := renewalsOf(b)
-		advance(tRenew)
-		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
-		if h.c.IsLeader() {
-			t.Fatal("leader after a failed health check")
+		advance(every) // the second check fails, before the renewal due at tRenew
+		if !strings.Contains(h.ev.String(), "demoted:unhealthy") || h.c.IsLeader() {
+			t.Fatalf("still leading once the check failed: %s", h.ev)
 		}
 		if got := renewalsOf(b); got != renewals {
 			t.Errorf("%d renewals after the failed check, want none", got-renewals)
 		}
-		waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
-		if r, u := releasesOf(b); r[0] != 5 || u[0] != 0 {
+		if r, u := releasesOf(b); len(r) != 1 || r[0] != 5 || u[0] != 0 {
 			t.Fatalf("released %v with unserved %v, want term 5 released at once", r, u)
 		}
 		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
 			t.Fatalf("events %q, want %q", got, want)
 		}
 		wantStatus(t, h.c, false, false)
-		// Sitting out, then checking every retry interval without campaigning.
+		// Sitting out, then not campaigning; checking every interval.
 		follows, calls := followsOf(b), hs.calls.Load()
-		synctest.Wait()
-		advance(2 * tRetry)
-		for i := 0; i < 3; i++ {
-			waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
-			calls++
-			synctest.Wait()
-			if i < 2 {
-				advance(tRetry)
-			}
+		advance(4 * every)
+		if got := hs.calls.Load() - calls; got != 4 {
+			t.Errorf("%d checks in 4 intervals, want 4", got)
 		}
 		if got := followsOf(b); got != follows {
 			t.Fatalf("campaigned %d times while unhealthy", got-follows)
 		}
 		hs.set(nil, false)
-		advance(tRetry)
-		waitFor(t, func() bool { return hs.calls.Load() == calls+1 })
-		waitFor(t, func() bool { return followsOf(b) == follows+1 })
+		advance(every) // the check passes: the loop looks at once
+		if got := followsOf(b); got != follows+1 {
+			t.Fatalf("%d looks once the check passed, want 1 at once", got-follows)
+		}
 		wantStatus(t, h.c, true, false)
 	})
 }
@@ -136,28 +133,94 @@ func fmtBool(b *bool) string {
 	return strconv.FormatBool(*b)
 }
 
-// A check that does not answer is cut off at half the time left before the
-// renew deadline, which leaves time to release the row: the leader leads
-// meanwhile, then stands down as unhealthy.
-func TestHealthCheckBoundedByTheRenewDeadline(t *testing.T) {
+// A check runs beside the campaign: a leader renews on time while a check
+// that does not answer runs, and the check fails at HealthCheckTimeout,
+// counted as a failure and a timeout; the leader then stands down.
+func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hs := &healthSwitch{}
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		m := NewMetrics()
+		const timeout = 5 * time.Second // more than two renew intervals
+		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.HealthCheckTimeout, c.Metrics = hs.check, timeout, m })
+		reg := newRegistry(t, m)
 		synctest.Wait() // the loop and the watchdog wait
 		hs.set(nil, true)
-		advance(tRenew) // the check begins: (6s - 2s) / 2 left for it
-		synctest.Wait()
-		advance((tRenewDeadline-tRenew)/2 - time.Nanosecond)
-		synctest.Wait()
+		renewals := renewalsOf(b)
+		advance(tRenew) // the next check begins, and a renewal is due
+		advance(timeout - time.Nanosecond)
+		if got := renewalsOf(b) - renewals; got != 3 {
+			t.Errorf("%d renewals while the check ran for %v, want 3", got, timeout)
+		}
 		if !h.c.IsLeader() || strings.Contains(h.ev.String(), "demoted") {
-			t.Fatalf("stood down before the check's bound: %s", h.ev)
+			t.Fatalf("stood down before the check's timeout: %s", h.ev)
 		}
 		advance(time.Nanosecond)
-		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:unhealthy") })
-		waitFor(t, func() bool { r, _ := releasesOf(b); return len(r) == 1 })
+		if !strings.Contains(h.ev.String(), "demoted:unhealthy") {
+			t.Fatalf("not unhealthy at the check's timeout: %s", h.ev)
+		}
+		if r, _ := releasesOf(b); len(r) != 1 {
+			t.Fatalf("released %v, want the row released once", r)
+		}
+		s := gatherMetrics(t, reg)
+		s.want(t, 1, "sqlelect_health_check_failures_total", "election=unit")
+		s.want(t, 1, "sqlelect_health_check_timeouts_total", "election=unit")
 		if h.c.wedged() {
-			t.Error("a check within its bound reported as wedged")
+			t.Error("a check past its timeout reported as wedged")
+		}
+	})
+}
+
+// A candidate whose check failed within HealthCheckHoldDown, or that
+// started within it, does not ask for leadership by priority; it asks once
+// the hold-down is over.
+func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const holdDown = 3 * time.Second
+		dbNow := time.Unix(1_800_000_000, 0).UTC()
+		seen := Record{Election: "unit", ID: "other", Term: 7, Priority: 1, Since: dbNow.Add(-time.Hour),
+			LastRenewal: dbNow.Add(-100 * time.Millisecond), Lease: time.Second, LeaseLeft: 900 * time.Millisecond}
+		cfg, err := Config{Name: "unit", ID: "me", Priority: 2, HealthCheck: func(context.Context) error { return nil },
+			HealthCheckHoldDown: holdDown}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &fakeBackend{}
+		c := newCandidate(cfg, b)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stop := c.startHealth(ctx) // held down from now; the check passes
+		defer stop()
+		synctest.Wait()
+		for _, step := range []struct {
+			advance time.Duration
+			term    uint64
+			ask     bool
+		}{
+			{0, 7, false},                          // just started
+			{holdDown - time.Nanosecond, 7, false}, // still held down
+			{time.Nanosecond, 7, true},             // a record of passing for the hold-down
+		} {
+			time.Sleep(step.advance)
+			seen.Term = step.term
+			n := len(b.prefers)
+			c.prefer(ctx, seen, time.Second)
+			if asked := len(b.prefers) > n; asked != step.ask {
+				t.Fatalf("%v after the start: asked %v, want %v", step.advance, asked, step.ask)
+			}
+		}
+		c.recordHealth(errors.New("flap"), false)
+		for _, step := range []struct {
+			advance time.Duration
+			ask     bool
+		}{{0, false}, {holdDown - time.Nanosecond, false}, {time.Nanosecond, true}} {
+			time.Sleep(step.advance)
+			seen.Term++
+			n := len(b.prefers)
+			c.prefer(ctx, seen, time.Second)
+			if asked := len(b.prefers) > n; asked != step.ask {
+				t.Fatalf("%v after a failure: asked %v, want %v", step.advance, asked, step.ask)
+			}
 		}
 	})
 }
@@ -194,7 +257,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		waitFor(t, func() bool { return hs.calls.Load() >= 1 })
 		for i := 0; i < 3; i++ {
 			synctest.Wait()
-			advance(tRetry)
+			advance(tRenew) // the default HealthCheckInterval
 		}
 		if n := followsOf(b); n != 0 || h.c.IsLeader() {
 			t.Fatalf("an unhealthy follower looked %d times; leader %v", n, h.c.IsLeader())

@@ -28,10 +28,11 @@ import (
 //	                                         certification-based cluster: Galera's 1213, Group Replication's
 //	                                         3101 and 1180 "Got error 149"; server: any other server error)
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
-//	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a health check)
+//	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
-//	sqlelect_healthy                         with Config.HealthCheck: 1 while the last check passed, else 0
+//	sqlelect_healthy                         with Config.HealthCheck: 1 while its latest result is a pass (or none yet), else 0
 //	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
+//	sqlelect_health_check_timeouts_total     with Config.HealthCheck: checks that did not answer within HealthCheckTimeout
 //	sqlelect_preference_requests_total       with Config.Priority: requests this follower wrote for a lower-priority leader to hand over to it
 type Metrics struct {
 	changes  *prometheus.CounterVec
@@ -39,7 +40,9 @@ type Metrics struct {
 	errors   *prometheus.CounterVec
 	skips    *prometheus.CounterVec
 	health   *prometheus.CounterVec
-	prefers  *prometheus.CounterVec
+	// healthTimeouts counts the failures of health that were timeouts.
+	healthTimeouts *prometheus.CounterVec
+	prefers        *prometheus.CounterVec
 
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
 	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
@@ -73,11 +76,15 @@ func NewMetrics() *Metrics {
 			Name: "sqlelect_health_check_failures_total",
 			Help: "Config.HealthCheck calls that failed or did not answer in time.",
 		}, l),
+		healthTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sqlelect_health_check_timeouts_total",
+			Help: "Config.HealthCheck calls that did not answer within HealthCheckTimeout (also counted as failures).",
+		}, l),
 		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_preference_requests_total",
 			Help: "With Config.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
 		}, l),
-		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a health check), by the local clock.", l, nil),
+		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a stand-down), by the local clock.", l, nil),
 		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
 		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.HealthCheck: 1 while its last check passed, else 0.", l, nil),
 		leaderDesc:  prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
@@ -95,6 +102,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.errors.Describe(ch)
 	m.skips.Describe(ch)
 	m.health.Describe(ch)
+	m.healthTimeouts.Describe(ch)
 	m.prefers.Describe(ch)
 	ch <- m.attemptDesc
 	ch <- m.wedgedDesc
@@ -112,6 +120,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.errors.Collect(ch)
 	m.skips.Collect(ch)
 	m.health.Collect(ch)
+	m.healthTimeouts.Collect(ch)
 	m.prefers.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -156,6 +165,7 @@ func (m *Metrics) add(c *candidate) {
 	}
 	if c.cfg.HealthCheck != nil {
 		m.health.WithLabelValues(c.cfg.Name)
+		m.healthTimeouts.WithLabelValues(c.cfg.Name)
 	}
 	if c.cfg.Priority > 0 {
 		m.prefers.WithLabelValues(c.cfg.Name)
@@ -190,11 +200,14 @@ func (m *Metrics) heartbeatResult(name, kind string) {
 	m.errors.WithLabelValues(name, kind).Inc()
 }
 
-func (m *Metrics) healthCheck(name string, err error) {
+func (m *Metrics) healthCheck(name string, err error, timedOut bool) {
 	if m == nil || err == nil {
 		return
 	}
 	m.health.WithLabelValues(name).Inc()
+	if timedOut {
+		m.healthTimeouts.WithLabelValues(name).Inc()
+	}
 }
 
 func b2f(b bool) float64 {

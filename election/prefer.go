@@ -43,12 +43,14 @@ func (r Record) tenure() time.Duration {
 // without acting on the request, one still waiting out its lock delay,
 // clears the request and keeps the term: asking again would write at every
 // look), and never of a row an operator assigned that its candidate has
-// not claimed yet (acquired "operator"). So it asks at most once per look,
+// not claimed yet (acquired "operator"), and never while its HealthCheck
+// failed within HealthCheckHoldDown (a flapping check would otherwise draw
+// leadership to a candidate about to stand down as unhealthy). So it asks at most once per look,
 // and once per leadership. An error is counted and logged; the next look
 // tries again.
 func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
 	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
-		seen.Acquired == "operator" || seen.Term == c.askedTerm {
+		seen.Acquired == "operator" || seen.Term == c.askedTerm || c.heldDown() {
 		return wait
 	}
 	if left := c.cfg.PreferenceTenure - seen.tenure(); left > 0 {

@@ -49,11 +49,15 @@ the line was produced):
   {"event":"healthy",...}     --health-cmd passes again: it campaigns again
 
 --health-cmd runs with sh -c (stdin /dev/null, stdout discarded,
-SQLELECT_ELECTION and SQLELECT_ID set) before each renewal of a leader and
-each look of a follower (every --retry). It fails when it exits non-zero or
-does not exit within its bound (half the time left before the renew
-deadline for a leader, half of --renew-deadline for a follower); its
-process group is then killed.
+SQLELECT_ELECTION and SQLELECT_ID set) beside the campaign, every
+--health-interval (default --renew), the same for a leader and a follower;
+the campaign never waits for it and acts on its latest result (it does not
+campaign before the first run passed). It fails when it exits non-zero or
+does not exit within --health-timeout (default half of --renew-deadline);
+its process group is then killed. After a failure (and after the start) a
+candidate does not ask for leadership by --priority for --health-hold-down
+(default the longer of --preference-tenure and 3 --health-interval), so a
+flapping check does not draw leadership to it; it still takes a free row.
 
 --http-addr serves, while the command runs, for load balancers and programs
 that follow leadership without the library: GET /leader answers 200 "leader"
@@ -115,6 +119,7 @@ type campaignFlags struct {
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 	priority                                      int
 	preferenceTenure                              time.Duration
+	healthInterval, healthTimeout, healthHoldDown time.Duration
 	// set reports whether a flag was given (pflag's Changed), for flags
 	// whose empty or zero value would otherwise quietly mean the default.
 	set func(name string) bool
@@ -141,9 +146,13 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://`ADDR`/metrics, e.g. :9090")
 	fs.StringVar(&f.httpAddr, "http-addr", "", "serve /leader (200 while leading, else 404), /status (JSON) and /healthz on http://`ADDR`, "+
 		"e.g. 127.0.0.1:8080 (and /metrics when --metrics-addr is the same)")
-	fs.StringVar(&f.healthCmd, "health-cmd", "", "shell `CMD` run with sh -c before each renewal and each look at the election; "+
-		"while it fails (non-zero exit, or no exit within its bound) this candidate hands leadership over and does not campaign, "+
+	fs.StringVar(&f.healthCmd, "health-cmd", "", "shell `CMD` run with sh -c every --health-interval, beside the campaign; "+
+		"while it fails (non-zero exit, or no exit within --health-timeout) this candidate hands leadership over and does not campaign, "+
 		"e.g. 'curl -fsS http://127.0.0.1:8080/ready'")
+	fs.DurationVar(&f.healthInterval, "health-interval", 0, "time between the starts of two runs of --health-cmd (default --renew-interval)")
+	fs.DurationVar(&f.healthTimeout, "health-timeout", 0, "a run of --health-cmd that has not exited by then fails and is killed (default 1/2 of --renew-deadline)")
+	fs.DurationVar(&f.healthHoldDown, "health-hold-down", 0, "after a failed --health-cmd (or the start), this long before asking for leadership by --priority "+
+		"(default the longer of --preference-tenure and 3 --health-interval)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log line `format`: text (key=value) or json (one object a line); durations as strings such as 1.5s")
 	f.set = func(name string) bool { return fs.Changed(name) }
@@ -164,6 +173,8 @@ func (f *campaignFlags) checkGiven() error {
 		{"renew-interval", f.renew == 0}, {"renew", f.renew == 0},
 		{"retry-interval", f.retry == 0}, {"retry", f.retry == 0},
 		{"preference-tenure", f.preferenceTenure == 0},
+		{"health-interval", f.healthInterval == 0}, {"health-timeout", f.healthTimeout == 0},
+		{"health-hold-down", f.healthHoldDown == 0},
 	} {
 		if d.zero && f.set(d.name) {
 			return failf(exitUsage, "--%s is empty or zero: give a value, or leave the flag out for the default", d.name)
@@ -220,6 +231,10 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 		Priority:         f.priority,
 		PreferenceTenure: f.preferenceTenure,
 		Logger:           log,
+
+		HealthCheckInterval: f.healthInterval,
+		HealthCheckTimeout:  f.healthTimeout,
+		HealthCheckHoldDown: f.healthHoldDown,
 	}.WithDefaults()
 	return cfg, log, err
 }

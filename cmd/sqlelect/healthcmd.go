@@ -31,7 +31,7 @@ type healthCmd struct {
 	e        election.Election // set once built, before Run: for the term
 	runCtx   context.Context   // Run's context, set before Run
 
-	failing bool // the last outcome; the library calls check on Run's goroutine only
+	failing bool // the last outcome; the library never runs two checks at once
 }
 
 // check implements Config.HealthCheck: it runs the script with sh -c in a

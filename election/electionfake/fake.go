@@ -24,21 +24,22 @@
 //     context, election.ReasonTransferred after Transfer, and
 //     election.ReasonUnhealthy after a CheckHealth that failed.
 //
-// Config.HealthCheck is honoured at the points the test drives, where a
-// real candidate runs it: a follower runs it before each look at the
-// election, so Elect (and SetLeader naming this candidate) runs it first
-// and, when it fails, elects nobody and returns an error wrapping
-// ErrUnhealthy; a leader runs it before each renewal, which the test stands
-// for with CheckHealth: a failing check stands the leader down with
+// Config.HealthCheck is honoured at the points the test drives. A real
+// candidate runs it beside its campaign, every HealthCheckInterval, and
+// acts on the latest result; the fake runs it when the test says: a
+// follower campaigns only while its check passes, so Elect (and SetLeader
+// naming this candidate) runs it first and, when it fails, elects nobody
+// and returns an error wrapping ErrUnhealthy; CheckHealth stands for one
+// run of the check: a failing check stands a leader down with
 // election.ReasonUnhealthy (OnDemoted), and OnLeaderChanged then reports
 // that nobody leads, since a real leader releases the row. Healthy reports
 // the last check's outcome. The check runs on the goroutine running Run,
-// with the driving method's context.
+// with the driving method's context, bounded by HealthCheckTimeout when
+// set.
 //
 // What the fake does not model: leases and clocks (a leadership ends only
-// when the test or the code under test ends it; a health check is never
-// cut off by a deadline of its own, and nothing runs it but Elect,
-// SetLeader and CheckHealth), other candidates (each Fake is one
+// when the test or the code under test ends it; nothing runs the health
+// check but Elect, SetLeader and CheckHealth, and no hold-down applies), other candidates (each Fake is one
 // candidate; SetLeader names the others, with priority 0, and this
 // candidate never asks for leadership by Config.Priority, which only shows
 // in its own records), the elector's own health (election.HealthzHandler
@@ -111,7 +112,7 @@ type request struct {
 
 // New returns a fake candidate configured by cfg: Name (required, as for
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
-// HealthCheck (see the package documentation), LeaseDuration (shown in records; default election.DefaultLeaseDuration)
+// HealthCheck and HealthCheckTimeout (see the package documentation), LeaseDuration (shown in records; default election.DefaultLeaseDuration)
 // and Clock (for the records' times and Demotion.Until; default
 // election.RealClock{}) are used, the other fields ignored. Like the real
 // constructors it copies cfg and returns an error wrapping
@@ -241,8 +242,8 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 	return term, unhealthy
 }
 
-// CheckHealth runs Config.HealthCheck where a real candidate does, before
-// a leader's renewal or a follower's look, and returns nil when it passes
+// CheckHealth runs Config.HealthCheck once, as a real candidate's health
+// goroutine does every HealthCheckInterval, and returns nil when it passes
 // (or there is none), else an error wrapping ErrUnhealthy and the check's
 // error. A leader whose check fails stands down as a real one does:
 // IsLeader turns false, the elected context is cancelled, OnElected is
@@ -267,11 +268,17 @@ func (f *Fake) CheckHealth(ctx context.Context) error {
 // before the first run and without a HealthCheck.
 func (f *Fake) Healthy() bool { return !f.unhealthy.Load() }
 
-// check runs Config.HealthCheck, if any, records its outcome and returns
-// its error wrapped with ErrUnhealthy. Run goroutine only.
+// check runs Config.HealthCheck, if any, bounded by HealthCheckTimeout
+// when set, records its outcome and returns its error wrapped with
+// ErrUnhealthy. Run goroutine only.
 func (f *Fake) check(ctx context.Context) error {
 	if f.cfg.HealthCheck == nil {
 		return nil
+	}
+	if d := f.cfg.HealthCheckTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
 	err := f.cfg.HealthCheck(ctx)
 	f.unhealthy.Store(err != nil)

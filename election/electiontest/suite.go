@@ -93,6 +93,10 @@ func Run(t *testing.T, s Suite) {
 		{"UnhealthyLeaderHandsOver", testUnhealthyHandsOver},
 		{"FlappingHealthCheckOneLeader", testFlappingHealth},
 		{"WedgedElectorReported", testWedgedReported},
+		{"SlowHealthCheckTransfersReachTarget", testSlowHealthCheckTransfers},
+		{"SlowHealthCheckPreferredLeads", testSlowHealthCheckPreference},
+		{"SlowHealthCheckSameForLeader", testSlowHealthCheckSameForLeader},
+		{"FlappingPreferredHeldDown", testFlappingPreferredHoldDown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,7 +29,8 @@
 //
 // SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
 // released) and the process exits 0. SIGUSR1 calls Election.Resign and the
-// process goes on campaigning. A Run error exits 2.
+// process goes on campaigning. SIGUSR2 makes its health check slow and
+// flapping for --health-fault-for (see healthFault). A Run error exits 2.
 //
 // With --elections N it campaigns in N elections (--election, then
 // --election with "-2", "-3", … appended), with --batch through one
@@ -98,6 +99,8 @@ func main() {
 	elections := flag.Int("elections", 1, "campaign in this many elections: --election, then --election with -2, -3, … appended")
 	batch := flag.Bool("batch", false, "table backend: run the elections through one election.Batcher")
 	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
+	healthTimeout := flag.Duration("health-timeout", 500*time.Millisecond, "Config.HealthCheckTimeout")
+	healthFaultFor := flag.Duration("health-fault-for", 3*time.Second, "how long a SIGUSR2 makes the health check slow and flapping")
 	flag.Parse()
 	if *dsn == "" || *id == "" {
 		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
@@ -118,10 +121,15 @@ func main() {
 			return sql.OpenDB(c), nil
 		}
 	}
+	hf := &healthFault{timeout: *healthTimeout, lasts: *healthFaultFor}
+	sigCtx, stopSig := context.WithCancel(context.Background())
+	defer stopSig()
+	hf.watch(sigCtx)
 	err := run(p, *backend, open, election.Config{
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
 		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
 		QueryTimeout: *queryTimeout, Value: *id, DisableFastHandover: !*fastHandover,
+		HealthCheck: hf.check, HealthCheckTimeout: *healthTimeout,
 	}, *elections, *batch, *batchLinger, *fencedEvery, *statsEvery)
 	if err != nil {
 		p.emit(line{Event: "error", Detail: err.Error()})
