@@ -13,7 +13,8 @@
 //     cluster and Group Replication; written for MySQL 8.0 and MariaDB
 //     10.6 and later (the Batcher needs SKIP LOCKED, which they have).
 //   - NewLock: MySQL GET_LOCK held on a dedicated connection; waiting
-//     candidates block in GET_LOCK and take over within milliseconds of a
+//     candidates wait for its holder to let go (without queueing for the
+//     lock itself, see NewLock) and take over within milliseconds of a
 //     release. The holder still publishes itself in the same table, so "who
 //     leads" reads the same for both. Refused on Galera and Group
 //     Replication multi-primary, where locks are not cluster-wide.
@@ -198,7 +199,15 @@
 //
 // Assume and Reelect (above) are for a leader that is dead or hung: they
 // cannot know the old leader stopped, so the next one waits out its lock
-// delay, a whole lease by default. A planned change with a live leader does
+// delay, a whole lease by default, counted from the operator's write (or,
+// after a Reelect, from the first follower's new row), on both backends:
+// on the lock backend the next holder gets the lock only when the server
+// drops the old holder's session (wait_timeout, about a lease after its
+// last statement), but its lock delay does not start then.
+// TestLockOperatorAgainstCutOffLeader measures it: with a 3 s lease and a
+// leader cut off from the database, the election is leaderless about 1 s
+// (Assume) and 1.5 s (Reelect) after the old leader stood down, within one
+// lease. A planned change with a live leader does
 // not need that wait, because the leader itself stands down before it lets
 // the row go, as a clean Resign does:
 //
@@ -213,7 +222,18 @@
 //     included, leaves a reserved row alone (the heartbeat's take condition
 //     excludes it; a lock-backend waiter that gets the lock lets it go again).
 //     If to does not run, the window runs out and the released row is taken
-//     as after a Resign: nobody waits a lease for a ghost.
+//     as after a Resign: nobody waits a lease for a ghost. That holds on both
+//     backends, also for a follower whose process is frozen (SIGSTOP) while
+//     it waits: a lock-backend follower never queues for the election's
+//     lock (see NewLock), so a frozen one cannot capture it at the release
+//     (TestLockFrozenQueuedWaiter: the next leader a few milliseconds after
+//     a Resign or a Transfer, the transfer window after a Transfer to the
+//     frozen candidate). Left: a process frozen in the milliseconds between
+//     a lock-backend follower's GET_LOCK(name, 0) and its write of the row
+//     keeps the lock until the server drops its session, about a lease.
+//     The table backend's followers wait for its handover lock the same way
+//     (the server hands the lock on within the waiter's statement), so a
+//     frozen follower costs them nothing.
 //   - From outside, an operator asks instead, by setting the live row's
 //     transfer_to (RequestTransfer, `sqlelect transfer ELECTION ID`, or
 //     UPDATE service_election SET transfer_to = 'id' WHERE anchor = …). A

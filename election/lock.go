@@ -34,9 +34,18 @@ import (
 //     holder that stops talking (hung process, network partition) and frees
 //     the lock. The TCP keepalive variables are tried too where the server
 //     lets a session set them.
-//   - Waiting candidates block in GET_LOCK with a timeout of
-//     min(RetryInterval, QueryTimeout/2), reading the row after each wait, so
-//     they keep observing who leads and wake as soon as the lock is freed.
+//   - A waiting candidate takes the lock with GET_LOCK(name, 0) when it is
+//     free. Otherwise it waits, up to min(RetryInterval, QueryTimeout/2), for
+//     the holder to let go, with a statement that the server ends by taking
+//     the lock and releasing it at once (so every waiter wakes), then tries
+//     GET_LOCK(name, 0) again; it reads the row after each wait, so it keeps
+//     observing who leads and wakes as soon as the lock is freed. A waiter
+//     never queues for the lock itself: the server would grant a queued
+//     GET_LOCK to a process that is frozen (SIGSTOP, a paused VM), which
+//     could neither take the row nor let the lock go, and the election would
+//     wait about a lease for the server to drop that idle session. The one
+//     window left is a process frozen between its GET_LOCK(name, 0) and the
+//     row's write that follows, a few milliseconds.
 //   - A candidate that gets the lock reads the row and takes it (a new term,
 //     its id, value and connection id) unless it names another candidate
 //     with a live lease that no lock holder wrote (an operator's REPLACE):
@@ -46,7 +55,17 @@ import (
 //     (killed, crashed, dropped by wait_timeout) is taken with a lock delay of
 //     what was left of its lease (at most LockDelay): the old holder stands
 //     down by its own clock RenewDeadline after its last renewal, before its
-//     lease ends. A new row (there was none) waits out LockDelay.
+//     lease ends. A live row that names this candidate and that no lock
+//     holder wrote is taken with what is left of LockDelay counted from that
+//     write, by the database clock (see sinceWritten). A new row (there was
+//     none) waits out LockDelay.
+//   - A waiter that finds no row while another connection holds the lock
+//     writes one naming itself and no lock connection, as Assume would (see
+//     placeholder), and then waits for the lock as the named candidate: after
+//     an operator's DELETE the lock delay counts from that write, not from
+//     when the lock comes, which can be a lease later when its holder is cut
+//     off from the database (the server keeps its session until
+//     wait_timeout).
 //   - The holder checks every RenewInterval that its connection still holds
 //     the lock (IS_USED_LOCK(name) = CONNECTION_ID()) and then renews the row
 //     (last_seen_active, lease, value) where it still names it with its
@@ -59,11 +78,11 @@ import (
 //   - A transfer (Transfer, or an operator's request that the renewal finds:
 //     it fails while transfer_to is set) stands the holder down, marks the
 //     row released and reserved for the target, and releases the lock.
-//     Whichever waiter GET_LOCK wakes reads the row: the target takes it
-//     (acquired = 'transferred', no lock delay); any other lets the lock go
-//     again at once and looks again when the transfer window ends, so the
-//     lock reaches the target within a few round trips, and the row is never
-//     taken by another candidate during the window.
+//     The waiters wake, and whichever gets the lock first reads the row: the
+//     target takes it (acquired = 'transferred', no lock delay); any other
+//     lets the lock go again at once and looks again when the transfer window
+//     ends, so the lock reaches the target within a few round trips, and the
+//     row is never taken by another candidate during the window.
 //
 // Operator actions mean the same as on the table backend:
 //
@@ -72,13 +91,19 @@ import (
 //     the operator's row naming another candidate and releases the lock.
 //     Candidates that get the lock let it go again while the row names
 //     someone else; the named candidate takes the row with a new term and
-//     leads after its LockDelay. If it never comes, the row expires after
-//     its lease and the election goes on.
+//     leads LockDelay after the operator's write, even when the lock came to
+//     it later (a holder cut off from the database keeps it until the server
+//     drops its session, wait_timeout after its last statement). If it never
+//     comes, the row expires after its lease and the election goes on.
 //   - Force re-election (Reelect, or DELETE FROM service_election WHERE
 //     anchor = ...): the holder's next renewal finds no row; it stands down,
 //     writes a new row naming itself and marks it released at once, releases
 //     the lock and sits out two retry intervals, so another candidate wins
 //     (without a lock delay: the old holder stood down before releasing).
+//     A holder that cannot act (cut off, dead) keeps the lock until the
+//     server drops its session; meanwhile the first waiter to look writes a
+//     row naming itself (see placeholder) and leads LockDelay after that
+//     write, as on the table backend.
 //
 // An operator sees which connection holds the lock with
 // SELECT IS_USED_LOCK(name), name being LockName's (for example
@@ -161,13 +186,15 @@ type lockStmt struct {
 // returns its text with them.
 type lockStatements struct {
 	session string // the lock connection's session limits
-	wait    string // a follower's wait in GET_LOCK
 	read    string // the election's row
 	peek    string // no row, but fails unless the table has the columns
 	// take takes the row read with term, unless it changed since.
 	take func(acquired string, term uint64) lockStmt
 	// insert writes a new row naming this candidate.
 	insert func() lockStmt
+	// placeholder writes a new row naming this candidate but no lock
+	// connection (see lockBackend.placeholder).
+	placeholder func() lockStmt
 	// renew renews the row where it still names this candidate's term hold.
 	renew func(hold uint64) lockStmt
 	// release gives the row of term hold up: marks it released, or with
@@ -205,7 +232,6 @@ func (b *lockBackend) prepare(lock userLock) {
 	// did not set. The connection never goes back to the pool.
 	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d, timestamp = DEFAULT, time_zone = '+00:00'`,
 		secs, secs, wait, wait)
-	s.wait = lock.waitSQL(b.lockWait)
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
@@ -224,6 +250,10 @@ WHERE anchor = ` + anchor + ` AND term = ?`
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (` + anchor + `, ?, ` + clockSQL + `, LAST_INSERT_ID(` + termNowSQL + `), ` + clockSQL + `, ?, 0, 'insert', ?, 'lock', CONNECTION_ID(), ?)`
 	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value, cfg.Priority}} }
+	placeholder := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (` + anchor + `, ?, NOW(6), ` + termNowSQL + `, NOW(6), ?, 0, 'insert', '', 'lock', NULL, ?)`
+	s.placeholder = func() lockStmt { return lockStmt{placeholder, []any{cfg.ID, lease, cfg.Priority}} }
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -425,12 +455,12 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	}
 	if !b.lc.locked {
 		start := b.cfg.Clock.Now()
-		got, err := b.lc.get(ctx, b.sql.wait)
+		got, woke, err := b.acquire(ctx)
 		if err != nil {
 			return b.followFailed(err)
 		}
 		if !got {
-			return b.watch(ctx, c, start)
+			return b.watch(ctx, c, start, woke)
 		}
 	}
 	// This connection holds the lock: no other candidate of this election
@@ -454,16 +484,81 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	}
 }
 
+// acquire takes the lock if it is free, else waits up to lockWait for its
+// holder to let go and then tries again. woke reports that the holder let
+// go (or nobody held the lock) but another connection took it first.
+//
+// A waiter never queues for the lock itself: it waits with pass, which the
+// server ends by handing the lock on at once, and takes it with GET_LOCK(name,
+// 0) only from its own goroutine, when it can act on it. A waiter queued
+// for the lock would get it from the server even while its process is
+// frozen (SIGSTOP, a paused VM): it could neither take the row nor let the
+// lock go, and the election would wait for the server to drop its idle
+// connection, about a lease, after a Resign or a Transfer.
+func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
+	if got, err = b.lc.get(ctx, b.lc.lock.tryLockSQL); err != nil || got {
+		return got, false, err
+	}
+	r, err := b.lc.passOn(ctx, b.lockWait)
+	if err != nil || r == passTimeout {
+		return false, false, err
+	}
+	got, err = b.lc.get(ctx, b.lc.lock.tryLockSQL)
+	return got, !got, err
+}
+
 // watch reports who leads while another connection holds the lock, the
-// wait in GET_LOCK that began at start having ended: the next follow blocks
-// in GET_LOCK again at once (but never spins, should the server have
-// ignored the timeout).
-func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time) (Record, beat, time.Duration, error) {
-	rec, _, err := b.read(ctx, c)
+// wait for it that began at start having ended: the next follow waits
+// again at once (but never spins, should the server have ignored the
+// timeout). woke means the holder let go but another waiter got the lock:
+// the next follow then comes at once.
+//
+// A row that does not exist (an operator's DELETE, or the first election)
+// is written at once, naming this candidate but no lock connection, as an
+// operator's Assume would (see placeholder): the lock holder may be a
+// connection that nobody uses any more (a leader cut off from the
+// database), which the server drops only after wait_timeout, and the lock
+// delay of the row counts from this write, not from when this candidate
+// gets the lock.
+func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
+	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return b.followFailed(err)
 	}
+	if !exists {
+		if rec, err = b.placeholder(ctx, c, rec); err != nil {
+			return b.followFailed(err)
+		}
+	}
+	if woke {
+		return rec, beat{}, 0, nil
+	}
 	return rec, beat{}, max(b.lockWait-b.cfg.Clock.Now().Sub(start), 0), nil
+}
+
+// placeholder writes a row naming this candidate, there being none, without
+// holding the lock, and returns the row as it now is. Like an operator's
+// Assume, it names no lock connection: a lock holder that finds it lets the
+// lock go for this candidate (see takeOthers), which takes the row once it
+// gets the lock and leads a lock delay after this write (see takeOurs). If
+// this candidate never gets the lock, the row expires after its lease and
+// the election goes on. Another candidate's row, written meanwhile, is left
+// alone.
+//
+// It is safe for the same reason as the table backend's insert: every
+// earlier hold's last renewal ran before this write (the row was gone), so
+// its holder stands down, by its clock, RenewDeadline after it, before the
+// lock delay ends; and no hold can begin on this row but this candidate's.
+func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record) (Record, error) {
+	s := b.sql.placeholder()
+	if _, err := c.ExecContext(ctx, s.query, s.args...); err != nil && mysqlErrno(err) != erDupEntry {
+		return rec, err
+	}
+	now, exists, err := b.read(ctx, c)
+	if err != nil || !exists {
+		return rec, err
+	}
+	return now, nil
 }
 
 // takeNew writes a row naming this candidate, there being none. The
@@ -496,8 +591,25 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 		delay = 0
 	case rec.ConnectionID != 0:
 		delay = b.holderGone(rec)
+	default:
+		delay = b.sinceWritten(rec)
 	}
 	return b.claim(ctx, c, rec, b.sql.take("claimed", rec.Term), delay)
+}
+
+// sinceWritten is the lock delay of taking a live row that names this
+// candidate and that no lock holder wrote (an operator's Assume or REPLACE,
+// or this candidate's placeholder): LockDelay counted from that write, by
+// the database clock (the row's lease began with it). Every hold before the
+// write has had its last renewal before it, since the write replaced its
+// term, and no hold began after it, since a take would have changed the
+// term that the take of this row requires: so every earlier holder stands
+// down RenewDeadline after the write at the latest. The lock may come to
+// this candidate long after the write: when it was held by a connection
+// that nobody uses any more (a leader cut off from the database), the
+// server frees it only after wait_timeout, about a lease.
+func (b *lockBackend) sinceWritten(rec Record) time.Duration {
+	return max(b.cfg.LockDelay-(rec.Lease-rec.LeaseLeft), 0)
 }
 
 // takeOthers takes a live row that names another candidate, which a lock

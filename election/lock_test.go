@@ -172,7 +172,13 @@ func (e *lockEnv) config(id string) election.Config {
 // process would.
 func (e *lockEnv) start(id string, mod func(*election.Config)) *lockCand {
 	e.t.Helper()
-	db := testdb.Open(e.t, e.dsn)
+	return e.startOn(id, e.dsn, mod)
+}
+
+// startOn is start with the candidate's *sql.DB opened on dsn.
+func (e *lockEnv) startOn(id, dsn string, mod func(*election.Config)) *lockCand {
+	e.t.Helper()
+	db := testdb.Open(e.t, dsn)
 	cfg := e.config(id)
 	if mod != nil {
 		mod(&cfg)

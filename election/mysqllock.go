@@ -218,13 +218,6 @@ func newUserLock(name string, f serverFlavor) userLock {
 	}
 }
 
-// waitSQL returns a statement that waits about d for the lock (see
-// getLockCall); lockConn.get runs it.
-func (l userLock) waitSQL(d time.Duration) string {
-	hint, call := getLockCall(sqlString(l.name), d, l.mariadb)
-	return `SELECT ` + hint + call
-}
-
 // passSQL returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
 // passed on), 0 when the wait ended first; lockConn.pass runs it.
@@ -300,7 +293,7 @@ func (c *lockConn) trySessionKeepalive(ctx context.Context, idle time.Duration) 
 	}
 }
 
-// get runs query, a GET_LOCK statement of the lock (tryLockSQL or waitSQL),
+// get runs query, a GET_LOCK statement of the lock (tryLockSQL),
 // and reports whether the connection got the lock. GET_LOCK returns NULL on
 // an error (a killed thread, for one): that is an error too.
 func (c *lockConn) get(ctx context.Context, query string) (bool, error) {
@@ -346,18 +339,41 @@ func (c *lockConn) release(ctx context.Context) (bool, error) {
 // passSQL): it reports whether a holder let it go meanwhile. It returns
 // false at once when nobody holds the lock.
 func (c *lockConn) pass(ctx context.Context, d time.Duration) (bool, error) {
+	r, err := c.passOn(ctx, d)
+	return r == passLetGo, err
+}
+
+// What passOn saw.
+const (
+	passFree    = -1 // nobody held the lock
+	passTimeout = 0  // the holder kept it for the whole wait
+	passLetGo   = 1  // the holder let go, and the lock was passed on
+)
+
+// passOn is pass, telling a lock that nobody held (passFree) from a wait
+// that ended (passTimeout). The connection never keeps the lock: a waiter
+// that the server hands the lock to lets it go in the same statement, on
+// the server, even if its client no longer reads (a frozen process).
+func (c *lockConn) passOn(ctx context.Context, d time.Duration) (int64, error) {
 	var r sql.NullInt64
 	err := c.conn.QueryRowContext(ctx, c.lock.passSQL(d)).Scan(&r)
 	if mysqlErrno(err) == erQueryTimeout {
 		// MySQL ended the wait (see getLockCall): the holder kept the
 		// lock. Should the end have come between GET_LOCK and
 		// RELEASE_LOCK, this connection holds it: let it go.
-		return c.release(ctx) // it had the lock: the holder had let go
+		had, err := c.release(ctx) // it had the lock: the holder had let go
+		if had {
+			return passLetGo, err
+		}
+		return passTimeout, err
 	}
 	if err != nil {
-		return false, c.fail(err)
+		return passTimeout, c.fail(err)
 	}
-	return r.Valid && r.Int64 == 1, nil
+	if !r.Valid {
+		return passTimeout, nil
+	}
+	return r.Int64, nil
 }
 
 // fail discards the connection after err on it, and returns err.

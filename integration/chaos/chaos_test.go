@@ -145,6 +145,7 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 		{kind: kindRowLock, inject: func(c *cluster, l *slot) (string, error) { return rowLock(adminFor, probeDSN)(c, l) }, once: true},
 		{kind: kindTwoDB, inject: twoDatabases(sd), once: true},
 		{kind: kindHealthFlap, inject: healthFlap, once: true},
+		{kind: kindFrozenWaiter, inject: frozenWaiter(adminFor), once: true},
 	}
 	if backend == "table" { // the lock backend keeps no handover lock
 		faults = append(faults, fault{kind: kindNetHalfOpenWake, inject: netHalfOpenWake(adminFor), once: true})
