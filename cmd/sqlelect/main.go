@@ -9,6 +9,7 @@
 //	sqlelect reelect ELECTION [--graceful [--wait D]] [--yes]
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
+//	sqlelect doctor [--backend table|lock] [--json]
 //	sqlelect version
 //	sqlelect help [COMMAND]
 //
@@ -74,7 +75,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd,
+		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
@@ -510,6 +511,7 @@ const exitCodesHelp = `Exit codes:
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
   8  migrate: the database's schema is newer than this binary's migrations
+  9  doctor: the chosen backend is not safe on this server (the report says why)
   130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 
