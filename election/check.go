@@ -408,7 +408,7 @@ func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	rows, err := ch.db.QueryContext(ctx, `SHOW REPLICA STATUS`)
-	if err != nil && mysqlErrno(err) == 1064 { // before MySQL 8.0.22 and MariaDB 10.5.1
+	if err != nil && mysqlErrno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
 		rows, err = ch.db.QueryContext(ctx, `SHOW SLAVE STATUS`)
 	}
 	if err != nil {
@@ -504,6 +504,9 @@ type heartbeatProbe struct {
 	term, took uint64 // the terms of the insert and of the takeover
 }
 
+// probeSteps name probeHeartbeat's steps.
+var probeSteps = [5]string{"insert", "renew", "another candidate's look at the live row", "expire", "take over the expired row"}
+
 // want are the affected rows probeHeartbeat expects; step 3 may be 1
 // under CLIENT_FOUND_ROWS.
 var wantCounts = [5]int64{1, 2, 0, 1, 2}
@@ -539,7 +542,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 		query, args := s.bind(pa)
 		res, err := ex.ExecContext(ctx, query, args...)
 		if err != nil {
-			return nil, fmt.Errorf("election: heartbeat probe, step %d: %w", i+1, err)
+			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, probeSteps[i], err)
 		}
 		p.counts[i], err = res.RowsAffected()
 		return res, err
@@ -572,6 +575,12 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	return p, nil
 }
 
+// Server errors that no MySQL or MariaDB returns for the heartbeat.
+const (
+	erParse        = 1064 // ER_PARSE_ERROR
+	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
+)
+
 // preflightOK remembers the pools whose server passed preflightServer:
 // once per pool and process is enough (a Batcher's thousands of elections
 // share one).
@@ -583,8 +592,10 @@ var preflightOK sync.Map // *sql.DB → struct{}
 // no row is left. A server that answers with the wrong affected rows fails
 // with ErrUnsafeServer (permanent: Run stops). Errors are left to the
 // campaign (a read-only server may become writable; a missing privilege is
-// classified and stops Run as the heartbeat would), and a pool whose
-// server passed is not probed again.
+// classified and stops Run as the heartbeat would), but for a statement
+// the server refuses as no MySQL or MariaDB does (1064, 1105: no candidate
+// could take over), ErrUnsafeServer too. A pool whose server passed is not
+// probed again.
 func preflightServer(ctx context.Context, db *sql.DB, table string) error {
 	if _, ok := preflightOK.Load(db); ok {
 		return nil
@@ -597,11 +608,17 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) error {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	p, err := probeHeartbeat(ctx, tx, quoteTable(table), ScratchPrefix+hex.EncodeToString(b[:]))
-	if err != nil {
-		if cause := serverCause(err); cause == ErrAccessDenied {
-			return classify(err, table)
-		}
-		return nil
+	switch n := mysqlErrno(err); {
+	case err == nil:
+	case serverCause(err) == ErrAccessDenied:
+		return classify(err, table)
+	case n == erParse || n == erUnknownError:
+		// Not MySQL's or MariaDB's answer to the statement candidates
+		// send (go-mysql-server refuses a takeover with 1105): no
+		// candidate could ever take over.
+		return fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
+	default:
+		return nil // a read-only server, a conflict, a timeout: the campaign will say
 	}
 	if ok, _ := p.ok(); !ok {
 		return fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
@@ -833,7 +850,7 @@ func (ch *checker) locks() {
 	switch {
 	case dF < frac*2/3:
 		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut)", frac, dF.Round(time.Millisecond)))
-	case dF > frac+time.Second:
+	case dF > 2*frac:
 		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was rounded up)", frac, dF.Round(time.Millisecond)))
 	default:
 		notes = append(notes, fmt.Sprintf("a %v wait on a held lock returned 0 after %v", frac, dF.Round(time.Millisecond)))

@@ -143,7 +143,7 @@ func serverCause(err error) error {
 func permanent(err error) bool {
 	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
-		errors.Is(err, ErrUnsupportedTopology)
+		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrUnsafeServer)
 }
 
 // haErrLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in

@@ -270,6 +270,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, b.db); err != nil {
 		return err
 	}
+	if err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
+		return err
+	}
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}

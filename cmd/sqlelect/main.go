@@ -191,6 +191,8 @@ func describe(err error) (int, string) {
 		return exitTable, msg
 	case is(election.ErrNoSuchElection):
 		return exitUnknown, msg
+	case is(election.ErrUnsafeServer):
+		return exitUnsafe, msg
 	case is(election.ErrUnsupportedTopology):
 		return exitUnsupported, msg + "\n\tthis backend cannot be used on this server; use --backend table"
 	case is(election.ErrUnknownDatabase):
@@ -511,7 +513,8 @@ const exitCodesHelp = `Exit codes:
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
   8  migrate: the database's schema is newer than this binary's migrations
-  9  doctor: the chosen backend is not safe on this server (the report says why)
+  9  the server breaks a promise the backend relies on: doctor found the chosen backend
+     unsafe (the report says why), or campaign/run's preflight found wrong affected rows
   130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 
