@@ -230,3 +230,22 @@ func wantFailed(t *testing.T, r election.Report, property string) {
 		}
 	}
 }
+
+// TestCheckGalera: on a Galera node the table backend is safe and the lock
+// backend fails topology, as the docs say.
+func TestCheckGalera(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n1, _ := startGalera2(t, ctx, nil, nil)
+	r := runCheck(t, testdb.Open(t, n1.DSN("sqlelect")), election.Config{})
+	if got := r.Failed(election.BackendTable); len(got) != 0 {
+		t.Errorf("table backend fails %v on Galera", got)
+	}
+	if got := r.Failed(election.BackendLock); len(got) != 1 || got[0] != election.PropTopology {
+		t.Errorf("lock backend fails %v on Galera, want [topology]", got)
+	}
+	if f, _ := r.Find(election.PropTopology); !strings.Contains(f.Detail, "Galera") {
+		t.Errorf("topology: %s", f.Detail)
+	}
+	wantStatuses(t, r, election.BackendTable, map[string]election.CheckStatus{election.PropTopology: election.CheckWarn})
+}

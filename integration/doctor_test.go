@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // gmsTable is the election table as go-mysql-server takes it (the
@@ -140,4 +141,65 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 		t.Fatalf("Run on go-mysql-server: %v (after the run's context: %v), want ErrUnsafeServer", err, runCtx.Err())
 	}
 	t.Logf("Run: %v", err)
+}
+
+// checkMember runs Check as root on member i of g, with the session
+// settings the README advises on MySQL, and logs the report.
+func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) election.Report {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(g.Nodes[i].DSN("sqlelect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Params = map[string]string{"time_zone": "'+00:00'", "innodb_lock_wait_timeout": "1"}
+	db := openQuiet(t, cfg.FormatDSN())
+	r, err := election.Check(ctx, db, election.Config{})
+	if err != nil {
+		t.Fatalf("Check on member %d: %v", i, err)
+	}
+	for _, f := range r.Findings {
+		t.Logf("member %d: %-17s %-4s %v %s", i, f.Property, f.Status, f.Backends, f.Detail)
+	}
+	return r
+}
+
+// TestDoctorGroupReplication: on the primary of a single-primary group
+// both backends are safe; a secondary (super_read_only) is safe for
+// neither; on a multi-primary group the table backend is safe and the lock
+// backend fails topology.
+func TestDoctorGroupReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two 3-member Group Replication groups")
+	}
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single-primary", true: "multi-primary"}[multi], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			g := startGroup(t, ctx, multi)
+			r := checkMember(t, ctx, g, 0)
+			wantFails := map[string]string{election.BackendTable: "", election.BackendLock: ""}
+			if multi {
+				wantFails[election.BackendLock] = election.PropTopology
+			}
+			for b, want := range wantFails {
+				if got := strings.Join(r.Failed(b), ","); got != want {
+					t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
+				}
+			}
+			for _, f := range r.For(election.BackendTable) {
+				if f.Status == election.CheckWarn && !(multi && f.Property == election.PropTopology) {
+					t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
+				}
+			}
+			if multi {
+				return
+			}
+			r = checkMember(t, ctx, g, 1)
+			for _, b := range []string{election.BackendTable, election.BackendLock} {
+				if got := r.Failed(b); len(got) == 0 || got[0] != election.PropReadOnly {
+					t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
+				}
+			}
+		})
+	}
 }

@@ -40,7 +40,7 @@ func DSTZone(t testing.TB, db *sql.DB) string {
 	}
 	name := fmt.Sprintf("Sqlelect/DST%d", id)
 	exec(`INSERT INTO mysql.time_zone_name (Name, Time_zone_id) VALUES (?, ?)`, name, id)
-	exec(`INSERT INTO mysql.time_zone_transition_type (Time_zone_id, Transition_type_id, ` + "`Offset`" + `, Is_DST, Abbreviation)
+	exec(`INSERT INTO mysql.time_zone_transition_type (Time_zone_id, Transition_type_id, `+"`Offset`"+`, Is_DST, Abbreviation)
 VALUES (?, 0, 3600, 0, 'XST'), (?, 1, 7200, 1, 'XDT')`, id, id)
 	var vals []string
 	var args []any
