@@ -398,6 +398,17 @@
 //     connection; TestHeldRowLockLeavesServerUsable checks that this keeps a
 //     MySQL 9.7 server usable under a held row lock).
 //
+// # Checking a server
+//
+// The algorithm relies on what MySQL and MariaDB promise: the heartbeat's
+// affected rows, NOW(6) from one clock, GET_LOCK's semantics, and more.
+// Servers and proxies that speak MySQL's protocol do not all keep them.
+// Check (the CLI's `sqlelect doctor`) tests each property in a scratch
+// election and tells which backends are safe on the server; Run's preflight
+// sends its cheapest part, the heartbeat's affected rows, in a transaction
+// it rolls back (once per *sql.DB), and stops with ErrUnsafeServer on a
+// server that answers them wrongly or refuses the heartbeat outright.
+//
 // # Concurrency and callbacks
 //
 // The Election methods are safe for concurrent use. The callbacks' contract

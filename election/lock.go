@@ -312,6 +312,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkSysdate(ctx, b.db); err != nil {
 		return err
 	}
+	if err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
+		return err
+	}
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}

@@ -218,6 +218,15 @@ func newUserLock(name string, f serverFlavor) userLock {
 	}
 }
 
+// waitSQL returns a statement that waits about d for the lock and keeps
+// it: 1 when taken, 0 when the wait ended first. Candidates never queue for
+// a lock this way (a frozen waiter would capture it, see passSQL); Check
+// uses it to see how the server times GET_LOCK waits.
+func (l userLock) waitSQL(d time.Duration) string {
+	hint, call := getLockCall(sqlString(l.name), d, l.mariadb)
+	return `SELECT ` + hint + call
+}
+
 // passSQL returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
 // passed on), 0 when the wait ended first; lockConn.pass runs it.

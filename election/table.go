@@ -266,6 +266,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkSysdate(ctx, t.db.DB); err != nil {
 		return err
 	}
+	if err := preflightServer(ctx, t.db.DB, t.cfg.Table); err != nil {
+		return err
+	}
 	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err

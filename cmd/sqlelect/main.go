@@ -9,6 +9,7 @@
 //	sqlelect reelect ELECTION [--graceful [--wait D]] [--yes]
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
+//	sqlelect doctor [--backend table|lock] [--json]
 //	sqlelect version
 //	sqlelect help [COMMAND]
 //
@@ -74,7 +75,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd,
+		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
@@ -190,6 +191,8 @@ func describe(err error) (int, string) {
 		return exitTable, msg
 	case is(election.ErrNoSuchElection):
 		return exitUnknown, msg
+	case is(election.ErrUnsafeServer):
+		return exitUnsafe, msg
 	case is(election.ErrUnsupportedTopology):
 		return exitUnsupported, msg + "\n\tthis backend cannot be used on this server; use --backend table"
 	case is(election.ErrUnknownDatabase):
@@ -572,6 +575,8 @@ const exitCodesHelp = `Exit codes:
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
   8  migrate: the database's schema is newer than this binary's migrations
+  9  the server breaks a promise the backend relies on: doctor found the chosen backend
+     unsafe (the report says why), or campaign/run's preflight found wrong affected rows
   130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 

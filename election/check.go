@@ -1,0 +1,1156 @@
+package election
+
+// This file is Check: whether the server behind a *sql.DB keeps the
+// promises the backends rely on (`sqlelect doctor`), and the cheap subset
+// that every Run's preflight sends (preflightServer).
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrUnsafeServer means the server answered a statement the way no MySQL or
+// MariaDB does, in a way the election's safety rests on (the heartbeat's
+// affected rows): a lease protocol on it could elect two leaders. Run's
+// preflight checks this; `sqlelect doctor` (Check) checks more.
+var ErrUnsafeServer = errors.New("election: the server breaks a promise the election relies on (run `sqlelect doctor`)")
+
+// CheckStatus is Check's verdict on one property.
+type CheckStatus string
+
+// The verdicts.
+const (
+	CheckPass CheckStatus = "pass" // the server keeps the promise
+	CheckWarn CheckStatus = "warn" // works, at a cost (liveness, an operator's tool, a Batcher) or with a caveat
+	CheckFail CheckStatus = "fail" // the backends in Finding.Backends are unsafe, or the property could not be verified
+)
+
+// Backend names, as Report.Safe and Finding.Backends spell them.
+const (
+	BackendTable = "table" // NewTable
+	BackendLock  = "lock"  // NewLock
+)
+
+// The properties Check reports on, in the order of its report.
+const (
+	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
+	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
+	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
+	PropTimeZone        = "time_zone"        // the session time zone has no DST
+	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
+	PropReplace         = "replace"          // REPLACE over a row reports 2
+	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
+	PropNowMonotonic    = "now_monotonic"    // one connection's NOW(6) never goes back
+	PropNowOneClock     = "now_one_clock"    // two connections' NOW(6) agree
+	PropGetLock         = "get_lock"         // GET_LOCK with zero and fractional timeouts
+	PropIsUsedLock      = "is_used_lock"     // IS_USED_LOCK returns the holder's CONNECTION_ID()
+	PropLockSessionEnd  = "lock_session_end" // a lock is released when its session ends
+	PropSkipLocked      = "skip_locked"      // SKIP LOCKED leaves the lock it skips to its holder (the Batcher)
+	PropStatementBounds = "statement_bounds" // lock waits end with the statement's bound
+	PropWaitTimeout     = "wait_timeout"     // idle sessions outlive the lease; the lock session can set it
+	PropRoundTrip       = "round_trip"       // the round trip against the renew deadline
+	PropCleanup         = "cleanup"          // the scratch rows were deleted
+)
+
+// Finding is Check's verdict on one property of the server.
+type Finding struct {
+	// Property is one of the Prop* constants.
+	Property string `json:"property"`
+	// Status is the verdict: a fail makes the backends in Backends unsafe
+	// and is only a warning for the others (see StatusFor).
+	Status CheckStatus `json:"status"`
+	// Backends are the backends whose safety rests on the property.
+	Backends []string `json:"backends"`
+	// Detail says what the server did.
+	Detail string `json:"detail"`
+	// Consequence says what goes wrong on this server because of it (empty
+	// on a pass).
+	Consequence string `json:"consequence,omitempty"`
+	// Fix says what to do about it (empty on a pass).
+	Fix string `json:"fix,omitempty"`
+}
+
+// StatusFor is the finding's verdict for backend: a fail on a property the
+// backend's safety does not rest on is a warning.
+func (f Finding) StatusFor(backend string) CheckStatus {
+	if f.Status == CheckFail && !f.concerns(backend) {
+		return CheckWarn
+	}
+	return f.Status
+}
+
+func (f Finding) concerns(backend string) bool {
+	for _, b := range f.Backends {
+		if b == backend {
+			return true
+		}
+	}
+	return false
+}
+
+// Report is what Check found, one Finding per property.
+type Report struct {
+	// Server is the server's VERSION().
+	Server string `json:"server"`
+	// Findings are in the order of the Prop* constants.
+	Findings []Finding `json:"findings"`
+}
+
+// Safe reports whether backend (BackendTable or BackendLock) is safe on
+// the server: no finding fails for it.
+func (r Report) Safe(backend string) bool { return len(r.Failed(backend)) == 0 }
+
+// Failed returns the properties that fail for backend.
+func (r Report) Failed(backend string) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.StatusFor(backend) == CheckFail {
+			out = append(out, f.Property)
+		}
+	}
+	return out
+}
+
+// For returns the findings with their verdicts for backend (StatusFor).
+func (r Report) For(backend string) []Finding {
+	out := make([]Finding, len(r.Findings))
+	for i, f := range r.Findings {
+		f.Status = f.StatusFor(backend)
+		out[i] = f
+	}
+	return out
+}
+
+// Find returns the finding on property, and false when there is none.
+func (r Report) Find(property string) (Finding, bool) {
+	for _, f := range r.Findings {
+		if f.Property == property {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+// ScratchPrefix starts the names of the scratch elections Check works in.
+const ScratchPrefix = "sqlelect-doctor-"
+
+// Check tells whether the server behind db keeps the promises the backends
+// rely on: one Finding per property (see the Prop* constants), each pass,
+// warn or fail with the consequence and the fix. Report.Safe tells whether
+// a backend is safe there.
+//
+// cfg is the configuration of the candidates that will run (the lease, the
+// renew deadline and interval, the query timeout and the table count; its
+// Name is ignored); zero fields get their defaults, and errors wrap
+// ErrInvalidConfig. Check works in a scratch election of cfg.Table named
+// ScratchPrefix and random hex digits (and the same followed by "/2"),
+// whose rows it deletes before it returns, even after a failure; its user
+// locks are released with its connections. Every statement is bounded by
+// cfg.QueryTimeout (a few wait on purpose: about four seconds in all). It
+// holds at most three connections of db at once (two of its own, and one
+// from the pool): with SetMaxOpenConns(n) leave it that many.
+//
+// The error is for what stops the check itself: an invalid cfg, a server
+// that does not answer, a missing table or an outdated schema, ctx ending.
+func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
+	if db == nil {
+		return Report{}, ErrNilDB
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	cfg.Name = ScratchPrefix + hex.EncodeToString(b[:])
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Report{}, err
+	}
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: quoteTable(cfg.Table),
+		name: cfg.Name, name2: cfg.Name + "/2"}
+	qctx, cancel := ch.step(0)
+	site, err := readLockSite(qctx, db, cfg.Table)
+	if err == nil {
+		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
+	}
+	cancel()
+	if err != nil {
+		return Report{}, err
+	}
+	ch.site = site
+	if err := ch.privileges(); err != nil {
+		return Report{}, err
+	}
+	for _, probe := range []func(){
+		ch.readOnly, ch.topology, ch.timeZone, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
+	} {
+		if ctx.Err() != nil {
+			break
+		}
+		probe()
+	}
+	ch.cleanup()
+	if err := ctx.Err(); err != nil {
+		return Report{}, err
+	}
+	return ch.report, nil
+}
+
+// checker runs Check's probes; each adds its findings to report.
+type checker struct {
+	ctx         context.Context
+	db          *sql.DB
+	sdb         *sqlx.DB
+	cfg         Config
+	tbl         string // quoted
+	name, name2 string // the scratch elections
+	site        lockSite
+	noWrites    bool // the user cannot write the table: the write probes are skipped
+	report      Report
+}
+
+var (
+	both      = []string{BackendTable, BackendLock}
+	tableOnly = []string{BackendTable}
+	lockOnly  = []string{BackendLock}
+	none      = []string{} // a Batcher's, or an operator's tool's: never a fail for a backend
+)
+
+func (ch *checker) add(f Finding) {
+	if f.Status == CheckPass {
+		f.Consequence, f.Fix = "", ""
+	}
+	ch.report.Findings = append(ch.report.Findings, f)
+}
+
+// unverified adds a fail for property, which could not be checked because
+// of err.
+func (ch *checker) unverified(property string, backends []string, what string, err error) {
+	ch.add(Finding{Property: property, Status: CheckFail, Backends: backends,
+		Detail:      fmt.Sprintf("could not check (%s): %v", what, err),
+		Consequence: "unverified: the backend's safety cannot be vouched for on this server",
+		Fix:         "see the error; run the check again with a user and server that answer it"})
+}
+
+// skipped adds a warning for a write probe not run because the user cannot
+// write the table (the privileges or read_only finding fails already).
+func (ch *checker) skipped(property string, backends []string) {
+	ch.add(Finding{Property: property, Status: CheckWarn, Backends: backends,
+		Detail:      "not checked: the user cannot write the table (see privileges and read_only)",
+		Consequence: "unverified", Fix: "run the check with a user that can write the table, on a writable server"})
+}
+
+// step is a context for one statement of ch: QueryTimeout, plus extra for
+// a statement that waits on purpose.
+func (ch *checker) step(extra time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ch.ctx, ch.cfg.QueryTimeout+extra)
+}
+
+func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	return ch.db.ExecContext(ctx, query, args...)
+}
+
+// conn takes a connection of its own from the pool; closeConn discards it.
+func (ch *checker) conn() (*sqlx.Conn, error) {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	return ch.sdb.Connx(ctx)
+}
+
+// closeConn closes c without giving it back to the pool (its session has
+// locks, a transaction or changed variables): the server ends the session.
+func closeConn(c *sqlx.Conn) {
+	if c != nil {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		_ = c.Close()
+	}
+}
+
+// erOptionPreventsStatement is ER_OPTION_PREVENTS_STATEMENT: a read-only
+// server refuses a write (--read-only, super_read_only).
+const erOptionPreventsStatement = 1290
+
+// privileges probes one statement per privilege that matches no row (WHERE
+// 1 = 0): the server checks privileges before it looks for rows, so nothing
+// is written or locked. A missing table or column is Check's error.
+func (ch *checker) privileges() error {
+	var missing, missingDelete, readOnly []string
+	var firstErr error
+	for _, p := range []struct{ name, query string }{
+		{"SELECT", `SELECT ` + recordColumns + ` FROM ` + ch.tbl + ` WHERE 1 = 0`},
+		{"INSERT", `INSERT INTO ` + ch.tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
+		{"UPDATE", `UPDATE ` + ch.tbl + ` SET service_id = service_id WHERE 1 = 0`},
+		{"DELETE", `DELETE FROM ` + ch.tbl + ` WHERE 1 = 0`},
+	} {
+		_, err := ch.exec(p.query)
+		switch cause := serverCause(err); {
+		case err == nil:
+		case cause == ErrAccessDenied && p.name == "DELETE":
+			missingDelete = append(missingDelete, p.name)
+		case cause == ErrAccessDenied:
+			missing = append(missing, p.name)
+			firstErr = cmpErr(firstErr, err)
+		case p.name == "SELECT":
+			ctx, cancel := ch.step(0)
+			defer cancel()
+			return explainLayout(ctx, ch.db, ch.cfg.Table, classify(err, ch.cfg.Table))
+		case mysqlErrno(err) == erOptionPreventsStatement:
+			ch.noWrites = true
+			readOnly = append(readOnly, p.name)
+		default:
+			ch.noWrites = true
+			ch.unverified(PropPrivileges, both, p.name, err)
+			return nil
+		}
+	}
+	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
+	switch {
+	case missing != nil:
+		ch.noWrites = true
+		ch.add(Finding{Property: PropPrivileges, Status: CheckFail, Backends: both,
+			Detail:      fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(append(missing, missingDelete...), ", "), ch.tbl, firstErr),
+			Consequence: "a candidate without them cannot take over: a standby that fails only at the failover it exists for",
+			Fix:         grant})
+	case readOnly != nil:
+		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both,
+			Detail:      "SELECT on " + ch.tbl + "; " + strings.Join(readOnly, ", ") + " not checked: the server refuses writes (see read_only)",
+			Consequence: "unverified", Fix: grant})
+	case missingDelete != nil:
+		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both,
+			Detail:      "the user has SELECT, INSERT and UPDATE on " + ch.tbl + " but not DELETE",
+			Consequence: "Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail",
+			Fix:         grant})
+	default:
+		ch.add(Finding{Property: PropPrivileges, Status: CheckPass, Backends: both,
+			Detail: "SELECT, INSERT, UPDATE and DELETE on " + ch.tbl})
+	}
+	return nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// variable reads a global or session variable (scope.name); ok is false
+// when the server has no such variable.
+func (ch *checker) variable(name string) (val string, ok bool, err error) {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	var v sql.NullString
+	err = ch.db.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
+	if mysqlErrno(err) == erUnknownSystemVariable {
+		return "", false, nil
+	}
+	return v.String, err == nil, err
+}
+
+func isOn(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
+
+// readOnly: a read-only server, or a replica, takes no heartbeat (or, with
+// a privileged user, takes heartbeats that its primary never sees).
+func (ch *checker) readOnly() {
+	var why []string
+	for _, v := range []string{"global.read_only", "global.super_read_only"} {
+		val, ok, err := ch.variable(v)
+		if err != nil {
+			ch.unverified(PropReadOnly, both, "@@"+v, err)
+			return
+		}
+		if ok && isOn(val) {
+			why = append(why, strings.TrimPrefix(v, "global.")+"=ON")
+		}
+	}
+	channels, err := ch.replicaChannels()
+	note := ""
+	switch {
+	case err != nil && errors.Is(serverCause(err), ErrAccessDenied):
+		note = "; whether it replicates from another server could not be read (SHOW REPLICA STATUS needs REPLICATION CLIENT, or SLAVE MONITOR on MariaDB)"
+	case err != nil:
+		note = fmt.Sprintf("; whether it replicates could not be read (%v)", err)
+	case len(channels) > 0:
+		why = append(why, "it replicates from another server (channels: "+strings.Join(channels, ", ")+")")
+	}
+	if why != nil {
+		ch.noWrites = true
+		ch.add(Finding{Property: PropReadOnly, Status: CheckFail, Backends: both,
+			Detail:      "the server is read-only or a replica: " + strings.Join(why, ", ") + note,
+			Consequence: "candidates cannot write the row (no leader), or, with a privileged user, elect a leader of their own that the primary's candidates never see",
+			Fix:         "point the DSN at the primary (the writable server of the topology), never at a replica"})
+		return
+	}
+	st := CheckPass
+	if note != "" {
+		st = CheckWarn
+	}
+	ch.add(Finding{Property: PropReadOnly, Status: st, Backends: both,
+		Detail:      "read_only=OFF, super_read_only=OFF" + note,
+		Consequence: "a replica would go unnoticed", Fix: "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary"})
+}
+
+// replicaChannels returns the server's replication channels other than
+// Group Replication's own.
+func (ch *checker) replicaChannels() ([]string, error) {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	rows, err := ch.db.QueryContext(ctx, `SHOW REPLICA STATUS`)
+	if err != nil && mysqlErrno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
+		rows, err = ch.db.QueryContext(ctx, `SHOW SLAVE STATUS`)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		name, source := "", ""
+		for i, c := range cols {
+			switch strings.ToLower(c) {
+			case "channel_name", "connection_name":
+				name = string(vals[i])
+			case "source_host", "master_host":
+				source = string(vals[i])
+			}
+		}
+		if strings.HasPrefix(name, "group_replication") {
+			continue
+		}
+		if name == "" {
+			name = "default"
+		}
+		out = append(out, name+" from "+source)
+	}
+	return out, rows.Err()
+}
+
+// topology: GET_LOCK is local to a node of Galera or of a multi-primary
+// Group Replication group (checkLockTopology).
+func (ch *checker) topology() {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	err := checkLockTopology(ctx, ch.db)
+	switch {
+	case errors.Is(err, ErrUnsupportedTopology):
+		ch.add(Finding{Property: PropTopology, Status: CheckFail, Backends: lockOnly,
+			Detail: strings.TrimPrefix(err.Error(), ErrUnsupportedTopology.Error()+": ") +
+				"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
+			Consequence: "the lock backend could elect one leader per node",
+			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"})
+	case err != nil:
+		ch.unverified(PropTopology, lockOnly, "the topology", err)
+	default:
+		ch.add(Finding{Property: PropTopology, Status: CheckPass, Backends: lockOnly,
+			Detail: "neither a Galera node nor a multi-primary Group Replication member: both backends may be used"})
+	}
+}
+
+// timeZone: checkTimeZone, as Run does.
+func (ch *checker) timeZone() {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	var tz string
+	_ = ch.db.QueryRowContext(ctx, `SELECT @@session.time_zone`).Scan(&tz)
+	err := checkTimeZone(ctx, ch.db)
+	switch {
+	case errors.Is(err, ErrUnsafeTimeZone):
+		ch.add(Finding{Property: PropTimeZone, Status: CheckFail, Backends: both,
+			Detail:      fmt.Sprintf("the session time zone %q observes daylight saving time", tz),
+			Consequence: "NOW() jumps by an hour twice a year and leases with it: Run refuses it (ErrUnsafeTimeZone)",
+			Fix:         "set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"})
+	case err != nil:
+		ch.unverified(PropTimeZone, both, "the session time zone", err)
+	default:
+		ch.add(Finding{Property: PropTimeZone, Status: CheckPass, Backends: both,
+			Detail: fmt.Sprintf("session time zone %q has no daylight saving time", tz)})
+	}
+}
+
+// probeIDs are the candidates of the heartbeat probe.
+const (
+	probeA = "sqlelect-doctor-a"
+	probeB = "sqlelect-doctor-b"
+)
+
+// heartbeatProbe is what the heartbeat statement reported in
+// probeHeartbeat's five steps.
+type heartbeatProbe struct {
+	counts     [5]int64
+	term, took uint64 // the terms of the insert and of the takeover
+}
+
+// probeSteps name probeHeartbeat's steps.
+var probeSteps = [5]string{"insert", "renew", "another candidate's look at the live row", "expire", "take over the expired row"}
+
+// want are the affected rows probeHeartbeat expects; step 3 may be 1
+// under CLIENT_FOUND_ROWS.
+var wantCounts = [5]int64{1, 2, 0, 1, 2}
+
+func (p heartbeatProbe) String() string {
+	s := make([]string, len(p.counts))
+	for i, n := range p.counts {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ok reports whether the server answered as MySQL and MariaDB do, and
+// whether it counts found rows (CLIENT_FOUND_ROWS).
+func (p heartbeatProbe) ok() (ok, foundRows bool) {
+	c := p.counts
+	foundRows = c[2] == 1
+	c[2] = 0
+	return c == wantCounts && p.took > p.term, foundRows
+}
+
+// probeHeartbeat runs the table backend's own heartbeat statement on
+// election name of tbl (quoted) through ex, in five steps, and returns the
+// affected rows of each: candidate A inserts the row (1), renews it (2), B
+// looks at A's live row (0, or 1 under CLIENT_FOUND_ROWS), A lets it
+// expire at once (1: an UPDATE), and B takes the expired row (2) with a
+// higher term. Run's preflight runs it in a transaction it rolls back; Check
+// on the pool, and deletes the row.
+func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string) (heartbeatProbe, error) {
+	var p heartbeatProbe
+	hb := mustStmt(heartbeatSQL(tbl))
+	run := func(i int, s stmt, pa params) (sql.Result, error) {
+		query, args := s.bind(pa)
+		res, err := ex.ExecContext(ctx, query, args...)
+		if err != nil {
+			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, probeSteps[i], err)
+		}
+		p.counts[i], err = res.RowsAffected()
+		return res, err
+	}
+	a := params{Name: name, Me: probeA, Lease: 60000}
+	res, err := run(0, hb, a)
+	if err != nil {
+		return p, err
+	}
+	term, _ := res.LastInsertId()
+	p.term = uint64(term)
+	a.Hold = p.term
+	if _, err := run(1, hb, a); err != nil {
+		return p, err
+	}
+	b := params{Name: name, Me: probeB, Lease: 60000}
+	if _, err := run(2, hb, b); err != nil {
+		return p, err
+	}
+	expire := a
+	expire.Lease = 0
+	if _, err := run(3, mustStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond), expire); err != nil {
+		return p, err
+	}
+	if res, err = run(4, hb, b); err != nil {
+		return p, err
+	}
+	took, _ := res.LastInsertId()
+	p.took = uint64(took)
+	return p, nil
+}
+
+// Server errors that no MySQL or MariaDB returns for the heartbeat.
+const (
+	erParse        = 1064 // ER_PARSE_ERROR
+	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
+)
+
+// preflightOK remembers the pools whose server passed preflightServer:
+// once per pool and process is enough (a Batcher's thousands of elections
+// share one).
+var preflightOK sync.Map // *sql.DB → struct{}
+
+// preflightServer is the cheap subset of Check that Run's preflight sends
+// (both backends): the heartbeat probe (probeHeartbeat), in a transaction it
+// rolls back, so that nothing is written, no DELETE privilege is needed and
+// no row is left. A server that answers with the wrong affected rows fails
+// with ErrUnsafeServer (permanent: Run stops). Errors are left to the
+// campaign (a read-only server may become writable; a missing privilege is
+// classified and stops Run as the heartbeat would), but for a statement
+// the server refuses as no MySQL or MariaDB does (1064, 1105: no candidate
+// could take over), ErrUnsafeServer too. A pool whose server passed is not
+// probed again.
+func preflightServer(ctx context.Context, db *sql.DB, table string) error {
+	if _, ok := preflightOK.Load(db); ok {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = tx.Rollback() }()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	p, err := probeHeartbeat(ctx, tx, quoteTable(table), ScratchPrefix+hex.EncodeToString(b[:]))
+	switch n := mysqlErrno(err); {
+	case err == nil:
+	case serverCause(err) == ErrAccessDenied:
+		return classify(err, table)
+	case n == erParse || n == erUnknownError:
+		// Not MySQL's or MariaDB's answer to the statement candidates
+		// send (go-mysql-server refuses a takeover with 1105): no
+		// candidate could ever take over.
+		return fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
+	default:
+		return nil // a read-only server, a conflict, a timeout: the campaign will say
+	}
+	if ok, _ := p.ok(); !ok {
+		return fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
+			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.term, p.took)
+	}
+	preflightOK.Store(db, struct{}{})
+	return nil
+}
+
+// affectedRows runs probeHeartbeat on the pool (autocommit, as candidates
+// do).
+func (ch *checker) affectedRows() {
+	if ch.noWrites {
+		ch.skipped(PropAffectedRows, tableOnly)
+		return
+	}
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	p, err := probeHeartbeat(ctx, ch.db, ch.tbl, ch.name)
+	if err != nil {
+		ch.unverified(PropAffectedRows, tableOnly, "the heartbeat", err)
+		return
+	}
+	ok, foundRows := p.ok()
+	switch {
+	case !ok:
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly,
+			Detail: fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
+				"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d",
+				p, p.term, p.took),
+			Consequence: "the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
+			Fix:         "do not run the table backend on this server; use MySQL or MariaDB"})
+	case foundRows:
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly,
+			Detail: "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row"})
+	default:
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly,
+			Detail: "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)"})
+	}
+}
+
+// replace: an operator's REPLACE over a row reports 2 (a delete and an
+// insert) and resets the columns it does not name.
+func (ch *checker) replace() {
+	if ch.noWrites {
+		ch.skipped(PropReplace, none)
+		return
+	}
+	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probeB)
+	if err != nil {
+		ch.unverified(PropReplace, none, "REPLACE", err)
+		return
+	}
+	n, _ := res.RowsAffected()
+	var acquired string
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name).Scan(&acquired)
+	if n == 2 && err == nil && acquired == "operator" {
+		ch.add(Finding{Property: PropReplace, Status: CheckPass, Backends: none, Detail: "REPLACE over a row reports 2 and resets the columns it does not name"})
+		return
+	}
+	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none,
+		Detail:      fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
+		Consequence: "the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
+		Fix:         "steer elections with sqlelect assume / election.Assume instead of plain REPLACE"})
+}
+
+// clock: NOW(6) has microseconds, never goes back on one connection, and
+// is the same clock for two connections.
+func (ch *checker) clock() {
+	c0, err := ch.conn()
+	if err != nil {
+		ch.unverified(PropNowMicroseconds, both, "a connection", err)
+		return
+	}
+	defer closeConn(c0)
+	c1, err := ch.conn()
+	if err != nil {
+		ch.unverified(PropNowMicroseconds, both, "a second connection", err)
+		return
+	}
+	defer closeConn(c1)
+	now := func(c *sqlx.Conn) (int64, error) {
+		ctx, cancel := ch.step(0)
+		defer cancel()
+		var v int64
+		err := c.QueryRowContext(ctx, `SELECT `+termNowSQL).Scan(&v)
+		return v, err
+	}
+	const reads = 20
+	var vals []int64
+	var offset int64 // the largest distance of c1's reading outside c0's two around it, in µs
+	for i := 0; i < reads; i++ {
+		a1, err := now(c0)
+		if err != nil {
+			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
+			return
+		}
+		b, err := now(c1)
+		if err != nil {
+			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
+			return
+		}
+		a2, err := now(c0)
+		if err != nil {
+			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
+			return
+		}
+		vals = append(vals, a1, a2)
+		offset = max(offset, a1-b, b-a2)
+	}
+
+	var micro, milli bool
+	for _, v := range vals {
+		micro = micro || v%1000 != 0
+		milli = milli || v%1000000 != 0
+	}
+	switch {
+	case micro:
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both, Detail: "NOW(6) has microseconds"})
+	case milli:
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckWarn, Backends: both,
+			Detail:      fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
+			Consequence: "leases are judged a millisecond coarser than they are written",
+			Fix:         "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
+	default:
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckFail, Backends: both,
+			Detail:      fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
+			Consequence: "a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
+			Fix:         "use a server whose NOW(6) has microseconds"})
+	}
+
+	back := int64(0)
+	for i := 1; i < len(vals); i++ {
+		back = max(back, vals[i-1]-vals[i])
+	}
+	if back > 0 {
+		ch.add(Finding{Property: PropNowMonotonic, Status: CheckFail, Backends: both,
+			Detail:      fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
+			Consequence: "a lease measured by the database clock can end early: two leaders",
+			Fix:         "use one server whose clock does not step (NTP slewing, not stepping)"})
+	} else {
+		ch.add(Finding{Property: PropNowMonotonic, Status: CheckPass, Backends: both,
+			Detail: fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals))})
+	}
+
+	margin := ch.cfg.LeaseDuration - ch.cfg.RenewDeadline
+	d := time.Duration(offset) * time.Microsecond
+	switch {
+	case offset <= 0:
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckPass, Backends: both,
+			Detail: fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", reads)})
+	case d < margin/10:
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckWarn, Backends: both,
+			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
+			Consequence: fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
+			Fix:         "keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
+	default:
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckFail, Backends: both,
+			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
+			Consequence: fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
+			Fix:         "connect all candidates to one server, or synchronize the servers' clocks well within the margin"})
+	}
+}
+
+// locks: GET_LOCK with zero and fractional timeouts, IS_USED_LOCK, and the
+// release of a lock when its session ends, on a scratch lock held by one
+// connection and tried by another.
+func (ch *checker) locks() {
+	lock := newUserLock(LockName(ch.site.database, ch.site.table, ch.name), ch.site.flavor)
+	open := func() (*lockConn, error) {
+		c := &lockConn{lock: lock}
+		ctx, cancel := ch.step(0)
+		defer cancel()
+		if err := c.open(ctx, ch.sdb); err != nil {
+			return nil, err
+		}
+		if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
+			return nil, c.fail(err)
+		}
+		return c, nil
+	}
+	get := func(c *lockConn, query string, extra time.Duration) (bool, time.Duration, error) {
+		ctx, cancel := ch.step(extra)
+		defer cancel()
+		start := ch.cfg.Clock.Now()
+		ok, err := c.get(ctx, query)
+		return ok, ch.cfg.Clock.Now().Sub(start), err
+	}
+	a, err := open()
+	if err != nil {
+		ch.unverified(PropGetLock, lockOnly, "a connection", err)
+		return
+	}
+	defer a.discard()
+	b, err := open()
+	if err != nil {
+		ch.unverified(PropGetLock, lockOnly, "a second connection", err)
+		return
+	}
+	defer b.discard()
+
+	// GET_LOCK: A takes the free lock at once; B's zero and fractional
+	// waits must not get it, and must wait about what they asked.
+	const frac = 300 * time.Millisecond
+	var problems, notes []string
+	fail := false
+	if ok, _, err := get(a, lock.tryLockSQL, 0); err != nil || !ok {
+		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
+		return
+	}
+	ok0, d0, err0 := get(b, lock.tryLockSQL, 0)
+	okF, dF, errF := false, time.Duration(0), error(nil)
+	if err0 == nil {
+		okF, dF, errF = get(b, lock.waitSQL(frac), frac)
+	}
+	switch {
+	case err0 != nil || errF != nil:
+		ch.unverified(PropGetLock, lockOnly, "GET_LOCK on a held lock", cmpErr(err0, errF))
+		return
+	case ok0 || okF:
+		fail = true
+		problems = append(problems, "a second session got a lock another session held")
+	}
+	if d0 > time.Second {
+		problems = append(problems, fmt.Sprintf("GET_LOCK(name, 0) on a held lock took %v", d0.Round(time.Millisecond)))
+	}
+	switch {
+	case dF < frac*2/3:
+		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut)", frac, dF.Round(time.Millisecond)))
+	case dF > 2*frac:
+		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was rounded up)", frac, dF.Round(time.Millisecond)))
+	default:
+		notes = append(notes, fmt.Sprintf("a %v wait on a held lock returned 0 after %v", frac, dF.Round(time.Millisecond)))
+	}
+	switch {
+	case fail:
+		ch.add(Finding{Property: PropGetLock, Status: CheckFail, Backends: lockOnly,
+			Detail:      strings.Join(problems, "; "),
+			Consequence: "two lock-backend candidates can hold the election's lock at once: two leaders",
+			Fix:         "use the table backend on this server"})
+	case problems != nil:
+		ch.add(Finding{Property: PropGetLock, Status: CheckWarn, Backends: lockOnly,
+			Detail:      strings.Join(problems, "; "),
+			Consequence: "waiting lock-backend candidates (and the table backend's fast handover) poll too often or block past their bound: slower takeovers, more load",
+			Fix:         "prefer the table backend on this server"})
+	default:
+		ch.add(Finding{Property: PropGetLock, Status: CheckPass, Backends: lockOnly,
+			Detail: "GET_LOCK(name, 0) on a held lock returned 0 at once; " + strings.Join(notes, "; ")})
+	}
+
+	// IS_USED_LOCK, asked by another session, names the holder.
+	ctx, cancel := ch.step(0)
+	var holder sql.NullInt64
+	err = b.conn.QueryRowContext(ctx, `SELECT IS_USED_LOCK(`+sqlString(lock.name)+`)`).Scan(&holder)
+	cancel()
+	switch {
+	case err != nil:
+		ch.unverified(PropIsUsedLock, lockOnly, "IS_USED_LOCK", err)
+	case !holder.Valid || uint64(holder.Int64) != a.id:
+		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly,
+			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.id),
+			Consequence: "the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
+			Fix:         "use the table backend on this server"})
+	default:
+		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly,
+			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.id)})
+	}
+
+	// A lock is released when its session ends: A's connection closes,
+	// and B's wait gets the lock.
+	a.discard()
+	const wait = 3 * time.Second
+	ok, d, err := get(b, lock.waitSQL(wait), wait)
+	switch {
+	case err != nil:
+		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)
+	case !ok:
+		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckFail, Backends: lockOnly,
+			Detail:      fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
+			Consequence: "a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
+			Fix:         "connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend"})
+	default:
+		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckPass, Backends: lockOnly,
+			Detail: fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond))})
+	}
+}
+
+func nullInt(v sql.NullInt64) string {
+	if !v.Valid {
+		return "NULL"
+	}
+	return strconv.FormatInt(v.Int64, 10)
+}
+
+// lockRow begins a transaction on a connection of its own that locks row
+// anchor (SELECT … FOR UPDATE); release ends it and discards the connection.
+func (ch *checker) lockRow(anchor string) (tx *sqlx.Tx, release func(), err error) {
+	c, err := ch.conn()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	// The transaction outlives this step: it is begun on ch.ctx, and each
+	// statement has its own deadline.
+	tx, err = c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		closeConn(c)
+		return nil, nil, err
+	}
+	release = func() { _ = tx.Rollback(); closeConn(c) }
+	var got string
+	if err := tx.QueryRowContext(ctx, `SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`, anchor).Scan(&got); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return tx, release, nil
+}
+
+// skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
+// LOCKED of both rows gets only the other one, at once, and A's of B's row
+// gets nothing (the Batcher's renewals rely on it).
+func (ch *checker) skipLocked() {
+	if ch.noWrites {
+		ch.skipped(PropSkipLocked, none)
+		return
+	}
+	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probeB); err != nil {
+		ch.unverified(PropSkipLocked, none, "a second scratch row", err)
+		return
+	}
+	ta, releaseA, err := ch.lockRow(ch.name)
+	if err != nil {
+		ch.unverified(PropSkipLocked, none, "SELECT … FOR UPDATE", err)
+		return
+	}
+	defer releaseA()
+	c, err := ch.conn()
+	if err != nil {
+		ch.unverified(PropSkipLocked, none, "a second connection", err)
+		return
+	}
+	defer closeConn(c)
+	tb, err := c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		ch.unverified(PropSkipLocked, none, "a transaction", err)
+		return
+	}
+	defer func() { _ = tb.Rollback() }()
+	skip := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	var gotB []string
+	err = tb.SelectContext(ctx, &gotB, skip, ch.name, ch.name2)
+	if err != nil {
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckWarn, Backends: none,
+			Detail:      fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
+			Consequence: "a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)",
+			Fix:         "do not use a Batcher (Config.Batcher) here"})
+		return
+	}
+	var gotA []string
+	err = ta.SelectContext(ctx, &gotA, skip, ch.name2, ch.name2)
+	switch {
+	case err != nil:
+		ch.unverified(PropSkipLocked, none, "SKIP LOCKED of a row another transaction locked", err)
+	case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckFail, Backends: none,
+			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)",
+				gotB, gotA),
+			Consequence: "a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
+			Fix:         "do not use a Batcher (Config.Batcher) here"})
+	default:
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckPass, Backends: none,
+			Detail: "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took"})
+	}
+}
+
+// statementBounds: a locking read wrapped by the bound of the server's
+// flavour (lockBound) ends within about a second while another transaction
+// holds the row, instead of waiting for the client to give up.
+func (ch *checker) statementBounds() {
+	if ch.noWrites {
+		ch.skipped(PropStatementBounds, none)
+		return
+	}
+	bound := newLockBound(ch.site.flavor, time.Second)
+	if bound.flavor == flavorOther {
+		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none,
+			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
+			Consequence: "a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
+			Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5)"})
+		return
+	}
+	_, releaseA, err := ch.lockRow(ch.name)
+	if err != nil {
+		ch.unverified(PropStatementBounds, none, "SELECT … FOR UPDATE", err)
+		return
+	}
+	defer releaseA()
+	c, err := ch.conn()
+	if err != nil {
+		ch.unverified(PropStatementBounds, none, "a second connection", err)
+		return
+	}
+	defer closeConn(c)
+	ctx, cancel := ch.step(2 * time.Second)
+	defer cancel()
+	start := ch.cfg.Clock.Now()
+	var got string
+	err = c.QueryRowContext(ctx, bound.wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
+	took := ch.cfg.Clock.Now().Sub(start).Round(time.Millisecond)
+	var st CheckStatus
+	var detail string
+	switch n := mysqlErrno(err); {
+	case n == erLockWaitTimeout || n == erQueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
+		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", boundKind(bound), took, n)
+	case err == nil:
+		st, detail = CheckWarn, "a locking read of a row another transaction holds returned at once"
+	default:
+		st, detail = CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", boundKind(bound), took, err)
+	}
+	if st == CheckPass && bound.flavor == flavorMySQL {
+		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
+		secs, _ := strconv.ParseInt(v, 10, 64)
+		if err == nil && secs > 2*lockWaitSecs(ch.cfg.QueryTimeout) {
+			st = CheckWarn
+			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
+		}
+	}
+	ch.add(Finding{Property: PropStatementBounds, Status: st, Backends: none, Detail: detail,
+		Consequence: "statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
+		Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5: the driver sets it on every connection)"})
+}
+
+func boundKind(b lockBound) string {
+	if b.flavor == flavorMariaDB {
+		return "SET STATEMENT innodb_lock_wait_timeout"
+	}
+	return "MAX_EXECUTION_TIME"
+}
+
+// waitTimeout: the lock backend sets its connection's wait_timeout to the
+// lease (the server drops a silent holder); pooled connections should
+// outlive a lease of idleness.
+func (ch *checker) waitTimeout() {
+	leaseSecs := max(int64(math.Ceil(ch.cfg.LeaseDuration.Seconds())), 1)
+	v, _, err := ch.variable("session.wait_timeout")
+	if err != nil {
+		ch.unverified(PropWaitTimeout, lockOnly, "@@session.wait_timeout", err)
+		return
+	}
+	secs, _ := strconv.ParseInt(v, 10, 64)
+	c, err := ch.conn()
+	if err != nil {
+		ch.unverified(PropWaitTimeout, lockOnly, "a connection", err)
+		return
+	}
+	defer closeConn(c)
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	var set int64
+	_, err = c.ExecContext(ctx, fmt.Sprintf(`SET SESSION wait_timeout = %d`, leaseSecs))
+	if err == nil {
+		err = c.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
+	}
+	switch {
+	case err != nil || set != leaseSecs:
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckFail, Backends: lockOnly,
+			Detail:      fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
+			Consequence: "the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
+			Fix:         "use the table backend on this server"})
+	case secs < leaseSecs:
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckWarn, Backends: lockOnly,
+			Detail:      fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
+			Consequence: "idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
+			Fix:         fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs)})
+	default:
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckPass, Backends: lockOnly,
+			Detail: fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs)})
+	}
+}
+
+// roundTrip: the slowest of a few round trips against the time a leader
+// has to renew (RenewDeadline - RenewInterval, for a heartbeat and the
+// read that may confirm it).
+func (ch *checker) roundTrip() {
+	var slowest time.Duration
+	for i := 0; i < 5; i++ {
+		ctx, cancel := ch.step(0)
+		start := ch.cfg.Clock.Now()
+		var one int
+		err := ch.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+		d := ch.cfg.Clock.Now().Sub(start)
+		cancel()
+		if err != nil {
+			ch.unverified(PropRoundTrip, both, "SELECT 1", err)
+			return
+		}
+		slowest = max(slowest, d)
+	}
+	room := ch.cfg.RenewDeadline - ch.cfg.RenewInterval
+	detail := fmt.Sprintf("slowest of 5 round trips %v; a leader has %v (RenewDeadline - RenewInterval) to renew, in up to two round trips",
+		slowest.Round(10*time.Microsecond), room)
+	switch {
+	case 2*slowest >= room:
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckFail, Backends: both, Detail: detail,
+			Consequence: "renewals do not complete before the renew deadline: leaders stand down again and again",
+			Fix:         "run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)"})
+	case slowest >= ch.cfg.RenewInterval/10:
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckWarn, Backends: both, Detail: detail,
+			Consequence: "a slow network leaves little room for a retry before the renew deadline",
+			Fix:         "run the candidates near the database, or lengthen the lease"})
+	default:
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckPass, Backends: both, Detail: detail})
+	}
+}
+
+// cleanup deletes the scratch rows, even after ctx ended.
+func (ch *checker) cleanup() {
+	if ch.noWrites {
+		return // nothing was written
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.cfg.QueryTimeout)
+	defer cancel()
+	_, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.tbl+` WHERE anchor IN (?, ?)`, ch.name, ch.name2)
+	if err != nil {
+		ch.add(Finding{Property: PropCleanup, Status: CheckWarn, Backends: none,
+			Detail:      fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
+			Consequence: "two stale rows in the election table (status lists them)",
+			Fix:         "DELETE FROM " + ch.tbl + " WHERE anchor LIKE '" + ScratchPrefix + "%'"})
+	}
+}

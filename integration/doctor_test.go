@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	sqle "github.com/dolthub/go-mysql-server"
+	"github.com/dolthub/go-mysql-server/memory"
+	"github.com/dolthub/go-mysql-server/server"
+	gmssql "github.com/dolthub/go-mysql-server/sql"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
+)
+
+// gmsTable is the election table as go-mysql-server takes it (the
+// migrations' prepared statements and expression defaults are MySQL's).
+const gmsTable = `CREATE TABLE service_election (
+  anchor VARCHAR(128) NOT NULL,
+  service_id VARCHAR(255) NOT NULL,
+  last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  term BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  lease_ms INT UNSIGNED NOT NULL DEFAULT 15000,
+  released TINYINT UNSIGNED NOT NULL DEFAULT 0,
+  acquired VARCHAR(16) NOT NULL DEFAULT 'operator',
+  value VARCHAR(1024) NOT NULL DEFAULT '',
+  backend VARCHAR(16) NOT NULL DEFAULT 'table',
+  connection_id BIGINT UNSIGNED NULL DEFAULT NULL,
+  transfer_to VARCHAR(255) NULL DEFAULT NULL,
+  priority INT UNSIGNED NOT NULL DEFAULT 0,
+  PRIMARY KEY (anchor)
+)`
+
+// startGMS starts dolthub/go-mysql-server (an in-memory database named
+// sqlelect, with the election table) on a free loopback port, and returns
+// a pool on it.
+func startGMS(t *testing.T, ctx context.Context) *sql.DB {
+	t.Helper()
+	mdb := memory.NewDatabase("sqlelect")
+	mdb.BaseDatabase.EnablePrimaryKeyIndexes()
+	pro := memory.NewDBProvider(mdb)
+	engine := sqle.NewDefault(pro)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := server.NewServer(server.Config{Protocol: "tcp", Address: addr}, engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Start() }()
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr, cfg.DBName = "root", "tcp", addr, "sqlelect"
+	cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = db.Close() })
+	for {
+		err := db.PingContext(ctx)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("go-mysql-server at %s: %v", addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if _, err := db.ExecContext(ctx, gmsTable); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestDoctorGoMySQLServer: doctor's verdict on dolthub/go-mysql-server, a
+// server that speaks MySQL's protocol but not all of its semantics: the
+// heartbeat cannot take over an expired row (affected_rows fails: the
+// table backend is unsafe), the topology variables are unknown to it (the
+// lock backend is unsafe), and its SKIP LOCKED and FOR UPDATE lock nothing
+// (warnings: a Batcher's, and the statement bounds).
+func TestDoctorGoMySQLServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	db := startGMS(t, ctx)
+	r, err := election.Check(ctx, db, election.Config{})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	t.Logf("server %s", r.Server)
+	for _, f := range r.Findings {
+		t.Logf("%-17s %-4s %v %s", f.Property, f.Status, f.Backends, f.Detail)
+	}
+	want := map[string][]string{
+		election.BackendTable: {election.PropAffectedRows},
+		election.BackendLock:  {election.PropTopology},
+	}
+	for b, props := range want {
+		if got := r.Failed(b); strings.Join(got, ",") != strings.Join(props, ",") {
+			t.Errorf("%s backend fails %v, want %v", b, got, props)
+		}
+	}
+	if f, _ := r.Find(election.PropAffectedRows); !strings.Contains(f.Detail, "take over the expired row") {
+		t.Errorf("affected_rows: %s", f.Detail)
+	}
+	for _, p := range []string{election.PropSkipLocked, election.PropStatementBounds} {
+		if f, _ := r.Find(p); f.StatusFor(election.BackendTable) != election.CheckWarn {
+			t.Errorf("%s: %s %s", p, f.Status, f.Detail)
+		}
+	}
+}
+
+// TestPreflightRefusesGoMySQLServer: Run's preflight sends the heartbeat
+// probe, and stops with ErrUnsafeServer on go-mysql-server, which refuses
+// the heartbeat's takeover: a candidate would otherwise campaign on a
+// server where nobody ever takes over a dead leader's lease.
+func TestPreflightRefusesGoMySQLServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db := startGMS(t, ctx)
+	e, err := election.NewTable(db, election.Config{Name: "gms", LeaseDuration: time.Second, DisableFastHandover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	err = e.Run(runCtx)
+	if !errors.Is(err, election.ErrUnsafeServer) || !strings.Contains(err.Error(), "take over the expired row") {
+		t.Fatalf("Run on go-mysql-server: %v (after the run's context: %v), want ErrUnsafeServer", err, runCtx.Err())
+	}
+	t.Logf("Run: %v", err)
+}
+
+// checkMember runs Check as root on member i of g, with the session
+// settings the README advises on MySQL, and logs the report.
+func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) election.Report {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(g.Nodes[i].DSN("sqlelect"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Params = map[string]string{"time_zone": "'+00:00'", "innodb_lock_wait_timeout": "1"}
+	db := openQuiet(t, cfg.FormatDSN())
+	r, err := election.Check(ctx, db, election.Config{})
+	if err != nil {
+		t.Fatalf("Check on member %d: %v", i, err)
+	}
+	for _, f := range r.Findings {
+		t.Logf("member %d: %-17s %-4s %v %s", i, f.Property, f.Status, f.Backends, f.Detail)
+	}
+	return r
+}
+
+// TestDoctorGroupReplication: on the primary of a single-primary group
+// both backends are safe; a secondary (super_read_only) is safe for
+// neither; on a multi-primary group the table backend is safe and the lock
+// backend fails topology.
+func TestDoctorGroupReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two 3-member Group Replication groups")
+	}
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single-primary", true: "multi-primary"}[multi], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			g := startGroup(t, ctx, multi)
+			r := checkMember(t, ctx, g, 0)
+			wantFails := map[string]string{election.BackendTable: "", election.BackendLock: ""}
+			if multi {
+				wantFails[election.BackendLock] = election.PropTopology
+			}
+			for b, want := range wantFails {
+				if got := strings.Join(r.Failed(b), ","); got != want {
+					t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
+				}
+			}
+			for _, f := range r.For(election.BackendTable) {
+				if f.Status == election.CheckWarn && !(multi && f.Property == election.PropTopology) {
+					t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
+				}
+			}
+			if multi {
+				return
+			}
+			r = checkMember(t, ctx, g, 1)
+			for _, b := range []string{election.BackendTable, election.BackendLock} {
+				if got := r.Failed(b); len(got) == 0 || got[0] != election.PropReadOnly {
+					t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
+				}
+			}
+		})
+	}
+}
