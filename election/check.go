@@ -282,18 +282,13 @@ func closeConn(c *sqlx.Conn) {
 // server refuses a write (--read-only, super_read_only).
 const erOptionPreventsStatement = 1290
 
-// privileges probes one statement per privilege that matches no row (WHERE
-// 1 = 0): the server checks privileges before it looks for rows, so nothing
-// is written or locked. A missing table or column is Check's error.
+// privileges runs privilegeProbes (nothing is written or locked) and also
+// tells a read-only server apart. A missing table or column is Check's
+// error.
 func (ch *checker) privileges() error {
 	var missing, missingDelete, readOnly []string
 	var firstErr error
-	for _, p := range []struct{ name, query string }{
-		{"SELECT", `SELECT ` + recordColumns + ` FROM ` + ch.tbl + ` WHERE 1 = 0`},
-		{"INSERT", `INSERT INTO ` + ch.tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
-		{"UPDATE", `UPDATE ` + ch.tbl + ` SET service_id = service_id WHERE 1 = 0`},
-		{"DELETE", `DELETE FROM ` + ch.tbl + ` WHERE 1 = 0`},
-	} {
+	for _, p := range privilegeProbes(ch.tbl) {
 		_, err := ch.exec(p.query)
 		switch cause := serverCause(err); {
 		case err == nil:
@@ -638,6 +633,13 @@ func (ch *checker) affectedRows() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	p, err := probeHeartbeat(ctx, ch.db, ch.tbl, ch.name)
+	if errors.Is(unsafeSession(err), ErrUnsafeSession) {
+		// The heartbeat refuses such a session by design (see time_zone).
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly,
+			Detail:      "not checked: the heartbeat refuses this session (its clock or time zone is unsafe, see time_zone): " + err.Error(),
+			Consequence: "unverified"})
+		return
+	}
 	if err != nil {
 		ch.unverified(PropAffectedRows, tableOnly, "the heartbeat", err)
 		return

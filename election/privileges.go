@@ -36,11 +36,10 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
 func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	var missing []string
 	var first error
-	for _, p := range []struct{ name, query string }{
-		{"SELECT", `SELECT anchor FROM ` + tbl + ` WHERE 1 = 0`},
-		{"INSERT", `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
-		{"UPDATE", `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
-	} {
+	for _, p := range privilegeProbes(tbl) {
+		if p.name == "DELETE" {
+			continue // operators' (Reelect), not candidates'
+		}
 		_, err := db.ExecContext(ctx, p.query)
 		if err == nil {
 			continue
@@ -62,4 +61,20 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	return fmt.Errorf("%w: the user lacks %s on %s, which a candidate needs to take over "+
 		"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
 		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
+}
+
+// privilegeProbe is a statement that fails with an access-denied error
+// unless the user has privilege name on the table, and touches no row.
+type privilegeProbe struct{ name, query string }
+
+// privilegeProbes are the probes of SELECT, INSERT, UPDATE and DELETE on
+// tbl (quoted), for checkPrivileges and Check: each matches no row (WHERE
+// 1 = 0), and the server checks privileges before it looks for rows.
+func privilegeProbes(tbl string) []privilegeProbe {
+	return []privilegeProbe{
+		{"SELECT", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`},
+		{"INSERT", `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
+		{"UPDATE", `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
+		{"DELETE", `DELETE FROM ` + tbl + ` WHERE 1 = 0`},
+	}
 }
