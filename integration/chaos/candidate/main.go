@@ -98,6 +98,8 @@ func main() {
 	elections := flag.Int("elections", 1, "campaign in this many elections: --election, then --election with -2, -3, … appended")
 	batch := flag.Bool("batch", false, "table backend: run the elections through one election.Batcher")
 	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
+	flag.StringVar(&sessionStateFile, "session-state-file", "", "on SIGUSR2, leave the statements of this file on the pool's idle connections (see sessionstate.go)")
+	flag.DurationVar(&sessionStateFor, "session-state-for", 2*time.Second, "KILL the connections --session-state-file set this long after")
 	flag.Parse()
 	if *dsn == "" || *id == "" {
 		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
@@ -130,6 +132,12 @@ func main() {
 	}
 	p.emit(line{Event: "exit"})
 }
+
+// The session_state fault's flags (sessionstate.go).
+var (
+	sessionStateFile string
+	sessionStateFor  time.Duration
+)
 
 // electionName is the name of the i-th election (from 0) of the process.
 func electionName(name string, i int) string {
@@ -197,6 +205,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	p.emit(line{Event: "started", Pid: os.Getpid()})
+	watchSessionState(ctx, p, db, sessionStateFile, sessionStateFor)
 
 	statsDone := make(chan struct{})
 	var last map[string]float64
