@@ -369,7 +369,9 @@
 //     (ErrSysdateIsNow), where SYSDATE() is NOW(). Reads (Status, Leader,
 //     List) report the lease left by the session's NOW(6), as the heartbeat
 //     judges it. TestSessionTimestampOnPool and
-//     TestSessionTimestampOnLockPool show it on both backends.
+//     TestSessionTimestampOnLockPool show it on both backends,
+//     TestSessionDSTZoneOnPool for a time zone, TestRunRefusesSysdateIsNow
+//     for the server option.
 //   - Leadership is advisory: a leader that ignores IsLeader, or whose work
 //     outlives the elected context, can act after it was deposed. Writes to
 //     the same database can be fenced (issue the write through a transaction

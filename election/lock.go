@@ -155,6 +155,9 @@ type lockBackend struct {
 
 	waitTimeout time.Duration // the lock connection's wait_timeout
 	lockWait    time.Duration // how long a follower blocks in GET_LOCK
+	// adopt is the adopted lease in milliseconds during an adoption
+	// period (see adoptedMillis), 0 outside one; set by preflight.
+	adopt int64
 
 	// lc is the lock connection, on the lock LockName(database, cfg.Table,
 	// cfg.Name), set by preflight.
@@ -220,7 +223,7 @@ func (b *lockBackend) prepare(lock userLock) {
 	b.lc.lock = lock
 
 	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
-	lease := cfg.leaseMillis()
+	lease := max(cfg.leaseMillis(), b.adopt) // see adoptedMillis
 	s := &b.sql
 	// The session's lock waits end with the client's QueryTimeout (see
 	// lockBound): a statement the client gave up on does not keep the
@@ -276,7 +279,7 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
 	s.release = func(hold uint64, unserved time.Duration) lockStmt {
 		if unserved > 0 {
-			return lockStmt{handOff, []any{ceilMillis(unserved), cfg.ID, hold}}
+			return lockStmt{handOff, []any{max(ceilMillis(unserved), b.adopt), cfg.ID, hold}}
 		}
 		return lockStmt{release, []any{cfg.ID, hold}}
 	}
@@ -297,6 +300,9 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 func (b *lockBackend) preflight(ctx context.Context) error {
 	site, err := readLockSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
+		return err
+	}
+	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
 		return err
 	}
 	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor))
@@ -640,7 +646,15 @@ func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, 
 // wrote, now that this connection holds the lock: the writer's connection
 // no longer does (killed, crashed, dropped), and the writer stands down by
 // its clock before its lease ends.
+//
+// During an adoption period the writer may instead be a recipe node that
+// took the row over (its statement leaves connection_id as it was), which
+// stands down only when the recipe's timeout ran out: the hold waits out
+// the row's whole lease, which is at least the adopted one.
 func (b *lockBackend) holderGone(rec Record) time.Duration {
+	if b.adopt > 0 {
+		return max(rec.LeaseLeft, 0)
+	}
 	return min(rec.LeaseLeft, b.cfg.LockDelay)
 }
 

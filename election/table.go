@@ -48,6 +48,9 @@ type tableBackend struct {
 	// bound limits the statements' server-side lock waits; set by
 	// preflight, which then prepares the statements again.
 	bound atomicBound
+	// adopt is the adopted lease in milliseconds during an adoption
+	// period (see adoptedMillis), 0 outside one; set by preflight.
+	adopt int64
 
 	stmts tableStmts
 }
@@ -243,7 +246,7 @@ func (t *tableBackend) prepareSQL() {
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
 func (t *tableBackend) params(hold uint64) params {
-	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: t.cfg.leaseMillis(), Value: t.value,
+	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
 		Priority: t.cfg.Priority}
 }
 
@@ -269,6 +272,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := preflightServer(ctx, t.db.DB, t.cfg.Table); err != nil {
 		return err
 	}
+	adopt, err := adoptedMillis(ctx, t.db.DB, t.cfg)
+	if err != nil {
+		return err
+	}
+	t.adopt = adopt
 	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
@@ -453,7 +461,9 @@ const handOffSet = `last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	s, p := t.stmts.release, t.params(hold)
 	if unserved > 0 {
-		s, p.Lease = t.stmts.handOff, ceilMillis(unserved)
+		// During an adoption period, never less than the adopted lease:
+		// a recipe node that takes the row over keeps its lease_ms.
+		s, p.Lease = t.stmts.handOff, max(ceilMillis(unserved), t.adopt)
 	}
 	_, err := t.exec(ctx, s, p)
 	if t.wake != nil {

@@ -2,18 +2,18 @@ package schema
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/adoption"
 )
 
 // adoptionComment is lease_ms's comment during an adoption period (see
 // Adopt), while the column's default is the adopted lease. Migration 3
 // leaves the default of a column whose comment starts with "sqlelect
 // adoption" alone; migrations that change lease_ms must do the same.
-const adoptionComment = "sqlelect adoption period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end"
+const adoptionComment = adoption.Marker + " period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end"
 
 // Adoption reports the adoption period that Adopt begins: while it runs,
 // a row written without lease_ms (a recipe node's INSERT, an operator's
@@ -21,20 +21,11 @@ const adoptionComment = "sqlelect adoption period: the default is the recipe tim
 // second, as its lease, instead of the usual default (15 s). ok is false
 // outside the period, and on a table that is not sqlelect's.
 func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
-	var def sql.NullString
-	err = g.db.QueryRowContext(ctx, `SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'lease_ms' AND COLUMN_COMMENT LIKE 'sqlelect adoption%'`, Table).Scan(&def)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	lease, ok, err = adoption.Lease(ctx, g.db, Table)
 	if err != nil {
-		return 0, false, fmt.Errorf("schema: reading the adoption period: %w", err)
+		return 0, false, fmt.Errorf("schema: %w", err)
 	}
-	ms, err := strconv.ParseInt(def.String, 10, 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("schema: reading the adoption period: lease_ms's default %q: %w", def.String, err)
-	}
-	return time.Duration(ms) * time.Millisecond, true, nil
+	return lease, ok, nil
 }
 
 // EndAdoption ends the adoption period Adopt began: rows written later

@@ -184,6 +184,8 @@ type cluster struct {
 	// campaigns in (name, name-2, …); batch runs them through a Batcher.
 	elections int
 	batch     bool
+	// extraArgs are appended to every candidate's command line.
+	extraArgs []string
 	tm        timings
 	rng       *rand.Rand
 	outDir    string
@@ -310,6 +312,7 @@ func (c *cluster) start(s *slot) {
 		// (one statement only runs for five or more).
 		args = append(args, "--batch", "--batch-linger", (c.tm.RenewInterval / 2).String())
 	}
+	args = append(args, c.extraArgs...)
 	cmd := exec.Command(candidateBinary(c.t), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(c.outDir, "candidate-"+id+".log"))

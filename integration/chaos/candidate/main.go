@@ -30,7 +30,8 @@
 // SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
 // released) and the process exits 0. SIGUSR1 calls Election.Resign and the
 // process goes on campaigning. SIGUSR2 makes its health check slow and
-// flapping for --health-fault-for (see healthFault). A Run error exits 2.
+// flapping for --health-fault-for (see healthFault), or, with
+// --session-state-file, leaves session state on its pool (sessionstate.go). A Run error exits 2.
 //
 // With --elections N it campaigns in N elections (--election, then
 // --election with "-2", "-3", … appended), with --batch through one
@@ -101,6 +102,8 @@ func main() {
 	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
 	healthTimeout := flag.Duration("health-timeout", 500*time.Millisecond, "Config.HealthCheckTimeout")
 	healthFaultFor := flag.Duration("health-fault-for", 3*time.Second, "how long a SIGUSR2 makes the health check slow and flapping")
+	flag.StringVar(&sessionStateFile, "session-state-file", "", "on SIGUSR2, leave the statements of this file on the pool's idle connections (see sessionstate.go)")
+	flag.DurationVar(&sessionStateFor, "session-state-for", 2*time.Second, "KILL the connections --session-state-file set this long after")
 	flag.Parse()
 	if *dsn == "" || *id == "" {
 		fmt.Fprintln(os.Stderr, "candidate: --dsn and --id are required")
@@ -124,7 +127,9 @@ func main() {
 	hf := &healthFault{timeout: *healthTimeout, lasts: *healthFaultFor}
 	sigCtx, stopSig := context.WithCancel(context.Background())
 	defer stopSig()
-	hf.watch(sigCtx)
+	if sessionStateFile == "" {
+		hf.watch(sigCtx) // else SIGUSR2 is the session-state fault's (sessionstate.go)
+	}
 	err := run(p, *backend, open, election.Config{
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
 		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
@@ -138,6 +143,12 @@ func main() {
 	}
 	p.emit(line{Event: "exit"})
 }
+
+// The session_state fault's flags (sessionstate.go).
+var (
+	sessionStateFile string
+	sessionStateFor  time.Duration
+)
 
 // electionName is the name of the i-th election (from 0) of the process.
 func electionName(name string, i int) string {
@@ -205,6 +216,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	p.emit(line{Event: "started", Pid: os.Getpid()})
+	watchSessionState(ctx, p, db, sessionStateFile, sessionStateFor)
 
 	statsDone := make(chan struct{})
 	var last map[string]float64

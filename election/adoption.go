@@ -1,0 +1,31 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/sqlelect/sqlelect/internal/adoption"
+)
+
+// adoptedMillis is the adopted lease of cfg's table in milliseconds during
+// an adoption period (package schema's Adopt begins one, adopt-end ends it;
+// see package internal/adoption), 0 outside one. Run reads it at
+// preflight.
+//
+// During the period a candidate writes lease_ms = max(its lease, the
+// adopted lease) in every statement that sets the lease of a row it holds
+// or leaves unreleased: a recipe node's takeover sets only service_id and
+// last_seen_active, so the row keeps the lease sqlelect wrote, and a recipe
+// holder may freeze for up to its timeout and still lead. A handover's
+// window (the row released, reserved for a candidate) is left as it is.
+func adoptedMillis(ctx context.Context, db *sql.DB, cfg Config) (int64, error) {
+	lease, ok, err := adoption.Lease(ctx, db, cfg.Table)
+	if err != nil {
+		return 0, fmt.Errorf("election: %w", err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	return ceilMillis(lease), nil
+}

@@ -1,0 +1,185 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/testdb"
+)
+
+// loadFlappingZone loads into the server's time zone tables a made-up zone,
+// named after the test, with daylight saving time as fast as the tables
+// allow: from the server's clock now, its offset flips between +00:00 and
+// +01:00 every period, for span; after that it keeps a plain DST rule (+00:00
+// in winter, +01:00 in summer; 2030 is what the library's check looks at).
+// A spring-forward (+00:00 to +01:00) moves every local time an hour ahead,
+// so that a lease written just before it reads, in that zone, as an hour
+// older than it is. It returns the zone's name; the rows are deleted when t
+// ends (the server may keep the zone cached, under a name no one uses again).
+func loadFlappingZone(t *testing.T, ctx context.Context, period, span time.Duration) string {
+	t.Helper()
+	admin := testdb.Open(t, testdb.AdminDSN(t))
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	name := "Sqlelect/Dst" + randHex(4)
+	res, err := conn.ExecContext(ctx, `INSERT INTO mysql.time_zone (Use_leap_seconds) VALUES ('N')`)
+	if err != nil {
+		t.Fatalf("loading a time zone (the test needs an administrative user): %v", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, tbl := range []string{"time_zone_transition", "time_zone_transition_type", "time_zone_name", "time_zone"} {
+			if _, err := admin.ExecContext(ctx, `DELETE FROM mysql.`+tbl+` WHERE Time_zone_id = ?`, id); err != nil {
+				t.Errorf("deleting zone %s from mysql.%s: %v", name, tbl, err)
+			}
+		}
+	})
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`INSERT INTO mysql.time_zone_name (Name, Time_zone_id) VALUES (?, ?)`, name, id)
+	exec(`INSERT INTO mysql.time_zone_transition_type (Time_zone_id, Transition_type_id, `+"`Offset`"+`, Is_DST, Abbreviation)
+VALUES (?, 0, 0, 0, 'STD'), (?, 1, 3600, 1, 'DST')`, id, id)
+	var now int64
+	if err := conn.QueryRowContext(ctx, `SELECT UNIX_TIMESTAMP()`).Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	step := int64(period / time.Second)
+	var at []int64
+	var typ []int
+	for k := int64(1); k <= int64(span/period); k++ {
+		at, typ = append(at, now+k*step), append(typ, int(k%2))
+	}
+	if typ[len(typ)-1] == 1 { // winter until 2030's spring
+		at, typ = append(at, at[len(at)-1]+step), append(typ, 0)
+	}
+	spring, autumn := time.Date(2030, 3, 31, 1, 0, 0, 0, time.UTC), time.Date(2030, 10, 27, 1, 0, 0, 0, time.UTC)
+	at, typ = append(at, spring.Unix(), autumn.Unix()), append(typ, 1, 0)
+	for i := range at {
+		exec(`INSERT INTO mysql.time_zone_transition (Time_zone_id, Transition_time, Transition_type_id) VALUES (?, ?, ?)`,
+			id, at[i], typ[i])
+	}
+	return name
+}
+
+// errorLog is a slog handler that counts the logged errors matching target.
+type errorLog struct {
+	target error
+	n      atomic.Int64
+}
+
+func (h *errorLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *errorLog) WithGroup(string) slog.Handler            { return h }
+func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, h.target) {
+			h.n.Add(1)
+		}
+		return true
+	})
+	return nil
+}
+
+// TestSessionDSTZoneOnPool: application code leaves a time_zone with
+// daylight saving time on a connection of a candidate's pool (after Run
+// checked the zone at preflight, so ErrUnsafeTimeZone cannot catch it).
+// The zone springs forward every other second (see loadFlappingZone).
+//
+//   - On a follower's pool: right after a spring-forward, a lease its
+//     holder renewed just before reads an hour old, and the follower used
+//     to take the row while the holder still led (it renews every 450 ms:
+//     the gap is most of that). Its heartbeats must fail with
+//     ErrUnsafeSession instead, and it is not elected while the leader
+//     renews.
+//   - On the leader's pool: its renewals must fail with ErrUnsafeSession;
+//     it loses its lease by its own clock, and the follower is never
+//     elected while it still leads.
+func TestSessionDSTZoneOnPool(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		onLeader bool
+	}{
+		{"follower", false},
+		{"leader", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dsn := testdb.DSN(t)
+			testdb.Migrate(t, dsn)
+			clean := testdb.Open(t, dsn)
+			zone := loadFlappingZone(t, ctx, time.Second, 50*time.Second)
+			setZone := fmt.Sprintf("SET time_zone = '%s'", zone)
+			name := "session-dst-" + randHex(4)
+			lpool, fpool := onePool(t, ctx, dsn), onePool(t, ctx, dsn)
+			w := newOverlapWatch()
+			var l, f election.Election
+			lc, fc := sessionClockConfig(name, "L"), sessionClockConfig(name, "F")
+			lc.RenewInterval = 450 * time.Millisecond
+			lc.Callbacks = w.callbacks("L", func() []election.Election { return []election.Election{f} })
+			fc.Callbacks = w.callbacks("F", func() []election.Election { return []election.Election{l} })
+			sawL := make(chan struct{})
+			var once atomic.Bool
+			fc.Callbacks.OnLeaderChanged = func(r election.Record) {
+				if r.ID == "L" && once.CompareAndSwap(false, true) {
+					close(sawL)
+				}
+			}
+			unsafe := &errorLog{target: election.ErrUnsafeSession}
+			if tc.onLeader {
+				lc.Logger = slog.New(unsafe)
+			} else {
+				fc.Logger = slog.New(unsafe)
+			}
+			var err error
+			if l, err = election.NewTable(lpool, lc); err != nil {
+				t.Fatal(err)
+			}
+			if f, err = election.NewTable(fpool, fc); err != nil {
+				t.Fatal(err)
+			}
+			runElection(t, ctx, l)
+			w.waitElected(t, ctx, "L")
+			runElection(t, ctx, f)
+			select { // F's preflight is done: it follows L
+			case <-sawL:
+			case <-ctx.Done():
+				t.Fatal("F never saw L lead")
+			}
+			if tc.onLeader {
+				tamper(t, ctx, lpool, setZone)
+				// L's renewals are refused: F takes over once L's lease
+				// runs out, and never while L leads.
+				w.waitElected(t, ctx, "F")
+			} else {
+				tamper(t, ctx, fpool, setZone)
+				// Six spring-forwards by the database clock.
+				if other := w.holdsFor(t, ctx, clean, name, "L", 12*time.Second); other != "" {
+					t.Errorf("%s was elected while L renewed", other)
+				}
+			}
+			w.check(t)
+			if unsafe.n.Load() == 0 {
+				t.Errorf("no statement failed with %v", election.ErrUnsafeSession)
+			}
+		})
+	}
+}
