@@ -74,6 +74,10 @@ type Batcher struct {
 	table string
 	opts  BatcherOptions
 
+	// serverProbed is set once a candidate's preflight found the server
+	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
+	serverProbed atomic.Bool
+
 	renews *combiner[renewReq, bool]
 	reads  *combiner[string, readResult]
 

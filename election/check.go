@@ -15,7 +15,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -557,9 +556,12 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	if _, err := run(2, hb, b); err != nil {
 		return p, err
 	}
-	expire := a
-	expire.Lease = 0
-	if _, err := run(3, mustStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond), expire); err != nil {
+	// Expired a day ago, so that the takeover sees it expired whatever the
+	// session's clock (one behind, which the heartbeat tolerates, judges
+	// expiry later).
+	expire := `UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
+WHERE anchor = :name AND ` + holdsCond
+	if _, err := run(3, mustStmt(expire), a); err != nil {
 		return p, err
 	}
 	if res, err = run(4, hb, b); err != nil {
@@ -576,11 +578,6 @@ const (
 	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
 )
 
-// preflightOK remembers the pools whose server passed preflightServer:
-// once per pool and process is enough (a Batcher's thousands of elections
-// share one).
-var preflightOK sync.Map // *sql.DB → struct{}
-
 // preflightServer is the cheap subset of Check that Run's preflight sends
 // (both backends): the heartbeat probe (probeHeartbeat), in a transaction it
 // rolls back, so that nothing is written, no DELETE privilege is needed and
@@ -589,12 +586,9 @@ var preflightOK sync.Map // *sql.DB → struct{}
 // campaign (a read-only server may become writable; a missing privilege is
 // classified and stops Run as the heartbeat would), but for a statement
 // the server refuses as no MySQL or MariaDB does (1064, 1105: no candidate
-// could take over), ErrUnsafeServer too. A pool whose server passed is not
-// probed again.
+// could take over), ErrUnsafeServer too. Candidates that share a Batcher
+// probe once (Batcher.preflight); others at each Run.
 func preflightServer(ctx context.Context, db *sql.DB, table string) error {
-	if _, ok := preflightOK.Load(db); ok {
-		return nil
-	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil
@@ -619,7 +613,6 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) error {
 		return fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
 			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.term, p.took)
 	}
-	preflightOK.Store(db, struct{}{})
 	return nil
 }
 

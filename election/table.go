@@ -269,8 +269,13 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkSysdate(ctx, t.db.DB); err != nil {
 		return err
 	}
-	if err := preflightServer(ctx, t.db.DB, t.cfg.Table); err != nil {
-		return err
+	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {
+		if err := preflightServer(ctx, t.db.DB, t.cfg.Table); err != nil {
+			return err
+		}
+		if b != nil {
+			b.serverProbed.Store(true) // once for its thousands of elections
+		}
 	}
 	adopt, err := adoptedMillis(ctx, t.db.DB, t.cfg)
 	if err != nil {
