@@ -26,7 +26,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci
+.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci
 
 all: build
 
@@ -95,10 +95,22 @@ deps:
 # toxiproxy). Targets that cover everything run in both.
 MODULES := . integration
 
-test: deps monitoring-test demo-deps-check
+test: deps lint monitoring-test demo-deps-check
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
 		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 -timeout 20m ./...); done
+
+# lint runs staticcheck (the version below, built into bin/ on first use
+# from the Go module proxy) on both modules, with the checks staticcheck.conf
+# lists.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CURDIR)/bin/staticcheck-$(STATICCHECK_VERSION)
+$(STATICCHECK):
+	@echo "== lint: go install staticcheck@$(STATICCHECK_VERSION)"
+	@d=$$(mktemp -d) && GOBIN=$$d GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+		mkdir -p $(CURDIR)/bin && mv $$d/staticcheck $@ && rmdir $$d
+lint: $(STATICCHECK)
+	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: staticcheck" && $(STATICCHECK) ./...); done
 
 # monitoring-test checks the alerting rules and runs their unit tests
 # (monitoring/sqlelect-alerts_test.yml) with promtool; the Go test in

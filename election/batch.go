@@ -260,7 +260,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 	}
 	var renew []string
 	for i, r := range reqs {
-		k := key{r.name, r.id, r.term}
+		k := key(r)
 		if locked[k] {
 			out[i] = true
 			renew = append(renew, r.name)

@@ -84,16 +84,6 @@ func (b lockBound) wrap(stmt string) string {
 	return stmt
 }
 
-// sessionSQL sets the same bounds for a whole session: for a connection the
-// library owns (the lock backend's, a batch's). Empty for a zero bound.
-func (b lockBound) sessionSQL() string {
-	if b.secs == 0 {
-		return ""
-	}
-	n := strconv.FormatInt(b.secs, 10)
-	return "SET SESSION innodb_lock_wait_timeout = " + n + ", lock_wait_timeout = " + n
-}
-
 // flavorOf tells the flavour from VERSION(): "10.11.6-MariaDB-…" is
 // MariaDB, "8.0.36", "8.4.2-log" or "9.7.4" MySQL 8.0.3+; anything else
 // (MySQL 5.7, unknown forks) gets no bounds.

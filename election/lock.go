@@ -592,7 +592,9 @@ func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (R
 
 // takeOurs takes a live row that names this candidate.
 func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
-	delay := b.cfg.LockDelay // an operator named this candidate; the previous holder may not know yet
+	// An operator named this candidate; the previous holder may not know
+	// yet, unless this very connection held the lock since it wrote the row.
+	var delay time.Duration
 	switch {
 	case rec.ConnectionID == b.lc.id && rec.Term == b.wrote:
 		// This very connection wrote the row and held the lock since:

@@ -2,7 +2,6 @@ package election_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +71,6 @@ func heartbeats(t *testing.T, g prometheus.Gatherer, name string) uint64 {
 			}
 		}
 	}
-	t.Fatal(fmt.Sprintf("no heartbeat histogram for %s", name))
+	t.Fatalf("no heartbeat histogram for %s", name)
 	return 0
 }
