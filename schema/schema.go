@@ -135,7 +135,15 @@ func (g *Migrator) check(action string) error {
 	if l.Kind == KindRecipe || l.Kind == KindForeign || l.Kind == KindMissing && v > 0 {
 		return &LayoutError{Layout: l, Version: v, Action: action}
 	}
-	if cv := columnsVersion(l); cv > max(v, 0) {
+	// golang-migrate records a version (dirty) before it runs that
+	// migration's DDL, so a version read after the layout is at least the
+	// layout's when this table records it: read it again, so that another
+	// migrator running meanwhile (replicas starting together) is not taken
+	// for another tool.
+	if v, dirty, err = g.drv.Version(); err != nil {
+		return wrap(err)
+	}
+	if cv := columnsVersion(l); cv > max(v, 0) && !dirty {
 		recorded := fmt.Sprintf("records version %d", v)
 		if v <= 0 {
 			recorded = "records no version"
