@@ -1,0 +1,251 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sqlelect/sqlelect/internal/testdb"
+)
+
+// rowState is a state of an election's row before a statement, as the
+// heartbeat's decision tells states apart (doc.go, "The algorithm"; model/).
+type rowState struct {
+	missing    bool
+	id         string  // service_id
+	term       uint64  // 0: the default (the database clock)
+	ago        int     // last_seen_active = NOW(6) - ago ms
+	lease      int     // lease_ms
+	released   bool    //
+	transferTo *string // NULL when nil
+	acquired   string  // "" for the column default ('operator')
+}
+
+func strp(s string) *string { return &s }
+
+// decision is what the heartbeat must do from a rowState: the affected rows,
+// the row afterwards, and the candidate's conclusion (its beat).
+type decision struct {
+	n        int64  // affected rows (clientFoundRows off)
+	id       string // service_id afterwards ("" when the row is gone)
+	acquired string // afterwards
+	term     string // "same", or "new" (higher than before)
+	// transferTo afterwards: "NULL", or its value.
+	transferTo string
+	// The candidate's conclusion.
+	held, delay, inserted, requested bool
+	to                               string
+}
+
+// TestHeartbeatConformance holds the table backend's heartbeat to its
+// decision table on a real server: from every row state the decision
+// distinguishes (missing, live or expired, released, reserved for this
+// candidate or another, held by this candidate with its term or an old one,
+// a request pending, an operator's row naming it), it runs the real
+// statement and checks the affected rows, the row it leaves and what the
+// candidate concludes (beat: leads now, after a lock delay, or not; asked to
+// hand over). CI runs it on MariaDB 10.11 and 11.8 and MySQL 9.7.
+func TestHeartbeatConformance(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	const (
+		me, other = "me", "other"
+		lease     = 10000 // ms, every row's unless a case says
+		held      = 7000  // the term "me" holds in holder cases
+	)
+	live, expired := 1000, 20000 // ms since last_seen_active
+	cases := []struct {
+		name string
+		hold uint64 // the term the candidate holds; 0 for a follower
+		row  rowState
+		want decision
+	}{
+		{"missing: insert", 0, rowState{missing: true},
+			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
+		{"live, another's: no change", 0, rowState{id: other, ago: live},
+			decision{n: 0, id: other, acquired: "operator", term: "same", transferTo: "NULL"}},
+		{"expired, another's: take", 0, rowState{id: other, ago: expired},
+			decision{n: 2, id: me, acquired: "expired", term: "new", transferTo: "NULL", held: true}},
+		{"expired, request pending: take, request cleared", 0, rowState{id: other, ago: expired, transferTo: strp("x")},
+			decision{n: 2, id: me, acquired: "expired", term: "new", transferTo: "NULL", held: true}},
+		{"released: take", 0, rowState{id: other, ago: live, released: true},
+			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
+		{"released, stepped down for anyone: take", 0, rowState{id: other, ago: live, released: true, transferTo: strp("")},
+			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
+		{"reserved for me: take", 0, rowState{id: other, ago: live, lease: 2000, released: true, transferTo: strp(me)},
+			decision{n: 2, id: me, acquired: "transferred", term: "new", transferTo: "NULL", held: true}},
+		{"reserved for another, window open: no change", 0, rowState{id: other, ago: live, lease: 2000, released: true, transferTo: strp("third")},
+			decision{n: 0, id: other, acquired: "operator", term: "same", transferTo: "third"}},
+		{"reserved for another, window over: take", 0, rowState{id: other, ago: 3000, lease: 2000, released: true, transferTo: strp("third")},
+			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
+		{"live, names me (an operator's REPLACE): claim after a lock delay", 0, rowState{id: me, ago: live},
+			decision{n: 2, id: me, acquired: "claimed", term: "new", transferTo: "NULL", held: true, delay: true}},
+		{"live, names me, a request pending: not claimed", 0, rowState{id: me, ago: live, transferTo: strp(other)},
+			decision{n: 0, id: me, acquired: "operator", term: "same", transferTo: other}},
+		{"expired, names me: take", 0, rowState{id: me, ago: expired},
+			decision{n: 2, id: me, acquired: "expired", term: "new", transferTo: "NULL", held: true}},
+		{"held by me with my term: renew", held, rowState{id: me, term: held, ago: live, acquired: "expired"},
+			decision{n: 2, id: me, acquired: "expired", term: "same", transferTo: "NULL", held: true}},
+		{"held by me, a transfer to me asked: renew, cleared", held, rowState{id: me, term: held, ago: live, acquired: "expired", transferTo: strp(me)},
+			decision{n: 2, id: me, acquired: "expired", term: "same", transferTo: "NULL", held: true}},
+		{"held by me, a transfer asked: no change, requested", held, rowState{id: me, term: held, ago: live, acquired: "expired", transferTo: strp(other)},
+			decision{n: 0, id: me, acquired: "expired", term: "same", transferTo: other, requested: true, to: other}},
+		{"held by me, a step-down asked: no change, requested", held, rowState{id: me, term: held, ago: live, acquired: "expired", transferTo: strp("")},
+			decision{n: 0, id: me, acquired: "expired", term: "same", transferTo: "", requested: true, to: ""}},
+		{"names me with an old term (replaced): claim after a lock delay", held, rowState{id: me, term: held - 1000, ago: live},
+			decision{n: 2, id: me, acquired: "claimed", term: "new", transferTo: "NULL", held: true, delay: true}},
+		{"another's, my term gone (deposed): no change", held, rowState{id: other, term: held + 1000, ago: live, acquired: "expired"},
+			decision{n: 0, id: other, acquired: "expired", term: "same", transferTo: "NULL"}},
+		{"missing while I hold (deleted): insert", held, rowState{missing: true},
+			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
+		{"mine, released by me: take anew", held, rowState{id: me, term: held, ago: live, released: true, acquired: "expired"},
+			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("conform-%d", i) // the database is the test's own
+			set := func() uint64 {
+				t.Helper()
+				if _, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", name); err != nil {
+					t.Fatal(err)
+				}
+				if tc.row.missing {
+					return 0
+				}
+				r := tc.row
+				l := lease
+				if r.lease != 0 {
+					l = r.lease
+				}
+				acq := r.acquired
+				if acq == "" {
+					acq = "operator"
+				}
+				var to any
+				if r.transferTo != nil {
+					to = *r.transferTo
+				}
+				term := any(nil)
+				if r.term != 0 {
+					term = r.term
+				}
+				_, err := db.ExecContext(ctx, `INSERT INTO service_election
+  (anchor, service_id, term, last_seen_active, lease_ms, released, transfer_to, acquired)
+  VALUES (?, ?, COALESCE(?, FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000)), NOW(6) - INTERVAL ? * 1000 MICROSECOND, ?, ?, ?, ?)`,
+					name, r.id, term, r.ago, l, r.released, to, acq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var before uint64
+				if err := db.QueryRowContext(ctx, "SELECT term FROM service_election WHERE anchor = ?", name).Scan(&before); err != nil {
+					t.Fatal(err)
+				}
+				return before
+			}
+			e, err := NewTable(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, DisableFastHandover: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb := e.(*candidate).b.(*tableBackend)
+
+			// The statement: affected rows and the row it leaves.
+			before := set()
+			res, err := tb.exec(ctx, tb.stmts.heartbeat, tb.params(tc.hold))
+			if err != nil {
+				t.Fatalf("heartbeat: %v", err)
+			}
+			n, _ := res.RowsAffected()
+			var id, acquired string
+			var term uint64
+			var to sql.NullString
+			err = db.QueryRowContext(ctx, "SELECT service_id, acquired, term, transfer_to FROM service_election WHERE anchor = ?", name).
+				Scan(&id, &acquired, &term, &to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotTerm := "same"
+			switch {
+			case tc.row.missing:
+				gotTerm = "new"
+			case term > before:
+				gotTerm = "new"
+			case term < before:
+				gotTerm = fmt.Sprintf("lower (%d < %d)", term, before)
+			}
+			gotTo := "NULL"
+			if to.Valid {
+				gotTo = to.String
+			}
+			if n != tc.want.n || id != tc.want.id || acquired != tc.want.acquired || gotTerm != tc.want.term || gotTo != tc.want.transferTo {
+				t.Errorf("statement: %d affected rows, row (%s, %s, term %s, transfer_to %s); want %d, (%s, %s, term %s, transfer_to %s)",
+					n, id, acquired, gotTerm, gotTo, tc.want.n, tc.want.id, tc.want.acquired, tc.want.term, tc.want.transferTo)
+			}
+
+			// The candidate's conclusion, from the same state.
+			set()
+			b, err := tb.heartbeatOnce(ctx, tc.hold)
+			if err != nil {
+				t.Fatalf("heartbeatOnce: %v", err)
+			}
+			got := decision{held: b.held, delay: b.delay > 0, inserted: b.inserted, requested: b.requested, to: b.to}
+			want := decision{held: tc.want.held, delay: tc.want.delay, inserted: tc.want.inserted, requested: tc.want.requested, to: tc.want.to}
+			if got != want {
+				t.Errorf("conclusion: held %v, lock delay %v, inserted %v, requested %v (to %q); want %v, %v, %v, %v (%q)",
+					got.held, got.delay, got.inserted, got.requested, got.to, want.held, want.delay, want.inserted, want.requested, want.to)
+			}
+		})
+	}
+}
+
+// TestOperatorConformance holds the operators' statements to what doc.go
+// says of them on a real server: Assume names a candidate with a higher term
+// on a live or an expired row; Reelect deletes the row; RequestTransfer and
+// StepDown write transfer_to on a live row only.
+func TestOperatorConformance(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	row := func(name string, ago int) uint64 {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, term, last_seen_active, lease_ms, acquired)
+  VALUES (?, 'old', 5000000000000000, NOW(6) - INTERVAL ? * 1000 MICROSECOND, 10000, 'expired')`, name, ago); err != nil {
+			t.Fatal(err)
+		}
+		return 5000000000000000
+	}
+	for _, ago := range []int{1000, 20000} { // live, expired
+		name := fmt.Sprintf("op-%d", ago)
+		old := row(name, ago)
+		rec, err := Assume(ctx, db, "", name, "new")
+		if err != nil || rec.ID != "new" || rec.Term <= old {
+			t.Errorf("Assume over a row %d ms old: %+v, %v; want new with a term above %d", ago, rec, err, old)
+		}
+		row(name, ago)
+		rec, err = RequestTransfer(ctx, db, "", name, "target")
+		if ago < 10000 && (err != nil || !rec.Transfer || rec.TransferTo != "target") {
+			t.Errorf("RequestTransfer on a live row: %+v, %v", rec, err)
+		}
+		if ago > 10000 && !errors.Is(err, ErrNoLeader) {
+			t.Errorf("RequestTransfer on an expired row: %+v, %v; want ErrNoLeader", rec, err)
+		}
+		row(name, ago)
+		rec, err = StepDown(ctx, db, "", name)
+		if ago < 10000 && (err != nil || !rec.Transfer || rec.TransferTo != "") {
+			t.Errorf("StepDown on a live row: %+v, %v", rec, err)
+		}
+		if _, err := Reelect(ctx, db, "", name); err != nil && !errors.Is(err, ErrNoLeader) {
+			t.Errorf("Reelect: %v", err)
+		}
+		if _, err := Status(ctx, db, "", name); !errors.Is(err, ErrNoSuchElection) {
+			t.Errorf("after Reelect: %v, want ErrNoSuchElection", err)
+		}
+	}
+}
