@@ -157,7 +157,6 @@ model-deps:
 	@need=""; \
 	command -v spin >/dev/null 2>&1 || need="$$need spin"; \
 	command -v gcc >/dev/null 2>&1 || need="$$need gcc libc6-dev"; \
-	command -v bc >/dev/null 2>&1 || need="$$need bc"; \
 	if [ -z "$$need" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
 		echo "model-deps: not installed:$$need (Debian/Ubuntu: sudo apt-get install -y$$need)" >&2; exit 1; \
