@@ -120,7 +120,7 @@ test-matrix: deps
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
 # ci is what .ci/run runs: the matrix of test-matrix in about 30 minutes,
-# after make model (the protocol's model, a few minutes; see model/). On the
+# after make model (the protocol's model, about 7 minutes; see model/). On the
 # host's MariaDB 10.11: make test (vet, go test -race of both
 # modules, Galera included) and chaos-short (with Galera). On Oracle MySQL
 # 9.7 (with Group Replication) and MariaDB 11.8: go test -race of both

@@ -76,7 +76,7 @@ run m-dbclock        cex -DH=8 -DOPS=0 -DRES=0 -DNET=0 -DFEN=0 -DM_DBCLOCK
 run m-insert-nodelay cex -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DM_INSERT_NODELAY
 run m-claim-nodelay  cex -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DM_CLAIM_NODELAY
 run m-fence-nolock   cex -DH=6 -DOPS=0 -DRES=0 -DNET=1 -DFEN=1 -DM_FENCE_NOLOCK
-run m-drift          cex -DH=8 -DOPS=0 -DRES=0 -DNET=0 -DFEN=0 -DK=2
+run m-drift          cex -DH=8 -DOPS=0 -DRES=0 -DNET=0 -DFEN=0 -DK=3 -DDRIFTS=3
 
 printf 'total %.0f s\n' "$total"
 if [ "$fail" != 0 ]; then

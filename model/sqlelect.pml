@@ -7,8 +7,9 @@
  * Time is discrete. rt is real time, in ticks. The database clock NOW(6) is
  * rt - back (back > 0 after the clock was stepped back). Candidate i's clock
  * is rt + off[i] - K with off[i] in [0, K]: it drifts against the database
- * clock and the other candidates' clocks by at most K ticks, which with
- * K = L - D (below) is the doc's rate bound (L-D)/L over a lease.
+ * clock by at most K ticks and against another candidate's by at most 2K,
+ * which with 2K = L - D (below) is the doc's rate bound (L-D)/L over a
+ * lease.
  *
  * One process interleaves every actor's steps; each step is atomic (each SQL
  * statement executes atomically under the row lock), and a statement's
