@@ -26,7 +26,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci
+.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci model model-deps
 
 all: build
 
@@ -160,8 +160,9 @@ test-matrix: deps
 	@set -e; leg() { echo "== test-matrix: $$1"; }; $(GOTEST_SH); $(CHAOS_SH); \
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
-# ci is what .ci/run runs: the matrix of test-matrix in about 30 minutes.
-# On the host's MariaDB 10.11: make test (vet, go test -race of both
+# ci is what .ci/run runs: the matrix of test-matrix in about 30 minutes,
+# after make model (the protocol's model, about 7 minutes; see model/). On the
+# host's MariaDB 10.11: make test (vet, go test -race of both
 # modules, Galera included) and chaos-short (with Galera). On Oracle MySQL
 # 9.7 (with Group Replication) and MariaDB 11.8: go test -race of both
 # modules (Galera skipped: it runs on the host's server, tested above) and
@@ -179,10 +180,31 @@ test-matrix: deps
 ci: deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
+	leg "make model (SPIN)"; $(MAKE) --no-print-directory model; \
 	leg "make test (MariaDB 10.11)"; $(MAKE) --no-print-directory test; \
 	chaos "" ""; \
 	for s in mysql-9.7 mariadb-11.8; do gotest $$s; chaos $$s 1; done; \
 	leg "done"
+
+# model checks the protocol's Promela model (model/sqlelect.pml) with SPIN,
+# exhaustively (no bitstate): every configuration must hold (0 errors) and
+# every mutant must give a counterexample (model/check.sh; see
+# model/README.md and RELIABILITY.md, "The model"). model-deps installs spin
+# and gcc (to compile SPIN's verifier) with apt-get when missing and root.
+model: model-deps
+	@sh model/check.sh
+
+model-deps:
+	@need=""; \
+	command -v spin >/dev/null 2>&1 || need="$$need spin"; \
+	command -v gcc >/dev/null 2>&1 || need="$$need gcc libc6-dev"; \
+	if [ -z "$$need" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+		echo "model-deps: not installed:$$need (Debian/Ubuntu: sudo apt-get install -y$$need)" >&2; exit 1; \
+	fi; \
+	echo "model-deps: apt-get install$$need"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; }
 
 test-short:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short ./...); done
