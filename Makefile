@@ -160,23 +160,20 @@ test-matrix: deps
 	@set -e; leg() { echo "== test-matrix: $$1"; }; $(GOTEST_SH); $(CHAOS_SH); \
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
-# ci is what .ci/run runs: the matrix of test-matrix in about 30 minutes,
-# after make model (the protocol's model, about 7 minutes; see model/). On the
-# host's MariaDB 10.11: make test (vet, go test -race of both
-# modules, Galera included) and chaos-short (with Galera). On Oracle MySQL
-# 9.7 (with Group Replication) and MariaDB 11.8: go test -race of both
-# modules (Galera skipped: it runs on the host's server, tested above) and
-# chaos-short with one round of each fault (the quick faults the short
-# version repeats run once). Each leg prints when it starts. Measured on
-# the 2-core development machine, roots already built (add about a minute
-# per root on a fresh machine), 2026-11-23: make test 336 s and chaos-short
-# 292 s (in the last whole run); MySQL 9.7 86 s + 385 s (that run) + chaos
-# 298 s (Group Replication's 139 s of it; 361 s with two rounds); MariaDB
-# 11.8 36 s + 262 s (that run) + chaos 145 s. Sum: 1840 s, about 31
-# minutes (the whole run before chaos on the other servers: 1609 s). The
-# race detector costs these legs no time (they wait on servers and timers;
-# MySQL 9.7 without it: 97 s + 392 s, with it 98 s + 385 s), so every leg
-# keeps it.
+# ci is what .ci/run runs: make model (the protocol's model, see model/),
+# then on the host's MariaDB 10.11: make test (lint, promtool, vet, go test
+# -race of both modules, Galera included) and chaos-short (with Galera);
+# then on Oracle MySQL 9.7 (with Group Replication) and MariaDB 11.8: go
+# test -race of both modules (Galera skipped: it runs on the host's server,
+# tested above) and chaos-short with one round of each fault (the quick
+# faults the short version repeats run once). Each leg prints when it
+# starts. Measured on the 2-core development machine, roots already built
+# (add about a minute per root on a fresh machine), 2026-11-25, while other
+# test runs loaded it: make model 397 s (alone); make test 520 s, chaos-short
+# 372 s; MySQL 9.7 117 s + 487 s + chaos 392 s; MariaDB 11.8 100 s + 355 s +
+# chaos 221 s: 2564 s without the model, about 50 minutes with it. The race
+# detector costs these legs no time (they wait on servers and timers), so
+# every leg keeps it.
 ci: deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
