@@ -23,7 +23,10 @@
 // It writes -out (summary.md, trials.csv, results.json, distributions.png
 // with gnuplot) and prints the summary.
 //
-//	cd integration/bench/peers && go run . -trials 30 -stall-trials 30
+// The defaults (20 trials of failover, handover and first election, 10
+// stalls, 10 s cost windows, 7 peers) take about 20 minutes;
+//
+//	cd integration/bench/peers && go run . -trials 30 -first-trials 30 -stall-trials 30
 //	go run . -peers etcd,zookeeper -trials 5 -stall-trials 3 -cost-window 4s
 package main
 
@@ -54,8 +57,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.peers, "peers", "sqlelect-table,sqlelect-lock,etcd,zookeeper,client-go,mysql-lock,seed", "comma-separated peers")
 	flag.StringVar(&o.scenarios, "scenarios", "first,failover,handover,stall,cost", "comma-separated scenarios")
-	flag.IntVar(&o.trials, "trials", 30, "failover and handover trials per peer")
-	flag.IntVar(&o.firstTrials, "first-trials", 30, "first-election trials per peer")
+	flag.IntVar(&o.trials, "trials", 20, "failover and handover trials per peer")
+	flag.IntVar(&o.firstTrials, "first-trials", 20, "first-election trials per peer")
 	flag.IntVar(&o.stallTrials, "stall-trials", 10, "stall (SIGSTOP) trials per peer")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease or session TTL of every peer")
 	flag.DurationVar(&o.costWindow, "cost-window", 10*time.Second, "measurement window of each cost phase")
@@ -149,12 +152,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	sum := h.header(started, load) + formatSummary(results, o.lease)
-	fmt.Print(sum)
+	head := h.header(started, load) + fmt.Sprintf("Run ended %s (%.0f minutes); load average at the end %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(started).Minutes(), loadavg())
+	fmt.Print(head + formatSummary(results, o.lease))
 	if err := plot(o.out, all); err != nil {
 		fmt.Fprintln(os.Stderr, "peers: no plot:", err)
 	}
-	return writeResults(o.out, results, all, h.header(started, load))
+	return writeResults(o.out, results, all, head)
 }
 
 func loadavg() string {
