@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -54,7 +55,7 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		return nil
 	}
 	switch name {
-	case "sqlelect-table", "sqlelect-lock", "mysql-lock", "seed":
+	case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "mysql-lock", "seed":
 		if err := needMaria(); err != nil {
 			return nil, nil, err
 		}
@@ -70,9 +71,12 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		sp.server = "MariaDB " + h.maria.version
 		sp.counts = h.maria.counts
 		switch name {
-		case "sqlelect-table", "sqlelect-lock":
-			b := name[len("sqlelect-"):]
+		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay":
+			b := strings.TrimPrefix(name, "sqlelect-")
 			sp.label = "sqlelect (" + b + ")"
+			if b == "table-nolockdelay" {
+				sp.label = "sqlelect (table, DisableLockDelay)"
+			}
 			sp.config = fmt.Sprintf("lease %v, renew deadline %v, renew/retry %v", L, (L * 2 / 3).Round(time.Millisecond), L/10)
 			sp.token = "term (Election.Fenced)"
 		case "mysql-lock":
@@ -577,4 +581,58 @@ func randDuration(max time.Duration) time.Duration {
 	_, _ = rand.Read(b[:])
 	u := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32
 	return time.Duration(u % uint64(max))
+}
+
+// killConn runs n trials of a cut lock connection for go-mysql-lock's
+// scheme, each in a new election of 3 candidates: the harness kills the
+// holder's connection on the server (KILL of IS_USED_LOCK's connection id),
+// as a proxy, a failover of the network or an operator would. The server
+// frees the lock at once and a waiter takes it; the holder learns of it at
+// its next ping. The figure is how long both leader signals were true.
+func (h *harness) killConn(ctx context.Context, sp *spec, n int) ([]trial, error) {
+	if sp.name != "mysql-lock" || h.maria == nil {
+		return nil, nil
+	}
+	var out []trial
+	for i := range n {
+		g, err := h.newGroup(ctx, sp)
+		if err != nil {
+			return nil, err
+		}
+		t, err := func() (trial, error) {
+			defer g.stop()
+			leader, err := g.wait(electedBy("", time.Time{}), 30*time.Second, "first leader")
+			if err != nil {
+				return trial{}, err
+			}
+			sleepCtx(ctx, h.settle())
+			var id int64
+			if err := h.maria.admin.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", "bench-"+g.el).Scan(&id); err != nil {
+				return trial{}, err
+			}
+			tKill := time.Now()
+			if _, err := h.maria.admin.ExecContext(ctx, "KILL "+strconv.FormatInt(id, 10)); err != nil {
+				return trial{}, err
+			}
+			b, err := g.wait(electedBy(leader.ID, tKill), 5*time.Second, "takeover after KILL")
+			if err != nil {
+				return trial{}, err
+			}
+			a, err := g.wait(func(e event) bool { return e.Event == "demoted" && e.ID == leader.ID }, 5*time.Second, "holder's demotion")
+			if err != nil {
+				return trial{}, err
+			}
+			t := trial{peer: sp.name, scenario: "killconn", n: i + 1, lease: h.lease, takeover: true, takeoverAfter: b.Time.Sub(tKill)}
+			if a.LastTrue.After(b.Time) {
+				t.d = a.LastTrue.Sub(b.Time)
+			}
+			return t, nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		fmt.Fprintf(os.Stderr, "peers: %s killconn %d/%d: takeover after %v, overlap %v\n", sp.name, i+1, n, t.takeoverAfter.Round(time.Millisecond/10), t.d.Round(time.Millisecond/10))
+	}
+	return out, nil
 }

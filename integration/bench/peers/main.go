@@ -18,7 +18,10 @@
 //     another take over, did two leader signals overlap and for how long,
 //     and would the stale leader's fenced write have been accepted;
 //   - cost: requests and writes per second on the database or coordination
-//     server, leader alone and with two followers.
+//     server, leader alone and with two followers;
+//   - killconn (go-mysql-lock's scheme only, not in the default list): the
+//     holder's connection is killed on the server; how long two leader
+//     signals overlap.
 //
 // It writes -out (summary.md, trials.csv, results.json, distributions.png
 // with gnuplot) and prints the summary.
@@ -131,6 +134,13 @@ func run(ctx context.Context, o options) error {
 					r.handover = ts
 				}
 			}
+			if want["killconn"] {
+				ts, err := h.killConn(ctx, sp, o.stallTrials)
+				if err != nil {
+					return err
+				}
+				r.killconn = ts
+			}
 			if want["stall"] {
 				ts, err := h.stall(ctx, sp, o.stallTrials)
 				if err != nil {
@@ -144,7 +154,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		results = append(results, r)
-		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.stall} {
+		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.stall, r.killconn} {
 			all = append(all, ts...)
 		}
 		// Keep what is done so far.

@@ -18,6 +18,7 @@ import (
 type peerResult struct {
 	spec                             *spec
 	first, failover, handover, stall []trial
+	killconn                         []trial
 	cost                             *costResult
 }
 
@@ -164,6 +165,20 @@ func formatSummary(rs []*peerResult, lease time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %d/%d | %d/%d | %s | %s |\n", r.spec.label, s.N, tk, s.LeaderAtResume, s.N, s.Overlaps, s.N, ov, s.fenceText())
 	}
+	for _, r := range rs {
+		if len(r.killconn) == 0 {
+			continue
+		}
+		q := quants(r.killconn)
+		over := 0
+		for _, t := range r.killconn {
+			if t.d > 0 {
+				over++
+			}
+		}
+		fmt.Fprintf(&b, "\n## %s: the holder's connection killed on the server\n\n| trials | trials with overlap | overlap p50 / p99 / max |\n|---|---|---|\n| %d | %d/%d | %s / %s / %s |\n",
+			r.spec.label, q.N, over, q.N, dur(q.P50), dur(q.P99), dur(q.Max))
+	}
 	return b.String()
 }
 
@@ -184,7 +199,7 @@ func writeResults(out string, rs []*peerResult, ts []trial, header string) error
 	_ = w.Write([]string{"peer", "scenario", "trial", "ms", "lease_ms", "takeover", "takeover_ms", "leader_at_resume", "fence", "fence_detail"})
 	for _, t := range ts {
 		row := []string{t.peer, t.scenario, strconv.Itoa(t.n), ms(t.d), strconv.FormatInt(t.lease.Milliseconds(), 10), "", "", "", "", ""}
-		if t.scenario == "stall" {
+		if t.scenario == "stall" || t.scenario == "killconn" {
 			row[5], row[6], row[7], row[8], row[9] = strconv.FormatBool(t.takeover), ms(t.takeoverAfter), strconv.FormatBool(t.leaderAtResume), t.fence, t.fenceDetail
 		}
 		_ = w.Write(row)
@@ -263,7 +278,7 @@ func plot(out string, ts []trial) error {
 	panels := map[string][]*series{}
 	index := map[string]*series{}
 	for _, t := range ts {
-		if t.scenario == "stall" {
+		if t.scenario == "stall" || t.scenario == "killconn" {
 			continue
 		}
 		key := t.scenario + "|" + t.peer

@@ -88,7 +88,7 @@ type peer interface {
 
 func main() {
 	var o opts
-	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, etcd, zookeeper, client-go, mysql-lock or seed")
+	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, sqlelect-table-nolockdelay, etcd, zookeeper, client-go, mysql-lock or seed")
 	flag.StringVar(&o.id, "id", "", "candidate id (required)")
 	flag.StringVar(&o.election, "election", "bench", "election name")
 	flag.StringVar(&o.dsn, "dsn", "", "MariaDB DSN (sqlelect, mysql-lock, seed)")
@@ -107,7 +107,9 @@ func main() {
 	var err error
 	switch *kind {
 	case "sqlelect-table", "sqlelect-lock":
-		pr, err = newSqlelect(o, *kind == "sqlelect-lock")
+		pr, err = newSqlelect(o, *kind == "sqlelect-lock", false)
+	case "sqlelect-table-nolockdelay":
+		pr, err = newSqlelect(o, false, true)
 	case "etcd":
 		pr, err = newEtcd(o)
 	case "zookeeper":

@@ -19,14 +19,16 @@ type sqlelectPeer struct {
 	id string
 }
 
-func newSqlelect(o opts, lock bool) (peer, error) {
+// newSqlelect makes the table (or lock) backend's candidate; noDelay sets
+// Config.DisableLockDelay (the first election then needs no lock delay).
+func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 	db, err := sql.Open("mysql", o.dsn)
 	if err != nil {
 		return nil, err
 	}
 	L := o.lease
 	cfg := election.Config{Name: o.election, ID: o.id, Value: o.id, LeaseDuration: L, RenewDeadline: L * 2 / 3,
-		RenewInterval: L / 10, RetryInterval: L / 10, QueryTimeout: L / 5}
+		RenewInterval: L / 10, RetryInterval: L / 10, QueryTimeout: L / 5, DisableLockDelay: noDelay}
 	p := &sqlelectPeer{db: db, id: o.id}
 	if lock {
 		p.e, err = election.NewLock(db, cfg)
