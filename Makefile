@@ -203,7 +203,8 @@ PEERS_PKGS := etcd-server zookeeper default-jre-headless gnuplot-nox
 # go-mysql-lock's scheme and the seed recipe, 3 candidate processes each,
 # lease 2 s (first election, failover, handover, a stalled leader, cost).
 # It writes integration/bench/results/peers/ (summary.md, trials.csv,
-# results.json, distributions.png). About 25 minutes with the defaults; see
+# results.json, distributions.png). About 25 minutes with the defaults (an
+# estimate from the 38 minutes of a run with 30 trials of everything); see
 # BENCHMARKS.md. Its Go dependencies (etcd's client, go-zookeeper,
 # client-go) live in that directory's own module.
 bench-peers: deps

@@ -27,7 +27,7 @@
 // with gnuplot) and prints the summary.
 //
 // The defaults (20 trials of failover, handover and first election, 10
-// stalls, 10 s cost windows, 7 peers) take about 20 minutes;
+// stalls, 10 s cost windows, 7 peers) take about 25 minutes (estimated: 30 of everything took 38);
 //
 //	cd integration/bench/peers && go run . -trials 30 -first-trials 30 -stall-trials 30
 //	go run . -peers etcd,zookeeper -trials 5 -stall-trials 3 -cost-window 4s
