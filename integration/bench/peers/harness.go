@@ -68,7 +68,7 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 			return nil, nil, err
 		}
 		sp.args = []string{"--dsn", dsn}
-		sp.server = "MariaDB " + h.maria.version
+		sp.server = serverLabel(h.maria.version)
 		sp.counts = h.maria.counts
 		switch name {
 		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay":
@@ -125,6 +125,15 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		return sp, s.close, nil
 	}
 	return nil, nil, fmt.Errorf("unknown peer %q", name)
+}
+
+// serverLabel names the server from its VERSION(): "MariaDB 10.11.19" for
+// "10.11.19-MariaDB-0+deb12u1", "MySQL 9.7.4-2" otherwise.
+func serverLabel(version string) string {
+	if v, _, ok := strings.Cut(version, "-MariaDB"); ok {
+		return "MariaDB " + v
+	}
+	return "MySQL " + version
 }
 
 func dbName(dsn string) string {
