@@ -26,7 +26,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench ci model model-deps
+.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
 
 all: build
 
@@ -250,3 +250,43 @@ bench: deps
 		else echo "bench: gnuplot not found; no plot (Debian: apt-get install gnuplot-nox)"; fi; }
 	$(GO) test -run '^$$' -bench . -benchmem ./election/
 	cd integration && SQLELECT_TEST_SERVER=$(BENCH_SERVER) $(GO) run ./bench $(BENCH_FLAGS)
+
+# Flags for the peers' harness, e.g. PEERS_FLAGS='-peers etcd,zookeeper -trials 5'.
+PEERS_FLAGS ?=
+# What bench-peers needs from Debian besides the test server: etcd
+# (etcd-server), ZooKeeper (zookeeper: the server's jar, run as a throwaway
+# process, not the zookeeperd service), a Java runtime for it, and gnuplot
+# for the plot.
+PEERS_PKGS := etcd-server zookeeper default-jre-headless gnuplot-nox
+
+# bench-peers runs integration/bench/peers: sqlelect's two backends beside
+# etcd's election, ZooKeeper's leader recipe, client-go's leaderelection,
+# go-mysql-lock's scheme and the seed recipe, 3 candidate processes each,
+# lease 2 s (first election, failover, handover, a stalled leader, cost).
+# It writes integration/bench/results/peers/ (summary.md, trials.csv,
+# results.json, distributions.png). About 25 minutes with the defaults (an
+# estimate from the 38 minutes of a run with 30 trials of everything); see
+# BENCHMARKS.md. Its Go dependencies (etcd's client, go-zookeeper,
+# client-go) live in that directory's own module.
+bench-peers: deps
+	@need=""; \
+	command -v etcd >/dev/null 2>&1 || need="$$need etcd-server"; \
+	[ -e /usr/share/java/zookeeper.jar ] || need="$$need zookeeper"; \
+	command -v java >/dev/null 2>&1 || need="$$need default-jre-headless"; \
+	command -v gnuplot >/dev/null 2>&1 || need="$$need gnuplot-nox"; \
+	if [ -n "$$need" ]; then \
+		if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+			echo "bench-peers: not installed:$$need (Debian: apt-get install$$need)" >&2; exit 1; \
+		fi; \
+		echo "bench-peers: apt-get install$$need"; \
+		policy=""; \
+		if [ ! -e /usr/sbin/policy-rc.d ]; then \
+			printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy=1; \
+		fi; \
+		rc=0; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null; }; } || rc=$$?; \
+		if [ -n "$$policy" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
+		[ $$rc = 0 ] || exit $$rc; \
+	fi
+	cd integration/bench/peers && SQLELECT_TEST_SERVER=$(BENCH_SERVER) $(GO) run . $(PEERS_FLAGS)

@@ -42,13 +42,13 @@ type env struct {
 	procs map[*proc]bool
 }
 
-func newEnv(ctx context.Context) (*env, error) {
+func newEnv(ctx context.Context, serverArgs []string) (*env, error) {
 	e := &env{procs: map[*proc]bool{}}
 	if dsn := os.Getenv("SQLELECT_TEST_DSN"); dsn != "" {
 		e.adminDSN = dsn
 	} else {
 		s, err := mysqld.Start(ctx, mysqld.Options{
-			ExtraArgs: []string{"--max-connections=1000"},
+			ExtraArgs: append([]string{"--max-connections=1000"}, serverArgs...),
 			Logf:      func(f string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...) },
 		})
 		if err != nil {

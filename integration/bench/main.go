@@ -45,6 +45,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,transfer,cost,seed,scale", "comma-separated scenarios")
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
+	flag.StringVar(&o.serverArgs, "server-args", "", "extra options for the server the harness starts, space-separated (e.g. --disable-log-bin)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -59,13 +60,14 @@ type options struct {
 	lease, costWindow  time.Duration
 	scenarios, scale   string
 	out                string
+	serverArgs         string
 }
 
 func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	env, err := newEnv(ctx)
+	env, err := newEnv(ctx, strings.Fields(o.serverArgs))
 	if err != nil {
 		return err
 	}
