@@ -20,12 +20,12 @@ import (
 // answer came within the TTL, checked every 500 ms). Its token is the key's
 // create revision (Election.Rev).
 type etcdPeer struct {
-	cli  *clientv3.Client
-	o    opts
-	cur  atomic.Pointer[etcdTerm]
-	won  atomic.Pointer[etcdTerm] // the last term won, kept for fence
-	ttl  int
-	pfx  string
+	cli *clientv3.Client
+	o   opts
+	cur atomic.Pointer[etcdTerm]
+	won atomic.Pointer[etcdTerm] // the last term won, kept for fence
+	ttl int
+	pfx string
 }
 
 type etcdTerm struct {
