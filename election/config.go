@@ -90,6 +90,11 @@ const (
 // Config configures an election candidate. The constructors copy it: they
 // never modify the caller's value, and changing it afterwards has no effect.
 // The zero value of every field but Name means its default.
+//
+// Most programs set Name, Callbacks, maybe LeaseDuration, Value, Logger and
+// Metrics, and leave the rest. The fields marked "Advanced" change the
+// protocol's timing or safety margins, or its fast paths: leave them zero
+// unless you measured why (README, "Guarantees and their limits").
 type Config struct {
 	// Name is the election's name, stored as the table's anchor: 1 to 128
 	// characters among letters, digits and . _ - : / @. Required.
@@ -114,20 +119,25 @@ type Config struct {
 	// LeaseDuration. Default: LeaseDuration times
 	// DefaultRenewDeadlineFraction (DefaultRenewDeadline with the default
 	// lease).
+	// Advanced (see Config).
 	RenewDeadline time.Duration
 	// RenewInterval is the time between a leader's renewals. Must be less
 	// than RenewDeadline. Default: RenewDeadline times
 	// DefaultRenewIntervalFraction (DefaultRenewInterval with the default
 	// lease).
+	// Advanced (see Config).
 	RenewInterval time.Duration
 	// RetryInterval is the time between a follower's looks at the election.
 	// Default: LeaseDuration times DefaultRetryIntervalFraction
 	// (DefaultRetryInterval with the default lease).
+	// Advanced (see Config).
 	RetryInterval time.Duration
 	// JitterFactor in [0, 1] spreads followers' polls. Default
 	// DefaultJitterFactor; set NoJitter to disable.
+	// Advanced (see Config).
 	JitterFactor float64
 	// NoJitter disables the jitter (JitterFactor is then ignored).
+	// Advanced (see Config).
 	NoJitter bool
 	// LockDelay is how long a candidate that became holder without winning
 	// an expired or released row (a new row, a row an operator deleted or
@@ -135,6 +145,7 @@ type Config struct {
 	// a predecessor that does not know it was deposed to stand down. Default
 	// LeaseDuration; it must be at least the longest RenewDeadline of any
 	// candidate. See DisableLockDelay.
+	// Advanced (see Config).
 	LockDelay time.Duration
 	// DisableFastHandover turns off the table backend's handover wakeup.
 	// By default the table backend's holder also holds a MySQL user lock
@@ -158,14 +169,17 @@ type Config struct {
 	// DisableFastHandover, the skip is counted by Metrics
 	// (sqlelect_fast_handover_skipped_total) and the first one logged. With
 	// a pool of n connections, at most n-1 of its elections get the hint.
+	// Advanced (see Config).
 	DisableFastHandover bool
 	// DisableLockDelay makes such a candidate lead at once. The cost: after
 	// an operator's REPLACE or DELETE, the deposed leader may still act for
 	// up to its RenewDeadline while the new one already does; two leaders
 	// overlap. Only safe when leader-only work is fenced (see Fenced).
+	// Advanced (see Config).
 	DisableLockDelay bool
 	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
 	// (capped at RenewDeadline).
+	// Advanced (see Config).
 	QueryTimeout time.Duration
 	// Value is published in the row while this candidate holds it (an
 	// address, say): up to 1024 characters of UTF-8.
@@ -189,6 +203,7 @@ type Config struct {
 	// the asking follower's setting. Must not be negative. Default
 	// DefaultPreferenceTenureLeases times LeaseDuration (one lease: the time
 	// a takeover after a crash costs anyway). Ignored when Priority is 0.
+	// Advanced (see Config).
 	PreferenceTenure time.Duration
 
 	// Callbacks are called on leadership changes; see Callbacks for the
@@ -213,11 +228,13 @@ type Config struct {
 	// HealthCheck (the next starts when the previous returns, if that is
 	// later). Must not be negative. Default: RenewInterval (with the
 	// default timings, 2 s).
+	// Advanced (see Config).
 	HealthCheckInterval time.Duration
 	// HealthCheckTimeout bounds one run of HealthCheck: a run that has not
 	// returned by then fails (counted by Metrics as a failure and as a
 	// timeout) and its context is cancelled. Must not be negative. Default:
 	// RenewDeadline/2 (with the default timings, 5 s).
+	// Advanced (see Config).
 	HealthCheckTimeout time.Duration
 	// HealthCheckHoldDown is how long after a failed HealthCheck (or after
 	// Run began: a candidate with no record of passing counts as failed) a
@@ -227,8 +244,10 @@ type Config struct {
 	// a leader it is better than none. Must not be negative. Default: the
 	// longer of PreferenceTenure and 3 × HealthCheckInterval. Ignored when
 	// Priority is 0.
+	// Advanced (see Config).
 	HealthCheckHoldDown time.Duration
 	// Clock is the local clock. Default RealClock{}.
+	// Advanced (see Config).
 	Clock Clock
 	// Logger receives structured logs (election, id, term); nothing is
 	// logged at Info level on every heartbeat. Default: discard.
