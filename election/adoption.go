@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/sqlelect/sqlelect/internal/adoption"
 )
@@ -26,6 +27,15 @@ func adoptedMillis(ctx context.Context, db *sql.DB, cfg Config) (int64, error) {
 	}
 	if !ok {
 		return 0, nil
+	}
+	// A recipe node takes the row over when last_seen_active is older than
+	// its timeout (the adopted lease less 1 s), judged in whole seconds
+	// (another second): whatever lease_ms says, a sqlelect leader must
+	// stand down before that.
+	if limit := lease - 2*time.Second; cfg.RenewDeadline > limit {
+		return 0, fmt.Errorf("%w: renew deadline %v: during the adoption period of %s (a recipe timeout of %v) it must be at most %v, "+
+			"or a recipe node may take the row over while this candidate leads", ErrInvalidConfig, cfg.RenewDeadline, cfg.Table,
+			lease-time.Second, limit)
 	}
 	return ceilMillis(lease), nil
 }

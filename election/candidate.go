@@ -780,7 +780,10 @@ func (c *candidate) startHealth(ctx context.Context) (stop func()) {
 	if c.cfg.HealthCheck == nil {
 		return func() {}
 	}
-	// No record yet: held down as after a failure (see heldDown).
+	// No record yet: held down as after a failure (see heldDown), and no
+	// campaign before this Run's first check passed.
+	c.checked.Store(false)
+	c.unhealthy.Store(false)
 	c.lastFailure.Store(c.elapsed() + 1)
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,7 @@ func (ch *checker) add(f Finding) {
 	if f.Status == CheckPass {
 		f.Consequence, f.Fix = "", ""
 	}
+	f.Backends = slices.Clone(f.Backends) // the caller's to change
 	ch.report.Findings = append(ch.report.Findings, f)
 }
 
@@ -586,12 +588,13 @@ const (
 // campaign (a read-only server may become writable; a missing privilege is
 // classified and stops Run as the heartbeat would), but for a statement
 // the server refuses as no MySQL or MariaDB does (1064, 1105: no candidate
-// could take over), ErrUnsafeServer too. Candidates that share a Batcher
-// probe once (Batcher.preflight); others at each Run.
-func preflightServer(ctx context.Context, db *sql.DB, table string) error {
+// could take over), ErrUnsafeServer too. probed reports whether the probe
+// ran and passed: candidates that share a Batcher stop probing once one
+// did; others probe at each Run.
+func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil
+		return false, nil // the campaign will say
 	}
 	defer func() { _ = tx.Rollback() }()
 	var b [4]byte
@@ -600,20 +603,20 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) error {
 	switch n := mysqlErrno(err); {
 	case err == nil:
 	case serverCause(err) == ErrAccessDenied:
-		return classify(err, table)
+		return false, classify(err, table)
 	case n == erParse || n == erUnknownError:
 		// Not MySQL's or MariaDB's answer to the statement candidates
 		// send (go-mysql-server refuses a takeover with 1105): no
 		// candidate could ever take over.
-		return fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
+		return false, fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
 	default:
-		return nil // a read-only server, a conflict, a timeout: the campaign will say
+		return false, nil // a read-only server, a conflict, a timeout: the campaign will say
 	}
 	if ok, _ := p.ok(); !ok {
-		return fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
+		return false, fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
 			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.term, p.took)
 	}
-	return nil
+	return true, nil
 }
 
 // affectedRows runs probeHeartbeat on the pool (autocommit, as candidates
@@ -734,7 +737,7 @@ func (ch *checker) clock() {
 	}
 	switch {
 	case micro:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both, Detail: "NOW(6) has microseconds"})
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both, Detail: "the server clock (SYSDATE(6), which terms use) has microseconds"})
 	case milli:
 		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckWarn, Backends: both,
 			Detail:      fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),

@@ -382,7 +382,13 @@
 //     damage (each claim deposes the other), but do not do it.
 //   - Never point candidates at an asynchronous replica, or at several
 //     servers that replicate to each other asynchronously: each would elect
-//     its own leader. On Galera use the table backend (write conflicts are
+//     its own leader. A replica that may be promoted must replicate with
+//     binlog_format ROW (or MIXED, which logs these statements as rows):
+//     with STATEMENT, a replica computes SYSDATE(6) and NOW(6) when it
+//     applies the heartbeat, and may not apply a takeover the primary made,
+//     so after a failover a deposed leader's term can be the row's again.
+//     Run checks --sysdate-is-now once, at its start: after a failover to a
+//     server started with it, run sqlelect doctor. On Galera use the table backend (write conflicts are
 //     retried as "not leader this tick").
 //   - All candidates of an election should use the same LeaseDuration, or a
 //     LockDelay at least the longest RenewDeadline among them.

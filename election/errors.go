@@ -160,7 +160,7 @@ func permanent(err error) bool {
 	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
-		errors.Is(err, ErrUnsafeServer)
+		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig)
 }
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose

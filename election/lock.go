@@ -100,10 +100,13 @@ import (
 //     writes a new row naming itself and marks it released at once, releases
 //     the lock and sits out two retry intervals, so another candidate wins
 //     (without a lock delay: the old holder stood down before releasing).
-//     A holder that cannot act (cut off, dead) keeps the lock until the
-//     server drops its session; meanwhile the first waiter to look writes a
-//     row naming itself (see placeholder) and leads LockDelay after that
-//     write, as on the table backend.
+//     But a waiter that looks before the holder's renewal finds no row either
+//     and writes one naming itself (see placeholder): then it, or whoever
+//     the holder's release lets take that row, leads LockDelay after the
+//     write, as on the table backend, where any candidate may insert the
+//     missing row. A holder that cannot act (cut off, dead) keeps the lock
+//     until the server drops its session; meanwhile that placeholder's
+//     LockDelay runs.
 //
 // An operator sees which connection holds the lock with
 // SELECT IS_USED_LOCK(name), name being LockName's (for example
@@ -318,7 +321,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkSysdate(ctx, b.db); err != nil {
 		return err
 	}
-	if err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
+	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
 		return err
 	}
 	if err := checkLockTopology(ctx, b.db); err != nil {
@@ -619,8 +622,19 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 // this candidate long after the write: when it was held by a connection
 // that nobody uses any more (a leader cut off from the database), the
 // server frees it only after wait_timeout, about a lease.
+//
+// The row's last_seen_active is what the writer stored, which may be
+// earlier than the write: a plain REPLACE with NOW() stores whole seconds.
+// A time with no fraction is so trusted less one second (Assume and the
+// placeholder write SYSDATE(6), microseconds); a row whose stored time is
+// further in the past than the write is an operator's mistake this does not
+// cover.
 func (b *lockBackend) sinceWritten(rec Record) time.Duration {
-	return max(b.cfg.LockDelay-(rec.Lease-rec.LeaseLeft), 0)
+	elapsed := rec.Lease - rec.LeaseLeft
+	if rec.LastRenewal.Nanosecond() == 0 {
+		elapsed = max(elapsed-time.Second, 0) // maybe NOW(), truncated
+	}
+	return max(b.cfg.LockDelay-elapsed, 0)
 }
 
 // takeOthers takes a live row that names another candidate, which a lock

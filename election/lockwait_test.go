@@ -99,7 +99,7 @@ WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query' AND INSTR(INFO, ?) > 0 AND INS
 // deadline passes first.
 func (e *lockEnv) until(what string, cond func() bool) {
 	e.t.Helper()
-	tick := time.NewTicker(time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		select {

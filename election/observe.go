@@ -97,7 +97,10 @@ func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error
 		}
 		start := cfg.Clock.Now()
 		if hint != nil && err == nil && rec.Live() && rec.Backend == "table" && wait >= minAwait {
-			if hint.await(ctx, wait) {
+			actx, acancel := context.WithTimeout(ctx, wait+cfg.QueryTimeout)
+			woke := hint.await(actx, wait)
+			acancel()
+			if woke {
 				continue // the holder let go: look now
 			}
 		}

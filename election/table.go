@@ -270,10 +270,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {
-		if err := preflightServer(ctx, t.db.DB, t.cfg.Table); err != nil {
+		probed, err := preflightServer(ctx, t.db.DB, t.cfg.Table)
+		if err != nil {
 			return err
 		}
-		if b != nil {
+		if b != nil && probed {
 			b.serverProbed.Store(true) // once for its thousands of elections
 		}
 	}

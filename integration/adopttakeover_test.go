@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -166,6 +167,77 @@ func TestAdoptLeaseOfTakenOverRows(t *testing.T) {
 			}
 			if limit := timeout + 4*time.Second; after > limit {
 				t.Errorf("sqlelect-1 led %v after recipe-1's last renewal, later than %v", after, limit)
+			}
+		})
+	}
+}
+
+// TestAdoptionRefusesALongRenewDeadline: during an adoption period a recipe
+// node takes the row over once last_seen_active is older than its timeout,
+// whatever lease_ms says, so Run refuses (ErrInvalidConfig, at once, on both
+// backends) a renew deadline a leader could still be leading at by then;
+// one well within it runs.
+func TestAdoptionRefusesALongRenewDeadline(t *testing.T) {
+	const timeout = 3 * time.Second // adopted lease 4 s: renew deadlines up to 2 s
+	for _, backend := range []string{"table", "lock"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			t.Cleanup(cancel)
+			dsn := testdb.DSN(t)
+			db := testdb.Open(t, dsn)
+			if _, err := db.ExecContext(ctx, recipeTable); err != nil {
+				t.Fatal(err)
+			}
+			m, err := schema.Open(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			if _, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout}); err != nil {
+				t.Fatal(err)
+			}
+			newElection := election.NewTable
+			if backend == "lock" {
+				newElection = election.NewLock
+			}
+			for _, tc := range []struct {
+				deadline time.Duration
+				refused  bool
+			}{{2500 * time.Millisecond, true}, {2 * time.Second, false}} {
+				elected := make(chan struct{}, 1)
+				e, err := newElection(db, election.Config{Name: "adopt-deadline", ID: "c", LeaseDuration: 4 * time.Second,
+					RenewDeadline: tc.deadline, RetryInterval: 100 * time.Millisecond, DisableLockDelay: true,
+					Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
+						select {
+						case elected <- struct{}{}:
+						default:
+						}
+					}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rctx, rcancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- e.Run(rctx) }()
+				if tc.refused {
+					if err := <-done; !errors.Is(err, election.ErrInvalidConfig) {
+						t.Errorf("renew deadline %v: Run = %v, want ErrInvalidConfig", tc.deadline, err)
+					}
+					rcancel()
+					continue
+				}
+				select {
+				case <-elected:
+				case err := <-done:
+					t.Fatalf("renew deadline %v: Run = %v before leading", tc.deadline, err)
+				case <-ctx.Done():
+					t.Fatalf("renew deadline %v: not elected", tc.deadline)
+				}
+				rcancel()
+				if err := <-done; err != nil {
+					t.Errorf("renew deadline %v: Run = %v", tc.deadline, err)
+				}
 			}
 		})
 	}
