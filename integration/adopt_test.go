@@ -297,9 +297,10 @@ func (f *fleet) waitLeader(ctx context.Context, within time.Duration, accept fun
 func isRecipe(id string) bool   { return strings.HasPrefix(id, "recipe-") }
 func isSqlelect(id string) bool { return strings.HasPrefix(id, "sqlelect-") }
 
-func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+// recipeDB returns a new database holding the recipe's table, a Migrator
+// on it (closed when t ends) and its DSN.
+func recipeDB(t *testing.T, ctx context.Context) (*sql.DB, *schema.Migrator, string) {
+	t.Helper()
 	dsn := testdb.DSN(t)
 	db := testdb.Open(t, dsn)
 	if _, err := db.ExecContext(ctx, recipeTable); err != nil {
@@ -310,6 +311,13 @@ func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
+	return db, m, dsn
+}
+
+func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	db, m, _ := recipeDB(t, ctx)
 	f := &fleet{t: t, db: db, b: &beliefs{}, off: map[string]func(){}}
 	t.Cleanup(f.stopAll)
 	return ctx, f, m

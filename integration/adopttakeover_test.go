@@ -38,16 +38,7 @@ func TestAdoptLeaseOfTakenOverRows(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			t.Cleanup(cancel)
-			dsn := testdb.DSN(t)
-			db := testdb.Open(t, dsn)
-			if _, err := db.ExecContext(ctx, recipeTable); err != nil {
-				t.Fatal(err)
-			}
-			m, err := schema.Open(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.Close() })
+			db, m, dsn := recipeDB(t, ctx)
 			if _, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout}); err != nil {
 				t.Fatal(err)
 			}
@@ -184,16 +175,7 @@ func TestAdoptionRefusesALongRenewDeadline(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			t.Cleanup(cancel)
-			dsn := testdb.DSN(t)
-			db := testdb.Open(t, dsn)
-			if _, err := db.ExecContext(ctx, recipeTable); err != nil {
-				t.Fatal(err)
-			}
-			m, err := schema.Open(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { m.Close() })
+			db, m, _ := recipeDB(t, ctx)
 			if _, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout}); err != nil {
 				t.Fatal(err)
 			}
