@@ -140,7 +140,7 @@ func TestBatcherConfig(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		new  func(*sql.DB, Config) (Election, error)
+		new  func(*sql.DB, Config) (*Candidate, error)
 		cfg  Config
 	}{
 		{"table differs", NewTable, Config{Name: "e", Batcher: b}},

@@ -71,7 +71,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := e.(*candidate).b.(*tableBackend)
+	tb := e.c.b.(*tableBackend)
 	if err := tb.preflight(ctx); err != nil {
 		t.Fatal(err)
 	}

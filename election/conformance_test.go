@@ -152,7 +152,7 @@ func TestHeartbeatConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tb := e.(*candidate).b.(*tableBackend)
+			tb := e.c.b.(*tableBackend)
 
 			// The statement: affected rows and the row it leaves.
 			before := set()

@@ -4,7 +4,7 @@
 //
 // # Backends
 //
-// Two backends implement one Election interface:
+// Two backends make a *Candidate, which implements the Election interface:
 //
 //   - NewTable: the anchor table service_election (see package migrations),
 //     one row per election, kept by an INSERT … ON DUPLICATE KEY UPDATE

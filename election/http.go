@@ -61,7 +61,8 @@ func StatusHandler(e Election) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term()}
-		if c, ok := e.(*candidate); ok {
+		if ce, ok := e.(*Candidate); ok {
+			c := ce.c
 			st.Wedged = c.wedged()
 			if c.cfg.HealthCheck != nil {
 				healthy := !c.unhealthy.Load()
@@ -100,9 +101,12 @@ func HealthzHandler(e Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		c, ok := e.(*candidate)
+		var c *candidate
+		if ce, ok := e.(*Candidate); ok {
+			c = ce.c
+		}
 		switch {
-		case !ok:
+		case c == nil:
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("ok\n"))
 		case !c.running.Load():

@@ -124,7 +124,7 @@ import (
 // db is the caller's: the library never opens or closes it. cfg is copied,
 // defaults filled in and validated; errors wrap ErrInvalidConfig. NewLock does
 // no I/O: Run checks the table and the topology first.
-func NewLock(db *sql.DB, cfg Config) (Election, error) {
+func NewLock(db *sql.DB, cfg Config) (*Candidate, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
@@ -145,7 +145,7 @@ func NewLock(db *sql.DB, cfg Config) (Election, error) {
 	b.lc.log = b.log
 	c := newCandidate(cfg, b)
 	c.db = db
-	return c, nil
+	return &Candidate{c}, nil
 }
 
 // lockBackend is the GET_LOCK backend. Every method but leader is called from

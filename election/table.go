@@ -19,7 +19,7 @@ import (
 // its connections per statement. cfg is copied, defaults filled in and
 // validated; errors wrap ErrInvalidConfig. NewTable does no I/O: Run checks
 // the table first.
-func NewTable(db *sql.DB, cfg Config) (Election, error) {
+func NewTable(db *sql.DB, cfg Config) (*Candidate, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
@@ -35,7 +35,7 @@ func NewTable(db *sql.DB, cfg Config) (Election, error) {
 		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().heartbeat(cfg.Name, 0, err) },
 			func() { c.metrics().handoverSkipped(cfg.Name) })
 	}
-	return c, nil
+	return &Candidate{c}, nil
 }
 
 type tableBackend struct {

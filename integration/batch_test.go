@@ -15,10 +15,10 @@ import (
 
 // newBatched makes a table candidate that shares a Batcher per *sql.DB, as
 // a process running many elections would.
-func newBatched() func(db *sql.DB, cfg election.Config) (election.Election, error) {
+func newBatched() func(db *sql.DB, cfg election.Config) (*election.Candidate, error) {
 	var mu sync.Mutex
 	batchers := map[*sql.DB]*election.Batcher{}
-	return func(db *sql.DB, cfg election.Config) (election.Election, error) {
+	return func(db *sql.DB, cfg election.Config) (*election.Candidate, error) {
 		mu.Lock()
 		b := batchers[db]
 		if b == nil {

@@ -22,7 +22,7 @@ import (
 func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		new    func(*sql.DB, election.Config) (election.Election, error)
+		new    func(*sql.DB, election.Config) (*election.Candidate, error)
 		fenced bool // the leader writes through Fenced in a loop while it leads
 	}{
 		{"table", election.NewTable, false},

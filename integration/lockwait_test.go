@@ -89,7 +89,7 @@ func TestHeldRowLockLeavesServerUsable(t *testing.T) {
 
 	// Candidates of both backends, each with its own pool, as processes
 	// would have.
-	names := map[string]func(*sql.DB, election.Config) (election.Election, error){
+	names := map[string]func(*sql.DB, election.Config) (*election.Candidate, error){
 		"pileup-table": election.NewTable,
 		"pileup-lock":  election.NewLock,
 	}

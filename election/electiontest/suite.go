@@ -34,7 +34,7 @@ import (
 // Suite describes the backend under test.
 type Suite struct {
 	// New creates a candidate of the backend on db.
-	New func(db *sql.DB, cfg election.Config) (election.Election, error)
+	New func(db *sql.DB, cfg election.Config) (*election.Candidate, error)
 	// DSN returns a go-sql-driver DSN to a fresh, empty database whose user
 	// may create users and kill connections; it is dropped by the caller.
 	DSN func(t testing.TB) string
