@@ -235,8 +235,8 @@ func (c *candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	c.metrics().add(c)
-	defer c.metrics().remove(c)
+	stopMetrics := c.metrics().Start(c.cfg, c.progress)
+	defer stopMetrics()
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
 		return err
@@ -274,7 +274,7 @@ func (c *candidate) preflight(ctx context.Context) error {
 			return err
 		}
 		c.log.Warn("preflight failed; retrying", "err", err)
-		c.metrics().heartbeat(c.cfg.Name, 0, err)
+		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 		wait := c.jitter(c.cfg.RetryInterval)
 		c.due(wait)
 		t := c.cfg.Clock.NewTimer(wait)
@@ -403,7 +403,7 @@ func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
 	}
 	if !now.Before(c.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.hold, "renew_deadline", c.cfg.RenewDeadline)
-		c.metrics().heartbeatResult(c.cfg.Name, "lease_lost")
+		c.metrics().LeaseLost(c.cfg.Name)
 		c.standDown(ctx, ReasonLeaseLost, false)
 		return 0, nil
 	}
@@ -415,7 +415,7 @@ func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 	send := c.cfg.Clock.Now()
 	seen, b, wait, err := c.b.follow(qctx)
 	cancel()
-	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Debug("follow failed", "err", err)
@@ -460,7 +460,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.holdDeadline.Sub(now)))
 	b, err := c.b.renew(qctx, c.hold)
 	cancel()
-	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
 	if err == nil && b.requested {
 		c.log.Info("transfer requested", "term", c.hold, "to", b.to)
 		_ = c.handOver(ctx, b.to)
@@ -484,7 +484,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 			// The hold goes on (nobody else held the row meanwhile),
 			// so a new leadership of the same term begins at once.
 			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.hold)
-			c.metrics().heartbeatResult(c.cfg.Name, "lease_lost")
+			c.metrics().LeaseLost(c.cfg.Name)
 			c.demote(ReasonLeaseLost)
 		}
 		c.maybeLead()
@@ -534,7 +534,7 @@ func (c *candidate) maybeLead() {
 	c.term.Store(c.hold)
 	c.setDeadline(c.holdDeadline)
 	c.log.Info("elected", "term", c.hold)
-	c.metrics().elected(c.cfg.Name, c.hold)
+	c.metrics().Elected(c.cfg.Name, c.hold)
 
 	lctx, cancel := context.WithCancel(context.Background())
 	c.cancelLead = cancel
@@ -640,7 +640,7 @@ func (c *candidate) demote(reason Reason) {
 	c.cancelLead()
 	<-c.leadDone
 	c.log.Info("demoted", "term", c.hold, "reason", string(reason))
-	c.metrics().demoted(c.cfg.Name, reason)
+	c.metrics().Demoted(c.cfg.Name, reason)
 	if f := c.cfg.Callbacks.OnDemoted; f != nil {
 		f(Demotion{Term: c.hold, Reason: reason, Until: until.Round(0)})
 	}
@@ -699,7 +699,7 @@ func (c *candidate) releaseHold(ctx context.Context) {
 	defer cancel()
 	if err := c.b.release(rctx, c.hold, unserved); err != nil {
 		c.log.Warn("release failed; the lease will expire instead", "term", c.hold, "err", err)
-		c.metrics().heartbeat(c.cfg.Name, 0, err)
+		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 	}
 	c.hold = 0
 }
@@ -729,7 +729,7 @@ func jitter(d time.Duration, factor float64) time.Duration {
 	return d + time.Duration(rand.Float64()*factor*float64(d))
 }
 
-func (c *candidate) metrics() *Metrics { return c.cfg.Metrics }
+func (c *candidate) metrics() Metrics { return c.cfg.Metrics }
 
 func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
 
@@ -850,7 +850,7 @@ func (c *candidate) checkHealth(ctx context.Context, d time.Duration) {
 // recordHealth makes err (nil: passed) the latest result of the check,
 // counts a failure, and pokes the campaign loop when the result changed.
 func (c *candidate) recordHealth(err error, timedOut bool) {
-	c.metrics().healthCheck(c.cfg.Name, err, timedOut)
+	c.metrics().HealthCheck(c.cfg.Name, err, timedOut)
 	if err != nil {
 		c.lastFailure.Store(c.elapsed() + 1)
 	}

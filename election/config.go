@@ -166,7 +166,7 @@ type Config struct {
 	// elections sharing the pool count each other's). Otherwise it is
 	// skipped for that renewal or wait: followers then poll every
 	// RetryInterval (and when the lease runs out) as with
-	// DisableFastHandover, the skip is counted by Metrics
+	// DisableFastHandover, the skip is reported to Metrics
 	// (sqlelect_fast_handover_skipped_total) and the first one logged. With
 	// a pool of n connections, at most n-1 of its elections get the hint.
 	// Advanced (see Config).
@@ -231,7 +231,7 @@ type Config struct {
 	// Advanced (see Config).
 	HealthCheckInterval time.Duration
 	// HealthCheckTimeout bounds one run of HealthCheck: a run that has not
-	// returned by then fails (counted by Metrics as a failure and as a
+	// returned by then fails (reported to Metrics as a failure and as a
 	// timeout) and its context is cancelled. Must not be negative. Default:
 	// RenewDeadline/2 (with the default timings, 5 s).
 	// Advanced (see Config).
@@ -252,9 +252,10 @@ type Config struct {
 	// Logger receives structured logs (election, id, term); nothing is
 	// logged at Info level on every heartbeat. Default: discard.
 	Logger *slog.Logger
-	// Metrics, when not nil, records this election's metrics; see
-	// NewMetrics. Several elections may share one Metrics.
-	Metrics *Metrics
+	// Metrics receives what the campaign reports (see Metrics), for
+	// instance electionprom.NewMetrics() for Prometheus. Several elections
+	// may share one. Default NopMetrics{}.
+	Metrics Metrics
 	// Batcher, when not nil, combines this table-backend election's
 	// steady-state statements with those of the Batcher's other elections
 	// (see Batcher); its table must be Table. Fast handover is then off.
@@ -288,6 +289,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NopMetrics{}
 	}
 	if err := c.validate(given); err != nil {
 		return c, err

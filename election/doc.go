@@ -131,7 +131,7 @@
 // besides (db.Stats; an unlimited pool always has): with SetMaxOpenConns(n)
 // and n or more elections in the process, some of them go without the hint
 // and poll instead of starving every election's renewals (counted by
-// Metrics as sqlelect_fast_handover_skipped_total).
+// electionprom.Metrics as sqlelect_fast_handover_skipped_total).
 // Config.DisableFastHandover turns it off.
 //
 // # Health
@@ -170,7 +170,7 @@
 // A campaign loop that makes no progress for more than RenewDeadline past
 // when its next step was due is wedged: a callback blocks, or OnElected
 // does not return after its context was cancelled (Run waits for it).
-// HealthzHandler answers 503 then, Metrics reports sqlelect_wedged, and
+// HealthzHandler answers 503 then, electionprom reports sqlelect_wedged, and
 // StatusHandler's JSON says wedged (and healthy, the latest check's
 // outcome, as sqlelect_healthy). The health check is not part of the loop:
 // a check that hangs is a failed check, not a wedged loop.
@@ -298,7 +298,7 @@
 // row at once, with no lock delay (acquired = 'transferred'). A request
 // from a follower that stops meanwhile falls back after the transfer window
 // like any transfer to a candidate that does not run. The follower counts
-// its requests (Metrics: sqlelect_preference_requests_total) and logs them
+// its requests (electionprom: sqlelect_preference_requests_total) and logs them
 // at Info level; the leader cannot tell a follower's request from an
 // operator's, so its reason stays ReasonTransferred.
 //

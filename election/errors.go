@@ -199,11 +199,11 @@ func writeConflict(err error) bool {
 	return false
 }
 
-// errorKind is a low-cardinality label for a heartbeat error, used by
-// metrics and logs: timeout, connection, deadlock (deadlocks and the write
+// ErrorKind is a low-cardinality label for a heartbeat error, for
+// metrics (see Metrics.Heartbeat) and logs: timeout, connection, deadlock (deadlocks and the write
 // conflicts of certification-based clusters: see writeConflict), lock_wait,
 // access, schema, server (any other server error).
-func errorKind(err error) string {
+func ErrorKind(err error) string {
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:

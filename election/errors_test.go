@@ -148,8 +148,8 @@ func TestErrorKind(t *testing.T) {
 		{context.DeadlineExceeded, "timeout", false},
 		{errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"), "connection", false},
 	} {
-		if got := errorKind(tc.err); got != tc.want {
-			t.Errorf("errorKind(%v) = %q, want %q", tc.err, got, tc.want)
+		if got := ErrorKind(tc.err); got != tc.want {
+			t.Errorf("ErrorKind(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 		if got := writeConflict(tc.err); got != tc.conflict {
 			t.Errorf("writeConflict(%v) = %v, want %v", tc.err, got, tc.conflict)

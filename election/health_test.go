@@ -13,8 +13,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // healthSwitch is a HealthCheck whose answer the test sets; it counts calls.
@@ -68,7 +66,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if !h.c.IsLeader() {
 			t.Fatal("not leading")
 		}
-		wantStatus(t, h.c, true, false)
+		wantStatus(t, &Candidate{h.c}, true, false)
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		hs.set(errors.New("disk full"), false)
 		renewals := renewalsOf(b)
@@ -85,7 +83,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
 			t.Fatalf("events %q, want %q", got, want)
 		}
-		wantStatus(t, h.c, false, false)
+		wantStatus(t, &Candidate{h.c}, false, false)
 		// Sitting out, then not campaigning; checking every interval.
 		follows, calls := followsOf(b), hs.calls.Load()
 		advance(4 * every)
@@ -100,7 +98,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if got := followsOf(b); got != follows+1 {
 			t.Fatalf("%d looks once the check passed, want 1 at once", got-follows)
 		}
-		wantStatus(t, h.c, true, false)
+		wantStatus(t, &Candidate{h.c}, true, false)
 	})
 }
 
@@ -140,10 +138,9 @@ func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hs := &healthSwitch{}
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
-		m := NewMetrics()
+		m := newRecMetrics()
 		const timeout = 5 * time.Second // more than two renew intervals
 		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.HealthCheckTimeout, c.Metrics = hs.check, timeout, m })
-		reg := newRegistry(t, m)
 		synctest.Wait() // the loop and the watchdog wait
 		hs.set(nil, true)
 		renewals := renewalsOf(b)
@@ -162,9 +159,9 @@ func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 		if r, _ := releasesOf(b); len(r) != 1 {
 			t.Fatalf("released %v, want the row released once", r)
 		}
-		s := gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_health_check_failures_total", "election=unit")
-		s.want(t, 1, "sqlelect_health_check_timeouts_total", "election=unit")
+		if f, to := m.n("health:failed"), m.n("health:timeout"); f != 1 || to != 1 {
+			t.Errorf("health check failures %d, timeouts %d, want 1 and 1", f, to)
+		}
 		if h.c.wedged() {
 			t.Error("a check past its timeout reported as wedged")
 		}
@@ -251,9 +248,8 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hs := &healthSwitch{err: errors.New("no")}
 		b := &fakeBackend{followB: beat{held: true, term: 3}}
-		m := NewMetrics()
+		m := newRecMetrics()
 		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.Metrics = hs.check, m })
-		reg := newRegistry(t, m)
 		waitFor(t, func() bool { return hs.calls.Load() >= 1 })
 		for i := 0; i < 3; i++ {
 			synctest.Wait()
@@ -262,11 +258,12 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		if n := followsOf(b); n != 0 || h.c.IsLeader() {
 			t.Fatalf("an unhealthy follower looked %d times; leader %v", n, h.c.IsLeader())
 		}
-		s := gatherMetrics(t, reg)
-		s.want(t, 0, "sqlelect_healthy", "election=unit")
-		wantStatus(t, h.c, false, false)
-		if v := s.value(t, "sqlelect_health_check_failures_total", "election=unit"); v < 3 {
-			t.Errorf("health check failures %v, want at least 3", v)
+		if p := m.mustProgress(t, "unit"); p.Healthy {
+			t.Error("progress healthy while the check fails")
+		}
+		wantStatus(t, &Candidate{h.c}, false, false)
+		if n := m.n("health:failed"); n < 3 {
+			t.Errorf("health check failures %d, want at least 3", n)
 		}
 	})
 }
@@ -278,16 +275,15 @@ func TestWedgedElectorReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, unblock := make(chan struct{}), make(chan struct{})
 		var once sync.Once
-		m := NewMetrics()
+		m := newRecMetrics()
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
 		h := newHarness(t, b, func(c *Config) {
 			c.Metrics = m
 			c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { close(entered); <-unblock }) }
 		})
-		reg := newRegistry(t, m)
 		healthz := func() (int, string) {
 			rec := httptest.NewRecorder()
-			HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			HealthzHandler(&Candidate{h.c}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 			return rec.Code, rec.Body.String()
 		}
 		<-entered // the loop is held up from now on
@@ -303,14 +299,18 @@ func TestWedgedElectorReported(t *testing.T) {
 		if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "wedged") {
 			t.Fatalf("healthz %d %q, want 503 wedged", code, body)
 		}
-		gatherMetrics(t, reg).want(t, 1, "sqlelect_wedged", "election=unit")
-		if st := statusOf(t, h.c); !st.Wedged || st.Healthy != nil {
+		if !m.mustProgress(t, "unit").Wedged {
+			t.Error("progress not wedged")
+		}
+		if st := statusOf(t, &Candidate{h.c}); !st.Wedged || st.Healthy != nil {
 			t.Fatalf("status wedged %v healthy %s, want wedged, and healthy absent without a HealthCheck", st.Wedged, fmtBool(st.Healthy))
 		}
 		close(unblock)
 		waitFor(t, func() bool { c, _ := healthz(); return c == http.StatusOK })
-		gatherMetrics(t, reg).want(t, 0, "sqlelect_wedged", "election=unit")
-		if st := statusOf(t, h.c); st.Wedged {
+		if m.mustProgress(t, "unit").Wedged {
+			t.Error("progress wedged after the loop moved on")
+		}
+		if st := statusOf(t, &Candidate{h.c}); st.Wedged {
 			t.Fatal("status wedged after the loop moved on")
 		}
 		if err := h.stop(); err != nil {
@@ -319,17 +319,8 @@ func TestWedgedElectorReported(t *testing.T) {
 		if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
 			t.Fatalf("healthz %d %q after Run returned", code, body)
 		}
-		if st := statusOf(t, h.c); st.Wedged {
+		if st := statusOf(t, &Candidate{h.c}); st.Wedged {
 			t.Fatal("status wedged after Run returned")
 		}
 	})
-}
-
-func newRegistry(t *testing.T, m *Metrics) *prometheus.Registry {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(m); err != nil {
-		t.Fatal(err)
-	}
-	return reg
 }

@@ -50,7 +50,7 @@ type StatusJSON struct {
 }
 
 // StatusHandler returns an http.Handler serving a JSON StatusJSON: this
-// candidate's view (leadership, and the elector's health as Metrics and
+// candidate's view (leadership, and the elector's health as electionprom and
 // HealthzHandler report it) and who leads by the database (one query,
 // bounded by a 5 s deadline). It answers 200 when the database answered
 // (leader null when nobody leads) and 503 with the error otherwise. For an
@@ -92,7 +92,7 @@ func StatusHandler(e Election) http.Handler {
 // progress for more than RenewDeadline past when it was due, because a step
 // or a callback holds it up (an OnLeaderChanged or OnDemoted that blocks,
 // an OnElected that does not return after its context was cancelled, a
-// HealthCheck that ignores its context). Metrics reports the same as
+// HealthCheck that ignores its context). electionprom reports the same as
 // sqlelect_wedged. When Config.HealthCheck fails it still answers 200 (the
 // elector works; it only does not campaign), saying so in the body. It reads
 // no database. An Election not made by NewTable or NewLock (a test fake) is

@@ -1,246 +1,120 @@
 package election
 
-import (
-	"sync"
-	"time"
+import "time"
 
-	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Metrics is a prometheus.Collector for one or more elections of this
-// process. Create it with NewMetrics, register it on your own registry, and
-// set it as Config.Metrics; it uses no global registry. All methods are safe
-// for concurrent use, and a nil *Metrics records nothing. Several elections
-// may share one Metrics, but at most one candidate per election name (two
-// candidates of the same election in one process would export the same
-// series twice).
+// Metrics receives what a candidate's campaign reports, as client-go's
+// leaderelection.MetricsProvider does: set one as Config.Metrics. Package
+// electionprom implements it for Prometheus (the sqlelect_* series that
+// monitoring/ alerts on); this package imports no metrics library. The
+// methods are called from the candidate's goroutines, so they must be
+// safe for concurrent use and must not block. Several elections may share
+// one Metrics; election is the election's name (Config.Name).
 //
-// Series, all labelled by election name:
-//
-//	sqlelect_leader                          1 while this process leads, else 0
-//	sqlelect_term                            the current term while leading, else 0
-//	sqlelect_lease_remaining_seconds         local lease left while leading, else 0
-//	sqlelect_last_renewal_age_seconds        time since the last successful renewal
-//	sqlelect_leadership_changes_total        by reason: elected, resigned, lease_lost, deposed, error, unhealthy, transferred
-//	sqlelect_heartbeat_duration_seconds      histogram of each heartbeat statement
-//	sqlelect_heartbeat_errors_total          by kind: timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost
-//	                                         (deadlock: deadlocks, 1213, and write conflicts at commit on a
-//	                                         certification-based cluster: Galera's 1213, Group Replication's
-//	                                         3101 and 1180 "Got error 149"; server: any other server error)
-//	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
-//	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
-//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
-//	sqlelect_healthy                         with Config.HealthCheck: 1 while its latest result is a pass (or none yet), else 0
-//	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
-//	sqlelect_health_check_timeouts_total     with Config.HealthCheck: checks that did not answer within HealthCheckTimeout
-//	sqlelect_preference_requests_total       with Config.Priority: requests this follower wrote for a lower-priority leader to hand over to it
-type Metrics struct {
-	changes  *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	errors   *prometheus.CounterVec
-	skips    *prometheus.CounterVec
-	health   *prometheus.CounterVec
-	// healthTimeouts counts the failures of health that were timeouts.
-	healthTimeouts *prometheus.CounterVec
-	prefers        *prometheus.CounterVec
-
-	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
-	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
-
-	mu         sync.Mutex
-	candidates map[*candidate]struct{}
+// Embed NopMetrics in an implementation so that methods added to Metrics
+// later have a default.
+type Metrics interface {
+	// Start is called when a candidate's Run begins, with the candidate's
+	// Config (defaults applied); the stop it returns is called when Run
+	// returns. Until then progress reads the candidate's local state, for
+	// gauges read on demand: it is cheap and safe from any goroutine.
+	Start(cfg Config, progress func() Progress) (stop func())
+	// Elected reports that the candidate began to lead with term.
+	Elected(election string, term uint64)
+	// Demoted reports that a leadership ended, and why.
+	Demoted(election string, reason Reason)
+	// Heartbeat reports one statement of the campaign (a renewal, a
+	// follower's look, a request for leadership by priority) that took d,
+	// or an error of another step with d zero (a failed preflight,
+	// release, hand-over or handover hint); err is nil when it succeeded.
+	// ErrorKind gives err a low-cardinality label.
+	Heartbeat(election string, d time.Duration, err error)
+	// LeaseLost reports that a leader's renewal came back too late, after
+	// its renew deadline: it succeeded, but the leadership had already
+	// ended by the local clock.
+	LeaseLost(election string)
+	// HealthCheck reports one result of Config.HealthCheck: err is nil
+	// when it passed; timedOut when it did not answer within
+	// HealthCheckTimeout (err is then not nil).
+	HealthCheck(election string, err error, timedOut bool)
+	// HandoverSkipped reports that the table backend skipped its fast
+	// handover hint, the pool having no connection to spare (see
+	// Config.DisableFastHandover).
+	HandoverSkipped(election string)
+	// PreferenceRequested reports that this follower asked a leader of
+	// lower Config.Priority to hand over to it.
+	PreferenceRequested(election string)
 }
 
-// NewMetrics returns a Metrics to register on a registry of yours.
-func NewMetrics() *Metrics {
-	l := []string{"election"}
-	return &Metrics{
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_leadership_changes_total",
-			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).",
-		}, []string{"election", "reason"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sqlelect_heartbeat_duration_seconds",
-			Help:    "Duration of heartbeat statements (renewals, and followers' looks).",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, l),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_heartbeat_errors_total",
-			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).",
-		}, []string{"election", "kind"}),
-		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_fast_handover_skipped_total",
-			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.DisableFastHandover).",
-		}, l),
-		health: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_health_check_failures_total",
-			Help: "Config.HealthCheck calls that failed or did not answer in time.",
-		}, l),
-		healthTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_health_check_timeouts_total",
-			Help: "Config.HealthCheck calls that did not answer within HealthCheckTimeout (also counted as failures).",
-		}, l),
-		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_preference_requests_total",
-			Help: "With Config.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
-		}, l),
-		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a stand-down), by the local clock.", l, nil),
-		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
-		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.HealthCheck: 1 while its last check passed, else 0.", l, nil),
-		leaderDesc:  prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
-		termDesc:    prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
-		leftDesc:    prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
-		ageDesc:     prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
-		candidates:  map[*candidate]struct{}{},
-	}
+// Progress is a candidate's local state at one instant, as Metrics.Start's
+// progress reads it.
+type Progress struct {
+	// Now is the reading of Config.Clock the other fields refer to.
+	Now time.Time
+	// Leading says whether the candidate leads (IsLeader); Term is its
+	// term then, and LeaseLeft the time before it must stand down without
+	// a renewal, by the local monotonic clock. Both are zero otherwise.
+	Leading   bool
+	Term      uint64
+	LeaseLeft time.Duration
+	// LastRenewal is when the last successful renewal or acquisition was
+	// sent; zero before the first.
+	LastRenewal time.Time
+	// LastStep is when the campaign loop last began a step (a heartbeat,
+	// a stand-down).
+	LastStep time.Time
+	// Wedged is true while Run runs but its campaign loop has made no
+	// progress for more than RenewDeadline past when it was due (see
+	// HealthzHandler).
+	Wedged bool
+	// Healthy is false while the latest result of Config.HealthCheck is a
+	// failure; true without a HealthCheck and before its first result.
+	Healthy bool
 }
 
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.changes.Describe(ch)
-	m.duration.Describe(ch)
-	m.errors.Describe(ch)
-	m.skips.Describe(ch)
-	m.health.Describe(ch)
-	m.healthTimeouts.Describe(ch)
-	m.prefers.Describe(ch)
-	ch <- m.attemptDesc
-	ch <- m.wedgedDesc
-	ch <- m.healthyDesc
-	ch <- m.leaderDesc
-	ch <- m.termDesc
-	ch <- m.leftDesc
-	ch <- m.ageDesc
-}
+// NopMetrics is a Metrics that records nothing: the default when
+// Config.Metrics is nil.
+type NopMetrics struct{}
 
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.changes.Collect(ch)
-	m.duration.Collect(ch)
-	m.errors.Collect(ch)
-	m.skips.Collect(ch)
-	m.health.Collect(ch)
-	m.healthTimeouts.Collect(ch)
-	m.prefers.Collect(ch)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for c := range m.candidates {
-		name := c.cfg.Name
-		now := c.cfg.Clock.Now()
-		leader, term, left := 0.0, 0.0, 0.0
-		if d, leading := c.deadline(); leading && now.Before(d) {
-			leader, term, left = 1, float64(c.term.Load()), d.Sub(now).Seconds()
-		}
-		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, leader, name)
-		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, term, name)
-		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, left, name)
-		if r := c.lastRenew.Load(); r != nil {
-			ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, now.Sub(*r).Seconds(), name)
-		}
-		ch <- prometheus.MustNewConstMetric(m.attemptDesc, prometheus.GaugeValue,
-			now.Sub(c.epoch.Add(time.Duration(c.lastStep.Load()))).Seconds(), name)
-		ch <- prometheus.MustNewConstMetric(m.wedgedDesc, prometheus.GaugeValue, b2f(c.wedged()), name)
-		if c.cfg.HealthCheck != nil {
-			ch <- prometheus.MustNewConstMetric(m.healthyDesc, prometheus.GaugeValue, b2f(!c.unhealthy.Load()), name)
-		}
-	}
-}
+var _ Metrics = NopMetrics{}
 
-func (m *Metrics) add(c *candidate) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.candidates[c] = struct{}{}
-	m.mu.Unlock()
-	// Every labelled series users alert on exists at 0 from the start, so
-	// that increase() and rate() see the first change: each reason, and
-	// each kind errorKind returns plus lease_lost.
-	m.changes.WithLabelValues(c.cfg.Name, "elected")
-	for _, r := range []Reason{ReasonResigned, ReasonLeaseLost, ReasonDeposed, ReasonError, ReasonUnhealthy, ReasonTransferred} {
-		m.changes.WithLabelValues(c.cfg.Name, string(r))
-	}
-	for _, k := range []string{"timeout", "connection", "deadlock", "lock_wait", "server", "access", "schema", "lease_lost"} {
-		m.errors.WithLabelValues(c.cfg.Name, k)
-	}
-	if c.cfg.HealthCheck != nil {
-		m.health.WithLabelValues(c.cfg.Name)
-		m.healthTimeouts.WithLabelValues(c.cfg.Name)
-	}
-	if c.cfg.Priority > 0 {
-		m.prefers.WithLabelValues(c.cfg.Name)
-	}
-}
+// Start implements Metrics.
+func (NopMetrics) Start(Config, func() Progress) func() { return func() {} }
 
-func (m *Metrics) remove(c *candidate) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	delete(m.candidates, c)
-	m.mu.Unlock()
-}
+// Elected implements Metrics.
+func (NopMetrics) Elected(string, uint64) {}
 
-func (m *Metrics) heartbeat(name string, d time.Duration, err error) {
-	if m == nil {
-		return
-	}
-	if d > 0 {
-		m.duration.WithLabelValues(name).Observe(d.Seconds())
-	}
-	if err != nil {
-		m.errors.WithLabelValues(name, errorKind(err)).Inc()
-	}
-}
+// Demoted implements Metrics.
+func (NopMetrics) Demoted(string, Reason) {}
 
-func (m *Metrics) heartbeatResult(name, kind string) {
-	if m == nil {
-		return
-	}
-	m.errors.WithLabelValues(name, kind).Inc()
-}
+// Heartbeat implements Metrics.
+func (NopMetrics) Heartbeat(string, time.Duration, error) {}
 
-func (m *Metrics) healthCheck(name string, err error, timedOut bool) {
-	if m == nil || err == nil {
-		return
-	}
-	m.health.WithLabelValues(name).Inc()
-	if timedOut {
-		m.healthTimeouts.WithLabelValues(name).Inc()
-	}
-}
+// LeaseLost implements Metrics.
+func (NopMetrics) LeaseLost(string) {}
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
+// HealthCheck implements Metrics.
+func (NopMetrics) HealthCheck(string, error, bool) {}
 
-func (m *Metrics) handoverSkipped(name string) {
-	if m == nil {
-		return
-	}
-	m.skips.WithLabelValues(name).Inc()
-}
+// HandoverSkipped implements Metrics.
+func (NopMetrics) HandoverSkipped(string) {}
 
-func (m *Metrics) elected(name string, _ uint64) {
-	if m == nil {
-		return
-	}
-	m.changes.WithLabelValues(name, "elected").Inc()
-}
+// PreferenceRequested implements Metrics.
+func (NopMetrics) PreferenceRequested(string) {}
 
-func (m *Metrics) demoted(name string, r Reason) {
-	if m == nil {
-		return
+// progress reads c's local state for Metrics (see Progress).
+func (c *candidate) progress() Progress {
+	now := c.cfg.Clock.Now()
+	p := Progress{
+		Now:      now,
+		LastStep: c.epoch.Add(time.Duration(c.lastStep.Load())),
+		Wedged:   c.wedged(),
+		Healthy:  !c.unhealthy.Load(),
 	}
-	m.changes.WithLabelValues(name, string(r)).Inc()
-}
-
-func (m *Metrics) preferred(name string) {
-	if m == nil {
-		return
+	if d, leading := c.deadline(); leading && now.Before(d) {
+		p.Leading, p.Term, p.LeaseLeft = true, c.term.Load(), d.Sub(now)
 	}
-	m.prefers.WithLabelValues(name).Inc()
+	if r := c.lastRenew.Load(); r != nil {
+		p.LastRenewal = *r
+	}
+	return p
 }

@@ -3,184 +3,164 @@ package election
 import (
 	"context"
 	"errors"
-	"math"
-	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // The metrics tests drive a candidate with the fake backend in a synctest
-// bubble (see candidate_test.go) and read what a registry of the caller's
-// would serve.
-//
-// They gather from the registry directly rather than with
-// prometheus/testutil: testutil imports github.com/kylelemons/godebug, which
-// is not in go.sum. lintMetrics below is testutil.CollectAndLint without it (a
-// pedantic registry, then promlint).
+// bubble (see candidate_test.go) and check what it reports to its Metrics:
+// the events, and the progress its gauges read. Package electionprom's
+// tests check how the Prometheus Metrics exports them.
 
-// metricsScrape is one Gather of a registry, indexed for lookups.
-type metricsScrape map[string]*dto.MetricFamily
+// recMetrics is a Metrics that records what it is told.
+type recMetrics struct {
+	mu        sync.Mutex
+	counts    map[string]int             // "elected", "demoted:deposed", "error:timeout", "lease_lost", "health:failed", "health:timeout", …
+	durations []time.Duration            // the heartbeats' non-zero durations
+	running   map[string]func() Progress // by election, between Start and stop
+	cfgs      map[string]Config          // as given to Start, by election
+}
 
-func gatherMetrics(t *testing.T, g prometheus.Gatherer) metricsScrape {
-	t.Helper()
-	mfs, err := g.Gather()
+var _ Metrics = (*recMetrics)(nil)
+
+func newRecMetrics() *recMetrics {
+	return &recMetrics{counts: map[string]int{}, running: map[string]func() Progress{}, cfgs: map[string]Config{}}
+}
+
+func (m *recMetrics) add(k string) { m.mu.Lock(); m.counts[k]++; m.mu.Unlock() }
+
+func (m *recMetrics) Start(cfg Config, progress func() Progress) func() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running[cfg.Name], m.cfgs[cfg.Name] = progress, cfg
+	return func() { m.mu.Lock(); delete(m.running, cfg.Name); m.mu.Unlock() }
+}
+func (m *recMetrics) Elected(string, uint64)     { m.add("elected") }
+func (m *recMetrics) Demoted(_ string, r Reason) { m.add("demoted:" + string(r)) }
+func (m *recMetrics) Heartbeat(_ string, d time.Duration, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d > 0 {
+		m.durations = append(m.durations, d)
+	}
 	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	s := metricsScrape{}
-	for _, mf := range mfs {
-		s[mf.GetName()] = mf
-	}
-	return s
-}
-
-// find returns the series of family name whose labels include want
-// ("k=v" pairs), or nil.
-func (s metricsScrape) find(name string, want ...string) *dto.Metric {
-	mf := s[name]
-	if mf == nil {
-		return nil
-	}
-	for _, m := range mf.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		ok := true
-		for _, kv := range want {
-			k, v, _ := strings.Cut(kv, "=")
-			ok = ok && labels[k] == v
-		}
-		if ok {
-			return m
-		}
-	}
-	return nil
-}
-
-// value is the value of a gauge or counter series; it fails t when the
-// series is missing.
-func (s metricsScrape) value(t *testing.T, name string, labels ...string) float64 {
-	t.Helper()
-	m := s.find(name, labels...)
-	switch {
-	case m == nil:
-		t.Fatalf("%s%v: no such series; have %v", name, labels, s.names())
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	}
-	t.Fatalf("%s%v: neither a gauge nor a counter", name, labels)
-	return 0
-}
-
-func (s metricsScrape) names() []string {
-	var n []string
-	for k := range s {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
-}
-
-// want checks the value of one series, to a nanosecond.
-func (s metricsScrape) want(t *testing.T, v float64, name string, labels ...string) {
-	t.Helper()
-	if got := s.value(t, name, labels...); math.Abs(got-v) > 1e-9 {
-		t.Errorf("%s%v = %v, want %v", name, labels, got, v)
+		m.counts["error:"+ErrorKind(err)]++
 	}
 }
-
-// histogram returns the sample count and sum of a histogram series, and its
-// cumulative bucket counts by upper bound.
-func (s metricsScrape) histogram(t *testing.T, name string, labels ...string) (uint64, float64, map[float64]uint64) {
-	t.Helper()
-	m := s.find(name, labels...)
-	if m == nil || m.Histogram == nil {
-		t.Fatalf("%s%v: no such histogram; have %v", name, labels, s.names())
-	}
-	buckets := map[float64]uint64{}
-	for _, b := range m.Histogram.GetBucket() {
-		buckets[b.GetUpperBound()] = b.GetCumulativeCount()
-	}
-	return m.Histogram.GetSampleCount(), m.Histogram.GetSampleSum(), buckets
-}
-
-// lintMetrics registers c on a new pedantic registry (which also checks that what
-// Collect sends matches Describe), gathers, and runs promlint: what
-// testutil.CollectAndLint does.
-func lintMetrics(t *testing.T, c prometheus.Collector) {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatalf("register on a pedantic registry: %v", err)
-	}
-	mfs, err := reg.Gather()
+func (m *recMetrics) LeaseLost(string) { m.add("lease_lost") }
+func (m *recMetrics) HealthCheck(_ string, err error, timedOut bool) {
 	if err != nil {
-		t.Fatalf("pedantic gather: %v", err)
+		m.add("health:failed")
 	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		t.Fatalf("promlint: %v", err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	if timedOut {
+		m.add("health:timeout")
 	}
 }
+func (m *recMetrics) HandoverSkipped(string)     { m.add("handover_skipped") }
+func (m *recMetrics) PreferenceRequested(string) { m.add("preference_requested") }
 
-// metricsHarness is a harness whose candidate records into m, registered on
-// a registry of its own.
-func metricsHarness(t *testing.T, b *fakeBackend) (*harness, *Metrics, *prometheus.Registry) {
-	t.Helper()
-	m := NewMetrics()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(m); err != nil {
-		t.Fatal(err)
+// n returns how many times k was reported.
+func (m *recMetrics) n(k string) int { m.mu.Lock(); defer m.mu.Unlock(); return m.counts[k] }
+
+// errors returns the errors reported, by kind.
+func (m *recMetrics) errors() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range m.counts {
+		if kind, ok := strings.CutPrefix(k, "error:"); ok {
+			out[kind] = v
+		}
 	}
+	return out
+}
+
+// progress reads the progress of the running candidate of election name;
+// ok is false when none runs.
+func (m *recMetrics) progress(name string) (p Progress, ok bool) {
+	m.mu.Lock()
+	f := m.running[name]
+	m.mu.Unlock()
+	if f == nil {
+		return Progress{}, false
+	}
+	return f(), true
+}
+
+// mustProgress is progress, failing t when the candidate does not run.
+func (m *recMetrics) mustProgress(t *testing.T, name string) Progress {
+	t.Helper()
+	p, ok := m.progress(name)
+	if !ok {
+		t.Fatalf("election %q: no candidate running", name)
+	}
+	return p
+}
+
+func (m *recMetrics) heartbeatDurations() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Duration(nil), m.durations...)
+}
+
+// metricsHarness is a harness whose candidate reports to a recMetrics.
+func metricsHarness(t *testing.T, b *fakeBackend) (*harness, *recMetrics) {
+	t.Helper()
+	m := newRecMetrics()
 	h := newHarness(t, b, func(c *Config) { c.Metrics = m })
-	return h, m, reg
+	return h, m
+}
+
+// wantLeading checks a progress's leadership fields.
+func wantLeading(t *testing.T, p Progress, leading bool, term uint64, left time.Duration) {
+	t.Helper()
+	if p.Leading != leading || p.Term != term || p.LeaseLeft != left {
+		t.Errorf("progress leading %v term %d lease left %v, want %v %d %v", p.Leading, p.Term, p.LeaseLeft, leading, term, left)
+	}
+}
+
+// wantSinceRenewal checks the time since the last renewal a progress reports.
+func wantSinceRenewal(t *testing.T, p Progress, d time.Duration) {
+	t.Helper()
+	if p.LastRenewal.IsZero() || p.Now.Sub(p.LastRenewal) != d {
+		t.Errorf("progress: last renewal %v before now (at %v), want %v", p.Now.Sub(p.LastRenewal), p.LastRenewal, d)
+	}
 }
 
 // renewalsOf reads how many renewals b was asked for.
 func renewalsOf(b *fakeBackend) int { b.mu.Lock(); defer b.mu.Unlock(); return b.renewals }
 
 // Election, renewals, failed renewals of several kinds, and the lease lost
-// by the clock: every series of the collector, with its value at each step.
+// by the clock: every report, and the progress at each step.
 func TestMetricsElectionRenewalDemotion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "election=unit"
 		b := &fakeBackend{followB: beat{held: true, term: 7}}
-		h, m, reg := metricsHarness(t, b)
+		h, m := metricsHarness(t, b)
 
 		// T0: elected at once (an expired row: no lock delay). The loop waits
 		// for the renewal at T0+2s, the watchdog for the deadline at T0+6s.
 		synctest.Wait()
 		b.set(func(f *fakeBackend) { f.followB = beat{} }) // nobody else to win once demoted
-		s := gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leader", name)
-		s.want(t, 7, "sqlelect_term", name)
-		s.want(t, tRenewDeadline.Seconds(), "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 0, "sqlelect_last_renewal_age_seconds", name)
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=elected")
-		for _, m := range s["sqlelect_heartbeat_errors_total"].GetMetric() {
-			if m.GetCounter().GetValue() != 0 {
-				t.Errorf("heartbeat errors before any failed: %v", m)
-			}
+		p := m.mustProgress(t, "unit")
+		wantLeading(t, p, true, 7, tRenewDeadline)
+		wantSinceRenewal(t, p, 0)
+		if n := m.n("elected"); n != 1 {
+			t.Errorf("%d elected, want 1", n)
+		}
+		if e := m.errors(); len(e) != 0 {
+			t.Errorf("heartbeat errors before any failed: %v", e)
 		}
 
-		// The gauges follow the clock between heartbeats.
+		// The progress follows the clock between heartbeats.
 		advance(time.Second)
-		s = gatherMetrics(t, reg)
-		s.want(t, 5, "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 1, "sqlelect_last_renewal_age_seconds", name)
+		p = m.mustProgress(t, "unit")
+		wantLeading(t, p, true, 7, 5*time.Second)
+		wantSinceRenewal(t, p, time.Second)
 
 		// T0+2s: a renewal that takes 40ms. The lease now ends at T0+8s.
 		took := 40 * time.Millisecond // how long the next renewals take
@@ -199,18 +179,16 @@ func TestMetricsElectionRenewalDemotion(t *testing.T) {
 			}
 		}
 		step(time.Second, 1)
-		s = gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leader", name)
-		s.want(t, 8-2.04, "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 0.04, "sqlelect_last_renewal_age_seconds", name)
-		count, sum, buckets := s.histogram(t, "sqlelect_heartbeat_duration_seconds", name)
-		if count != 1 || math.Abs(sum-0.04) > 1e-9 || buckets[0.025] != 0 || buckets[0.05] != 1 {
-			t.Errorf("heartbeat duration: count %d sum %v buckets %v, want one 40ms sample", count, sum, buckets)
+		p = m.mustProgress(t, "unit")
+		wantLeading(t, p, true, 7, 8*time.Second-2040*time.Millisecond)
+		wantSinceRenewal(t, p, 40*time.Millisecond)
+		if d := m.heartbeatDurations(); len(d) != 1 || d[0] != 40*time.Millisecond {
+			t.Errorf("heartbeat durations %v, want one of 40ms", d)
 		}
 
-		// Failed renewals, counted by kind: a deadlock (T0+4.04s), a timeout
-		// (T0+5.05s), then connection errors (no time spent: not observed in
-		// the histogram) until the lease runs out at T0+8s.
+		// Failed renewals, reported with their error: a deadlock
+		// (T0+4.04s), a timeout (T0+5.05s), then connection errors (no time
+		// spent: no duration) until the lease runs out at T0+8s.
 		fail := func(err error, d time.Duration) {
 			took = d
 			b.set(func(f *fakeBackend) {
@@ -221,11 +199,8 @@ func TestMetricsElectionRenewalDemotion(t *testing.T) {
 		step(2*time.Second, 2)
 		fail(context.DeadlineExceeded, 10*time.Millisecond)
 		step(time.Second, 3)
-		s = gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leader", name) // failed renewals do not end leadership; the clock does
-		s.want(t, 8-5.06, "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 1, "sqlelect_heartbeat_errors_total", name, "kind=deadlock")
-		s.want(t, 1, "sqlelect_heartbeat_errors_total", name, "kind=timeout")
+		p = m.mustProgress(t, "unit")
+		wantLeading(t, p, true, 7, 8*time.Second-5060*time.Millisecond) // failed renewals do not end leadership; the clock does
 
 		fail(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"), 0)
 		step(time.Second, 4)            // T0+6.06s
@@ -234,37 +209,34 @@ func TestMetricsElectionRenewalDemotion(t *testing.T) {
 		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:lease_lost") })
 		synctest.Wait() // following again
 
-		s = gatherMetrics(t, reg)
-		s.want(t, 0, "sqlelect_leader", name)
-		s.want(t, 0, "sqlelect_term", name)
-		s.want(t, 0, "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 6, "sqlelect_last_renewal_age_seconds", name) // since the renewal sent at T0+2s
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=elected")
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=lease_lost")
-		s.want(t, 1, "sqlelect_heartbeat_errors_total", name, "kind=deadlock")
-		s.want(t, 1, "sqlelect_heartbeat_errors_total", name, "kind=timeout")
-		s.want(t, 2, "sqlelect_heartbeat_errors_total", name, "kind=connection")
-		s.want(t, 1, "sqlelect_heartbeat_errors_total", name, "kind=lease_lost")
-		count, sum, _ = s.histogram(t, "sqlelect_heartbeat_duration_seconds", name)
-		if count != 3 || math.Abs(sum-0.06) > 1e-9 {
-			t.Errorf("heartbeat duration: count %d sum %v, want 3 samples summing to 60ms", count, sum)
+		p = m.mustProgress(t, "unit")
+		wantLeading(t, p, false, 0, 0)
+		wantSinceRenewal(t, p, 6*time.Second) // since the renewal sent at T0+2s
+		if n, l := m.n("elected"), m.n("demoted:lease_lost"); n != 1 || l != 1 {
+			t.Errorf("elected %d, demoted lease_lost %d, want 1 and 1", n, l)
 		}
-
-		// Every family, with labels by convention: what CollectAndLint checks.
-		lintMetrics(t, m)
+		want := map[string]int{"deadlock": 1, "timeout": 1, "connection": 2}
+		if e := m.errors(); len(e) != len(want) || e["deadlock"] != 1 || e["timeout"] != 1 || e["connection"] != 2 {
+			t.Errorf("heartbeat errors %v, want %v", e, want)
+		}
+		if n := m.n("lease_lost"); n != 1 {
+			t.Errorf("%d lease_lost, want 1", n)
+		}
+		if d := m.heartbeatDurations(); len(d) != 3 || d[0]+d[1]+d[2] != 60*time.Millisecond {
+			t.Errorf("heartbeat durations %v, want 3 summing to 60ms", d)
+		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-// Resignation and deposition are counted by reason; once Run returns, the
-// candidate's gauges are gone and the counters stay.
+// Resignation and deposition are reported with their reason; once Run
+// returns, its progress is no longer read (stop was called).
 func TestMetricsResignedAndDeposed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "election=unit"
 		b := &fakeBackend{followB: beat{held: true, term: 3}}
-		h, _, reg := metricsHarness(t, b)
+		h, m := metricsHarness(t, b)
 		synctest.Wait()
 
 		// Deposed: the renewal finds the row taken.
@@ -274,78 +246,63 @@ func TestMetricsResignedAndDeposed(t *testing.T) {
 		})
 		advance(tRenew)
 		waitFor(t, func() bool { return strings.Contains(h.ev.String(), "demoted:deposed") })
-		s := gatherMetrics(t, reg)
-		s.want(t, 0, "sqlelect_leader", name)
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=deposed")
+		wantLeading(t, m.mustProgress(t, "unit"), false, 0, 0)
+		if n := m.n("demoted:deposed"); n != 1 {
+			t.Errorf("%d demoted deposed, want 1", n)
+		}
 
 		// Elected again (term 4), then shut down: resigned.
 		b.set(func(f *fakeBackend) { f.followB, f.renewB = beat{held: true, term: 4}, nil })
 		synctest.Wait()
 		advance(tRetry)
 		waitFor(t, func() bool { return h.c.IsLeader() })
-		s = gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leader", name)
-		s.want(t, 4, "sqlelect_term", name)
-		s.want(t, 2, "sqlelect_leadership_changes_total", name, "reason=elected")
+		wantLeading(t, m.mustProgress(t, "unit"), true, 4, tRenewDeadline)
+		if n := m.n("elected"); n != 2 {
+			t.Errorf("%d elected, want 2", n)
+		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
-		s = gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=resigned")
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=deposed")
-		for _, g := range []string{"sqlelect_leader", "sqlelect_term", "sqlelect_lease_remaining_seconds", "sqlelect_last_renewal_age_seconds"} {
-			if s[g] != nil {
-				t.Errorf("%s still served after Run returned: %v", g, s[g])
-			}
+		if r, d := m.n("demoted:resigned"), m.n("demoted:deposed"); r != 1 || d != 1 {
+			t.Errorf("demoted resigned %d, deposed %d, want 1 and 1", r, d)
+		}
+		if _, ok := m.progress("unit"); ok {
+			t.Error("progress still registered after Run returned")
 		}
 	})
 }
 
-// A registered Metrics serves the changes counter at zero as soon as Run
-// starts (so rate() works from the first metricsScrape), before any leadership.
+// Start is called as soon as Run starts, before any leadership, with the
+// candidate's Config, defaults applied; no renewal is reported yet.
 func TestMetricsFollowerFromTheStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "election=unit"
 		b := &fakeBackend{} // never wins
-		_, m, reg := metricsHarness(t, b)
+		_, m := metricsHarness(t, b)
 		synctest.Wait()
-		s := gatherMetrics(t, reg)
-		s.want(t, 0, "sqlelect_leader", name)
-		s.want(t, 0, "sqlelect_term", name)
-		s.want(t, 0, "sqlelect_lease_remaining_seconds", name)
-		s.want(t, 0, "sqlelect_leadership_changes_total", name, "reason=elected")
-		// Every series the shipped alerts (monitoring/) use exists at 0.
-		for _, r := range []string{"resigned", "lease_lost", "deposed", "error", "unhealthy", "transferred"} {
-			s.want(t, 0, "sqlelect_leadership_changes_total", name, "reason="+r)
+		p := m.mustProgress(t, "unit")
+		wantLeading(t, p, false, 0, 0)
+		if !p.LastRenewal.IsZero() || p.Wedged || !p.Healthy {
+			t.Errorf("progress %+v, want no renewal, not wedged, healthy", p)
 		}
-		for _, k := range []string{"timeout", "connection", "deadlock", "lock_wait", "server", "access", "schema", "lease_lost"} {
-			s.want(t, 0, "sqlelect_heartbeat_errors_total", name, "kind="+k)
+		m.mu.Lock()
+		cfg := m.cfgs["unit"]
+		m.mu.Unlock()
+		if cfg.ID != "me" || cfg.RetryInterval != tRetry || cfg.QueryTimeout == 0 {
+			t.Errorf("Start's Config %+v, want the candidate's with defaults", cfg)
 		}
-		if s["sqlelect_last_renewal_age_seconds"] != nil {
-			t.Errorf("last renewal age served before any renewal")
-		}
-		lintMetrics(t, m)
 	})
 }
 
-// Several elections share one Metrics, each series labelled by its name.
+// Several elections share one Metrics, each reported by its name.
 func TestMetricsSharedByElections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := NewMetrics()
-		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(m)
+		m := newRecMetrics()
 		ha := newHarness(t, &fakeBackend{followB: beat{held: true, term: 11}}, func(c *Config) { c.Name, c.Metrics = "a", m })
 		hb := newHarness(t, &fakeBackend{}, func(c *Config) { c.Name, c.Metrics = "b", m })
 		synctest.Wait()
 		synctest.Wait()
-		s := gatherMetrics(t, reg)
-		s.want(t, 1, "sqlelect_leader", "election=a")
-		s.want(t, 11, "sqlelect_term", "election=a")
-		s.want(t, 0, "sqlelect_leader", "election=b")
-		s.want(t, 0, "sqlelect_term", "election=b")
-		if n := len(s["sqlelect_leader"].GetMetric()); n != 2 {
-			t.Errorf("%d sqlelect_leader series, want 2", n)
-		}
+		wantLeading(t, m.mustProgress(t, "a"), true, 11, tRenewDeadline)
+		wantLeading(t, m.mustProgress(t, "b"), false, 0, 0)
 		for _, h := range []*harness{ha, hb} {
 			if err := h.stop(); err != nil {
 				t.Error(err)
@@ -354,13 +311,15 @@ func TestMetricsSharedByElections(t *testing.T) {
 	})
 }
 
-// A nil *Metrics records nothing and does not panic.
-func TestMetricsNil(t *testing.T) {
-	var m *Metrics
-	m.add(nil)
-	m.remove(nil)
-	m.heartbeat("x", time.Second, errors.New("boom"))
-	m.heartbeatResult("x", "lease_lost")
-	m.elected("x", 1)
-	m.demoted("x", ReasonResigned)
+// Without Config.Metrics a candidate reports to NopMetrics.
+func TestMetricsDefaultNop(t *testing.T) {
+	cfg, err := Config{Name: "x"}.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Metrics.(NopMetrics); !ok {
+		t.Fatalf("default Metrics %T, want NopMetrics", cfg.Metrics)
+	}
+	stop := cfg.Metrics.Start(cfg, nil)
+	stop()
 }

@@ -12,8 +12,7 @@ import (
 //
 // Of cfg it uses Name, Table, RetryInterval (the time between two looks),
 // QueryTimeout, DisableFastHandover, Clock, Logger and Metrics (errors are
-// counted in sqlelect_heartbeat_errors_total, skipped hints in
-// sqlelect_fast_handover_skipped_total), with the defaults of Config; ID
+// reported as Heartbeat, skipped hints as HandoverSkipped), with the defaults of Config; ID
 // is not used (nothing is written), and Callbacks are not called.
 //
 // see is called on Observe's goroutine with the outcome of the first look,
@@ -47,8 +46,8 @@ func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error
 	var hint *wakeup
 	if !cfg.DisableFastHandover {
 		hint = newWakeup(db, cfg,
-			func(err error) { cfg.Metrics.heartbeat(cfg.Name, 0, err) },
-			func() { cfg.Metrics.handoverSkipped(cfg.Name) })
+			func(err error) { cfg.Metrics.Heartbeat(cfg.Name, 0, err) },
+			func() { cfg.Metrics.HandoverSkipped(cfg.Name) })
 	}
 	var last *observed
 	backoff := minAwait // the wait after a changed look that found nobody leading
@@ -57,7 +56,7 @@ func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error
 		rec, err := Status(qctx, db, cfg.Table, cfg.Name)
 		if err == nil && hint != nil && hint.held.lock.name == "" {
 			if perr := hint.preflight(qctx); perr != nil {
-				cfg.Metrics.heartbeat(cfg.Name, 0, perr)
+				cfg.Metrics.Heartbeat(cfg.Name, 0, perr)
 				hint = nil // poll: the hint only costs speed
 			}
 		}
@@ -69,7 +68,7 @@ func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error
 			if permanent(err) {
 				return err
 			}
-			cfg.Metrics.heartbeat(cfg.Name, 0, err)
+			cfg.Metrics.Heartbeat(cfg.Name, 0, err)
 		}
 		o := observe(rec, err)
 		changed := last == nil || o != *last

@@ -61,7 +61,7 @@ func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	send := c.cfg.Clock.Now()
 	asked, err := c.b.prefer(qctx, seen)
 	cancel()
-	c.metrics().heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -71,7 +71,7 @@ func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 		c.askedTerm = seen.Term
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
 			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
-		c.metrics().preferred(c.cfg.Name)
+		c.metrics().PreferenceRequested(c.cfg.Name)
 	}
 	return wait
 }

@@ -32,8 +32,8 @@ func NewTable(db *sql.DB, cfg Config) (*Candidate, error) {
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
-		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().heartbeat(cfg.Name, 0, err) },
-			func() { c.metrics().handoverSkipped(cfg.Name) })
+		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().Heartbeat(cfg.Name, 0, err) },
+			func() { c.metrics().HandoverSkipped(cfg.Name) })
 	}
 	return &Candidate{c}, nil
 }

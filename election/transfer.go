@@ -99,7 +99,7 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 		cancel()
 		if err != nil {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.hold, "to", to, "err", err)
-			c.metrics().heartbeat(c.cfg.Name, 0, err)
+			c.metrics().Heartbeat(c.cfg.Name, 0, err)
 			err = fmt.Errorf("election: handing over to %q: %w", to, err)
 		}
 	} else {
@@ -136,7 +136,7 @@ func (c *candidate) Proclaim(ctx context.Context, value string) error {
 		cancel()
 		switch {
 		case err != nil:
-			c.metrics().heartbeat(c.cfg.Name, 0, err)
+			c.metrics().Heartbeat(c.cfg.Name, 0, err)
 			return fmt.Errorf("election: proclaim: %w", err)
 		case !held:
 			// Deposed meanwhile: the next renewal stands it down.

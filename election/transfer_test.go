@@ -200,12 +200,11 @@ func TestProclaim(t *testing.T) {
 	})
 }
 
-// A transfer is counted as a leadership change with reason transferred.
+// A transfer is reported as a demotion with reason transferred.
 func TestMetricsTransferred(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "election=unit"
 		b := &fakeBackend{followB: beat{held: true, term: 3}}
-		h, _, reg := metricsHarness(t, b)
+		h, m := metricsHarness(t, b)
 		synctest.Wait()
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -213,8 +212,9 @@ func TestMetricsTransferred(t *testing.T) {
 		if err := h.c.Transfer(ctx, "other"); err != nil {
 			t.Fatal(err)
 		}
-		s := gatherMetrics(t, reg)
-		s.want(t, 0, "sqlelect_leader", name)
-		s.want(t, 1, "sqlelect_leadership_changes_total", name, "reason=transferred")
+		wantLeading(t, m.mustProgress(t, "unit"), false, 0, 0)
+		if n := m.n("demoted:transferred"); n != 1 {
+			t.Errorf("%d demoted transferred, want 1", n)
+		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -27,7 +28,7 @@ func TestNamedCandidateWithPendingRequestWaits(t *testing.T) {
   VALUES (?, 'me', NOW(6), 5, 10000, 0, 'insert', 'table', 'other')`, name); err != nil {
 		t.Fatal(err)
 	}
-	m := election.NewMetrics()
+	m := electionprom.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	const retry, window = 100 * time.Millisecond, 800 * time.Millisecond

@@ -25,7 +25,7 @@ import (
 // still free once it has it (several elections on one pool may take theirs
 // at the same moment: then all give them back). Otherwise it is skipped:
 // the holder keeps no lock, the follower polls, and the skip is counted
-// (Metrics: sqlelect_fast_handover_skipped_total).
+// (electionprom: sqlelect_fast_handover_skipped_total).
 //
 // hold, letGo and close are called from the Run goroutine; await from a
 // goroutine Run owns, never at the same time as the others.

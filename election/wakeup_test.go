@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -20,7 +21,7 @@ type smallPool struct {
 	t       *testing.T
 	ctx     context.Context
 	dsn     string
-	metrics *election.Metrics
+	metrics *electionprom.Metrics
 	reg     *prometheus.Registry
 
 	mu    sync.Mutex
@@ -41,7 +42,7 @@ func newSmallPool(t *testing.T, timeout time.Duration) *smallPool {
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
-	p := &smallPool{t: t, ctx: ctx, dsn: dsn, metrics: election.NewMetrics(), reg: prometheus.NewRegistry(),
+	p := &smallPool{t: t, ctx: ctx, dsn: dsn, metrics: electionprom.NewMetrics(), reg: prometheus.NewRegistry(),
 		cands: map[string]*poolCand{}}
 	p.reg.MustRegister(p.metrics)
 	t.Cleanup(p.stopAll)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/integration/chaos"
 	"github.com/sqlelect/sqlelect/integration/internal/groupconn"
 	"github.com/sqlelect/sqlelect/integration/testdb"
@@ -201,7 +202,7 @@ func (r *grRun) start(ctx context.Context, db *sql.DB, id string) {
 	r.t.Helper()
 	cfg := grTimings
 	cfg.Name, cfg.ID = r.name, id
-	m := election.NewMetrics()
+	m := electionprom.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	cfg.Metrics = m

@@ -1,6 +1,6 @@
 // Package monitoring holds the Prometheus alerting rules and the Grafana
 // dashboard shipped for sqlelect; its test checks that they name only series
-// that election.Metrics exports. make test also runs promtool on the rules.
+// that electionprom.Metrics exports. make test also runs promtool on the rules.
 package monitoring
 
 import (
@@ -11,15 +11,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
-// exported returns the metric names election.Metrics describes, with the
+// exported returns the metric names electionprom.Metrics describes, with the
 // _bucket, _count and _sum series of its histograms.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	ch := make(chan *prometheus.Desc, 64)
-	election.NewMetrics().Describe(ch)
+	electionprom.NewMetrics().Describe(ch)
 	close(ch)
 	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
 	names := map[string]bool{}
@@ -66,7 +66,7 @@ func TestFilesNameExportedSeries(t *testing.T) {
 		}
 		for _, s := range used {
 			if !names[s] {
-				t.Errorf("%s uses %s, which election.Metrics does not export", f, s)
+				t.Errorf("%s uses %s, which electionprom.Metrics does not export", f, s)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
 // shutdownTimeout bounds how long campaign and run wait, when they exit,
@@ -62,7 +63,7 @@ func listen(flag, addr string) (*endpoint, error) {
 type sidecar struct {
 	metrics, http *endpoint // nil when off; the same when the addresses are equal
 	reg           *prometheus.Registry
-	m             *election.Metrics
+	m             *electionprom.Metrics
 
 	closeOnce sync.Once
 	started   bool
@@ -77,7 +78,7 @@ func listenSidecar(metricsAddr, httpAddr string) (*sidecar, error) {
 		if s.metrics, err = listen("--metrics-addr", metricsAddr); err != nil {
 			return nil, err
 		}
-		s.reg, s.m = prometheus.NewRegistry(), election.NewMetrics()
+		s.reg, s.m = prometheus.NewRegistry(), electionprom.NewMetrics()
 		s.reg.MustRegister(s.m, collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		s.metrics.mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
@@ -96,9 +97,14 @@ func listenSidecar(metricsAddr, httpAddr string) (*sidecar, error) {
 	return s, nil
 }
 
-// metricsFor returns the Metrics to give the candidate; nil without
-// --metrics-addr.
-func (s *sidecar) metricsFor() *election.Metrics { return s.m }
+// metricsFor returns the Metrics to give the candidate; nil (the
+// default, NopMetrics) without --metrics-addr.
+func (s *sidecar) metricsFor() election.Metrics {
+	if s.m == nil {
+		return nil
+	}
+	return s.m
+}
 
 // endpoints returns the distinct endpoints.
 func (s *sidecar) endpoints() []*endpoint {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
 // errUnhealthy is what the suite's health checks fail with.
@@ -117,7 +118,7 @@ func testWedgedReported(t *testing.T, s Suite) {
 	unstick := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(unstick) }) }) // before finish stops the candidates
-	metrics := election.NewMetrics()
+	metrics := electionprom.NewMetrics()
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(metrics); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@
 //
 //	/api/leader-check  200 on the leader, --not-leader-status elsewhere (for load balancers)
 //	/api/status        JSON: this replica's view and who leads, by the database
-//	/metrics           Prometheus: sqlelect_* (election.NewMetrics) and this service's own
+//	/metrics           Prometheus: sqlelect_* (electionprom.NewMetrics) and this service's own
 //	/healthz           200 while the process runs (liveness, whatever its role)
 //
 // While it leads, a replica writes one row into app_jobs every --work-every
@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/examples/internal/exampledb"
 )
 
@@ -120,7 +121,7 @@ func run(o options, logger *slog.Logger) error {
 	// A registry of our own, no global state: the election's collector, the
 	// Go and process collectors, and a counter of this service.
 	reg := prometheus.NewRegistry()
-	metrics := election.NewMetrics()
+	metrics := electionprom.NewMetrics()
 	writes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "httpservice_fenced_writes_total",
 		Help: "Fenced writes of the leader-only work loop, by result (ok, not_leader, error).",

@@ -24,6 +24,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
 // Options configures one run.
@@ -115,7 +116,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		db.SetMaxOpenConns(opts.MaxConns)
 		db.SetMaxIdleConns(opts.MaxConns)
 		dbs = append(dbs, db)
-		metrics := election.NewMetrics()
+		metrics := electionprom.NewMetrics()
 		reg := prometheus.NewRegistry()
 		if err := reg.Register(metrics); err != nil {
 			return res, err

@@ -59,6 +59,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/integration/chaos"
 	"github.com/sqlelect/sqlelect/integration/internal/groupconn"
 )
@@ -164,7 +165,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 		return err
 	}
 	defer db.Close()
-	metrics := election.NewMetrics()
+	metrics := electionprom.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
 	base.Metrics = metrics
