@@ -143,7 +143,7 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, b: b, ev: &events{}, done: make(chan error, 1)}
 	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenew, RetryInterval: tRetry, NoJitter: true,
+		RenewInterval: tRenew, RetryInterval: tRetry, JitterFactor: NoJitter,
 		Callbacks: Callbacks{
 			OnElected: func(ctx context.Context, term uint64) {
 				h.ev.add("elected")

@@ -71,9 +71,13 @@ const (
 	MinLeaseDuration = 100 * time.Millisecond
 	// MaxLeaseDuration is the longest LeaseDuration accepted.
 	MaxLeaseDuration = 24 * time.Hour
-	// DefaultJitterFactor spreads followers' polls: each wait is the
-	// interval times a random factor in [1, 1+JitterFactor).
+	// DefaultJitterFactor is the default Config.JitterFactor: a follower's
+	// wait between looks is RetryInterval times a random factor in
+	// [1, 1.2).
 	DefaultJitterFactor = 0.2
+	// NoJitter, as Config.JitterFactor, turns the jitter off: followers
+	// look exactly every RetryInterval.
+	NoJitter = -1
 	// DefaultQueryTimeout bounds every SQL statement. A leader's renewal is
 	// also bounded by the time left before it must stand down.
 	DefaultQueryTimeout = 5 * time.Second
@@ -132,13 +136,14 @@ type Config struct {
 	// (DefaultRetryInterval with the default lease).
 	// Advanced (see Config).
 	RetryInterval time.Duration
-	// JitterFactor in [0, 1] spreads followers' polls. Default
-	// DefaultJitterFactor; set NoJitter to disable.
+	// JitterFactor spreads followers' looks, as client-go's wait.Jitter
+	// does: each wait of RetryInterval is multiplied by a random factor in
+	// [1, 1+JitterFactor), so a wait is at most (1+JitterFactor) ×
+	// RetryInterval. At most 1. Zero means DefaultJitterFactor (0.2); a
+	// negative value, such as NoJitter, turns the jitter off. Leaders'
+	// renewals are never jittered.
 	// Advanced (see Config).
 	JitterFactor float64
-	// NoJitter disables the jitter (JitterFactor is then ignored).
-	// Advanced (see Config).
-	NoJitter bool
 	// LockDelay is how long a candidate that became holder without winning
 	// an expired or released row (a new row, a row an operator deleted or
 	// replaced) waits, renewing, before it is told it leads: long enough for
@@ -281,9 +286,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.JitterFactor == 0 {
 		c.JitterFactor = DefaultJitterFactor
 	}
-	if c.NoJitter {
-		c.JitterFactor = 0
-	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}
 	}
@@ -413,8 +415,8 @@ func (c Config) validate(given timing) error {
 			describe("renew interval", c.RenewInterval, given.renewInterval, "1/5 of the renew deadline"), deadline)
 	case c.RetryInterval <= 0:
 		return bad("retry interval %v: must be positive", c.RetryInterval)
-	case c.JitterFactor < 0 || c.JitterFactor > 1:
-		return bad("jitter factor %v: must be between 0 and 1", c.JitterFactor)
+	case !(c.JitterFactor <= 1): // also NaN
+		return bad("jitter factor %v: must be at most 1 (0 for the default %v, negative such as NoJitter for none)", c.JitterFactor, DefaultJitterFactor)
 	case c.LockDelay < 0:
 		return bad("lock delay %v: must not be negative", c.LockDelay)
 	case !c.DisableLockDelay && c.LockDelay < c.RenewDeadline:

@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,12 @@ func TestConfigValidation(t *testing.T) {
 		{"lease alone scales the rest", func(c *Config) { c.LeaseDuration = 5 * time.Second }, ""},
 		{"renew interval above deadline", func(c *Config) { c.RenewInterval = 11 * time.Second }, "renew interval"},
 		{"negative retry", func(c *Config) { c.RetryInterval = -time.Second }, "retry interval"},
-		{"jitter above one", func(c *Config) { c.JitterFactor = 1.5 }, "jitter"},
+		{"jitter above one", func(c *Config) { c.JitterFactor = 1.5 }, "jitter factor 1.5: must be at most 1 (0 for the default 0.2, negative such as NoJitter for none)"},
+		{"jitter NaN", func(c *Config) { c.JitterFactor = math.NaN() }, "jitter factor NaN"},
+		{"jitter infinite", func(c *Config) { c.JitterFactor = math.Inf(1) }, "jitter factor +Inf"},
+		{"jitter one", func(c *Config) { c.JitterFactor = 1 }, ""},
+		{"jitter off", func(c *Config) { c.JitterFactor = NoJitter }, ""},
+		{"jitter negative", func(c *Config) { c.JitterFactor = -0.5 }, ""},
 		{"lock delay shorter than deadline", func(c *Config) { c.LockDelay = time.Second }, "lock delay"},
 		{"lock delay disabled", func(c *Config) { c.LockDelay = time.Second; c.DisableLockDelay = true }, ""},
 		{"query timeout above deadline", func(c *Config) { c.QueryTimeout = time.Minute }, "query timeout"},
@@ -62,6 +68,44 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("want an error mentioning %q", tc.wantErr)
 			case tc.wantErr != "" && (!errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("error %q: want ErrInvalidConfig mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestJitterFactor: zero is the default, a negative value (NoJitter) is
+// kept as given, so that WithDefaults' copy means the same when passed
+// again, and no wait is then jittered; the caller's Config is not changed.
+func TestJitterFactor(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		factor  float64
+		want    float64
+		maxWait time.Duration // bound of a jittered 1s wait; 1s: not jittered
+	}{
+		{"default", 0, DefaultJitterFactor, 1200 * time.Millisecond},
+		{"given", 0.5, 0.5, 1500 * time.Millisecond},
+		{"off", NoJitter, NoJitter, time.Second},
+		{"off, any negative", -0.3, -0.3, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Config{Name: "e", JitterFactor: tc.factor}
+			d, err := c.WithDefaults()
+			if err != nil || d.JitterFactor != tc.want || c.JitterFactor != tc.factor {
+				t.Fatalf("JitterFactor %v (caller's %v), %v; want %v (caller's %v)", d.JitterFactor, c.JitterFactor, err, tc.want, tc.factor)
+			}
+			if again, _ := d.WithDefaults(); again.JitterFactor != d.JitterFactor {
+				t.Errorf("WithDefaults twice: %v, then %v", d.JitterFactor, again.JitterFactor)
+			}
+			for range 1000 {
+				w := jitter(time.Second, d.JitterFactor)
+				ok := w >= time.Second && w < tc.maxWait
+				if tc.maxWait == time.Second {
+					ok = w == time.Second // no jitter
+				}
+				if !ok {
+					t.Fatalf("jittered wait %v, want in [1s, %v), or 1s without jitter", w, tc.maxWait)
+				}
 			}
 		})
 	}
