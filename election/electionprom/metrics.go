@@ -15,11 +15,11 @@ import (
 
 // Metrics is a prometheus.Collector for one or more elections of this
 // process. Create it with NewMetrics, register it on your own registry, and
-// set it as election.Config.Metrics; it uses no global registry. All methods
-// are safe for concurrent use, and a nil *Metrics records nothing. Several elections
-// may share one Metrics, but at most one candidate per election name (two
-// candidates of the same election in one process would export the same
-// series twice).
+// set it as election.Config.Metrics; it uses no global registry. All
+// methods are safe for concurrent use, and a nil *Metrics records nothing.
+// Several elections may share one Metrics, but at most one candidate per
+// election name (two candidates of the same election in one process would
+// export the same series twice).
 //
 // Series, all labelled by election name:
 //
@@ -35,7 +35,7 @@ import (
 //	                                         3101 and 1180 "Got error 149"; server: any other server error)
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
 //	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
-//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see HealthzHandler), else 0
+//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see election.HealthzHandler), else 0
 //	sqlelect_healthy                         with Config.HealthCheck: 1 while its latest result is a pass (or none yet), else 0
 //	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
 //	sqlelect_health_check_timeouts_total     with Config.HealthCheck: checks that did not answer within HealthCheckTimeout
