@@ -127,8 +127,9 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fencedSQL, fencedArgs := bound.stmt(fencedCheckSQL(quoteTable(DefaultTable))).bind(params{Name: "bound", Me: "me", Hold: term})
 	var one int
-	if err := tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one); err != nil {
+	if err := tx.QueryRowContext(ctx, fencedSQL, fencedArgs...).Scan(&one); err != nil {
 		t.Fatalf("fenced check: %v", err)
 	}
 	if err := tx.Rollback(); err != nil {
@@ -164,7 +165,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ftx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one)
+	err = ftx.QueryRowContext(ctx, fencedSQL, fencedArgs...).Scan(&one)
 	took := time.Since(start)
 	_ = ftx.Rollback()
 	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).

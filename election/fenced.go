@@ -11,12 +11,19 @@ import (
 	"time"
 )
 
+// fencedCond matches election :name's row while it names the candidate
+// (:me) with the term :hold and a live lease, on a session whose clock is
+// trusted.
+const fencedCond = `anchor = :name AND ` + holdsCond + `
+  AND ` + liveSQL + ` AND ` + sessionClockSQL
+
 // fencedCheckSQL locks the election's row in share mode and matches it only
-// while it names this candidate with the given term and a live lease. The
-// share lock makes any takeover (which must update the row) wait until the
-// transaction ends. LOCK IN SHARE MODE works on MySQL 8 and MariaDB alike.
-const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND ` + liveSQL + ` AND ` + sessionClockSQL + ` LOCK IN SHARE MODE`
+// under fencedCond. The share lock makes any takeover (which must update the
+// row) wait until the transaction ends. LOCK IN SHARE MODE works on MySQL 8
+// and MariaDB alike.
+func fencedCheckSQL(tbl string) string {
+	return `SELECT 1 FROM ` + tbl + ` WHERE ` + fencedCond + ` LOCK IN SHARE MODE`
+}
 
 // fencedWriteSQL is the check on a certification-based cluster (Galera,
 // Group Replication multi-primary), where a share lock is local to one node
@@ -29,9 +36,10 @@ const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND
 // last_seen_active forward extends the lease by the database clock only:
 // the leader's own deadline is unchanged, so this is never unsafe; it can
 // delay a takeover after the leader's last fenced commit by up to one lease.
-const fencedWriteSQL = `UPDATE %s SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
-WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND ` + liveSQL + ` AND ` + sessionClockSQL
+func fencedWriteSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
+WHERE ` + fencedCond
+}
 
 // fenceMode says how Fenced checks the term on a candidate's server:
 // fenceUnknown until the first Fenced call found out, then fenceShare (one
@@ -89,8 +97,10 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		}
 		m.v.Store(mode)
 	}
+	p := params{Name: cfg.Name, Me: cfg.ID, Hold: term}
 	if mode == fenceWrite {
-		res, err := tx.ExecContext(ctx, bound.wrap(fmt.Sprintf(fencedWriteSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term)
+		query, args := bound.stmt(fencedWriteSQL(quoteTable(cfg.Table))).bind(p)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -102,7 +112,8 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		return nil
 	}
 	var one int
-	return tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term).Scan(&one)
+	query, args := bound.stmt(fencedCheckSQL(quoteTable(cfg.Table))).bind(p)
+	return tx.QueryRowContext(ctx, query, args...).Scan(&one)
 }
 
 // fenced runs fn in a transaction on db that first checks, under a share

@@ -279,10 +279,11 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	// giveUp): on a session whose clock is trusted only.
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
-	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
+	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
 	s.release = func(hold uint64, unserved time.Duration) lockStmt {
 		if unserved > 0 {
-			return lockStmt{handOff, []any{max(ceilMillis(unserved), b.adopt), cfg.ID, hold}}
+			query, args := handOff.bind(params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(ceilMillis(unserved), b.adopt)})
+			return lockStmt{query, args}
 		}
 		return lockStmt{release, []any{cfg.ID, hold}}
 	}

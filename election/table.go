@@ -460,10 +460,6 @@ const handOffSets = `last_seen_active = ` + clockSQL + `, lease_ms = :lease, tra
 // transfer window), runs out. See reservedCond.
 const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + clockSQL + `, lease_ms = :lease`
 
-// handOffSet is handOffSets with a positional placeholder, for the lock
-// backend's statements (lock.go), which are not compiled by compileStmt.
-const handOffSet = `last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL`
-
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	s, p := t.stmts.release, t.params(hold)
 	if unserved > 0 {
