@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -58,27 +57,15 @@ const (
 // multi-primary mode), where only writes conflict across nodes. A server
 // without such a variable is not; any other error is returned.
 func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
-	variable := func(name string) (string, bool, error) {
-		var v sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT @@global.`+name).Scan(&v)
-		if mysqlErrno(err) == erUnknownSystemVariable {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, fmt.Errorf("reading @@global.%s: %w", name, err)
-		}
-		return v.String, true, nil
+	v, ok, err := serverVariable(ctx, tx, "global.wsrep_on")
+	if err != nil || (ok && isOn(v)) {
+		return ok && isOn(v), err
 	}
-	on := func(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
-	v, ok, err := variable("wsrep_on")
-	if err != nil || (ok && on(v)) {
-		return ok && on(v), err
-	}
-	v, ok, err = variable("group_replication_single_primary_mode")
+	v, ok, err = serverVariable(ctx, tx, "global.group_replication_single_primary_mode")
 	if err != nil {
 		return false, err
 	}
-	return ok && !on(v), nil
+	return ok && !isOn(v), nil
 }
 
 // check runs the fence's check in tx and returns sql.ErrNoRows when the

@@ -338,27 +338,20 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
 			ErrUnsupportedTopology, why)
 	}
-	// variable reads a global variable; ok is false when the server has no
-	// such variable (not that kind of server).
-	variable := func(name string) (val string, ok bool, err error) {
-		var v sql.NullString
-		err = db.QueryRowContext(ctx, `SELECT @@global.`+name).Scan(&v)
-		if mysqlErrno(err) == erUnknownSystemVariable {
-			return "", false, nil
-		}
+	variable := func(name string) (string, bool, error) {
+		v, ok, err := serverVariable(ctx, db, "global."+name)
 		if err != nil {
-			return "", false, fmt.Errorf("election: checking the topology (@@global.%s): %w", name, err)
+			return "", false, fmt.Errorf("election: checking the topology: %w", err)
 		}
-		return v.String, true, nil
+		return v, ok, nil
 	}
-	on := func(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
 
 	// Galera: MariaDB Galera Cluster, Percona XtraDB Cluster.
 	v, ok, err := variable("wsrep_on")
 	if err != nil {
 		return err
 	}
-	if ok && on(v) {
+	if ok && isOn(v) {
 		return refuse("the server is a Galera cluster node (wsrep_on=ON)")
 	}
 	v, ok, err = variable("wsrep_provider")
@@ -374,7 +367,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && !on(v) {
+	if ok && !isOn(v) {
 		var online int
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 		var me *mysql.MySQLError

@@ -306,8 +306,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		var tz string
-		_ = db.QueryRowContext(ctx, `SELECT @@session.time_zone`).Scan(&tz)
+		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
 	}
 	return nil
