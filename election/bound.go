@@ -84,6 +84,40 @@ func (b lockBound) wrap(stmt string) string {
 	return stmt
 }
 
+// sessionVar is a session variable and the value (SQL text) a session the
+// library bounds gives it.
+type sessionVar struct{ name, value string }
+
+// secondsVar is a session variable set to n (seconds, or any whole number).
+func secondsVar(name string, n int64) sessionVar {
+	return sessionVar{name, strconv.FormatInt(n, 10)}
+}
+
+// sessionSQL returns set, the statement that gives a session the values of
+// vars. With keep, set first saves the session's own values in user
+// variables (@sqlelect_<name>, evaluated before the assignments that
+// follow) and restore is the statement that puts them back, for a pooled
+// connection that returns to the pool after a bounded while (a Batcher's
+// renewal, a fenced transaction); without keep restore is "" (the lock
+// backend's connection, which never returns to the pool).
+func sessionSQL(keep bool, vars ...sessionVar) (set, restore string) {
+	var sets, restores []string
+	for _, v := range vars {
+		if keep {
+			sets = append(sets, "@sqlelect_"+v.name+" = @@session."+v.name)
+			restores = append(restores, "SESSION "+v.name+" = @sqlelect_"+v.name)
+		}
+	}
+	for _, v := range vars {
+		sets = append(sets, "SESSION "+v.name+" = "+v.value)
+	}
+	set = "SET " + strings.Join(sets, ",\n  ")
+	if keep {
+		restore = "SET " + strings.Join(restores, ",\n  ")
+	}
+	return set, restore
+}
+
 // flavorOf tells the flavour from VERSION(): "10.11.6-MariaDB-…" is
 // MariaDB, "8.0.36", "8.4.2-log" or "9.7.4" MySQL 8.0.3+; anything else
 // (MySQL 5.7, unknown forks) gets no bounds.

@@ -235,3 +235,37 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// TestFencedRestoresSession: a fenced transaction's session may idle at most
+// the lease (whole seconds, rounded up), and the pooled connection gets its
+// own wait_timeout back afterwards.
+func TestFencedRestoresSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	db.SetMaxOpenConns(1) // Fenced must use, and give back, the one connection
+	if _, err := db.ExecContext(ctx, `SET SESSION wait_timeout = 1234`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms)
+VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Table: DefaultTable, Name: "f", ID: "me"}
+	var inside int64
+	err := fenced(ctx, db, cfg, &fenceMode{}, 7, lockBound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&inside)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after int64
+	if err := db.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if inside != 3 || after != 1234 {
+		t.Errorf("wait_timeout %d inside the fenced transaction, %d after; want 3 and 1234", inside, after)
+	}
+}

@@ -1073,7 +1073,8 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	_, err = c.ExecContext(ctx, fmt.Sprintf(`SET SESSION wait_timeout = %d`, leaseSecs))
+	bound, _ := sessionSQL(false, secondsVar("wait_timeout", leaseSecs))
+	_, err = c.ExecContext(ctx, bound)
 	if err == nil {
 		var v string
 		v, _, err = serverVariable(ctx, c, "session.wait_timeout")

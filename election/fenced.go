@@ -127,8 +127,9 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	defer func() { finishFenced(ctx, conn, tx) }()
-	if _, err = conn.ExecContext(ctx, fmt.Sprintf(fencedIdleSQL, max(int64((idle+time.Second-1)/time.Second), 1))); err != nil {
+	idleSQL, restore := sessionSQL(true, secondsVar("wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)))
+	defer func() { finishFenced(ctx, conn, tx, restore) }()
+	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	if tx, err = conn.BeginTx(ctx, nil); err != nil {
@@ -160,7 +161,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 // answering (half-open) that waits until the connection fails; such a
 // finish goes on in the background meanwhile, so that Fenced, and with it
 // OnElected and Run, never wait for it.
-func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
+func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -169,7 +170,7 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
 			ok = tx.Rollback() == nil && ok
 		}
 		if ok {
-			_, err := conn.ExecContext(ctx, fencedRestoreSQL)
+			_, err := conn.ExecContext(ctx, restore)
 			ok = err == nil
 		}
 		if !ok {
@@ -183,13 +184,6 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
 	case <-ctx.Done():
 	}
 }
-
-// fencedIdleSQL bounds the idle time of a fenced transaction's session
-// (seconds), saving the session's own value; fencedRestoreSQL puts it back.
-const (
-	fencedIdleSQL    = `SET @sqlelect_fenced_wait_timeout = @@session.wait_timeout, SESSION wait_timeout = %d`
-	fencedRestoreSQL = `SET SESSION wait_timeout = @sqlelect_fenced_wait_timeout`
-)
 
 // Fenced runs fn in a transaction of the candidate's database that first
 // checks, inside the transaction, that this candidate still leads with its

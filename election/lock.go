@@ -236,8 +236,9 @@ func (b *lockBackend) prepare(lock userLock) {
 	// state the application left on it: its clock (timestamp) and time
 	// zone are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d, timestamp = DEFAULT, time_zone = '+00:00'`,
-		secs, secs, wait, wait)
+	s.session, _ = sessionSQL(false, secondsVar("wait_timeout", secs), secondsVar("interactive_timeout", secs),
+		secondsVar("innodb_lock_wait_timeout", wait), secondsVar("lock_wait_timeout", wait),
+		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
