@@ -281,14 +281,18 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	if err != nil {
 		return nil, err
 	}
-	var rows []recordRow
 	query, args := read.bind(params{Names: names})
-	if err := b.db.SelectContext(ctx, &rows, query, args...); err != nil {
+	rows, err := b.db.QueryContext(ctx, query, args...)
+	if err != nil {
 		return nil, classify(err, b.table)
 	}
-	byName := make(map[string]Record, len(rows))
-	for _, r := range rows {
-		byName[r.Anchor] = r.record()
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, classify(err, b.table)
+	}
+	byName := make(map[string]Record, len(recs))
+	for _, r := range recs {
+		byName[r.Election] = r
 	}
 	out := make([]readResult, len(names))
 	for i, n := range names {

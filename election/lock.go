@@ -440,15 +440,14 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
-	var row recordRow
-	err = c.GetContext(ctx, &row, b.sql.read)
+	err = rec.scan(c.QueryRowContext(ctx, b.sql.read))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
 	if err != nil {
 		return Record{}, false, err
 	}
-	return row.record(), true, nil
+	return rec, true, nil
 }
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection
