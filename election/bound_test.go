@@ -190,12 +190,7 @@ func TestLockBoundOnServer(t *testing.T) {
 // session and gives the connection back to the pool with the session's own
 // values.
 func TestBatcherRestoresSession(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	db.SetMaxOpenConns(1) // the batch must use, and give back, the one connection
+	ctx, db := oneConnDB(t)
 	read := func() (w, ilwt, lwt int64) {
 		t.Helper()
 		if err := db.QueryRowContext(ctx, `SELECT @@session.wait_timeout, @@session.innodb_lock_wait_timeout, @@session.lock_wait_timeout`).Scan(&w, &ilwt, &lwt); err != nil {
@@ -240,12 +235,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 // the lease (whole seconds, rounded up), and the pooled connection gets its
 // own wait_timeout back afterwards.
 func TestFencedRestoresSession(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	db.SetMaxOpenConns(1) // Fenced must use, and give back, the one connection
+	ctx, db := oneConnDB(t)
 	if _, err := db.ExecContext(ctx, `SET SESSION wait_timeout = 1234`); err != nil {
 		t.Fatal(err)
 	}
@@ -268,4 +258,17 @@ VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
 	if inside != 3 || after != 1234 {
 		t.Errorf("wait_timeout %d inside the fenced transaction, %d after; want 3 and 1234", inside, after)
 	}
+}
+
+// oneConnDB returns a context with a deadline and a migrated test database
+// whose pool holds one connection: what the test runs after a library call
+// runs on the session that call used and gave back.
+func oneConnDB(t *testing.T) (context.Context, *sql.DB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	db.SetMaxOpenConns(1)
+	return ctx, db
 }
