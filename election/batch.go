@@ -152,8 +152,8 @@ func (b *Batcher) prepareSQL() {
 	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := lockWaitSecs(b.opts.QueryTimeout)
-	b.boundSQL, b.restoreSQL = sessionSQL(true, secondsVar("wait_timeout", n),
-		secondsVar("innodb_lock_wait_timeout", n), secondsVar("lock_wait_timeout", n))
+	b.boundSQL, b.restoreSQL = sessionSQL(true, sessionVar{"wait_timeout", n},
+		sessionVar{"innodb_lock_wait_timeout", n}, sessionVar{"lock_wait_timeout", n})
 }
 
 // renew renews term of candidate id in election name if the row still says

@@ -84,13 +84,11 @@ func (b lockBound) wrap(stmt string) string {
 	return stmt
 }
 
-// sessionVar is a session variable and the value (SQL text) a session the
-// library bounds gives it.
-type sessionVar struct{ name, value string }
-
-// secondsVar is a session variable set to n (seconds, or any whole number).
-func secondsVar(name string, n int64) sessionVar {
-	return sessionVar{name, strconv.FormatInt(n, 10)}
+// sessionVar is a session variable and the value a session the library
+// bounds gives it: a number, or SQL text (DEFAULT, a quoted string).
+type sessionVar struct {
+	name  string
+	value any
 }
 
 // sessionSQL returns set, the statement that gives a session the values of
@@ -109,7 +107,7 @@ func sessionSQL(keep bool, vars ...sessionVar) (set, restore string) {
 		}
 	}
 	for _, v := range vars {
-		sets = append(sets, "SESSION "+v.name+" = "+v.value)
+		sets = append(sets, fmt.Sprintf("SESSION %s = %v", v.name, v.value))
 	}
 	set = "SET " + strings.Join(sets, ",\n  ")
 	if keep {
@@ -149,6 +147,25 @@ func flavorOf(version string) serverFlavor {
 type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
+
+// serverVariable reads the server variable name, with its scope
+// (global.wsrep_on, session.wait_timeout), through q: its value (NULL reads
+// as ""), and ok false when the server has no such variable (it is not that
+// kind of server). It is the library's one reader of server variables.
+func serverVariable(ctx context.Context, q rowQuerier, name string) (val string, ok bool, err error) {
+	var v sql.NullString
+	err = q.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
+	if mysqlErrno(err) == erUnknownSystemVariable {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading @@%s: %w", name, err)
+	}
+	return v.String, true, nil
+}
+
+// isOn reports whether a boolean variable's value is on.
+func isOn(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
 
 // detectBound reads the server's VERSION() with q and returns the bound of d
 // for its flavour.

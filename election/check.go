@@ -1073,7 +1073,7 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	bound, _ := sessionSQL(false, secondsVar("wait_timeout", leaseSecs))
+	bound, _ := sessionSQL(false, sessionVar{"wait_timeout", leaseSecs})
 	_, err = c.ExecContext(ctx, bound)
 	if err == nil {
 		var v string

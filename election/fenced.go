@@ -127,7 +127,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	idleSQL, restore := sessionSQL(true, secondsVar("wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)))
+	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)})
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)

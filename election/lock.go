@@ -236,8 +236,8 @@ func (b *lockBackend) prepare(lock userLock) {
 	// state the application left on it: its clock (timestamp) and time
 	// zone are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	s.session, _ = sessionSQL(false, secondsVar("wait_timeout", secs), secondsVar("interactive_timeout", secs),
-		secondsVar("innodb_lock_wait_timeout", wait), secondsVar("lock_wait_timeout", wait),
+	s.session, _ = sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
+		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
 		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`

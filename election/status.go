@@ -25,9 +25,14 @@ const recordColumns = `anchor, service_id, term,
 // scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 	*r = Record{}
-	return row.Scan(&r.Election, &r.ID, &r.Term, unixColumn{&r.Since}, unixColumn{&r.LastRenewal},
-		durationColumn{&r.Lease, time.Millisecond}, &r.Released, &r.Acquired, &r.Value, &r.Backend, &r.ConnectionID,
-		transferColumn{r}, &r.Priority, durationColumn{&r.LeaseLeft, time.Microsecond})
+	return row.Scan(&r.Election, &r.ID, &r.Term,
+		scanned[string](func(s sql.Null[string]) { r.Since = unixDecimal(s.V) }),
+		scanned[string](func(s sql.Null[string]) { r.LastRenewal = unixDecimal(s.V) }),
+		scanned[int64](func(ms sql.Null[int64]) { r.Lease = time.Duration(ms.V) * time.Millisecond }),
+		&r.Released, &r.Acquired, &r.Value, &r.Backend, &r.ConnectionID,
+		scanned[string](func(to sql.Null[string]) { r.Transfer, r.TransferTo = to.Valid, to.V }),
+		&r.Priority,
+		scanned[int64](func(us sql.Null[int64]) { r.LeaseLeft = time.Duration(us.V) * time.Microsecond }))
 }
 
 // scanRecords reads the rows selected by recordColumns, and closes them.
@@ -44,36 +49,14 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 	return out, rows.Err()
 }
 
-// unixColumn scans decimal Unix seconds (see unixDecimal) into a time.
-type unixColumn struct{ t *time.Time }
+// scanned is a sql.Scanner that hands a column's value, or its NULL, to a
+// function.
+type scanned[T any] func(sql.Null[T])
 
-func (c unixColumn) Scan(src any) error {
-	var s sql.NullString
-	err := s.Scan(src)
-	*c.t = unixDecimal(s.String)
-	return err
-}
-
-// durationColumn scans a whole number of units into a duration.
-type durationColumn struct {
-	d    *time.Duration
-	unit time.Duration
-}
-
-func (c durationColumn) Scan(src any) error {
-	var n sql.NullInt64
-	err := n.Scan(src)
-	*c.d = time.Duration(n.Int64) * c.unit
-	return err
-}
-
-// transferColumn scans transfer_to into Transfer (not NULL) and TransferTo.
-type transferColumn struct{ r *Record }
-
-func (c transferColumn) Scan(src any) error {
-	var s sql.NullString
-	err := s.Scan(src)
-	c.r.Transfer, c.r.TransferTo = s.Valid, s.String
+func (f scanned[T]) Scan(src any) error {
+	var v sql.Null[T]
+	err := v.Scan(src)
+	f(v)
 	return err
 }
 
