@@ -272,3 +272,35 @@ func oneConnDB(t *testing.T) (context.Context, *sql.DB) {
 	db.SetMaxOpenConns(1)
 	return ctx, db
 }
+
+// TestLockHandOffLeavesUnservedDelay: the lock backend's release with an
+// unserved lock delay (without its lock connection: on a pooled one) leaves
+// the row live for that delay, not released, and touches only its own term.
+func TestLockHandOffLeavesUnservedDelay(t *testing.T) {
+	ctx, db := oneConnDB(t)
+	e, err := NewLock(db, Config{Name: "handoff", ID: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := e.(*candidate).b.(*lockBackend)
+	if err := lb.preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, backend)
+VALUES ('handoff', 'me', NOW(6), 7, NOW(6), 60000, 'lock')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, hold := range []uint64{8, 7} { // another term's hand-off is a no-op
+		if err := lb.release(ctx, hold, 2500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := Status(ctx, db, "", "handoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ID != "me" || rec.Term != 7 || rec.Released || rec.Transfer || rec.Lease != 2500*time.Millisecond ||
+		rec.LeaseLeft <= 0 || rec.LeaseLeft > 2500*time.Millisecond {
+		t.Errorf("after the hand-off: %+v; want term 7 live for 2.5 s, not released", rec)
+	}
+}
