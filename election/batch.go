@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,12 +136,6 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	return b, nil
 }
 
-// batchSessionVars are the session variables a renewal's connection bounds
-// (boundSQL) and puts back (restoreSQL).
-func batchSessionVars() []string {
-	return []string{"wait_timeout", "innodb_lock_wait_timeout", "lock_wait_timeout"}
-}
-
 // prepareSQL builds the statements once.
 func (b *Batcher) prepareSQL() {
 	tbl := quoteTable(b.table)
@@ -159,14 +152,8 @@ func (b *Batcher) prepareSQL() {
 	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := lockWaitSecs(b.opts.QueryTimeout)
-	var save, set, restore []string
-	for _, v := range batchSessionVars() {
-		save = append(save, fmt.Sprintf("@sqlelect_%s = @@session.%s", v, v))
-		set = append(set, fmt.Sprintf("SESSION %s = %d", v, n))
-		restore = append(restore, fmt.Sprintf("SESSION %s = @sqlelect_%s", v, v))
-	}
-	b.boundSQL = "SET " + strings.Join(append(save, set...), ",\n  ")
-	b.restoreSQL = "SET " + strings.Join(restore, ",\n  ")
+	b.boundSQL, b.restoreSQL = sessionSQL(true, sessionVar{"wait_timeout", n},
+		sessionVar{"innodb_lock_wait_timeout", n}, sessionVar{"lock_wait_timeout", n})
 }
 
 // renew renews term of candidate id in election name if the row still says
@@ -294,14 +281,18 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	if err != nil {
 		return nil, err
 	}
-	var rows []recordRow
 	query, args := read.bind(params{Names: names})
-	if err := b.db.SelectContext(ctx, &rows, query, args...); err != nil {
+	rows, err := b.db.QueryContext(ctx, query, args...)
+	if err != nil {
 		return nil, classify(err, b.table)
 	}
-	byName := make(map[string]Record, len(rows))
-	for _, r := range rows {
-		byName[r.Anchor] = r.record()
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, classify(err, b.table)
+	}
+	byName := make(map[string]Record, len(recs))
+	for _, r := range recs {
+		byName[r.Election] = r
 	}
 	out := make([]readResult, len(names))
 	for i, n := range names {

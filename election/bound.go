@@ -84,6 +84,38 @@ func (b lockBound) wrap(stmt string) string {
 	return stmt
 }
 
+// sessionVar is a session variable and the value a session the library
+// bounds gives it: a number, or SQL text (DEFAULT, a quoted string).
+type sessionVar struct {
+	name  string
+	value any
+}
+
+// sessionSQL returns set, the statement that gives a session the values of
+// vars. With keep, set first saves the session's own values in user
+// variables (@sqlelect_<name>, evaluated before the assignments that
+// follow) and restore is the statement that puts them back, for a pooled
+// connection that returns to the pool after a bounded while (a Batcher's
+// renewal, a fenced transaction); without keep restore is "" (the lock
+// backend's connection, which never returns to the pool).
+func sessionSQL(keep bool, vars ...sessionVar) (set, restore string) {
+	var sets, restores []string
+	for _, v := range vars {
+		if keep {
+			sets = append(sets, "@sqlelect_"+v.name+" = @@session."+v.name)
+			restores = append(restores, "SESSION "+v.name+" = @sqlelect_"+v.name)
+		}
+	}
+	for _, v := range vars {
+		sets = append(sets, fmt.Sprintf("SESSION %s = %v", v.name, v.value))
+	}
+	set = "SET " + strings.Join(sets, ",\n  ")
+	if keep {
+		restore = "SET " + strings.Join(restores, ",\n  ")
+	}
+	return set, restore
+}
+
 // flavorOf tells the flavour from VERSION(): "10.11.6-MariaDB-…" is
 // MariaDB, "8.0.36", "8.4.2-log" or "9.7.4" MySQL 8.0.3+; anything else
 // (MySQL 5.7, unknown forks) gets no bounds.
@@ -115,6 +147,25 @@ func flavorOf(version string) serverFlavor {
 type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
+
+// serverVariable reads the server variable name, with its scope
+// (global.wsrep_on, session.wait_timeout), through q: its value (NULL reads
+// as ""), and ok false when the server has no such variable (it is not that
+// kind of server). It is the library's one reader of server variables.
+func serverVariable(ctx context.Context, q rowQuerier, name string) (val string, ok bool, err error) {
+	var v sql.NullString
+	err = q.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
+	if mysqlErrno(err) == erUnknownSystemVariable {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading @@%s: %w", name, err)
+	}
+	return v.String, true, nil
+}
+
+// isOn reports whether a boolean variable's value is on.
+func isOn(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
 
 // detectBound reads the server's VERSION() with q and returns the bound of d
 // for its flavour.

@@ -127,8 +127,9 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fencedSQL, fencedArgs := bound.stmt(fencedCheckSQL(quoteTable(DefaultTable))).bind(params{Name: "bound", Me: "me", Hold: term})
 	var one int
-	if err := tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one); err != nil {
+	if err := tx.QueryRowContext(ctx, fencedSQL, fencedArgs...).Scan(&one); err != nil {
 		t.Fatalf("fenced check: %v", err)
 	}
 	if err := tx.Rollback(); err != nil {
@@ -164,7 +165,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ftx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(DefaultTable))), "bound", "me", term).Scan(&one)
+	err = ftx.QueryRowContext(ctx, fencedSQL, fencedArgs...).Scan(&one)
 	took := time.Since(start)
 	_ = ftx.Rollback()
 	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).
@@ -189,12 +190,7 @@ func TestLockBoundOnServer(t *testing.T) {
 // session and gives the connection back to the pool with the session's own
 // values.
 func TestBatcherRestoresSession(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	db.SetMaxOpenConns(1) // the batch must use, and give back, the one connection
+	ctx, db := oneConnDB(t)
 	read := func() (w, ilwt, lwt int64) {
 		t.Helper()
 		if err := db.QueryRowContext(ctx, `SELECT @@session.wait_timeout, @@session.innodb_lock_wait_timeout, @@session.lock_wait_timeout`).Scan(&w, &ilwt, &lwt); err != nil {
@@ -232,5 +228,79 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 	}
 	if _, err := b.execRead(ctx, []string{"s0"}); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		t.Fatal(err)
+	}
+}
+
+// TestFencedRestoresSession: a fenced transaction's session may idle at most
+// the lease (whole seconds, rounded up), and the pooled connection gets its
+// own wait_timeout back afterwards.
+func TestFencedRestoresSession(t *testing.T) {
+	ctx, db := oneConnDB(t)
+	if _, err := db.ExecContext(ctx, `SET SESSION wait_timeout = 1234`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms)
+VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Table: DefaultTable, Name: "f", ID: "me"}
+	var inside int64
+	err := fenced(ctx, db, cfg, &fenceMode{}, 7, lockBound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&inside)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after int64
+	if err := db.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if inside != 3 || after != 1234 {
+		t.Errorf("wait_timeout %d inside the fenced transaction, %d after; want 3 and 1234", inside, after)
+	}
+}
+
+// oneConnDB returns a context with a deadline and a migrated test database
+// whose pool holds one connection: what the test runs after a library call
+// runs on the session that call used and gave back.
+func oneConnDB(t *testing.T) (context.Context, *sql.DB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	db.SetMaxOpenConns(1)
+	return ctx, db
+}
+
+// TestLockHandOffLeavesUnservedDelay: the lock backend's release with an
+// unserved lock delay (without its lock connection: on a pooled one) leaves
+// the row live for that delay, not released, and touches only its own term.
+func TestLockHandOffLeavesUnservedDelay(t *testing.T) {
+	ctx, db := oneConnDB(t)
+	e, err := NewLock(db, Config{Name: "handoff", ID: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := e.(*candidate).b.(*lockBackend)
+	if err := lb.preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, backend)
+VALUES ('handoff', 'me', NOW(6), 7, NOW(6), 60000, 'lock')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, hold := range []uint64{8, 7} { // another term's hand-off is a no-op
+		if err := lb.release(ctx, hold, 2500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := Status(ctx, db, "", "handoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.ID != "me" || rec.Term != 7 || rec.Released || rec.Transfer || rec.Lease != 2500*time.Millisecond ||
+		rec.LeaseLeft <= 0 || rec.LeaseLeft > 2500*time.Millisecond {
+		t.Errorf("after the hand-off: %+v; want term 7 live for 2.5 s, not released", rec)
 	}
 }

@@ -347,15 +347,8 @@ func cmpErr(first, err error) error {
 func (ch *checker) variable(name string) (val string, ok bool, err error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	var v sql.NullString
-	err = ch.db.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
-	if mysqlErrno(err) == erUnknownSystemVariable {
-		return "", false, nil
-	}
-	return v.String, err == nil, err
+	return serverVariable(ctx, ch.db, name)
 }
-
-func isOn(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
 
 // readOnly: a read-only server, or a replica, takes no heartbeat (or, with
 // a privileged user, takes heartbeats that its primary never sees).
@@ -364,7 +357,7 @@ func (ch *checker) readOnly() {
 	for _, v := range []string{"global.read_only", "global.super_read_only"} {
 		val, ok, err := ch.variable(v)
 		if err != nil {
-			ch.unverified(PropReadOnly, both, "@@"+v, err)
+			ch.unverified(PropReadOnly, both, "read_only", err)
 			return
 		}
 		if ok && isOn(val) {
@@ -470,8 +463,7 @@ func (ch *checker) topology() {
 func (ch *checker) timeZone() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	var tz string
-	_ = ch.db.QueryRowContext(ctx, `SELECT @@session.time_zone`).Scan(&tz)
+	tz, _, _ := serverVariable(ctx, ch.db, "session.time_zone")
 	err := checkTimeZone(ctx, ch.db)
 	switch {
 	case errors.Is(err, ErrUnsafeTimeZone):
@@ -1068,7 +1060,7 @@ func (ch *checker) waitTimeout() {
 	leaseSecs := max(int64(math.Ceil(ch.cfg.LeaseDuration.Seconds())), 1)
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly, "@@session.wait_timeout", err)
+		ch.unverified(PropWaitTimeout, lockOnly, "wait_timeout", err)
 		return
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
@@ -1081,9 +1073,12 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	_, err = c.ExecContext(ctx, fmt.Sprintf(`SET SESSION wait_timeout = %d`, leaseSecs))
+	bound, _ := sessionSQL(false, sessionVar{"wait_timeout", leaseSecs})
+	_, err = c.ExecContext(ctx, bound)
 	if err == nil {
-		err = c.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
+		var v string
+		v, _, err = serverVariable(ctx, c, "session.wait_timeout")
+		set, _ = strconv.ParseInt(v, 10, 64)
 	}
 	switch {
 	case err != nil || set != leaseSecs:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"reflect"
 	"time"
 )
 
@@ -257,9 +258,9 @@ type Record struct {
 	LastRenewal time.Time `json:"last_renewal"`
 	// Lease is the holder's lease; LeaseLeft what is left of it by the
 	// database clock (zero or negative once expired). In JSON they are
-	// whole milliseconds, lease_ms and lease_left_ms (see MarshalJSON).
-	Lease     time.Duration `json:"-"`
-	LeaseLeft time.Duration `json:"-"`
+	// whole milliseconds (see MarshalJSON).
+	Lease     time.Duration `json:"lease_ms"`
+	LeaseLeft time.Duration `json:"lease_left_ms"`
 	// Released is true once the holder resigned cleanly.
 	Released bool `json:"released"`
 	// Acquired says how the term began: insert, expired, released,
@@ -285,45 +286,48 @@ type Record struct {
 	Priority int `json:"priority"`
 }
 
-// recordJSON is Record's JSON form: durations as whole milliseconds, with
-// the unit in the name.
-type recordJSON struct {
-	Election     string    `json:"election"`
-	ID           string    `json:"id"`
-	Term         uint64    `json:"term"`
-	Since        time.Time `json:"since"`
-	LastRenewal  time.Time `json:"last_renewal"`
-	LeaseMS      int64     `json:"lease_ms"`
-	LeaseLeftMS  int64     `json:"lease_left_ms"`
-	Released     bool      `json:"released"`
-	Acquired     string    `json:"acquired"`
-	Value        string    `json:"value"`
-	Backend      string    `json:"backend"`
-	ConnectionID uint64    `json:"connection_id,omitempty"`
-	Transfer     bool      `json:"transfer,omitempty"`
-	TransferTo   string    `json:"transfer_to,omitempty"`
-	Priority     int       `json:"priority"`
-}
+// recordJSON is the type Record's JSON goes through: Record's fields, names
+// and tags, with each time.Duration an int64 of whole milliseconds.
+var recordJSON = func() reflect.Type {
+	t := reflect.TypeFor[Record]()
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		fields[i] = t.Field(i)
+		if fields[i].Type == reflect.TypeFor[time.Duration]() {
+			fields[i].Type = reflect.TypeFor[int64]()
+		}
+	}
+	return reflect.StructOf(fields)
+}()
 
-// MarshalJSON encodes r with Lease and LeaseLeft as lease_ms and
-// lease_left_ms, whole milliseconds (truncated toward zero).
+// MarshalJSON encodes r by its fields' tags, with Lease and LeaseLeft in
+// whole milliseconds (truncated toward zero).
 func (r Record) MarshalJSON() ([]byte, error) {
-	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
-		LastRenewal: r.LastRenewal, LeaseMS: r.Lease.Milliseconds(), LeaseLeftMS: r.LeaseLeft.Milliseconds(),
-		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend, ConnectionID: r.ConnectionID,
-		Transfer: r.Transfer, TransferTo: r.TransferTo, Priority: r.Priority})
+	v, j := reflect.ValueOf(r), reflect.New(recordJSON).Elem()
+	for i := range v.NumField() {
+		if d, ok := v.Field(i).Interface().(time.Duration); ok {
+			j.Field(i).SetInt(d.Milliseconds())
+		} else {
+			j.Field(i).Set(v.Field(i))
+		}
+	}
+	return json.Marshal(j.Interface())
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	var j recordJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	j := reflect.New(recordJSON)
+	if err := json.Unmarshal(b, j.Interface()); err != nil {
 		return err
 	}
-	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
-		Lease: time.Duration(j.LeaseMS) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeftMS) * time.Millisecond,
-		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend, ConnectionID: j.ConnectionID,
-		Transfer: j.Transfer, TransferTo: j.TransferTo, Priority: j.Priority}
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if f := j.Elem().Field(i); v.Field(i).Type() == reflect.TypeFor[time.Duration]() {
+			v.Field(i).SetInt(f.Int() * int64(time.Millisecond))
+		} else {
+			v.Field(i).Set(f)
+		}
+	}
 	return nil
 }
 

@@ -6,17 +6,23 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 )
 
+// fencedCond matches election :name's row while it names the candidate
+// (:me) with the term :hold and a live lease, on a session whose clock is
+// trusted.
+const fencedCond = `anchor = :name AND ` + holdsCond + `
+  AND ` + liveSQL + ` AND ` + sessionClockSQL
+
 // fencedCheckSQL locks the election's row in share mode and matches it only
-// while it names this candidate with the given term and a live lease. The
-// share lock makes any takeover (which must update the row) wait until the
-// transaction ends. LOCK IN SHARE MODE works on MySQL 8 and MariaDB alike.
-const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND ` + liveSQL + ` AND ` + sessionClockSQL + ` LOCK IN SHARE MODE`
+// under fencedCond. The share lock makes any takeover (which must update the
+// row) wait until the transaction ends. LOCK IN SHARE MODE works on MySQL 8
+// and MariaDB alike.
+func fencedCheckSQL(tbl string) string {
+	return `SELECT 1 FROM ` + tbl + ` WHERE ` + fencedCond + ` LOCK IN SHARE MODE`
+}
 
 // fencedWriteSQL is the check on a certification-based cluster (Galera,
 // Group Replication multi-primary), where a share lock is local to one node
@@ -29,9 +35,10 @@ const fencedCheckSQL = `SELECT 1 FROM %s WHERE anchor = ? AND service_id = ? AND
 // last_seen_active forward extends the lease by the database clock only:
 // the leader's own deadline is unchanged, so this is never unsafe; it can
 // delay a takeover after the leader's last fenced commit by up to one lease.
-const fencedWriteSQL = `UPDATE %s SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
-WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0
-  AND ` + liveSQL + ` AND ` + sessionClockSQL
+func fencedWriteSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
+WHERE ` + fencedCond
+}
 
 // fenceMode says how Fenced checks the term on a candidate's server:
 // fenceUnknown until the first Fenced call found out, then fenceShare (one
@@ -50,27 +57,15 @@ const (
 // multi-primary mode), where only writes conflict across nodes. A server
 // without such a variable is not; any other error is returned.
 func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
-	variable := func(name string) (string, bool, error) {
-		var v sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT @@global.`+name).Scan(&v)
-		if mysqlErrno(err) == erUnknownSystemVariable {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, fmt.Errorf("reading @@global.%s: %w", name, err)
-		}
-		return v.String, true, nil
+	v, ok, err := serverVariable(ctx, tx, "global.wsrep_on")
+	if err != nil || (ok && isOn(v)) {
+		return ok && isOn(v), err
 	}
-	on := func(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
-	v, ok, err := variable("wsrep_on")
-	if err != nil || (ok && on(v)) {
-		return ok && on(v), err
-	}
-	v, ok, err = variable("group_replication_single_primary_mode")
+	v, ok, err = serverVariable(ctx, tx, "global.group_replication_single_primary_mode")
 	if err != nil {
 		return false, err
 	}
-	return ok && !on(v), nil
+	return ok && !isOn(v), nil
 }
 
 // check runs the fence's check in tx and returns sql.ErrNoRows when the
@@ -89,8 +84,10 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		}
 		m.v.Store(mode)
 	}
+	p := params{Name: cfg.Name, Me: cfg.ID, Hold: term}
 	if mode == fenceWrite {
-		res, err := tx.ExecContext(ctx, bound.wrap(fmt.Sprintf(fencedWriteSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term)
+		query, args := bound.stmt(fencedWriteSQL(quoteTable(cfg.Table))).bind(p)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -102,7 +99,8 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		return nil
 	}
 	var one int
-	return tx.QueryRowContext(ctx, bound.wrap(fmt.Sprintf(fencedCheckSQL, quoteTable(cfg.Table))), cfg.Name, cfg.ID, term).Scan(&one)
+	query, args := bound.stmt(fencedCheckSQL(quoteTable(cfg.Table))).bind(p)
+	return tx.QueryRowContext(ctx, query, args...).Scan(&one)
 }
 
 // fenced runs fn in a transaction on db that first checks, under a share
@@ -129,8 +127,9 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	defer func() { finishFenced(ctx, conn, tx) }()
-	if _, err = conn.ExecContext(ctx, fmt.Sprintf(fencedIdleSQL, max(int64((idle+time.Second-1)/time.Second), 1))); err != nil {
+	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)})
+	defer func() { finishFenced(ctx, conn, tx, restore) }()
+	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	if tx, err = conn.BeginTx(ctx, nil); err != nil {
@@ -162,7 +161,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 // answering (half-open) that waits until the connection fails; such a
 // finish goes on in the background meanwhile, so that Fenced, and with it
 // OnElected and Run, never wait for it.
-func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
+func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -171,7 +170,7 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
 			ok = tx.Rollback() == nil && ok
 		}
 		if ok {
-			_, err := conn.ExecContext(ctx, fencedRestoreSQL)
+			_, err := conn.ExecContext(ctx, restore)
 			ok = err == nil
 		}
 		if !ok {
@@ -185,13 +184,6 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx) {
 	case <-ctx.Done():
 	}
 }
-
-// fencedIdleSQL bounds the idle time of a fenced transaction's session
-// (seconds), saving the session's own value; fencedRestoreSQL puts it back.
-const (
-	fencedIdleSQL    = `SET @sqlelect_fenced_wait_timeout = @@session.wait_timeout, SESSION wait_timeout = %d`
-	fencedRestoreSQL = `SET SESSION wait_timeout = @sqlelect_fenced_wait_timeout`
-)
 
 // Fenced runs fn in a transaction of the candidate's database that first
 // checks, inside the transaction, that this candidate still leads with its

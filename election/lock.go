@@ -236,8 +236,9 @@ func (b *lockBackend) prepare(lock userLock) {
 	// state the application left on it: its clock (timestamp) and time
 	// zone are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	s.session = fmt.Sprintf(`SET SESSION wait_timeout = %d, interactive_timeout = %d, innodb_lock_wait_timeout = %d, lock_wait_timeout = %d, timestamp = DEFAULT, time_zone = '+00:00'`,
-		secs, secs, wait, wait)
+	s.session, _ = sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
+		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
+		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
@@ -279,10 +280,11 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	// giveUp): on a session whose clock is trusted only.
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
-	handOff := `UPDATE ` + tbl + ` SET ` + handOffSet + held
+	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
 	s.release = func(hold uint64, unserved time.Duration) lockStmt {
 		if unserved > 0 {
-			return lockStmt{handOff, []any{max(ceilMillis(unserved), b.adopt), cfg.ID, hold}}
+			query, args := handOff.bind(params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(ceilMillis(unserved), b.adopt)})
+			return lockStmt{query, args}
 		}
 		return lockStmt{release, []any{cfg.ID, hold}}
 	}
@@ -337,27 +339,20 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
 			ErrUnsupportedTopology, why)
 	}
-	// variable reads a global variable; ok is false when the server has no
-	// such variable (not that kind of server).
-	variable := func(name string) (val string, ok bool, err error) {
-		var v sql.NullString
-		err = db.QueryRowContext(ctx, `SELECT @@global.`+name).Scan(&v)
-		if mysqlErrno(err) == erUnknownSystemVariable {
-			return "", false, nil
-		}
+	variable := func(name string) (string, bool, error) {
+		v, ok, err := serverVariable(ctx, db, "global."+name)
 		if err != nil {
-			return "", false, fmt.Errorf("election: checking the topology (@@global.%s): %w", name, err)
+			return "", false, fmt.Errorf("election: checking the topology: %w", err)
 		}
-		return v.String, true, nil
+		return v, ok, nil
 	}
-	on := func(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
 
 	// Galera: MariaDB Galera Cluster, Percona XtraDB Cluster.
 	v, ok, err := variable("wsrep_on")
 	if err != nil {
 		return err
 	}
-	if ok && on(v) {
+	if ok && isOn(v) {
 		return refuse("the server is a Galera cluster node (wsrep_on=ON)")
 	}
 	v, ok, err = variable("wsrep_provider")
@@ -373,7 +368,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && !on(v) {
+	if ok && !isOn(v) {
 		var online int
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 		var me *mysql.MySQLError
@@ -445,15 +440,14 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
-	var row recordRow
-	err = c.GetContext(ctx, &row, b.sql.read)
+	err = rec.scan(c.QueryRowContext(ctx, b.sql.read))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
 	if err != nil {
 		return Record{}, false, err
 	}
-	return row.record(), true, nil
+	return rec, true, nil
 }
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection

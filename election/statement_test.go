@@ -203,7 +203,7 @@ ON DUPLICATE KEY UPDATE
   priority = IF(` + change + `, ?, priority)`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
-	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET ` + handOffSet + ` WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
+	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
 	peekSQL := `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value

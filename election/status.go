@@ -12,26 +12,9 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// recordRow is a row of the election table as selected by recordColumns.
-// Timestamps come as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP
-// column is exact and needs no time zone), so the DSN needs no parseTime.
-type recordRow struct {
-	Anchor       string         `db:"anchor"`
-	ServiceID    string         `db:"service_id"`
-	Term         uint64         `db:"term"`
-	Since        string         `db:"since"`
-	LastSeen     string         `db:"last_seen"`
-	LeaseMS      int64          `db:"lease_ms"`
-	Released     bool           `db:"released"`
-	Acquired     string         `db:"acquired"`
-	Value        string         `db:"value"`
-	Backend      string         `db:"backend"`
-	ConnectionID uint64         `db:"connection_id"`
-	LeftUS       int64          `db:"left_us"`
-	TransferTo   sql.NullString `db:"transfer_to"`
-	Priority     int            `db:"priority"`
-}
-
+// recordColumns select an election's row for Record.scan. Timestamps come
+// as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP column is exact and
+// needs no time zone), so the DSN needs no parseTime.
 const recordColumns = `anchor, service_id, term,
   CAST(UNIX_TIMESTAMP(term_started_at) AS CHAR) AS since,
   CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
@@ -39,24 +22,42 @@ const recordColumns = `anchor, service_id, term,
   COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
   TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
 
-func (r recordRow) record() Record {
-	return Record{
-		Election:     r.Anchor,
-		ID:           r.ServiceID,
-		Term:         r.Term,
-		Since:        unixDecimal(r.Since),
-		LastRenewal:  unixDecimal(r.LastSeen),
-		Lease:        time.Duration(r.LeaseMS) * time.Millisecond,
-		LeaseLeft:    time.Duration(r.LeftUS) * time.Microsecond,
-		Released:     r.Released,
-		Acquired:     r.Acquired,
-		Value:        r.Value,
-		Backend:      r.Backend,
-		ConnectionID: r.ConnectionID,
-		Transfer:     r.TransferTo.Valid,
-		TransferTo:   r.TransferTo.String,
-		Priority:     r.Priority,
+// scan reads into r a row selected by recordColumns.
+func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
+	*r = Record{}
+	return row.Scan(&r.Election, &r.ID, &r.Term,
+		scanned[string](func(s sql.Null[string]) { r.Since = unixDecimal(s.V) }),
+		scanned[string](func(s sql.Null[string]) { r.LastRenewal = unixDecimal(s.V) }),
+		scanned[int64](func(ms sql.Null[int64]) { r.Lease = time.Duration(ms.V) * time.Millisecond }),
+		&r.Released, &r.Acquired, &r.Value, &r.Backend, &r.ConnectionID,
+		scanned[string](func(to sql.Null[string]) { r.Transfer, r.TransferTo = to.Valid, to.V }),
+		&r.Priority,
+		scanned[int64](func(us sql.Null[int64]) { r.LeaseLeft = time.Duration(us.V) * time.Microsecond }))
+}
+
+// scanRecords reads the rows selected by recordColumns, and closes them.
+func scanRecords(rows *sql.Rows) ([]Record, error) {
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		if err := r.scan(rows); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
+	return out, rows.Err()
+}
+
+// scanned is a sql.Scanner that hands a column's value, or its NULL, to a
+// function.
+type scanned[T any] func(sql.Null[T])
+
+func (f scanned[T]) Scan(src any) error {
+	var v sql.Null[T]
+	err := v.Scan(src)
+	f(v)
+	return err
 }
 
 // unixDecimal parses "1763790000.123456" as a UTC time; "" gives zero.
@@ -90,15 +91,14 @@ func Status(ctx context.Context, db *sql.DB, table, name string) (Record, error)
 }
 
 func readRecord(ctx context.Context, db *sqlx.DB, table, name string) (Record, error) {
-	var row recordRow
-	err := db.GetContext(ctx, &row, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name)
+	var rec Record
+	err := rec.scan(db.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}
 	if err != nil {
 		return Record{}, classify(err, table)
 	}
-	rec := row.record()
 	if !rec.Live() {
 		return rec, fmt.Errorf("%w: %q: lease of %q %s", ErrNoLiveLease, name, rec.ID, deadState(rec))
 	}
@@ -124,14 +124,16 @@ func List(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
-	var rows []recordRow
-	if err := sqlx.NewDb(db, "mysql").SelectContext(ctx, &rows,
-		"SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor"); err != nil {
+	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
+	if err != nil {
 		return nil, classify(err, table)
 	}
-	out := make([]Record, len(rows))
-	for i, r := range rows {
-		out[i] = r.record()
+	out, err := scanRecords(rows)
+	if err != nil {
+		return nil, classify(err, table)
+	}
+	if out == nil {
+		out = []Record{}
 	}
 	return out, nil
 }

@@ -306,8 +306,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		var tz string
-		_ = db.QueryRowContext(ctx, `SELECT @@session.time_zone`).Scan(&tz)
+		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
 	}
 	return nil
@@ -459,10 +458,6 @@ const handOffSets = `last_seen_active = ` + clockSQL + `, lease_ms = :lease, tra
 // row's lease, :lease milliseconds from now by the database clock (the
 // transfer window), runs out. See reservedCond.
 const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + clockSQL + `, lease_ms = :lease`
-
-// handOffSet is handOffSets with a positional placeholder, for the lock
-// backend's statements (lock.go), which are not compiled by compileStmt.
-const handOffSet = `last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL`
 
 func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
 	s, p := t.stmts.release, t.params(hold)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sqlelect/sqlelect/internal/adoption"
 )
 
 // Table is the table the embedded migrations manage.
@@ -37,23 +39,21 @@ var (
 )
 
 // Kind classifies what a database holds under the name service_election.
-type Kind int
+type Kind = adoption.Kind
 
 // The kinds of layout Inspect reports.
 const (
-	KindMissing  Kind = iota // no such table
-	KindSqlelect             // sqlelect's table (every column of version 1, maybe more)
-	KindRecipe               // the recipe's table: anchor (integer, primary key), service_id (string), last_seen_active (timestamp), nothing else
-	KindForeign              // anything else
+	KindMissing  = adoption.KindMissing  // no such table
+	KindSqlelect = adoption.KindSqlelect // sqlelect's table (every column of version 1, maybe more)
+	KindRecipe   = adoption.KindRecipe   // the recipe's table: anchor (integer, primary key), service_id (string), last_seen_active (timestamp), nothing else
+	KindForeign  = adoption.KindForeign  // anything else
 )
 
-// Column is a column as information_schema.COLUMNS describes it.
-type Column struct {
-	Name string // COLUMN_NAME
-	Type string // COLUMN_TYPE, e.g. "tinyint(3) unsigned"
-	Data string // DATA_TYPE, e.g. "tinyint"
-	Key  string // COLUMN_KEY: "PRI" for a primary key column
-}
+// Column is a column as information_schema.COLUMNS describes it: Name
+// (COLUMN_NAME), Type (COLUMN_TYPE, e.g. "tinyint(3) unsigned"), Data
+// (DATA_TYPE, e.g. "tinyint") and Key (COLUMN_KEY: "PRI" for a primary key
+// column).
+type Column = adoption.Column
 
 // Layout is the table's columns, in order, and what they make it.
 type Layout struct {
@@ -62,32 +62,13 @@ type Layout struct {
 	Columns []Column
 }
 
-// v1Columns are the columns of migration 1, in order.
-var v1Columns = []string{"anchor", "service_id", "last_seen_active", "term", "term_started_at",
-	"lease_ms", "released", "acquired", "value", "backend", "connection_id"}
-
 // inspect reads the columns of table in the connection's current database.
 func inspect(ctx context.Context, db *sql.DB, table string) (Layout, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, COLUMN_KEY
-FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+	cols, err := adoption.Columns(ctx, db, table)
 	if err != nil {
-		return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
+		return Layout{}, fmt.Errorf("schema: %w", err)
 	}
-	defer rows.Close()
-	l := Layout{Table: table}
-	for rows.Next() {
-		var c Column
-		if err := rows.Scan(&c.Name, &c.Type, &c.Data, &c.Key); err != nil {
-			return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
-		}
-		c.Name, c.Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
-		l.Columns = append(l.Columns, c)
-	}
-	if err := rows.Err(); err != nil {
-		return Layout{}, fmt.Errorf("schema: reading the columns of %s: %w", table, err)
-	}
-	l.Kind = classify(l.Columns)
-	return l, nil
+	return Layout{Table: table, Kind: adoption.Classify(cols), Columns: cols}, nil
 }
 
 // columnsVersion is the lowest schema version that has every column of l:
@@ -107,31 +88,6 @@ func columnsVersion(l Layout) int {
 		}
 	}
 	return v
-}
-
-func classify(cols []Column) Kind {
-	if len(cols) == 0 {
-		return KindMissing
-	}
-	byName := map[string]Column{}
-	for _, c := range cols {
-		byName[c.Name] = c
-	}
-	ours := true
-	for _, name := range v1Columns {
-		_, ok := byName[name]
-		ours = ours && ok
-	}
-	if ours {
-		return KindSqlelect
-	}
-	anchor, service, seen := byName["anchor"], byName["service_id"], byName["last_seen_active"]
-	integer := map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true}
-	if len(cols) == 3 && integer[anchor.Data] && anchor.Key == "PRI" &&
-		(service.Data == "varchar" || service.Data == "char") && seen.Data == "timestamp" {
-		return KindRecipe
-	}
-	return KindForeign
 }
 
 // LayoutError says why the table cannot be migrated as it is: what was
@@ -174,7 +130,7 @@ func (e *LayoutError) Error() string {
 		}
 	}
 	return fmt.Sprintf("schema: the table %s exists but is neither sqlelect's nor the MySQL-table recipe's: columns found: %s; "+
-		"sqlelect's has %s; %s refused, nothing done: %s", e.Table, e.columnList(), strings.Join(v1Columns, ", "), e.Action, hint)
+		"sqlelect's has %s; %s refused, nothing done: %s", e.Table, e.columnList(), strings.Join(adoption.V1Columns, ", "), e.Action, hint)
 }
 
 func (e *LayoutError) columnList() string {

@@ -188,7 +188,9 @@ func TestDDLMatchesMigrations(t *testing.T) {
 
 // TestUpRefusesOtherTables: migrate up over a table that is not sqlelect's
 // does nothing and says what it found and what to do (migration 1's CREATE
-// TABLE IF NOT EXISTS used to report success and leave it as it was).
+// TABLE IF NOT EXISTS used to report success and leave it as it was). A
+// candidate's preflight (here Check's) names the recipe's table exactly
+// when the migrations do.
 func TestUpRefusesOtherTables(t *testing.T) {
 	for _, tc := range []struct {
 		name, ddl string
@@ -205,6 +207,11 @@ func TestUpRefusesOtherTables(t *testing.T) {
 			[]string{"columns found: id int", "name varchar(20)", "RENAME TABLE service_election TO service_election_old", "nothing done"}},
 		{"recipe-datetime", strings.Replace(recipeDDL, "timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP", "datetime NOT NULL", 1),
 			schema.ErrForeignTable, []string{"last_seen_active datetime"}},
+		{"recipe-reordered", `CREATE TABLE service_election (service_id varchar(128) NOT NULL,
+  last_seen_active timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, anchor int NOT NULL PRIMARY KEY)`, schema.ErrRecipeTable,
+			[]string{"service_id varchar(128), last_seen_active timestamp, anchor int", "sqlelect migrate adopt"}},
+		{"recipe-string-anchor", strings.Replace(recipeDDL, "tinyint(3) unsigned", "varchar(20)", 1),
+			schema.ErrForeignTable, []string{"anchor varchar(20) primary key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, _, db, m := setup(t)
@@ -224,6 +231,11 @@ func TestUpRefusesOtherTables(t *testing.T) {
 			}
 			if after := showCreate(t, ctx, db); after != before || version(t, m) != 0 {
 				t.Errorf("the table or version changed:\n%s\n%s", before, after)
+			}
+			_, err := election.Check(ctx, db, election.Config{})
+			recipe := strings.Contains(fmt.Sprint(err), "recipe's table")
+			if !errors.Is(err, election.ErrSchemaMismatch) || recipe != (tc.want == schema.ErrRecipeTable) {
+				t.Errorf("election.Check: %v; want ErrSchemaMismatch naming the recipe's table: %v", err, tc.want == schema.ErrRecipeTable)
 			}
 		})
 	}

@@ -1,7 +1,9 @@
-// Package adoption reads the adoption period of an election table: the one
-// reader of its marker, shared by package election (Run's preflight) and
-// package schema (Migrator.Adoption, which begins and ends periods), which
-// cannot import each other.
+// Package adoption reads the adoption period of an election table (the one
+// reader of its marker) and tells the MySQL-table recipe's table from
+// sqlelect's (the one reader of a table's layout). It is shared by package
+// election (Run's preflight, its errors) and package schema (migrations,
+// Adopt, Migrator.Adoption, which begins and ends periods), which cannot
+// import each other.
 package adoption
 
 import (
@@ -25,14 +27,11 @@ const Marker = "sqlelect adoption"
 // adopted lease, and ok false outside a period, or when the table has no
 // lease_ms (missing, or not sqlelect's). One information_schema read.
 func Lease(ctx context.Context, db *sql.DB, table string) (lease time.Duration, ok bool, err error) {
-	dbExpr, name, args := "DATABASE()", table, []any{}
-	if d, n, found := strings.Cut(table, "."); found {
-		dbExpr, name, args = "?", n, append(args, d)
-	}
+	cond, args := tableCond(table)
 	var def sql.NullString
 	err = db.QueryRowContext(ctx, `SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = `+dbExpr+` AND TABLE_NAME = ? AND COLUMN_NAME = 'lease_ms' AND COLUMN_COMMENT LIKE ?`,
-		append(args, name, Marker+"%")...).Scan(&def)
+WHERE `+cond+` AND COLUMN_NAME = 'lease_ms' AND COLUMN_COMMENT LIKE ?`,
+		append(args, Marker+"%")...).Scan(&def)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
