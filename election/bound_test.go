@@ -282,7 +282,7 @@ func TestLockHandOffLeavesUnservedDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := e.(*candidate).b.(*lockBackend)
+	lb := e.c.b.(*lockBackend)
 	if err := lb.preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
