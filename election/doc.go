@@ -187,7 +187,7 @@
 //
 // # Operators
 //
-// Plain SQL steers an election (see the README): REPLACE a row to force a
+// Plain SQL steers an election (see docs/operations.md): REPLACE a row to force a
 // leader (the old leader's next renewal fails and it stands down; the named
 // candidate claims the row and leads after its lock delay), DELETE it to
 // force a re-election (the holder stands down at its next renewal and
