@@ -10,8 +10,10 @@
 //     one row per election, kept by an INSERT … ON DUPLICATE KEY UPDATE
 //     heartbeat whose affected rows tell a candidate it holds the row.
 //     Tested in CI on MariaDB 10.11 and 11.8, MySQL 9.7, a 3-node Galera
-//     cluster and Group Replication; written for MySQL 8.0 and MariaDB
-//     10.6 and later (the Batcher needs SKIP LOCKED, which they have).
+//     cluster (MariaDB 10.11) and Group Replication (MySQL 9.7); written
+//     for MySQL 8.0 and MariaDB 10.6 and later (the Batcher needs SKIP
+//     LOCKED, which they have), which CI does not test: check any other
+//     server with Check or `sqlelect doctor` (docs/servers.md).
 //   - NewLock: MySQL GET_LOCK held on a dedicated connection; waiting
 //     candidates wait for its holder to let go (without queueing for the
 //     lock itself, see NewLock) and take over within milliseconds of a
@@ -187,7 +189,7 @@
 //
 // # Operators
 //
-// Plain SQL steers an election (see the README): REPLACE a row to force a
+// Plain SQL steers an election (see docs/operations.md): REPLACE a row to force a
 // leader (the old leader's next renewal fails and it stands down; the named
 // candidate claims the row and leads after its lock delay), DELETE it to
 // force a re-election (the holder stands down at its next renewal and

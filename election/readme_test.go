@@ -13,30 +13,42 @@ import (
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
-// readmeSQL returns the first ```sql block of README.md after the line
-// that starts with after.
-func readmeSQL(t *testing.T, after string) string {
+// docSQL returns the first ```sql block of file (relative to the
+// repository's root) after the line that starts with after.
+func docSQL(t *testing.T, file, after string) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n"+after)
 	if i < 0 {
-		t.Fatalf("README.md has no line starting %q", after)
+		t.Fatalf("%s has no line starting %q", file, after)
 	}
 	s = s[i:]
 	start := strings.Index(s, "```sql\n")
 	if start < 0 {
-		t.Fatalf("no sql block after %q", after)
+		t.Fatalf("%s: no sql block after %q", file, after)
 	}
 	s = s[start+len("```sql\n"):]
 	return strings.TrimSpace(s[:strings.Index(s, "```")])
 }
 
+// readmeSQL returns the first ```sql block of README.md after the line
+// that starts with after, and checks that docs/operations.md, the
+// operators' reference, quotes the same statement after the same line.
+func readmeSQL(t *testing.T, after string) string {
+	t.Helper()
+	s := docSQL(t, "README.md", after)
+	if ops := docSQL(t, "docs/operations.md", after); ops != s {
+		t.Errorf("README.md and docs/operations.md differ after %q:\n%s\n---\n%s", after, s, ops)
+	}
+	return s
+}
+
 // TestReadmeOperatorSQL runs the README's "who leads" query and its REPLACE
-// on a real server: the query tells a holder that leads from one an operator
+// (docs/operations.md quotes the same statements) on a real server: the query tells a holder that leads from one an operator
 // assigned (not claimed yet) and one waiting out its lock delay, and the
 // REPLACE gives the row the lease it names.
 func TestReadmeOperatorSQL(t *testing.T) {
@@ -47,6 +59,7 @@ func TestReadmeOperatorSQL(t *testing.T) {
 	db := testdb.Open(t, dsn)
 	who := readmeSQL(t, "Who leads")
 	replace := readmeSQL(t, "Force a given candidate to lead")
+	readmeSQL(t, "Force a re-election")
 	sfx := randHex(4)
 	assigned, delayed, leading := "assigned-"+sfx, "delayed-"+sfx, "leading-"+sfx
 

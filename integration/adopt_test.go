@@ -324,7 +324,7 @@ func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
 }
 
 // TestAdoptRecipeWhileRunning moves a running recipe deployment to sqlelect
-// as README ("Moving from the MySQL-table recipe") says: with the recipe's
+// as docs/adopting.md ("Moving from the MySQL-table recipe") says: with the recipe's
 // nodes running, adopt the table; the recipe's holder keeps leading; start
 // sqlelect candidates, which follow; stop the recipe's nodes, the holder
 // last (or first: its followers may then take over by the recipe's rule,
@@ -397,7 +397,7 @@ func TestAdoptRecipeWhileRunning(t *testing.T) {
 	}
 }
 
-// TestAdoptRecipeHazard shows the overlap README warns about, so that the
+// TestAdoptRecipeHazard shows the overlap docs/adopting.md warns about, so that the
 // warning stays true: a sqlelect leader that resigns (released = 1) while a
 // recipe node still runs and no other candidate is there; the recipe node
 // takes the row by its own rule, which leaves released = 1; a sqlelect
@@ -436,7 +436,7 @@ func TestAdoptRecipeHazard(t *testing.T) {
 	f.stopAll()
 	ov, worst := f.b.overlaps()
 	if len(ov) == 0 {
-		t.Fatal("no overlap: README's warning about resigning while recipe nodes run is out of date")
+		t.Fatal("no overlap: docs/adopting.md's warning about resigning while recipe nodes run is out of date")
 	}
 	if worst > recipeInterval+500*time.Millisecond {
 		t.Errorf("overlap %v, longer than the recipe's poll interval %v (+500ms): %s", worst, recipeInterval, strings.Join(ov, "; "))

@@ -144,7 +144,7 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 }
 
 // checkMember runs Check as root on member i of g, with the session
-// settings the README advises on MySQL, and logs the report.
+// settings docs/servers.md advises on MySQL, and logs the report.
 func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) election.Report {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(g.Nodes[i].DSN("sqlelect"))

@@ -160,7 +160,7 @@ func (h errorNumbers) Handle(_ context.Context, r slog.Record) error {
 
 // memberConfig is the go-sql-driver configuration of user elect on member
 // i. On MySQL a write's wait for a row lock cannot be bounded per
-// statement, so, as the README advises, innodb_lock_wait_timeout is set
+// statement, so, as docs/servers.md advises, innodb_lock_wait_timeout is set
 // near QueryTimeout in the DSN.
 func memberConfig(g *mysqld.Group, i int) *mysql.Config {
 	cfg := mysql.NewConfig()

@@ -88,8 +88,8 @@ func holderRow(t *testing.T, ctx context.Context, db *sql.DB) func(when string) 
 }
 
 // TestMigrateCLI runs golang-migrate's own CLI against sqlelect's
-// migrations in the three orders a team may use: the README's line (which
-// records in sqlelect's table), and the two mix-ups with the CLI's default
+// migrations in the three orders a team may use: the line docs/embedding.md
+// shows (which records in sqlelect's table), and the two mix-ups with the CLI's default
 // table. No order may lose the election's row or leave a table dirty; a
 // mix-up sqlelect can see is refused, naming the fix.
 func TestMigrateCLI(t *testing.T) {
@@ -97,7 +97,7 @@ func TestMigrateCLI(t *testing.T) {
 	defer cancel()
 	latest := int(schema.Latest())
 
-	t.Run("README line", func(t *testing.T) {
+	t.Run("documented line", func(t *testing.T) {
 		dsn := testdb.DSN(t)
 		db := testdb.Open(t, dsn)
 		if out, err := runMigrateCLI(t, ctx, dsn, "x-migrations-table="+schema.MigrationsTable, "up"); err != nil {

@@ -43,7 +43,7 @@ type Holder struct {
 // second the recipe's whole-second timestamps may lose), so the current
 // holder keeps leading and sqlelect candidates take over no sooner than the
 // recipe's nodes would. The recipe's statements keep working on the
-// converted table, so its nodes may keep running during the switch; README
+// converted table, so its nodes may keep running during the switch; docs/adopting.md
 // ("Moving from the MySQL-table recipe") gives the safe order of steps.
 //
 // Adopt begins an adoption period (see Adoption): until EndAdoption, a row

@@ -120,7 +120,7 @@ func (e *LayoutError) Error() string {
 	case KindRecipe:
 		return fmt.Sprintf("schema: the table %s has the layout of the MySQL-table recipe (%s); %s refused, nothing done: "+
 			"run 'sqlelect migrate adopt' to convert it in place, keeping its current holder "+
-			"(README, \"Moving from the MySQL-table recipe\")", e.Table, e.columnList(), e.Action)
+			"(docs/adopting.md, \"Moving from the MySQL-table recipe\")", e.Table, e.columnList(), e.Action)
 	}
 	hint := fmt.Sprintf("rename or drop it (RENAME TABLE %s TO %s_old) or point the DSN at another database", e.Table, e.Table)
 	for _, c := range e.Columns {

@@ -39,8 +39,8 @@ deadline.
 It works in a scratch election (sqlelect-doctor-HEX) whose rows it deletes
 afterwards, and takes about four seconds. A fail on a property only the
 other backend relies on shows as a warning. Run it before trusting a server
-that is not in the README's "Supported servers" table (a proxy, a fork, a
-managed service).
+that is not in the table of docs/servers.md, "Supported servers" (a
+proxy, a fork, a managed service).
 
 --json prints one object: server, backend, safe, unsafe_for (the backends
 that are not safe here) and findings (property, status for the chosen

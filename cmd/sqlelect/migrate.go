@@ -26,8 +26,8 @@ var migrateCmd = &command{
   adopt      convert the MySQL-table recipe's ` + election.DefaultTable + ` (anchor, service_id,
              last_seen_active) in place, keeping its holder and its lease
              (--recipe-timeout: the recipe's "interval N second", default 20s);
-             the recipe's nodes may keep running: see README, "Moving from the
-             MySQL-table recipe", for the order of steps (asks; --yes);
+             the recipe's nodes may keep running: see docs/adopting.md, "Moving
+             from the MySQL-table recipe", for the order of steps (asks; --yes);
              until adopt-end, rows written without lease_ms (a recipe node's
              INSERT, an operator's REPLACE) get the recipe's timeout + 1s
   adopt-end  end the adoption period, once no recipe node runs: rows written
@@ -235,7 +235,7 @@ func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes 
 		}
 		fmt.Fprintf(c.stdout, "election %q: holder %s, %s\n", h.Election, h.ID, state)
 	}
-	fmt.Fprintf(c.stdout, "start sqlelect candidates with the election name above; stop the recipe's nodes, the holder last (README: \"Moving from the MySQL-table recipe\")\n")
+	fmt.Fprintf(c.stdout, "start sqlelect candidates with the election name above; stop the recipe's nodes, the holder last (docs/adopting.md: \"Moving from the MySQL-table recipe\")\n")
 	fmt.Fprintf(c.stdout, "adoption period: rows written without lease_ms get a %v lease; run 'sqlelect migrate adopt-end' once no recipe node runs\n", timeout+time.Second)
 	return nil
 }

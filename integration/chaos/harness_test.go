@@ -730,7 +730,7 @@ func createUserOn(t *testing.T, ctx context.Context, admin *sql.DB, db, user, ad
 }
 
 // candidateDSN is the DSN of user to addr, database db. On Oracle MySQL
-// (oracle) it sets innodb_lock_wait_timeout to 1 s, the README's remedy
+// (oracle) it sets innodb_lock_wait_timeout to 1 s, docs/servers.md's remedy
 // there: MySQL cannot bound a write's row-lock wait per statement, so a
 // statement its client gave up on would otherwise wait on the server for
 // 50 s (MariaDB: SET STATEMENT … FOR, done by the library).

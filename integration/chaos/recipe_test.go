@@ -63,7 +63,7 @@ const (
 )
 
 // TestChaosRecipeAdoption: recipe nodes keep writing the row during an
-// adoption period, as README's steps allow, while sqlelect candidates
+// adoption period, as docs/adopting.md's steps allow, while sqlelect candidates
 // campaign on the adopted table. Two recipe nodes run the recipe's exact
 // statements; the recipe's table is adopted under them; two sqlelect
 // candidates start; then each fault of this class makes a recipe node

@@ -1,12 +1,13 @@
 #!/bin/bash
-# README-transcript.sh regenerates README-transcript.txt, the transcript in
-# the README's CLI section: it runs each command below in one shell and
+# cli-transcript.sh regenerates cli-transcript.txt, the transcript in
+# docs/cli.md (docs/docs_test.go checks that docs/cli.md quotes it
+# verbatim): it runs each command below in one shell and
 # prints it after "$ ", then its output. It needs sqlelect (built with
 # `go build -buildvcs=false -o DIR/sqlelect ./cmd/sqlelect`) and mariadb on
 # PATH, and a MariaDB server on 127.0.0.1:3307 whose root has no password
 # and no database sqlelect_demo. From an empty directory:
 #
-#	bash .../cmd/sqlelect/README-transcript.sh > .../cmd/sqlelect/README-transcript.txt
+#	bash .../cmd/sqlelect/cli-transcript.sh > .../cmd/sqlelect/cli-transcript.txt
 set -u
 mapfile -t cmds <<'COMMANDS'
 mariadb -h127.0.0.1 -P3307 -uroot -e 'CREATE DATABASE sqlelect_demo'

@@ -1,11 +1,11 @@
 #!/bin/bash
-# README-sidecar.sh regenerates README-sidecar.txt, the transcript of
-# --http-addr and --health-cmd in the README's CLI section, like
-# README-transcript.sh: it needs sqlelect, mariadb and curl on PATH, free
+# cli-sidecar.sh regenerates cli-sidecar.txt, the transcript of
+# --http-addr and --health-cmd in docs/cli.md (docs/docs_test.go checks
+# that docs/cli.md quotes it verbatim), like cli-transcript.sh: it needs sqlelect, mariadb and curl on PATH, free
 # ports 8081 and 8082, and a MariaDB server on 127.0.0.1:3307 whose root has
 # no password and no database sqlelect_sidecar. From an empty directory:
 #
-#	bash .../cmd/sqlelect/README-sidecar.sh > .../cmd/sqlelect/README-sidecar.txt
+#	bash .../cmd/sqlelect/cli-sidecar.sh > .../cmd/sqlelect/cli-sidecar.txt
 set -u
 mapfile -t cmds <<'COMMANDS'
 mariadb -h127.0.0.1 -P3307 -uroot -e 'CREATE DATABASE sqlelect_sidecar'
