@@ -469,9 +469,12 @@ inline WATCHDOG(c) {
  * lastf + B and every tick after it (checked before time advances) */
 #define LEADS assert(rt < lastf + B || BEL(1) || BEL(2) || BEL(3))
 #define FAULT lastf = rt
+/* a stall (time advancing past a due step, before TF) is a fault too */
+#define STALL if :: DUE(1) || DUE(2) || DUE(3) || ZOMBIE && DBNOW >= lkt + L -> FAULT :: else -> skip fi
 #else
 #define LEADS skip
 #define FAULT skip
+#define STALL skip
 #endif
 /* States that differ only in what nothing can tell apart any more are made
  * one: a connection that is gone is id 14 while its session holds the lock
@@ -514,7 +517,7 @@ init {
 	do
 	/* ---- time ---- */
 	:: atomic { rt < H && URGENT_DONE
-		-> LEADS;
+		-> STALL; LEADS;
 		rt++;
 		WATCHDOG(1); WATCHDOG(2); WATCHDOG(3);
 		busy[1] = 0; busy[2] = 0; busy[3] = 0;
@@ -598,7 +601,7 @@ init {
 			fi
 		/* crash and restart */
 		:: up[i] && FAULTS && crashes < CRASH -> crashes++; FAULT; crash(i)
-		:: !up[i] -> up[i] = 1
+		:: !up[i] && FAULTS -> FAULT; up[i] = 1      /* restart (counts as a fault: a restarted candidate claims its own row with a lock delay) */
 		/* the server ends this candidate's session (killed, network): NET */
 		:: up[i] && cid[i] != 0 && !sdead[i] && FAULTS && nets < NET -> nets++; FAULT;
 			sdead[i] = 1;
