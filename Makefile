@@ -169,7 +169,9 @@ test-matrix: deps
 # faults the short version repeats run once). Each leg prints when it
 # starts. Measured on the 2-core development machine, roots already built
 # (add about a minute per root on a fresh machine), 2026-11-25, while other
-# test runs loaded it: make model 397 s (alone); make test 520 s, chaos-short
+# test runs loaded it: make model 397 s (alone; since then, with the lock
+# backend's model and liveness, two verifiers at a time: 306 s wall, 294 s
+# CPU, under a load average of 6 to 8); make test 520 s, chaos-short
 # 372 s; MySQL 9.7 117 s + 487 s + chaos 392 s; MariaDB 11.8 100 s + 355 s +
 # chaos 221 s: 2564 s without the model, about 50 minutes with it. The race
 # detector costs these legs no time (they wait on servers and timers), so
@@ -183,7 +185,8 @@ ci: deps
 	for s in mysql-9.7 mariadb-11.8; do gotest $$s; chaos $$s 1; done; \
 	leg "done"
 
-# model checks the protocol's Promela model (model/sqlelect.pml) with SPIN,
+# model checks the protocol's Promela models (model/sqlelect.pml, the table
+# backend, and model/lock.pml, the lock backend) with SPIN, two at a time,
 # exhaustively (no bitstate): every configuration must hold (0 errors) and
 # every mutant must give a counterexample (model/check.sh; see
 # model/README.md and RELIABILITY.md, "The model"). model-deps installs spin

@@ -73,6 +73,25 @@
 #define CBACK 0        /* steps back of the database clock (one tick each) */
 #endif
 
+/* -DLIVENESS: faults (operators, crashes, network faults, resignations,
+ * drift, recipe statements, requests) happen only before real time TF;
+ * from the last one on, a candidate's due step and the server's execution
+ * of a sent statement happen before time advances (urgency), and a leader
+ * must exist B ticks after the last fault. */
+#ifdef LIVENESS
+#ifndef TF
+#define TF 2
+#endif
+#ifndef B
+#define B (L + 1)      /* LockDelay (= LeaseDuration) + RetryInterval */
+#endif
+#define FAULTS (rt < TF)
+#define FAULT lastf = rt
+#else
+#define FAULTS 1
+#define FAULT skip
+#endif
+
 #define NONE 0
 #define RID (N+1)      /* the recipe node's service_id */
 #define ANY 15         /* transfer_to = '' (a step-down request) */
@@ -151,6 +170,7 @@ bit fin[N+1];
 bit busy[N+1];          /* sent a statement this tick: a statement takes time */           /* a fenced transaction of this candidate is open */
 
 byte ops, res, crashes, fens, rcps, prefs, cbacks, nets, drifts;
+byte lastf;             /* LIVENESS: when the last fault happened */
 byte maxLed;            /* the highest term any candidate led with */
 byte lastLed;           /* the candidate that led with it */
 
@@ -256,7 +276,7 @@ inline sendStmt(i, kind, h, a, dl) {
 	busy[i] = 1;
 	if
 	:: fast = 1
-	:: nets < NET -> nets++; fast = 0
+	:: FAULTS && nets < NET -> nets++; FAULT; fast = 0
 	fi;
 	sk[i] = kind; sh[i] = h; sa[i] = a; sst[i] = CLK(i); sdl[i] = dl; ss[i] = S_SENT
 }
@@ -501,6 +521,36 @@ inline recipe() {
 
 #define WRITABLE (fh == 0)
 
+/* The candidates' and the server's steps, as guards (urgency needs them). */
+/* followTick: read the row; send the heartbeat unless someone else holds
+ * a live lease, a live row naming this candidate carries a request, or the
+ * row is reserved for another */
+#define G_FOLLOW(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] == 0 && CLK(c) >= so[c] && \
+	!(LIVE && (rsid != c || rxfer != NONE)) && \
+	!(rx && rrel && rxfer != NONE && rxfer != c && !EXPIRED))
+#define G_LOST(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] != 0 && CLK(c) >= hd[c])
+#define G_RENEW(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] != 0 && CLK(c) < hd[c])
+#define G_GIVEUP(c) (up[c] && (ss[c] == S_SENT || ss[c] == S_DONE) && CLK(c) >= sdl[c])
+#define G_REPLY(c) (up[c] && ss[c] == S_DONE && CLK(c) < sdl[c])
+#define G_PROCESS(c) (up[c] && ss[c] == S_GOT)
+/* a statement the candidate gave up on runs late only while faults happen
+ * (the server bounds its waits by QueryTimeout; LIVENESS) */
+#define G_EXEC(c) ((ss[c] == S_SENT || ss[c] == S_ABANDONED && FAULTS) && WRITABLE)
+#define DUE(c) (G_FOLLOW(c) || G_LOST(c) || G_RENEW(c) || G_GIVEUP(c) || G_REPLY(c) || G_PROCESS(c) || \
+	ss[c] == S_SENT && WRITABLE || ss[c] == S_ABANDONED)
+#ifdef LIVENESS
+#define URGENT_DONE (FAULTS || !DUE(1) && !DUE(2) && !DUE(3))
+/* after faults stop, a leader within the bound: at the end of tick lastf + B
+ * and of every tick after it (checked before time advances) */
+#define LEADS assert(rt < lastf + B || BEL(1) || BEL(2) || BEL(3))
+/* a stall (time advancing past a due step, before TF) is a fault too */
+#define STALL if :: DUE(1) || DUE(2) || DUE(3) -> FAULT :: else -> skip fi
+#else
+#define STALL skip
+#define URGENT_DONE 1
+#define LEADS skip
+#endif
+
 /* a clock's initial offset, anywhere in [0, K] */
 inline OFFSET(c) {
 	if
@@ -551,12 +601,12 @@ init {
 	}
 	do
 	/* ---- time ---- */
-	:: atomic { rt < H -> rt++;
+	:: atomic { rt < H && URGENT_DONE -> STALL; LEADS; rt++;
 		/* the watchdogs: a leadership whose deadline passed ends */
 		WATCHDOG(1); WATCHDOG(2); WATCHDOG(3);
 		busy[1] = 0; busy[2] = 0; busy[3] = 0;
 		SAFE }
-	:: atomic { cbacks < CBACK && back < DBNOW -> cbacks++; back++; SAFE }
+	:: atomic { FAULTS && cbacks < CBACK && back < DBNOW -> cbacks++; FAULT; back++; SAFE }
 	/* ---- candidates ---- */
 	:: atomic {
 		PICK(i);
@@ -564,52 +614,50 @@ init {
 		/* followTick: read the row; send the heartbeat unless someone
 		 * else holds a live lease, a live row naming this candidate
 		 * carries a request, or the row is reserved for another */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] == 0 && CLK(i) >= so[i] &&
-		   !(LIVE && (rsid != i || rxfer != NONE)) &&
-		   !(rx && rrel && rxfer != NONE && rxfer != i && !EXPIRED) ->
+		:: G_FOLLOW(i) ->
 			sendStmt(i, K_HB, 0, 0, CLK(i) + QT)
 		/* holdTick: lease lost */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] != 0 && CLK(i) >= hd[i] -> standDown(i)
+		:: G_LOST(i) -> standDown(i)
 		/* holdTick: renew */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] != 0 && CLK(i) < hd[i] ->
+		:: G_RENEW(i) ->
 			t = CLK(i) + MIN(QT, hd[i] - CLK(i));
 			sendStmt(i, K_HB, hold[i], 0, t)
 		/* Resign, the end of Run's context, or a failed health check */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] != 0 && res < RES ->
-			res++; standDownRelease(i); sitOut(i)
+		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] != 0 && FAULTS && res < RES ->
+			res++; FAULT; standDownRelease(i); sitOut(i)
 		/* Transfer(to) by the leader */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && leading[i] && BEL(i) && res < RES ->
-			res++; PICK(j);
+		:: up[i] && ss[i] == S_FREE && !busy[i] && leading[i] && BEL(i) && FAULTS && res < RES ->
+			res++; FAULT; PICK(j);
 			if
 			:: j != i -> bTo = j; handOver(i)
 			:: else -> skip
 			fi
 		/* a preference request (prefer.go): a higher-priority follower asks */
-		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] == 0 && prefs < PREF && WRITABLE &&
+		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] == 0 && FAULTS && prefs < PREF && WRITABLE &&
 		   LIVE && rsid != i && rxfer == NONE && racq != A_OPERATOR ->
-			prefs++; rxfer = i
+			prefs++; FAULT; rxfer = i
 		/* the statement's deadline passed (reply lost or late) */
-		:: up[i] && (ss[i] == S_SENT || ss[i] == S_DONE) && CLK(i) >= sdl[i] ->
+		:: G_GIVEUP(i) ->
 			if
 			:: ss[i] == S_SENT -> ss[i] = S_ABANDONED
 			:: else -> FREE(i)
 			fi
 		/* the reply arrives in time */
-		:: up[i] && ss[i] == S_DONE && CLK(i) < sdl[i] -> ss[i] = S_GOT
+		:: G_REPLY(i) -> ss[i] = S_GOT
 		/* the reply is processed (perhaps late: a stalled goroutine) */
-		:: up[i] && ss[i] == S_GOT ->
+		:: G_PROCESS(i) ->
 			if
 			:: sk[i] == K_HB -> processHB(i)
 			:: else -> FREE(i)
 			fi
 		/* crash and restart */
-		:: up[i] && crashes < CRASH -> crashes++; crash(i)
-		:: !up[i] -> up[i] = 1
+		:: up[i] && FAULTS && crashes < CRASH -> crashes++; FAULT; crash(i)
+		:: !up[i] && FAULTS -> FAULT; up[i] = 1      /* restart (counts as a fault: a restarted candidate claims its own row with a lock delay) */
 		/* a clock runs faster or slower: its offset moves by a tick, within [0, K] */
-		:: drifts < DRIFTS && off[i] < K -> drifts++; off[i]++
-		:: drifts < DRIFTS && off[i] > 0 -> drifts++; off[i]--
+		:: FAULTS && drifts < DRIFTS && off[i] < K -> drifts++; FAULT; off[i]++
+		:: FAULTS && drifts < DRIFTS && off[i] > 0 -> drifts++; FAULT; off[i]--
 		/* Fenced: begin (the check takes the row's share lock) */
-		:: up[i] && fens < FEN && !fin[i] && BEL(i) && fh == 0 ->
+		:: up[i] && FAULTS && fens < FEN && !fin[i] && BEL(i) && fh == 0 ->
 			fens++;
 			if
 			:: LIVE && rsid == i && rterm == lterm[i] ->
@@ -643,11 +691,11 @@ init {
 	:: atomic {
 		PICK(i);
 		if
-		:: (ss[i] == S_SENT || ss[i] == S_ABANDONED) && WRITABLE ->
+		:: G_EXEC(i) ->
 			execSlot(i);
 			if
 			:: ss[i] == S_SENT -> ss[i] = S_DONE
-			:: else -> FREE(i)
+			:: else -> FAULT; FREE(i)     /* a late statement */
 			fi
 		:: ss[i] == S_ABANDONED -> FREE(i)   /* never runs (connection killed) */
 		fi;
@@ -655,7 +703,7 @@ init {
 	}
 	/* ---- operators ---- */
 	:: atomic {
-		ops < OPS && WRITABLE -> ops++;
+		FAULTS && ops < OPS && WRITABLE -> ops++; FAULT;
 		if
 		:: TARGET(j); plainReplace(j)
 		:: rx = 0                                  /* DELETE, Reelect */
@@ -668,6 +716,6 @@ init {
 		SAFE
 	}
 	/* ---- a recipe node ---- */
-	:: atomic { rcps < RCP && WRITABLE -> rcps++; recipe(); SAFE }
+	:: atomic { FAULTS && rcps < RCP && WRITABLE -> rcps++; FAULT; recipe(); SAFE }
 	od
 }
