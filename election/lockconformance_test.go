@@ -157,7 +157,7 @@ func TestLockConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := e.(*candidate).b.(*lockBackend)
+			b := e.c.b.(*lockBackend)
 			if err := b.preflight(ctx); err != nil {
 				t.Fatal(err)
 			}
