@@ -475,7 +475,7 @@ func TestAdoptionPeriodSurvivesMigrations(t *testing.T) {
 	if lease != 26000 {
 		t.Errorf("the recipe's INSERT got lease_ms %d, want 26000", lease)
 	}
-	if err := m.Steps(-int(schema.Latest()-2)); err != nil { // version 2: below migration 3
+	if err := m.Steps(-int(schema.Latest() - 2)); err != nil { // version 2: below migration 3
 		t.Fatal(err)
 	}
 	if err := m.EndAdoption(ctx); err != nil {
