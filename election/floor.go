@@ -119,7 +119,7 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts
 				"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
 				ErrSchemaMismatch, FloorTable(table), err)
 		}
-		return classify(err, table)
+		return classify(err, FloorTable(table))
 	}
 	return nil
 }

@@ -14,8 +14,11 @@ import (
 // lock delay, so the two never lead at the same moment. If id never claims
 // the row, it expires after its lease and the election goes on.
 //
-// The plain SQL equivalent (the term then comes from the database clock
-// alone, and is lower than the old term if that clock is behind):
+// The new term is above the old one and the election's term floor, which
+// it raises in the same transaction. The plain SQL equivalent (the row's
+// term then comes from the database clock alone, lower than the old one if
+// that clock is behind; the named candidate still leads only with a term
+// above the floor, which it takes when it claims the row):
 //
 //	REPLACE INTO service_election (anchor, service_id, last_seen_active)
 //	VALUES ('name', 'id', NOW(6));
@@ -104,7 +107,8 @@ HAVING ` + sessionClockSQL
 // It returns the record that was deleted, and an error wrapping ErrNoLeader
 // when there was no row.
 //
-// The next row's term is the database clock alone (see Election.Term).
+// The election's term floor stays: the next row's term is above the
+// deleted one's (see Election.Term).
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
 // The DELETE waits for a row lock on the server no longer than ctx allows
