@@ -95,6 +95,7 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	hp := tb.params(p.Hold)
 	hp.Floor, hp.First = p.Floor, p.First
 	add("heartbeat", tb.stmts.heartbeat, hp)
+	add("renew", tb.stmts.renew, tb.params(p.Hold))
 	add("check", tb.stmts.check, tb.params(p.Hold))
 	add("release", tb.stmts.release, tb.params(p.Hold))
 	add("handOff", tb.stmts.handOff, tb.params(p.Hold))
@@ -242,6 +243,9 @@ ON DUPLICATE KEY UPDATE
 	}
 	return []builtStatement{
 		{"heartbeat", heartbeatSQL, args},
+		{"renew", bound.wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
+WHERE anchor = ? AND ` + r + ` AND ` + sessionClockSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},

@@ -58,7 +58,7 @@ type tableBackend struct {
 // tableStmts are the table backend's statements, compiled by prepareSQL;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat, check, release, handOff stmt
+	heartbeat, renew, check, release, handOff stmt
 	handOver, proclaim, prefer         stmt
 	peek                               string
 	floor                              floorStmts
@@ -236,6 +236,19 @@ ON DUPLICATE KEY UPDATE
 	})
 }
 
+// renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
+// branch alone, as an UPDATE that assigns no term, so that it runs outside
+// the term floor's transaction, in one round trip. It changes the row (1
+// affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
+// heartbeat would renew it (renewCond, on a session whose clock is
+// trusted), with the same assignments; otherwise it changes nothing and the
+// heartbeat decides (a take, a request, an unsafe session, …).
+func renewSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
+WHERE anchor = :name AND ` + renewCond + ` AND ` + sessionClockSQL
+}
+
 // prepareSQL builds the statements: once by NewTable, and again by
 // preflight once it detected the server. Every statement that can wait for a
 // lock is wrapped by t.bound (a no-op until then).
@@ -243,6 +256,7 @@ func (t *tableBackend) prepareSQL() {
 	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
 	t.stmts = tableStmts{
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
+		renew:     bound.stmt(renewSQL(tbl)),
 		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE ` + heldCond),
 		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
@@ -430,6 +444,19 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, er
 }
 
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
+	if hold != 0 {
+		// A holder's renewal first, in one statement; the heartbeat,
+		// in its transaction, only when that renews nothing.
+		res, err := t.exec(ctx, t.stmts.renew, t.params(hold))
+		if err != nil {
+			return beat{}, classify(err, t.cfg.Table)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return beat{}, err
+		} else if n == 1 {
+			return beat{held: true, term: hold}, nil // renewed
+		}
+	}
 	n, term, err := t.beat(ctx, hold)
 	if err != nil {
 		return beat{}, classify(unsafeSession(err), t.cfg.Table)
