@@ -310,3 +310,33 @@ func TestOperatorConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFirstDuringAdoption: during an adoption period a recipe node may
+// have created and led an election without a term floor row (its
+// statements know nothing of the floor), so an insert where there is no
+// floor row is not a first election: it is an 'insert' and waits out the
+// lock delay, on both backends' statements.
+func TestNoFirstDuringAdoption(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	e, err := NewTable(db, Config{Name: "7", ID: "me", LeaseDuration: 10 * time.Second, DisableFastHandover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := e.(*candidate).b.(*tableBackend)
+	tb.adopt = 26000 // as adoptedMillis reads it during an adoption period
+	b, err := tb.heartbeatOnce(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acquired string
+	if err := db.QueryRowContext(ctx, "SELECT acquired FROM service_election WHERE anchor = '7'").Scan(&acquired); err != nil {
+		t.Fatal(err)
+	}
+	if acquired != "insert" || !b.held || b.delay == 0 {
+		t.Errorf("table backend, adoption period, no floor row: acquired %q, beat %+v; want insert, held after a lock delay", acquired, b)
+	}
+}

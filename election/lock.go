@@ -738,7 +738,9 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s termStmt) (uint
 // or found one to insert) and whether the election had no floor row.
 func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s termStmt) (term uint64, first bool, err error) {
 	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx *sql.Tx, floor uint64, none bool) (uint64, error) {
-		term, first = 0, none
+		// During an adoption period a recipe node may have created and
+		// led the election without a floor row: no insert is a first.
+		term, first = 0, none && b.adopt == 0
 		q := s(floor, none)
 		res, err := tx.ExecContext(ctx, q.query, q.args...)
 		if mysqlErrno(err) == erDupEntry {

@@ -426,7 +426,9 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
 	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx *sql.Tx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
-		p.Floor, p.First = floor, first
+		// During an adoption period a recipe node may have created and
+		// led the election without a floor row: no insert is a first.
+		p.Floor, p.First = floor, first && t.adopt == 0
 		query, args := t.stmts.heartbeat.bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
