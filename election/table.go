@@ -59,9 +59,9 @@ type tableBackend struct {
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
 	heartbeat, renew, check, release, handOff stmt
-	handOver, proclaim, prefer         stmt
-	peek                               string
-	floor                              floorStmts
+	handOver, proclaim, prefer                stmt
+	peek                                      string
+	floor                                     floorStmts
 }
 
 // The database clock, and the session state sqlelect did not set.
