@@ -11,7 +11,9 @@ import (
 // BenchmarkHeartbeatRenew is a holder's renewal on the table backend, on a
 // real server (the one testdb starts): heartbeatOnce, which since the term
 // floor (migration 6) runs the heartbeat in a transaction with the floor
-// row. "statement" is the heartbeat statement alone, as it ran before.
+// row, after a renewal in one statement (renewSQL). "follower" is a
+// heartbeat that changes nothing, in the floor's transaction; "statement"
+// the heartbeat statement alone, as it ran before.
 //
 //	go test -run XXX -bench HeartbeatRenew ./election/
 func BenchmarkHeartbeatRenew(b *testing.B) {
@@ -39,6 +41,31 @@ func BenchmarkHeartbeatRenew(b *testing.B) {
 			qcancel()
 			if err != nil || !bt.held || bt.term != first.term {
 				b.Fatalf("renewal: %+v, %v", bt, err)
+			}
+		}
+	})
+	// A follower's heartbeat on a row another candidate holds live: it
+	// changes nothing (the decision of a take, without the take); since the
+	// term floor a transaction.
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, lease_ms)
+VALUES ('bench-other', 'other', NOW(6) + INTERVAL 1 HOUR, 15000)`); err != nil {
+		b.Fatal(err)
+	}
+	f, err := NewTable(db, Config{Name: "bench-other", ID: "me", DisableFastHandover: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fb := f.(*candidate).b.(*tableBackend)
+	if err := fb.preflight(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("follower", func(b *testing.B) {
+		for b.Loop() {
+			qctx, qcancel := context.WithTimeout(ctx, time.Second)
+			bt, err := fb.heartbeatOnce(qctx, 0)
+			qcancel()
+			if err != nil || bt.held {
+				b.Fatalf("follower: %+v, %v", bt, err)
 			}
 		}
 	})
