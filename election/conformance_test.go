@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -338,5 +340,29 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	}
 	if acquired != "insert" || !b.held || b.delay == 0 {
 		t.Errorf("table backend, adoption period, no floor row: acquired %q, beat %+v; want insert, held after a lock delay", acquired, b)
+	}
+
+	// The lock backend's insert, on a connection of its own.
+	l, err := NewLock(db, Config{Name: "8", ID: "me", LeaseDuration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := l.(*candidate).b.(*lockBackend)
+	lb.adopt = 26000
+	lb.prepare(userLock{})
+	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	term, first, err := lb.write(ctx, c, lb.sql.insert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT acquired FROM service_election WHERE anchor = '8'").Scan(&acquired); err != nil {
+		t.Fatal(err)
+	}
+	if acquired != "insert" || term == 0 || first {
+		t.Errorf("lock backend, adoption period, no floor row: acquired %q, term %d, first %v; want insert", acquired, term, first)
 	}
 }

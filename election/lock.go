@@ -741,7 +741,7 @@ func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s termStmt) (
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
-		q := s(floor, none)
+		q := s(floor, first)
 		res, err := tx.ExecContext(ctx, q.query, q.args...)
 		if mysqlErrno(err) == erDupEntry {
 			return 0, nil
