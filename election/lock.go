@@ -264,9 +264,11 @@ WHERE anchor = ` + anchor + ` AND term = ?`
 			return lockStmt{take, []any{cfg.ID, floor, lease, acquired, b.value, cfg.Priority, term}}
 		}
 	}
-	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	// last_seen_active after term_started_at, as in the table backend's
+	// insert (SYSDATE(6) is read at each call).
+	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, ` + clockSQL + `, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'lock', CONNECTION_ID(), ?)`
+VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'lock', CONNECTION_ID(), ?)`
 	s.insert = func(floor uint64, first bool) lockStmt {
 		return lockStmt{insert, []any{cfg.ID, floor, lease, first, b.value, cfg.Priority}}
 	}

@@ -192,9 +192,9 @@ func legacyStatements(table string, bound lockBound, p params) []builtStatement 
 	reserved := `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', ?) AND NOT ` + expiredSQL + `)`
 	take := `(NOT ` + r + ` AND NOT ` + reserved + ` AND (released <> 0 OR ` + expiredSQL + ` OR (service_id = ? AND transfer_to IS NULL)))`
 	change := `(` + r + ` OR ` + take + `)`
-	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, transfer_to, priority)
-VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, ` + clockSQL + `, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'table', NULL, NULL, ?)
+VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'table', NULL, NULL, ?)
 ON DUPLICATE KEY UPDATE
   acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
   term_started_at = IF(` + take + `, ` + clockSQL + `, term_started_at),

@@ -201,9 +201,12 @@ func heartbeatSQL(tbl string) string {
 	cols, values := insertColumns([]column{
 		{"anchor", unsafeSessionSQL},
 		{"service_id", ":me"},
-		{"last_seen_active", clockSQL},
 		{"term", "LAST_INSERT_ID(" + termNewSQL + ")"},
 		{"term_started_at", clockSQL},
+		// After term_started_at: SYSDATE(6) is read at each call, and a
+		// row whose last renewal came before its term began would say so
+		// (a first election leads before it renews).
+		{"last_seen_active", clockSQL},
 		{"lease_ms", ":lease"},
 		{"released", "0"},
 		{"acquired", "IF(:first, 'first', 'insert')"},
