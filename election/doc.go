@@ -70,7 +70,9 @@
 // do not touch. Every statement that assigns a term (the heartbeat's insert
 // and take, the lock backend's, Assume) runs in one transaction with the
 // floor row (SELECT … FOR UPDATE, the statement, the floor raised to the new
-// term). So every leadership's term is above every earlier one's, across
+// term); a holder's renewal assigns none and is one UPDATE (the heartbeat's
+// renew branch alone), the heartbeat following only when it renews nothing.
+// So every leadership's term is above every earlier one's, across
 // Assume, Reelect, a plain DELETE or REPLACE, a failover to a server whose
 // clock is behind, or a clock stepped back (TestTermsIncreaseAcrossOperators,
 // TestTermAfterClockStepBack). Plain SQL can still write a lower term: a
