@@ -313,6 +313,10 @@ func TestOperatorConformance(t *testing.T) {
 	}
 }
 
+// backendOf returns the backend of e, a candidate NewTable or NewLock
+// built.
+func backendOf(e Election) backend { return e.(*candidate).b }
+
 // TestNoFirstDuringAdoption: during an adoption period a recipe node may
 // have created and led an election without a term floor row (its
 // statements know nothing of the floor), so an insert where there is no
@@ -328,7 +332,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := e.(*candidate).b.(*tableBackend)
+	tb := backendOf(e).(*tableBackend)
 	tb.adopt = 26000 // as adoptedMillis reads it during an adoption period
 	b, err := tb.heartbeatOnce(ctx, 0)
 	if err != nil {
@@ -347,7 +351,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := l.(*candidate).b.(*lockBackend)
+	lb := backendOf(l).(*lockBackend)
 	lb.adopt = 26000
 	lb.prepare(userLock{})
 	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)

@@ -26,7 +26,7 @@ func BenchmarkHeartbeatRenew(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tb := e.(*candidate).b.(*tableBackend)
+	tb := backendOf(e).(*tableBackend)
 	if err := tb.preflight(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +55,7 @@ VALUES ('bench-other', 'other', NOW(6) + INTERVAL 1 HOUR, 15000)`); err != nil {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fb := f.(*candidate).b.(*tableBackend)
+	fb := backendOf(f).(*tableBackend)
 	if err := fb.preflight(ctx); err != nil {
 		b.Fatal(err)
 	}
