@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -22,6 +24,12 @@ type rowState struct {
 	released   bool    //
 	transferTo *string // NULL when nil
 	acquired   string  // "" for the column default ('operator')
+	// floor is the election's term floor row (migration 6): "" at the
+	// row's term (at the clock less a second when the row is missing: the
+	// election existed), "none" for no floor row (it never existed), "ahead"
+	// an hour ahead of the database clock (the clock was set back, or a
+	// REPLACE wrote a term below the floor).
+	floor string
 }
 
 func strp(s string) *string { return &s }
@@ -66,8 +74,18 @@ func TestHeartbeatConformance(t *testing.T) {
 		row  rowState
 		want decision
 	}{
-		{"missing: insert", 0, rowState{missing: true},
+		{"missing, existed (deleted): insert after a lock delay", 0, rowState{missing: true},
 			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
+		{"missing, never existed (no floor): first, no lock delay", 0, rowState{missing: true, floor: "none"},
+			decision{n: 1, id: me, acquired: "first", term: "new", transferTo: "NULL", held: true, inserted: true}},
+		{"missing, floor ahead of the clock: insert above the floor", 0, rowState{missing: true, floor: "ahead"},
+			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
+		{"expired, floor ahead of the clock: take above the floor", 0, rowState{id: other, ago: expired, floor: "ahead"},
+			decision{n: 2, id: me, acquired: "expired", term: "new", transferTo: "NULL", held: true}},
+		{"names me, a REPLACE below the floor: claim above the floor after a lock delay", 0, rowState{id: me, ago: live, floor: "ahead"},
+			decision{n: 2, id: me, acquired: "claimed", term: "new", transferTo: "NULL", held: true, delay: true}},
+		{"live, another's, no floor (an earlier version's row): no change, floor created", 0, rowState{id: other, ago: live, floor: "none"},
+			decision{n: 0, id: other, acquired: "operator", term: "same", transferTo: "NULL"}},
 		{"live, another's: no change", 0, rowState{id: other, ago: live},
 			decision{n: 0, id: other, acquired: "operator", term: "same", transferTo: "NULL"}},
 		{"expired, another's: take", 0, rowState{id: other, ago: expired},
@@ -104,18 +122,51 @@ func TestHeartbeatConformance(t *testing.T) {
 			decision{n: 0, id: other, acquired: "expired", term: "same", transferTo: "NULL"}},
 		{"missing while I hold (deleted): insert", held, rowState{missing: true},
 			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
+		{"missing while I hold, floor deleted too (by a DBA): first", held, rowState{missing: true, floor: "none"},
+			decision{n: 1, id: me, acquired: "first", term: "new", transferTo: "NULL", held: true, inserted: true}},
 		{"mine, released by me: take anew", held, rowState{id: me, term: held, ago: live, released: true, acquired: "expired"},
 			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("conform-%d", i) // the database is the test's own
+			// setFloor sets the election's floor row as tc.row says, the
+			// row's term being term (0 when missing), and returns it (0
+			// for none).
+			setFloor := func(term uint64) uint64 {
+				t.Helper()
+				if _, err := db.ExecContext(ctx, "DELETE FROM service_election_floor WHERE anchor = ?", name); err != nil {
+					t.Fatal(err)
+				}
+				var floor uint64
+				var err error
+				switch tc.row.floor {
+				case "none":
+					return 0
+				case "ahead":
+					err = db.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) + 3600000000").Scan(&floor)
+				case "":
+					floor = term
+					if term == 0 {
+						err = db.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) - 1000000").Scan(&floor)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := db.ExecContext(ctx, "INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, ?)", name, floor); err != nil {
+					t.Fatal(err)
+				}
+				return floor
+			}
+			var floor uint64 // the floor before the statement
 			set := func() uint64 {
 				t.Helper()
 				if _, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", name); err != nil {
 					t.Fatal(err)
 				}
 				if tc.row.missing {
+					floor = setFloor(0)
 					return 0
 				}
 				r := tc.row
@@ -146,6 +197,7 @@ func TestHeartbeatConformance(t *testing.T) {
 				if err := db.QueryRowContext(ctx, "SELECT term FROM service_election WHERE anchor = ?", name).Scan(&before); err != nil {
 					t.Fatal(err)
 				}
+				floor = setFloor(before)
 				return before
 			}
 			e, err := NewTable(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, DisableFastHandover: true})
@@ -156,11 +208,10 @@ func TestHeartbeatConformance(t *testing.T) {
 
 			// The statement: affected rows and the row it leaves.
 			before := set()
-			res, err := tb.exec(ctx, tb.stmts.heartbeat, tb.params(tc.hold))
+			n, _, err := tb.beat(ctx, tc.hold)
 			if err != nil {
 				t.Fatalf("heartbeat: %v", err)
 			}
-			n, _ := res.RowsAffected()
 			var id, acquired string
 			var term uint64
 			var to sql.NullString
@@ -181,6 +232,18 @@ func TestHeartbeatConformance(t *testing.T) {
 			gotTo := "NULL"
 			if to.Valid {
 				gotTo = to.String
+			}
+			// Every new term is above the floor, and the floor is at
+			// least the row's term afterwards (the statement raised it).
+			var after uint64
+			if err := db.QueryRowContext(ctx, "SELECT term_floor FROM service_election_floor WHERE anchor = ?", name).Scan(&after); err != nil {
+				t.Errorf("floor row after the heartbeat: %v", err)
+			}
+			if gotTerm == "new" && term <= floor {
+				t.Errorf("new term %d, not above the floor %d", term, floor)
+			}
+			if after < term || after < floor {
+				t.Errorf("floor %d after the heartbeat, below the row's term %d or the floor before (%d)", after, term, floor)
 			}
 			if n != tc.want.n || id != tc.want.id || acquired != tc.want.acquired || gotTerm != tc.want.term || gotTo != tc.want.transferTo {
 				t.Errorf("statement: %d affected rows, row (%s, %s, term %s, transfer_to %s); want %d, (%s, %s, term %s, transfer_to %s)",
@@ -247,5 +310,63 @@ func TestOperatorConformance(t *testing.T) {
 		if _, err := Status(ctx, db, "", name); !errors.Is(err, ErrNoSuchElection) {
 			t.Errorf("after Reelect: %v, want ErrNoSuchElection", err)
 		}
+	}
+}
+
+// backendOf returns the backend of e, a candidate NewTable or NewLock
+// built.
+func backendOf(e Election) backend { return e.(*candidate).b }
+
+// TestNoFirstDuringAdoption: during an adoption period a recipe node may
+// have created and led an election without a term floor row (its
+// statements know nothing of the floor), so an insert where there is no
+// floor row is not a first election: it is an 'insert' and waits out the
+// lock delay, on both backends' statements.
+func TestNoFirstDuringAdoption(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	e, err := NewTable(db, Config{Name: "7", ID: "me", LeaseDuration: 10 * time.Second, DisableFastHandover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := backendOf(e).(*tableBackend)
+	tb.adopt = 26000 // as adoptedMillis reads it during an adoption period
+	b, err := tb.heartbeatOnce(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acquired string
+	if err := db.QueryRowContext(ctx, "SELECT acquired FROM service_election WHERE anchor = '7'").Scan(&acquired); err != nil {
+		t.Fatal(err)
+	}
+	if acquired != "insert" || !b.held || b.delay == 0 {
+		t.Errorf("table backend, adoption period, no floor row: acquired %q, beat %+v; want insert, held after a lock delay", acquired, b)
+	}
+
+	// The lock backend's insert, on a connection of its own.
+	l, err := NewLock(db, Config{Name: "8", ID: "me", LeaseDuration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := backendOf(l).(*lockBackend)
+	lb.adopt = 26000
+	lb.prepare(userLock{})
+	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	term, first, err := lb.write(ctx, c, lb.sql.insert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT acquired FROM service_election WHERE anchor = '8'").Scan(&acquired); err != nil {
+		t.Fatal(err)
+	}
+	if acquired != "insert" || term == 0 || first {
+		t.Errorf("lock backend, adoption period, no floor row: acquired %q, term %d, first %v; want insert", acquired, term, first)
 	}
 }

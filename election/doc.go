@@ -65,13 +65,23 @@
 // produce a false leader. Any database error means "not leader this tick".
 //
 // The leader renews every RenewInterval. The term is the database clock in
-// microseconds at the takeover, and never less than the previous term plus
-// one while the row exists, so it strictly increases on every change of
-// holder, including an operator's Assume (which reads the old term). A row
-// deleted (a plain DELETE, Reelect) or replaced with plain SQL loses its
-// term: the next one is the database clock alone, which is higher only if
-// that clock is ahead of the one that made the old term, not after a
-// failover to a server whose clock is behind, or a clock stepped back.
+// microseconds at the takeover, never less than the previous term plus one,
+// and above the election's term floor: a row of the table service_election_floor
+// (<table>_floor; migration 6) that holds the highest term the library
+// issued for the election, and that DELETE and REPLACE on the election's row
+// do not touch. Every statement that assigns a term (the heartbeat's insert
+// and take, the lock backend's, Assume) runs in one transaction with the
+// floor row (SELECT … FOR UPDATE, the statement, the floor raised to the new
+// term); a holder's renewal assigns none and is one UPDATE (the heartbeat's
+// renew branch alone), the heartbeat following only when it renews nothing.
+// So every leadership's term is above every earlier one's, across
+// Assume, Reelect, a plain DELETE or REPLACE, a failover to a server whose
+// clock is behind, or a clock stepped back (TestTermsIncreaseAcrossOperators,
+// TestTermAfterClockStepBack). Plain SQL can still write a lower term: a
+// REPLACE's row has the clock's (the column's default), but no candidate
+// leads with it: the named candidate claims the row first, with a new term
+// above the floor. An external resource that keeps the highest term it saw
+// fences every deposed leader. Deleting floor rows gives that up.
 //
 // # Safety
 //
@@ -86,13 +96,17 @@
 // clock rates and the time the leader's work takes to stop.
 //
 // A candidate that becomes holder without winning an expired or released
-// row — it inserted a new row (the first election, or after an operator's
-// DELETE) or claimed a row that already named it (an operator's REPLACE) —
-// waits out LockDelay (default: one lease) before it is told it leads, so a
-// predecessor that does not yet know it was deposed has stood down (Chubby's
-// and Consul's lock-delay). DisableLockDelay turns that off: a faster first
-// election and operator actions, at the cost of an overlap of up to the old
-// leader's RenewDeadline after a REPLACE or DELETE.
+// row — it inserted a new row after an operator's DELETE, or claimed a row
+// that already named it (an operator's REPLACE) — waits out LockDelay
+// (default: one lease) before it is told it leads, so a predecessor that
+// does not yet know it was deposed has stood down (Chubby's and Consul's
+// lock-delay). The first election of a name that never existed (no floor
+// row) does not wait: its insert writes acquired = 'first', and leads at
+// once, since nobody led before it; the floor row it creates makes every
+// later insert (after a DELETE) an 'insert', which waits
+// (TestFirstElectionSkipsLockDelay). DisableLockDelay turns the delay off: faster
+// operator actions, at the cost of an overlap of up to the old leader's
+// RenewDeadline after a REPLACE or DELETE.
 //
 // A holder gives a lock delay it has not served to whoever comes next: when
 // it lets the row go before its delay ended (it resigns, its Run ends, or it

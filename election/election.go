@@ -36,14 +36,11 @@ type Election interface {
 	IsLeader() bool
 
 	// Term returns the fencing term of the current leadership, or 0 when
-	// this candidate does not lead. Terms strictly increase each time the
-	// election changes hands while its row exists, including through
-	// Assume; pass the term to systems outside MySQL as a fencing token
-	// (like Consul's sequencer or etcd's revision). After the row is
-	// deleted (Reelect, a plain DELETE) or replaced with plain SQL, the next
-	// term is the database clock in microseconds: lower than the old term
-	// if that clock is behind the one that made it (a failover to a server
-	// whose clock is behind, a clock stepped back).
+	// this candidate does not lead. Every leadership's term is above every
+	// earlier leadership's of the election, across Assume, Reelect, a plain
+	// DELETE or REPLACE and a database clock set back (the term floor, see
+	// the package documentation); pass the term to systems outside MySQL as
+	// a fencing token (like Consul's sequencer or etcd's revision).
 	Term() uint64
 
 	// Leader reads who leads from the database. When nobody holds a live
@@ -263,8 +260,9 @@ type Record struct {
 	LeaseLeft time.Duration `json:"lease_left_ms"`
 	// Released is true once the holder resigned cleanly.
 	Released bool `json:"released"`
-	// Acquired says how the term began: insert, expired, released,
-	// transferred, claimed, operator, or lock.
+	// Acquired says how the term began: first (the election's first
+	// term), insert, expired, released, transferred, claimed, operator, or
+	// lock.
 	Acquired string `json:"acquired"`
 	// Value is what the holder published.
 	Value string `json:"value"`

@@ -185,6 +185,11 @@ type lockStmt struct {
 	args  []any
 }
 
+// termStmt is a statement of the lock backend that assigns a term: its text
+// and arguments given the election's term floor and whether it has none
+// (see inFloorTx).
+type termStmt func(floor uint64, first bool) lockStmt
+
 // lockStatements are the lock backend's statements, built once by prepare.
 // The lock name and the election name are safe literals (see plainLockName
 // and ValidateName), so statements that need nothing else go over the text
@@ -195,12 +200,15 @@ type lockStatements struct {
 	read    string // the election's row
 	peek    string // no row, but fails unless the table has the columns
 	// take takes the row read with term, unless it changed since.
-	take func(acquired string, term uint64) lockStmt
+	take func(acquired string, term uint64) termStmt
 	// insert writes a new row naming this candidate.
-	insert func() lockStmt
+	insert termStmt
 	// placeholder writes a new row naming this candidate but no lock
 	// connection (see lockBackend.placeholder).
-	placeholder func() lockStmt
+	placeholder termStmt
+	// floor are the statements on the election's term floor row, run on
+	// the lock connection (whose session bounds their lock waits).
+	floor floorStmts
 	// renew renews the row where it still names this candidate's term hold.
 	renew func(hold uint64) lockStmt
 	// release gives the row of term hold up: marks it released, or with
@@ -245,22 +253,33 @@ func (b *lockBackend) prepare(lock userLock) {
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
+	// Every new term is above the election's term floor (the last ?).
+	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
 	take := `UPDATE ` + tbl + ` SET service_id = ?,
-  term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNowSQL + `)),
+  term = LAST_INSERT_ID(GREATEST(term + 1, ` + floorTerm + `)),
   term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = ?, released = 0,
   acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND term = ?`
-	s.take = func(acquired string, term uint64) lockStmt {
-		return lockStmt{take, []any{cfg.ID, lease, acquired, b.value, cfg.Priority, term}}
+	s.take = func(acquired string, term uint64) termStmt {
+		return func(floor uint64, _ bool) lockStmt {
+			return lockStmt{take, []any{cfg.ID, floor, lease, acquired, b.value, cfg.Priority, term}}
+		}
 	}
-	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	// last_seen_active after term_started_at, as in the table backend's
+	// insert (SYSDATE(6) is read at each call).
+	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, ` + clockSQL + `, LAST_INSERT_ID(` + termNowSQL + `), ` + clockSQL + `, ?, 0, 'insert', ?, 'lock', CONNECTION_ID(), ?)`
-	s.insert = func() lockStmt { return lockStmt{insert, []any{cfg.ID, lease, b.value, cfg.Priority}} }
+VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'lock', CONNECTION_ID(), ?)`
+	s.insert = func(floor uint64, first bool) lockStmt {
+		return lockStmt{insert, []any{cfg.ID, floor, lease, first, b.value, cfg.Priority}}
+	}
 	placeholder := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, NOW(6), ` + termNowSQL + `, NOW(6), ?, 0, 'insert', '', 'lock', NULL, ?)`
-	s.placeholder = func() lockStmt { return lockStmt{placeholder, []any{cfg.ID, lease, cfg.Priority}} }
+VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?, 0, IF(?, 'first', 'insert'), '', 'lock', NULL, ?)`
+	s.placeholder = func(floor uint64, first bool) lockStmt {
+		return lockStmt{placeholder, []any{cfg.ID, floor, lease, first, cfg.Priority}}
+	}
+	s.floor = newFloorStmts(cfg.Table, lockBound{})
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -315,6 +334,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
 	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
+		return err
+	}
+	if err := checkFloorTable(ctx, b.db, b.cfg.Table, b.sql.floor); err != nil {
 		return err
 	}
 	if err := checkTimeZone(ctx, b.db); err != nil {
@@ -556,8 +578,7 @@ func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time, 
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record) (Record, error) {
-	s := b.sql.placeholder()
-	if _, err := c.ExecContext(ctx, s.query, s.args...); err != nil && mysqlErrno(err) != erDupEntry {
+	if _, _, err := b.writeTerm(ctx, c, b.sql.placeholder); err != nil {
 		return rec, err
 	}
 	now, exists, err := b.read(ctx, c)
@@ -569,9 +590,18 @@ func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record)
 
 // takeNew writes a row naming this candidate, there being none. The
 // previous holder may not know yet that the row was deleted: the hold waits
-// out LockDelay.
+// out LockDelay; unless the election never existed (no term floor row:
+// acquired = 'first'), when there is no previous holder.
 func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
-	return b.claim(ctx, c, rec, b.sql.insert(), b.cfg.LockDelay)
+	term, first, err := b.write(ctx, c, b.sql.insert)
+	if err != nil || term == 0 {
+		return rec, beat{}, 0, err
+	}
+	delay := b.cfg.LockDelay
+	if first {
+		delay = 0
+	}
+	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
 // takeFree takes a row that was released or has expired by the database
@@ -596,6 +626,11 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 	case rec.ConnectionID == b.lc.id && rec.Term == b.wrote:
 		// This very connection wrote the row and held the lock since:
 		// nobody else can have led, and this candidate stood down.
+		delay = 0
+	case rec.ConnectionID == 0 && rec.Acquired == "first":
+		// This candidate's placeholder for an election that never
+		// existed, taken with its term (the take requires it): nobody
+		// led before it, nor since.
 		delay = 0
 	case rec.ConnectionID != 0:
 		delay = b.holderGone(rec)
@@ -671,8 +706,8 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 // claim writes s, a take or an insert naming this candidate, and reports
 // the hold it began, with lock delay delay; none when an operator wrote the
 // row first.
-func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, s lockStmt, delay time.Duration) (Record, beat, time.Duration, error) {
-	term, err := b.write(ctx, c, s)
+func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, s termStmt, delay time.Duration) (Record, beat, time.Duration, error) {
+	term, _, err := b.write(ctx, c, s)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
 	}
@@ -681,24 +716,45 @@ func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, s loc
 
 // write runs s, a take or an insert, and returns the term it wrote, or 0
 // when an operator wrote the row first (the take changed no row, or the
-// insert found one).
-func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s lockStmt) (uint64, error) {
-	res, err := c.ExecContext(ctx, s.query, s.args...)
-	if mysqlErrno(err) == erDupEntry {
-		return 0, nil
-	}
+// insert found one), and whether the election had no term floor row (an
+// insert is then acquired = 'first').
+func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s termStmt) (uint64, bool, error) {
+	term, first, err := b.writeTerm(ctx, c, s)
 	if err != nil {
-		return 0, b.fail(err)
+		return 0, false, b.fail(err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, b.failIf(err)
+	if term != 0 {
+		b.wrote = term
 	}
-	term, err := b.newTerm(ctx, c, res)
+	return term, first, nil
+}
+
+// writeTerm runs s on c in one transaction with the election's term floor
+// (inFloorTx), and returns the term it wrote (0 for none: it changed no row,
+// or found one to insert) and whether the election had no floor row.
+func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s termStmt) (term uint64, first bool, err error) {
+	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx *sql.Tx, floor uint64, none bool) (uint64, error) {
+		// During an adoption period a recipe node may have created and
+		// led the election without a floor row: no insert is a first.
+		term, first = 0, none && b.adopt == 0
+		q := s(floor, first)
+		res, err := tx.ExecContext(ctx, q.query, q.args...)
+		if mysqlErrno(err) == erDupEntry {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return 0, err
+		}
+		term, err = newTerm(ctx, tx, res)
+		return term, err
+	})
 	if err != nil {
-		return 0, b.fail(err)
+		return 0, false, err
 	}
-	b.wrote = term
-	return term, nil
+	return term, first, nil
 }
 
 // failIf is fail for an error that may be nil.
@@ -712,12 +768,12 @@ func (b *lockBackend) failIf(err error) error {
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
 // back in the OK packet, else the row is read (nobody else writes it while
 // this connection holds the lock but operators).
-func (b *lockBackend) newTerm(ctx context.Context, c *sqlx.Conn, res sql.Result) (uint64, error) {
+func newTerm(ctx context.Context, tx *sql.Tx, res sql.Result) (uint64, error) {
 	if id, err := res.LastInsertId(); err == nil && id > 0 {
 		return uint64(id), nil
 	}
 	var term uint64
-	err := c.QueryRowContext(ctx, `SELECT LAST_INSERT_ID()`).Scan(&term)
+	err := tx.QueryRowContext(ctx, `SELECT LAST_INSERT_ID()`).Scan(&term)
 	return term, err
 }
 
@@ -800,7 +856,7 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn, hold uint64) 
 	// Deleted (a force re-election): write a row naming this candidate,
 	// which the campaign marks released once it stood down, before the
 	// lock is released; then a waiting candidate takes over at once.
-	term, err := b.write(ctx, c, b.sql.insert())
+	term, _, err := b.write(ctx, c, b.sql.insert)
 	if err != nil || term == 0 {
 		return beat{}, err
 	}

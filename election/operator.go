@@ -14,8 +14,11 @@ import (
 // lock delay, so the two never lead at the same moment. If id never claims
 // the row, it expires after its lease and the election goes on.
 //
-// The plain SQL equivalent (the term then comes from the database clock
-// alone, and is lower than the old term if that clock is behind):
+// The new term is above the old one and the election's term floor, which
+// it raises in the same transaction. The plain SQL equivalent (the row's
+// term then comes from the database clock alone, lower than the old one if
+// that clock is behind; the named candidate still leads only with a term
+// above the floor, which it takes when it claims the row):
 //
 //	REPLACE INTO service_election (anchor, service_id, last_seen_active)
 //	VALUES ('name', 'id', NOW(6));
@@ -33,25 +36,56 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	if err != nil {
 		return Record{}, err
 	}
-	res, err := op.exec(ctx, assumeSQL(quoteTable(op.table)), params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds()})
+	bound, err := operatorBound(ctx, db)
 	if err != nil {
 		return Record{}, err
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	tbl := quoteTable(op.table)
+	assume, read := bound.stmt(assumeSQL(tbl)), bound.stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
+	unsafe := false
+	// The term is above the election's term floor, which is raised to
+	// it in the same transaction (see inFloorTx).
+	write := func(tx *sql.Tx, floor uint64, _ bool) (uint64, error) {
+		query, args := assume.bind(params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			unsafe = true
+			return 0, nil
+		}
+		var term uint64
+		query, args = read.bind(params{Name: name})
+		err = tx.QueryRowContext(ctx, query, args...).Scan(&term)
+		return term, err
+	}
+	f := newFloorStmts(op.table, bound)
+	for try := 1; ; try++ { // see execRetryingConflicts
+		err = inFloorTxOnce(ctx, db, f, name, write)
+		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return Record{}, classify(err, op.table)
+	}
+	if unsafe {
 		return Record{}, fmt.Errorf("%w: Assume(%q, %q) in %s", ErrUnsafeSession, name, id, op.table)
 	}
 	return Status(ctx, db, op.table, name)
 }
 
 // assumeSQL is Assume's statement on table tbl (quoted): it replaces election
-// :name's row by one that names :me, with a new term and the old lease
-// (:lease milliseconds when there was no row).
+// :name's row by one that names :me, with a new term above the old one and
+// the floor :floor, and the old lease (:lease milliseconds when there was no
+// row).
 func assumeSQL(tbl string) string {
 	cols, values := insertColumns([]column{
 		{"anchor", ":name"},
 		{"service_id", ":me"},
 		{"last_seen_active", clockSQL},
-		{"term", "GREATEST(COALESCE(MAX(term), 0) + 1, " + termNowSQL + ")"},
+		{"term", "GREATEST(COALESCE(MAX(term), 0) + 1, " + termNewSQL + ")"},
 		{"term_started_at", clockSQL},
 		{"lease_ms", "COALESCE(MAX(lease_ms), :lease)"},
 		{"released", "0"},
@@ -73,7 +107,8 @@ HAVING ` + sessionClockSQL
 // It returns the record that was deleted, and an error wrapping ErrNoLeader
 // when there was no row.
 //
-// The next row's term is the database clock alone (see Election.Term).
+// The election's term floor stays: the next row's term is above the
+// deleted one's (see Election.Term).
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
 // The DELETE waits for a row lock on the server no longer than ctx allows

@@ -67,9 +67,13 @@ func TestReadmeOperatorSQL(t *testing.T) {
 	if _, err := db.ExecContext(ctx, strings.ReplaceAll(replace, "orders-scheduler", assigned)); err != nil {
 		t.Fatalf("README's REPLACE: %v", err)
 	}
-	// A candidate that inserts a new row waits out its lock delay (one
+	// A candidate that inserts a new row for an election that existed (it
+	// has a term floor: its row was deleted) waits out its lock delay (one
 	// lease); one that takes an expired row leads at once.
 	if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'gone', NOW(6) - INTERVAL 1 HOUR)", leading); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 1)", delayed); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -25,6 +25,8 @@ type params struct {
 	Term     uint64   // :term, the term a follower saw (see preferSQL)
 	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
 	Names    []string // :names, a list of elections: expands to one ? each
+	Floor    uint64   // :floor, the election's term floor (0 when it has none)
+	First    bool     // :first, the election has no floor row: it never existed
 }
 
 // param is a named parameter, resolved when a statement is compiled.
@@ -40,6 +42,8 @@ const (
 	paramPriority
 	paramTerm
 	paramTenure
+	paramFloor
+	paramFirst
 	paramNames
 )
 
@@ -64,6 +68,10 @@ func lookupParam(name string) (param, bool) {
 		return paramTerm, true
 	case "tenure":
 		return paramTenure, true
+	case "floor":
+		return paramFloor, true
+	case "first":
+		return paramFirst, true
 	case "names":
 		return paramNames, true
 	}
@@ -74,7 +82,7 @@ func lookupParam(name string) (param, bool) {
 // converted to an interface once for all its placeholders.
 func (p *params) scalars() [paramNames]any {
 	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To,
-		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure}
+		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramFirst: p.First}
 }
 
 // stmt is a compiled statement: text between its parameters, and the

@@ -92,11 +92,17 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 		q, args := s.bind(p)
 		out = append(out, builtStatement{what, q, args})
 	}
-	add("heartbeat", tb.stmts.heartbeat, tb.params(p.Hold))
+	hp := tb.params(p.Hold)
+	hp.Floor, hp.First = p.Floor, p.First
+	add("heartbeat", tb.stmts.heartbeat, hp)
+	add("renew", tb.stmts.renew, tb.params(p.Hold))
 	add("check", tb.stmts.check, tb.params(p.Hold))
 	add("release", tb.stmts.release, tb.params(p.Hold))
 	add("handOff", tb.stmts.handOff, tb.params(p.Hold))
 	add("peek", mustStmt(tb.stmts.peek), p)
+	add("floor read", tb.stmts.floor.read, p)
+	add("floor raise", tb.stmts.floor.raise, p)
+	add("floor peek", mustStmt(tb.stmts.floor.peek), p)
 	add("batch bound", mustStmt(b.boundSQL), p)
 	add("batch restore", mustStmt(b.restoreSQL), p)
 	add("batch lock", b.lockStmt, p)
@@ -123,7 +129,8 @@ func statementCases() []statementCase {
 		for _, bound := range []lockBound{{}, newLockBound(flavorMariaDB, 5*time.Second), newLockBound(flavorMySQL, 3*time.Second)} {
 			for _, p := range []params{
 				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: "", Names: []string{"e1"}},
-				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1", Names: []string{"a", "b", "c", "d", "e"}},
+				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1", Names: []string{"a", "b", "c", "d", "e"},
+					Floor: 1763790000123457, First: true, Term: 1763790000123458},
 			} {
 				out = append(out, statementCase{table, bound, p})
 			}
@@ -180,18 +187,18 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // builder's arguments. Since issue 20 they write the server's clock
 // (clockSQL) and check the session's (sessionClockSQL), as the built ones do.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
-	tbl := quoteTable(table)
+	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `(service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?))`
 	reserved := `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', ?) AND NOT ` + expiredSQL + `)`
 	take := `(NOT ` + r + ` AND NOT ` + reserved + ` AND (released <> 0 OR ` + expiredSQL + ` OR (service_id = ? AND transfer_to IS NULL)))`
 	change := `(` + r + ` OR ` + take + `)`
-	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, transfer_to, priority)
-VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, ` + clockSQL + `, LAST_INSERT_ID(` + termNowSQL + `), ` + clockSQL + `, ?, 0, 'insert', ?, 'table', NULL, NULL, ?)
+VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'table', NULL, NULL, ?)
 ON DUPLICATE KEY UPDATE
   acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
   term_started_at = IF(` + take + `, ` + clockSQL + `, term_started_at),
-  term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, ` + termNowSQL + `), term)),
+  term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, GREATEST(` + termNowSQL + `, ? + 1)), term)),
   value = IF(` + change + `, ?, value),
   backend = IF(` + change + `, 'table', backend),
   connection_id = IF(` + change + `, NULL, connection_id),
@@ -210,11 +217,12 @@ ON DUPLICATE KEY UPDATE
 	rArgs := []any{me, hold, me}
 	takeArgs := append(append(append([]any{}, rArgs...), me), me)
 	changeArgs := append(append([]any{}, rArgs...), takeArgs...)
-	args := []any{p.Name, me, lease, val, p.Priority}
+	args := []any{p.Name, me, p.Floor, lease, p.First, val, p.Priority}
 	args = append(args, takeArgs...) // acquired
 	args = append(args, me)          // transferred
 	args = append(args, takeArgs...) // term_started_at
 	args = append(args, takeArgs...) // term
+	args = append(args, p.Floor)
 	args = append(args, changeArgs...)
 	args = append(args, val) // value
 	args = append(args, changeArgs...)
@@ -235,10 +243,17 @@ ON DUPLICATE KEY UPDATE
 	}
 	return []builtStatement{
 		{"heartbeat", heartbeatSQL, args},
+		{"renew", bound.wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
+WHERE anchor = ? AND ` + r + ` AND ` + sessionClockSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},
 		{"peek", peekSQL, []any{}},
+		{"floor read", bound.wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
+		{"floor raise", bound.wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.Term, p.Term}},
+		{"floor peek", `SELECT term_floor FROM ` + ftbl + ` WHERE 1 = 0`, []any{}},
 		{"batch bound", `SET @sqlelect_wait_timeout = @@session.wait_timeout,
   @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
   @sqlelect_lock_wait_timeout = @@session.lock_wait_timeout,
@@ -254,9 +269,9 @@ ON DUPLICATE KEY UPDATE
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
 		{"Assume", bound.wrap(`REPLACE INTO ` + tbl + ` (anchor, service_id, last_seen_active, term,
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
-SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, ` + termNowSQL + `), ` + clockSQL + `,
+SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `,
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM ` + tbl + ` WHERE anchor = ? HAVING ` + sessionClockSQL), []any{p.Name, me, lease, p.Name}},
+FROM ` + tbl + ` WHERE anchor = ? HAVING ` + sessionClockSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
 		{"Reelect", bound.wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
 	}
 }

@@ -58,9 +58,10 @@ type tableBackend struct {
 // tableStmts are the table backend's statements, compiled by prepareSQL;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat, check, release, handOff stmt
-	handOver, proclaim, prefer         stmt
-	peek                               string
+	heartbeat, renew, check, release, handOff stmt
+	handOver, proclaim, prefer                stmt
+	peek                                      string
+	floor                                     floorStmts
 }
 
 // The database clock, and the session state sqlelect did not set.
@@ -130,6 +131,11 @@ const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + 
 // GREATEST(term + 1, …) one never less than the previous term plus one.
 const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `) * 1000000)`
 
+// termNewSQL is a new term: the database clock in microseconds, and above
+// the election's term floor :floor (see inFloorTx), so above every term
+// issued before whatever the clock says.
+const termNewSQL = `GREATEST(` + termNowSQL + `, :floor + 1)`
+
 // holdsCond is true while the row names the candidate (:me) with the term it
 // holds (:hold), not released.
 const holdsCond = `service_id = :me AND term = :hold AND released = 0`
@@ -182,6 +188,10 @@ const (
 // The SET list is rendered in the order written below, T's assignments
 // first: moving one changes what MySQL computes, and its arguments move with
 // it.
+// The statement runs in one transaction with the election's term floor
+// (inFloorTx): :floor is the floor, and :first is true when the election
+// has no floor row, it never existed: then an insert is acquired = 'first',
+// which leads without the lock delay. Every term it writes is above :floor.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
 // CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
 // term in the same round trip. An ambiguous 1 and every change of term are
@@ -191,12 +201,15 @@ func heartbeatSQL(tbl string) string {
 	cols, values := insertColumns([]column{
 		{"anchor", unsafeSessionSQL},
 		{"service_id", ":me"},
-		{"last_seen_active", clockSQL},
-		{"term", "LAST_INSERT_ID(" + termNowSQL + ")"},
+		{"term", "LAST_INSERT_ID(" + termNewSQL + ")"},
 		{"term_started_at", clockSQL},
+		// After term_started_at: SYSDATE(6) is read at each call, and a
+		// row whose last renewal came before its term began would say so
+		// (a first election leads before it renews).
+		{"last_seen_active", clockSQL},
 		{"lease_ms", ":lease"},
 		{"released", "0"},
-		{"acquired", "'insert'"},
+		{"acquired", "IF(:first, 'first', 'insert')"},
 		{"value", ":value"},
 		{"backend", "'table'"},
 		{"connection_id", "NULL"},
@@ -210,7 +223,7 @@ ON DUPLICATE KEY UPDATE
 		{takeCond, []setIf{
 			{col: "acquired", to: `IF(released <> 0, IF(transfer_to = :me, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed'))`},
 			{col: "term_started_at", to: clockSQL},
-			{col: "term", to: "GREATEST(term + 1, " + termNowSQL + ")", through: "LAST_INSERT_ID"},
+			{col: "term", to: "GREATEST(term + 1, " + termNewSQL + ")", through: "LAST_INSERT_ID"},
 		}},
 		{changeCond, []setIf{
 			{col: "value", to: ":value"},
@@ -226,6 +239,19 @@ ON DUPLICATE KEY UPDATE
 	})
 }
 
+// renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
+// branch alone, as an UPDATE that assigns no term, so that it runs outside
+// the term floor's transaction, in one round trip. It changes the row (1
+// affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
+// heartbeat would renew it (renewCond, on a session whose clock is
+// trusted), with the same assignments; otherwise it changes nothing and the
+// heartbeat decides (a take, a request, an unsafe session, …).
+func renewSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
+WHERE anchor = :name AND ` + renewCond + ` AND ` + sessionClockSQL
+}
+
 // prepareSQL builds the statements: once by NewTable, and again by
 // preflight once it detected the server. Every statement that can wait for a
 // lock is wrapped by t.bound (a no-op until then).
@@ -233,6 +259,7 @@ func (t *tableBackend) prepareSQL() {
 	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
 	t.stmts = tableStmts{
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
+		renew:     bound.stmt(renewSQL(tbl)),
 		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE ` + heldCond),
 		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
@@ -240,6 +267,7 @@ func (t *tableBackend) prepareSQL() {
 		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
 		prefer:    bound.stmt(preferSQL(tbl)),
 		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
+		floor:     newFloorStmts(t.cfg.Table, bound),
 	}
 }
 
@@ -261,6 +289,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 		return explainLayout(ctx, t.db.DB, t.cfg.Table, classify(err, t.cfg.Table))
 	}
 	if err := checkPrivileges(ctx, t.db.DB, quoteTable(t.cfg.Table)); err != nil {
+		return err
+	}
+	if err := checkFloorTable(ctx, t.db.DB, t.cfg.Table, t.stmts.floor); err != nil {
 		return err
 	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
@@ -391,16 +422,49 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 	return b, err
 }
 
+// beat runs the heartbeat statement for term hold in one transaction with
+// the election's term floor (inFloorTx), and returns its affected rows and
+// LAST_INSERT_ID: the row's term (an insert's new one).
+func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
+	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx *sql.Tx, floor uint64, first bool) (uint64, error) {
+		p := t.params(hold)
+		// During an adoption period a recipe node may have created and
+		// led the election without a floor row: no insert is a first.
+		p.Floor, p.First = floor, first && t.adopt == 0
+		query, args := t.stmts.heartbeat.bind(p)
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return 0, err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return 0, err
+		}
+		term, _ = res.LastInsertId()
+		// The row's term, new or not: a row no candidate of this
+		// version wrote (an earlier version's) gets its floor too.
+		return uint64(max(term, 0)), nil
+	})
+	return n, term, err
+}
+
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
-	res, err := t.exec(ctx, t.stmts.heartbeat, t.params(hold))
+	if hold != 0 {
+		// A holder's renewal first, in one statement; the heartbeat,
+		// in its transaction, only when that renews nothing.
+		res, err := t.exec(ctx, t.stmts.renew, t.params(hold))
+		if err != nil {
+			return beat{}, classify(err, t.cfg.Table)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return beat{}, err
+		} else if n == 1 {
+			return beat{held: true, term: hold}, nil // renewed
+		}
+	}
+	n, term, err := t.beat(ctx, hold)
 	if err != nil {
 		return beat{}, classify(unsafeSession(err), t.cfg.Table)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return beat{}, err
-	}
-	term, _ := res.LastInsertId()
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
@@ -435,6 +499,10 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		return beat{}, nil // deposed
 	case n == 2 && hold != 0 && row.Term == hold:
 		return beat{held: true, term: hold}, nil
+	case n == 1 && row.Acquired == "first":
+		// The election's first term: nobody held it before, so nobody
+		// may still believe it leads.
+		return beat{held: true, term: row.Term, inserted: true}, nil
 	case n == 1 && row.Acquired == "insert":
 		return beat{held: true, term: row.Term, inserted: true, delay: t.cfg.LockDelay}, nil
 	case n == 2 && (row.Acquired == "expired" || row.Acquired == "released" || row.Acquired == "transferred"):

@@ -4,103 +4,44 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
-// TestTermAfterDeleteFollowsDatabaseClock documents the limit of the term
-// promise. While the row exists a new term is GREATEST(term + 1, database
-// clock in µs), and Assume reads the old term too, so terms strictly
-// increase even when the database clock is behind the terms (a failover to a
-// server whose clock is behind, a clock stepped back). A row deleted (plain
-// DELETE, Reelect) or replaced with plain SQL loses the old term: the next
-// term is the database clock, lower than the old one in that case. Here the
-// clock is "behind" because the row's term is moved an hour ahead of it.
-func TestTermAfterDeleteFollowsDatabaseClock(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	name := "term-clock-" + randHex(4)
-	const hour = uint64(time.Hour / time.Microsecond)
-
-	// ahead moves the row's term an hour ahead of the database clock and
-	// returns it.
-	ahead := func() uint64 {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, `UPDATE service_election SET term = term + ? WHERE anchor = ?`, hour, name); err != nil {
-			t.Fatal(err)
-		}
-		rec, err := election.Status(ctx, db, "", name)
-		if err != nil && !errors.Is(err, election.ErrNoLeader) {
-			t.Fatal(err)
-		}
-		return rec.Term
+// termBackends are the two backends, built on db.
+func termBackends(db *sql.DB) []struct {
+	name string
+	new  func(election.Config) (election.Election, error)
+} {
+	return []struct {
+		name string
+		new  func(election.Config) (election.Election, error)
+	}{
+		{"table", func(c election.Config) (election.Election, error) { return election.NewTable(db, c) }},
+		{"lock", func(c election.Config) (election.Election, error) { return election.NewLock(db, c) }},
 	}
-	assume := func(id string) uint64 {
-		t.Helper()
-		rec, err := election.Assume(ctx, db, "", name, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec.Term
-	}
-
-	// Assume keeps the order: it reads the old term.
-	assume("a")
-	old := ahead()
-	if got := assume("b"); got <= old {
-		t.Fatalf("Assume: term %d after %d; want higher", got, old)
-	}
-
-	// A candidate's takeover of an expired row keeps it too.
-	old = ahead()
-	if _, err := db.ExecContext(ctx, `UPDATE service_election SET last_seen_active = NOW(6) - INTERVAL 1 HOUR WHERE anchor = ?`, name); err != nil {
-		t.Fatal(err)
-	}
-	if got := campaignTerm(t, ctx, db, name, "c"); got <= old {
-		t.Fatalf("takeover of an expired row: term %d after %d; want higher", got, old)
-	}
-
-	// Reelect (a DELETE), then a candidate inserts a new row: the term is
-	// the database clock, lower than the old term.
-	old = ahead()
-	if _, err := election.Reelect(ctx, db, "", name); err != nil {
-		t.Fatal(err)
-	}
-	if got := campaignTerm(t, ctx, db, name, "d"); got >= old {
-		t.Fatalf("after a DELETE: term %d after %d; the documented limit no longer holds (update the docs)", got, old)
-	} else {
-		t.Logf("after a DELETE the term went down: %d after %d (the database clock)", got, old)
-	}
-
-	// A plain-SQL REPLACE: the column's default, the database clock.
-	old = ahead()
-	if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'e', NOW(6))`, name); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := election.Status(ctx, db, "", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Term >= old {
-		t.Fatalf("after a plain REPLACE: term %d after %d; the documented limit no longer holds (update the docs)", rec.Term, old)
-	}
-	t.Logf("after a plain REPLACE the term went down: %d after %d", rec.Term, old)
 }
 
-// campaignTerm runs candidate id of election name until it holds the row
-// (leading, or waiting out its lock delay), stops it, and returns the term
-// it held.
-func campaignTerm(t *testing.T, ctx context.Context, db *sql.DB, name, id string) uint64 {
+// leadTerm runs the candidate newElection builds from cfg until it leads,
+// stops it (it resigns, releasing the row), and returns the term it led
+// with, as OnElected gave it.
+func leadTerm(t *testing.T, ctx context.Context, newElection func(election.Config) (election.Election, error), cfg election.Config) uint64 {
 	t.Helper()
-	e, err := election.NewTable(db, election.Config{Name: name, ID: id, LeaseDuration: tLease,
-		RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval, RetryInterval: tRetryInterval,
-		QueryTimeout: tQueryTimeout})
+	elected := make(chan uint64, 1)
+	cfg.Callbacks.OnElected = func(_ context.Context, term uint64) {
+		select {
+		case elected <- term:
+		default:
+		}
+	}
+	e, err := newElection(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +49,282 @@ func campaignTerm(t *testing.T, ctx context.Context, db *sql.DB, name, id string
 	done := make(chan error, 1)
 	go func() { done <- e.Run(rctx) }()
 	defer func() { rcancel(); <-done }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		rec, err := election.Status(ctx, db, "", name)
-		if err == nil && rec.ID == id {
-			return rec.Term
+	select {
+	case term := <-elected:
+		return term
+	case err := <-done:
+		t.Fatalf("%s: Run returned %v before it led", cfg.ID, err)
+	case <-ctx.Done():
+		t.Fatalf("%s did not lead: %v", cfg.ID, ctx.Err())
+	}
+	return 0
+}
+
+// TestTermsIncreaseAcrossOperators: every leadership's term is above every
+// earlier one's, across a DELETE (Reelect), a plain-SQL REPLACE, and
+// Assume, even when the database clock is far behind the terms issued
+// (the term floor, migration 6). The clock is behind because the library
+// issued a term an hour ahead of it: the row's term is moved an hour ahead
+// with plain SQL, Assume issues the next term above it, and the named
+// candidate leads with a term above that, as after a database clock
+// stepped back by an hour.
+func TestTermsIncreaseAcrossOperators(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	const hour = uint64(time.Hour / time.Microsecond)
+	for _, bk := range termBackends(db) {
+		t.Run(bk.name, func(t *testing.T) {
+			name := "terms-" + bk.name + "-" + randHex(4)
+			lead := func(id string) uint64 { return leadTerm(t, ctx, bk.new, sessionClockConfig(name, id)) }
+			check := func(what string, got, last uint64) {
+				t.Helper()
+				if got <= last {
+					t.Errorf("%s: a leadership with term %d after one with %d; want higher", what, got, last)
+					return
+				}
+				t.Logf("%s: term %d after %d (+%d µs)", what, got, last, got-last)
+			}
+			last := lead("a")
+
+			// The clock an hour behind the terms issued.
+			if _, err := db.ExecContext(ctx, `UPDATE service_election SET term = term + ? WHERE anchor = ?`, hour, name); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := election.Assume(ctx, db, "", name, "b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("Assume", rec.Term, last+hour)
+			last = max(last, rec.Term)
+			got := lead("b")
+			check("the claim after Assume", got, last)
+			last = max(last, got)
+
+			// A DELETE (Reelect): the next row is inserted with a term
+			// above the floor, not the clock's.
+			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+				t.Fatal(err)
+			}
+			got = lead("c")
+			check("a new row after Reelect", got, last)
+			last = max(last, got)
+
+			// A plain-SQL DELETE, a plain-SQL REPLACE naming d: its row's
+			// term is the clock's (lower), but d leads only once it
+			// claimed the row with a term above the floor.
+			if _, err := db.ExecContext(ctx, `DELETE FROM service_election WHERE anchor = ?`, name); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'd', NOW(6))`, name); err != nil {
+				t.Fatal(err)
+			}
+			var replaced uint64
+			if err := db.QueryRowContext(ctx, `SELECT term FROM service_election WHERE anchor = ?`, name).Scan(&replaced); err != nil {
+				t.Fatal(err)
+			}
+			if replaced >= last {
+				t.Fatalf("the REPLACE's term %d is not below the last leadership's %d: the clock is not behind", replaced, last)
+			}
+			got = lead("d")
+			check("the claim after a plain REPLACE", got, last)
+			last = max(last, got)
+
+			// Assume over a plain REPLACE's lower term.
+			if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'x', NOW(6))`, name); err != nil {
+				t.Fatal(err)
+			}
+			rec, err = election.Assume(ctx, db, "", name, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("Assume after a plain REPLACE", rec.Term, last)
+			last = max(last, rec.Term)
+			got = lead("e")
+			check("the claim after Assume", got, last)
+		})
+	}
+}
+
+// TestTermAfterClockStepBack: a DELETE followed by a campaign, on a
+// database clock set back 2 s, gives a higher term (issue 21). The server is
+// a dedicated one whose clock libfaketime sets back: after candidate A led
+// with term T, the clock is stepped back to 2 s before T; the election's row
+// is deleted (Reelect) and candidate B's new row gets a term above T (the
+// term floor) instead of the clock's. libfaketime runs with the host's
+// server only (the others run in a Debian root of their own).
+func TestTermAfterClockStepBack(t *testing.T) {
+	lib := libfaketime()
+	switch {
+	case testing.Short():
+		t.Skip("starts a server of its own")
+	case lib == "":
+		t.Skip("libfaketime is not installed (apt-get install -y libfaketime; make deps does): cannot set the server's clock back")
+	case os.Getenv("SQLELECT_TEST_SERVER") != "" && os.Getenv("SQLELECT_TEST_SERVER") != mysqld.ServerHost:
+		t.Skipf("libfaketime runs with the host's server only, not %s", os.Getenv("SQLELECT_TEST_SERVER"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "sqlelect-faketime-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // read by user mysql
+		t.Fatal(err)
+	}
+	offsetFile := filepath.Join(dir, "offset")
+	setOffset := func(d time.Duration) {
+		t.Helper()
+		if err := os.WriteFile(offsetFile, []byte(fmt.Sprintf("%+.6f\n", d.Seconds())), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not hold the row: %+v, %v", id, rec, err)
+	}
+	setOffset(0)
+	srv, err := mysqld.Start(ctx, mysqld.Options{
+		Server:    mysqld.ServerHost,
+		ExtraArgs: []string{"--innodb-buffer-pool-size=64M"},
+		Env: []string{"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + offsetFile, "FAKETIME_NO_CACHE=1",
+			"FAKETIME_DONT_FAKE_MONOTONIC=1"},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
 		}
+	})
+	admin := testdb.Open(t, srv.DSN(""))
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("sqlelect")
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	clock := func() (us uint64, host time.Time) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000)").Scan(&us); err != nil {
+			t.Fatal(err)
+		}
+		return us, time.Now()
+	}
+	for _, bk := range termBackends(db) {
+		t.Run(bk.name, func(t *testing.T) {
+			setOffset(0)
+			name := "stepback-" + bk.name + "-" + randHex(4)
+			before := leadTerm(t, ctx, bk.new, sessionClockConfig(name, "A"))
+
+			// Step the clock back to 2 s before A's term, and wait until
+			// the server reads it.
+			now, _ := clock()
+			back := time.Duration(now-before)*time.Microsecond + 2*time.Second
+			setOffset(-back)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				if now, _ := clock(); now < before {
+					t.Logf("database clock %v behind A's term", time.Duration(before-now)*time.Microsecond)
+					break
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					t.Fatalf("the server's clock was not set back: %v", ctx.Err())
+				}
+			}
+			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+				t.Fatal(err)
+			}
+			after := leadTerm(t, ctx, bk.new, sessionClockConfig(name, "B"))
+			if now, _ := clock(); now >= before {
+				t.Fatalf("the database clock caught up with A's term during the test: nothing shown")
+			}
+			if after <= before {
+				t.Fatalf("a DELETE, then a campaign on a clock set back: term %d after %d; want higher", after, before)
+			}
+			t.Logf("term %d after %d (+%d µs) on a clock set back", after, before, after-before)
+		})
+	}
+}
+
+// TestFirstElectionSkipsLockDelay: the first campaign of an election that
+// never existed, with the default durations (a lock delay of a whole lease,
+// 15 s), leads at once: within a deadline well below the lock delay, with
+// the row saying acquired = 'first'. Once the row is deleted (Reelect) the
+// election has existed: the next insert is acquired = 'insert' and waits its
+// lock delay out (it holds the row but does not lead). On both backends.
+func TestFirstElectionSkipsLockDelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	// acquired reads who holds the row, how its term began, and whether
+	// the holder renewed it since.
+	acquired := func(name string) (id, how string, renewed bool) {
+		t.Helper()
+		err := db.QueryRowContext(ctx, `SELECT service_id, acquired, last_seen_active > term_started_at
+FROM service_election WHERE anchor = ?`, name).Scan(&id, &how, &renewed)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return id, how, renewed
+	}
+	for _, bk := range termBackends(db) {
+		t.Run(bk.name, func(t *testing.T) {
+			name := "first-" + bk.name + "-" + randHex(4)
+			// Defaults: a 15 s lease and lock delay. 5 s is a third of it,
+			// and room for a loaded CI machine.
+			fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+			start := time.Now()
+			leadTerm(t, fctx, bk.new, election.Config{Name: name, ID: "first"})
+			took := time.Since(start)
+			fcancel()
+			t.Logf("first election led %v after Run began (default lock delay %v)", took, election.DefaultLeaseDuration)
+			// leadTerm stopped it: the row is released, and still says
+			// how its term began.
+			if id, how, _ := acquired(name); id != "first" || how != "first" {
+				t.Errorf("after the first election the row says (%s, acquired %q); want (first, first)", id, how)
+			}
+
+			// After a DELETE: an insert, which waits out the lock delay.
+			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+				t.Fatal(err)
+			}
+			cfg := sessionClockConfig(name, "second")
+			cfg.LockDelay = time.Minute // longer than the test: it must hold without leading
+			e, err := bk.new(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, rcancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- e.Run(rctx) }()
+			defer func() { rcancel(); <-done }()
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			// Once it renewed the row it inserted, it holds it: it must
+			// not lead before its lock delay ends.
+			for {
+				if id, how, renewed := acquired(name); id == "second" && renewed {
+					if how != "insert" {
+						t.Fatalf("after a DELETE the new row says acquired %q; want insert", how)
+					}
+					break
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					t.Fatalf("the second candidate did not insert a row: %v", ctx.Err())
+				}
+			}
+			if e.IsLeader() {
+				t.Fatalf("the insert after a DELETE leads at once; want it to wait out its lock delay (%v)", cfg.LockDelay)
+			}
+		})
 	}
 }

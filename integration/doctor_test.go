@@ -38,6 +38,14 @@ const gmsTable = `CREATE TABLE service_election (
   PRIMARY KEY (anchor)
 )`
 
+// gmsFloorTable is the term floor table (migration 6) as go-mysql-server
+// takes it.
+const gmsFloorTable = `CREATE TABLE service_election_floor (
+  anchor VARCHAR(128) NOT NULL,
+  term_floor BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (anchor)
+)`
+
 // startGMS starts dolthub/go-mysql-server (an in-memory database named
 // sqlelect, with the election table) on a free loopback port, and returns
 // a pool on it.
@@ -82,13 +90,17 @@ func startGMS(t *testing.T, ctx context.Context) *sql.DB {
 	if _, err := db.ExecContext(ctx, gmsTable); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.ExecContext(ctx, gmsFloorTable); err != nil {
+		t.Fatal(err)
+	}
 	return db
 }
 
 // TestDoctorGoMySQLServer: doctor's verdict on dolthub/go-mysql-server, a
 // server that speaks MySQL's protocol but not all of its semantics: the
-// heartbeat cannot take over an expired row (affected_rows fails: the
-// table backend is unsafe), the topology variables are unknown to it (the
+// heartbeat cannot write a new term (its GREATEST takes no DECIMAL; before
+// the term floor, only the takeover of an expired row failed so)
+// (affected_rows fails: the table backend is unsafe), the topology variables are unknown to it (the
 // lock backend is unsafe), and its SKIP LOCKED and FOR UPDATE lock nothing
 // (warnings: a Batcher's, and the statement bounds).
 func TestDoctorGoMySQLServer(t *testing.T) {
@@ -112,7 +124,10 @@ func TestDoctorGoMySQLServer(t *testing.T) {
 			t.Errorf("%s backend fails %v, want %v", b, got, props)
 		}
 	}
-	if f, _ := r.Find(election.PropAffectedRows); !strings.Contains(f.Detail, "take over the expired row") {
+	// Its GREATEST takes no DECIMAL (FLOOR's): it refuses the heartbeat's
+	// term, above the floor since migration 6 (the insert, step 1), and
+	// above the row's (the takeover, step 5).
+	if f, _ := r.Find(election.PropAffectedRows); !strings.Contains(f.Detail, "unsupported type for greatest") {
 		t.Errorf("affected_rows: %s", f.Detail)
 	}
 	for _, p := range []string{election.PropSkipLocked, election.PropStatementBounds} {
@@ -124,8 +139,8 @@ func TestDoctorGoMySQLServer(t *testing.T) {
 
 // TestPreflightRefusesGoMySQLServer: Run's preflight sends the heartbeat
 // probe, and stops with ErrUnsafeServer on go-mysql-server, which refuses
-// the heartbeat's takeover: a candidate would otherwise campaign on a
-// server where nobody ever takes over a dead leader's lease.
+// the heartbeat's new terms: a candidate would otherwise campaign on a
+// server where nobody is ever elected.
 func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -137,7 +152,7 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 	runCtx, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	err = e.Run(runCtx)
-	if !errors.Is(err, election.ErrUnsafeServer) || !strings.Contains(err.Error(), "take over the expired row") {
+	if !errors.Is(err, election.ErrUnsafeServer) || !strings.Contains(err.Error(), "unsupported type for greatest") {
 		t.Fatalf("Run on go-mysql-server: %v (after the run's context: %v), want ErrUnsafeServer", err, runCtx.Err())
 	}
 	t.Logf("Run: %v", err)

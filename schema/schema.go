@@ -143,7 +143,19 @@ func (g *Migrator) check(action string) error {
 	if v, dirty, err = g.drv.Version(); err != nil {
 		return wrap(err)
 	}
-	if cv := columnsVersion(l); cv > max(v, 0) && !dirty {
+	cv := columnsVersion(l)
+	if cv == 5 {
+		// Version 6 adds a table, not a column: the term floor.
+		var n int
+		if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, Table+"_floor").Scan(&n); err != nil {
+			return fmt.Errorf("schema: reading the tables: %w", err)
+		}
+		if n > 0 {
+			cv = 6
+		}
+	}
+	if cv > max(v, 0) && !dirty {
 		recorded := fmt.Sprintf("records version %d", v)
 		if v <= 0 {
 			recorded = "records no version"

@@ -101,8 +101,8 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // priority (default 0).
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 5 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 5", schema.Latest())
+	if schema.Latest() != 6 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 6", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -143,11 +143,27 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME =
 		case prioDefault.Valid != (v >= 5) || prioDefault.Valid && prioDefault.String != "0":
 			t.Errorf("version %d: priority default %v, want 0 from version 5 on", v, prioDefault)
 		}
+		var floors int
+		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election_floor'`).Scan(&floors)
+		if err != nil || floors != map[bool]int{true: 1, false: 0}[v >= 6] {
+			t.Errorf("version %d: %d tables service_election_floor (%v), want one from version 6 on", v, floors, err)
+		}
 	}
 	check(0)
 	for v := uint(1); v <= schema.Latest(); v++ {
 		if err := m.Steps(1); err != nil {
 			t.Fatalf("step up to %d: %v", v, err)
+		}
+		if v == 6 {
+			// Migration 6 seeds the floor with the existing row's term
+			// (check(5) left one).
+			var ok sql.NullBool
+			err := db.QueryRowContext(ctx, `SELECT f.term_floor = e.term FROM service_election e
+JOIN service_election_floor f ON f.anchor = e.anchor WHERE e.anchor = 'e'`).Scan(&ok)
+			if err != nil || !ok.Bool {
+				t.Errorf("version 6: the floor of the existing row: %v, %v; want its term", ok, err)
+			}
 		}
 		check(v)
 	}
@@ -327,6 +343,12 @@ func TestAdopt(t *testing.T) {
 			if l := hs[1].LeaseLeft; l > -28*time.Second {
 				t.Errorf("expired lease left %v, want about -30s", l)
 			}
+			// The adopted elections have existed: each has its term floor.
+			var floors int
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM service_election e
+JOIN service_election_floor f ON f.anchor = e.anchor AND f.term_floor = e.term`).Scan(&floors); err != nil || floors != 2 {
+				t.Errorf("after Adopt %d elections have their term floor (%v), want 2", floors, err)
+			}
 			if v := version(t, m); v != schema.Latest() {
 				t.Errorf("version %d after Adopt, want %d", v, schema.Latest())
 			}
@@ -465,7 +487,7 @@ func TestAdoptionPeriodSurvivesMigrations(t *testing.T) {
 	if lease != 26000 {
 		t.Errorf("the recipe's INSERT got lease_ms %d, want 26000", lease)
 	}
-	if err := m.Steps(-3); err != nil { // version 2: below migration 3
+	if err := m.Steps(-int(schema.Latest() - 2)); err != nil { // version 2: below migration 3
 		t.Fatal(err)
 	}
 	if err := m.EndAdoption(ctx); err != nil {

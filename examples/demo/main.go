@@ -177,7 +177,11 @@ func run(dsn, name string) error {
 	if err != nil {
 		return err
 	}
-	d.say("%s elected, term %d (a new row: it waited out one lease, the lock delay, first)", first.ID, first.Term)
+	how := "a new row: it waited out one lease, the lock delay, first"
+	if rec, err := election.Status(ctx, db, "", name); err == nil && rec.Term == first.Term && rec.Acquired == "first" {
+		how = "the election's first term: no lock delay"
+	}
+	d.say("%s elected, term %d (%s)", first.ID, first.Term, how)
 	d.showStatus(ctx, db)
 
 	time.Sleep(2 * time.Second)

@@ -1,0 +1,125 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// The term floor (migration 6; doc.go, "Terms"): per election, the highest
+// term the library issued, in the table FloorTable(table), which an
+// operator's DELETE or REPLACE of the election's row does not touch. Every
+// statement that assigns a term (the table backend's heartbeat, the lock
+// backend's take and insert, Assume) runs in one transaction with the
+// election's floor row (inFloorTx): it locks the row, writes a term of at
+// least the floor plus one, and raises the floor to it. So every term a
+// candidate takes is above every term issued before it, across a DELETE, a
+// REPLACE and a database clock set back. And an election with no floor row
+// never had a term: its first insert is acquired = 'first', and leads
+// without the lock delay; the floor row it creates makes every later insert
+// (after a DELETE) an 'insert', which waits the delay out.
+
+// FloorTable returns the name of the term floor table of election table
+// table (DefaultTable when empty): table with "_floor" appended, in the same
+// database (service_election_floor for the default). Migration 6 creates it
+// for the default table; schema.DDL(table) renames both.
+func FloorTable(table string) string {
+	if table == "" {
+		table = DefaultTable
+	}
+	return table + "_floor"
+}
+
+// floorStmts are the statements on an election's floor row.
+type floorStmts struct {
+	// read locks election :name's floor row and reads it.
+	read stmt
+	// raise raises election :name's floor to :term (creating its row).
+	raise stmt
+	// peek reads nothing: preflight's check that the table exists.
+	peek string
+}
+
+// newFloorStmts returns the floor statements of election table table,
+// bounded by b.
+func newFloorStmts(table string, b lockBound) floorStmts {
+	ftbl := quoteTable(FloorTable(table))
+	return floorStmts{
+		read: b.stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
+		// No VALUES() (deprecated on MySQL): :term again.
+		raise: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
+		peek: `SELECT term_floor FROM ` + ftbl + ` WHERE 1 = 0`,
+	}
+}
+
+// txBeginner begins a transaction: a pool (*sql.DB) or one connection
+// (*sql.Conn).
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// floorWrite is a statement that may assign election's term, run by
+// inFloorTx in its transaction with the floor (0 when first) and first (the
+// election has no floor row). It returns the term the floor must be raised
+// to (the term it wrote, or the row's), 0 for none.
+type floorWrite func(tx *sql.Tx, floor uint64, first bool) (term uint64, err error)
+
+// inFloorTx runs write in one transaction with election name's floor row:
+// SELECT … FOR UPDATE, write, then the floor raised to the term write
+// returns when it is above the floor (or the row is missing), COMMIT. The
+// floor row's lock orders every term assignment of the election. Two
+// candidates locking the same missing floor row (the election's first
+// start) can deadlock on InnoDB's gap locks: the loser is tried once more,
+// and then finds the winner's row.
+func inFloorTx(ctx context.Context, db txBeginner, f floorStmts, name string, write floorWrite) error {
+	err := inFloorTxOnce(ctx, db, f, name, write)
+	if writeConflict(err) && ctx.Err() == nil {
+		err = inFloorTxOnce(ctx, db, f, name, write)
+	}
+	return err
+}
+
+func inFloorTxOnce(ctx context.Context, db txBeginner, f floorStmts, name string, write floorWrite) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var floor uint64
+	first := false
+	query, args := f.read.bind(params{Name: name})
+	switch err := tx.QueryRowContext(ctx, query, args...).Scan(&floor); {
+	case errors.Is(err, sql.ErrNoRows):
+		first = true
+	case err != nil:
+		return err
+	}
+	term, err := write(tx, floor, first)
+	if err != nil {
+		return err
+	}
+	if term > floor || first && term > 0 {
+		query, args = f.raise.bind(params{Name: name, Term: term})
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
+// table has no term floor table (the migrations are behind: run them before
+// upgrading candidates).
+func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts) error {
+	if _, err := db.ExecContext(ctx, f.peek); err != nil {
+		if mysqlErrno(err) == erNoSuchTable {
+			return fmt.Errorf("%w: the term floor table %s is missing (schema version 6): "+
+				"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
+				ErrSchemaMismatch, FloorTable(table), err)
+		}
+		return classify(err, FloorTable(table))
+	}
+	return nil
+}
