@@ -315,7 +315,7 @@ func TestOperatorConformance(t *testing.T) {
 
 // backendOf returns the backend of e, a candidate NewTable or NewLock
 // built.
-func backendOf(e Election) backend { return e.(*candidate).b }
+func backendOf(e *Candidate) backend { return e.c.b }
 
 // TestNoFirstDuringAdoption: during an adoption period a recipe node may
 // have created and led an election without a term floor row (its

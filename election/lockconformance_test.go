@@ -15,6 +15,7 @@ import (
 // steps, as the lock model (model/lock.pml) tells states apart.
 type lockRow struct {
 	missing    bool
+	never      bool    // with missing: the election never existed (no term floor row)
 	id         string  // service_id
 	mine       bool    // the term is the one the candidate holds (and wrote, on its connection)
 	ago        int     // last_seen_active = NOW(6) - ago ms
@@ -88,7 +89,9 @@ func TestLockConformance(t *testing.T) {
 		want   lockWant
 	}{
 		// follow, the lock free (GET_LOCK(name, 0) gets it) or already this candidate's
-		{"missing: insert after the lock delay", follow, "", lockRow{missing: true},
+		{"missing, never existed: first, leads at once", follow, "", lockRow{missing: true, never: true},
+			lockWant{n: 1, id: me, acquired: "first", term: "new", conn: "me", transferTo: "NULL", lockMine: true, held: true}},
+		{"missing (deleted): insert after the lock delay", follow, "", lockRow{missing: true},
 			lockWant{n: 1, id: me, acquired: "insert", term: "new", conn: "me", transferTo: "NULL", lockMine: true, held: true, delay: true}},
 		{"expired, another's: take", follow, "", lockRow{id: other, ago: expired, conn: "gone"},
 			lockWant{n: 1, id: me, acquired: "expired", term: "new", conn: "me", transferTo: "NULL", lockMine: true, held: true}},
@@ -193,6 +196,16 @@ func TestLockConformance(t *testing.T) {
 				if _, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", name); err != nil {
 					t.Fatal(err)
 				}
+				// The election existed (a term floor row, below every
+				// term the clock gives), unless the case says never.
+				if _, err := db.ExecContext(ctx, "DELETE FROM service_election_floor WHERE anchor = ?", name); err != nil {
+					t.Fatal(err)
+				}
+				if !tc.row.never {
+					if _, err := db.ExecContext(ctx, "INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 1)", name); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if tc.row.missing {
 					return 0
 				}
@@ -281,14 +294,14 @@ func TestLockConformance(t *testing.T) {
 				case follow:
 					switch {
 					case tc.row.missing:
-						s = b.sql.insert()
+						s = b.sql.insert(1, tc.row.never)
 					default:
-						s = b.sql.take(tc.want.acquired, before)
+						s = b.sql.take(tc.want.acquired, before)(0, false)
 					}
 				case takeChanged:
-					s = b.sql.take("expired", before-1)
+					s = b.sql.take("expired", before-1)(0, false)
 				case watch:
-					s = b.sql.placeholder()
+					s = b.sql.placeholder(1, tc.row.never)
 				case renew, renewFresh:
 					s = b.sql.renew(before)
 					if tc.row.missing {
