@@ -219,7 +219,13 @@
 // after a Reelect, from the first follower's new row), on both backends:
 // on the lock backend the next holder gets the lock only when the server
 // drops the old holder's session (wait_timeout, about a lease after its
-// last statement), but its lock delay does not start then.
+// last statement), but its lock delay does not start then. On the table
+// backend "from the operator's write" holds for a named candidate that
+// looks within a retry interval; one that is sitting out (it just resigned,
+// handed over, or lost a hold whose renewal came back after its deadline)
+// claims the row when its sit-out ends, so the model's liveness check
+// (model/README.md, "Liveness") bounds that case by LockDelay plus three
+// retry intervals after the write, not one.
 // TestLockOperatorAgainstCutOffLeader measures it: with a 3 s lease and a
 // leader cut off from the database, the election is leaderless about 1 s
 // (Assume) and 1.5 s (Reelect) after the old leader stood down, within one
