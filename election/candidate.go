@@ -172,11 +172,12 @@ type leadership struct {
 // machine (st), the timing, and the callbacks.
 //
 // Who owns what, and for how long:
-//   - The Run goroutine owns st, and the backend (every backend method is
-//     called from it), from the start of Run to its end; between Runs
-//     nobody touches them. Transfer and Proclaim run on it (opCh, see do),
-//     Resign through resignCh, between two steps. OnLeaderChanged and
-//     OnDemoted are called on it: the loop waits for them.
+//   - The Run goroutine owns st, and the backend's campaign (every backend
+//     method but leader, which Leader calls from any goroutine), from the
+//     start of Run to its end; between Runs nobody touches them. Transfer
+//     and Proclaim run on it (opCh, see do), and Resign (resignCh), between
+//     two steps. OnLeaderChanged and OnDemoted are called on it: the loop
+//     waits for them.
 //   - Any goroutine reads leadUntil and term (IsLeader, Term), lastRenew,
 //     lastStep and nextDue (Metrics' progress, HealthzHandler), atomically;
 //     only the Run goroutine writes them, except that the watchdog clears
