@@ -351,6 +351,9 @@ func (c *candidate) Run(ctx context.Context) error {
 	c.log.Debug("campaign started")
 	stopHealth := c.startHealth(ctx)
 	defer stopHealth()
+	// The campaign: follow until holding, then renew until standing down
+	// (one step of the phase per tick), and between two steps wait,
+	// serving Resign, Transfer, Proclaim and the health check's results.
 	for {
 		wait, err := c.tick(ctx)
 		if err != nil && permanent(err) {
