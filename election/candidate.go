@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,8 +70,129 @@ type backend interface {
 	close()
 }
 
-// candidate is the campaign logic shared by the backends: the local state
-// (holding, leading, deadlines), the timing, and the callbacks.
+// phase is where a candidate is in its campaign. The model
+// (model/sqlelect.pml) spells it with hold[i], leading[i] and so[i].
+type phase uint8
+
+const (
+	// following: holds nothing; looks at the election every retry
+	// interval and takes it when it may (model: hold[i] = 0, followTick).
+	following phase = iota
+	// sittingOut: holds nothing and does not campaign before
+	// st.sitOutUntil, after it gave a hold up, so that another candidate
+	// wins (model: hold[i] = 0, CLK(i) < so[i]).
+	sittingOut
+	// holding: holds term st.hold, until st.holdDeadline without a
+	// renewal, and waits out its lock delay until st.leadAt before it
+	// leads (model: hold[i] != 0, !leading[i]).
+	holding
+	// leading: holds the row and leads: IsLeader is true until leadUntil,
+	// OnElected runs with st.lead's context (model: leading[i]).
+	leading
+)
+
+func (p phase) String() string {
+	switch p {
+	case following:
+		return "following"
+	case sittingOut:
+		return "sitting out"
+	case holding:
+		return "holding"
+	case leading:
+		return "leading"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// transitions is the candidate's state machine: the phases each phase may
+// move to. enter refuses any other move. Every move is made by one of the
+// functions below enter, named as the model's inlines that make it
+// (model/sqlelect.pml, "the candidate"), for the reasons doc.go gives
+// ("Safety", "Health", "Planned changes of leader"):
+//
+//	following  → holding     acquired: the heartbeat took, inserted or claimed
+//	                         the row (followTick), or the term changed under a
+//	                         holder (holdTick, after standDown)
+//	holding    → leading     maybeLead: the lock delay is over (at once when
+//	                         there is none) and the hold is live
+//	leading    → holding     demote: the leadership ends, first step of every
+//	                         stand-down; or it ran out by the clock while a
+//	                         renewal was in flight (maybeLead leads anew)
+//	holding    → following   standDown: the lease is lost, deposed, an error,
+//	                         Run's end (releasing the row or not); handOver
+//	following  → sittingOut  sitOut: after a Resign, a failed health check, a
+//	                         hand-over, a deleted row
+//	sittingOut → sittingOut  sitOut: Resign again
+//	sittingOut → following   tick: the sit-out is over
+var transitions = [...][]phase{
+	following:  {holding, sittingOut},
+	sittingOut: {following, sittingOut},
+	holding:    {leading, following},
+	leading:    {holding},
+}
+
+// campaign is the state of a candidate's campaign: its phase, the data of
+// the phases that have any, and what outlives a phase. The Run goroutine
+// owns it (see candidate).
+type campaign struct {
+	phase phase
+	// holding and leading (model: hold[i], hd[i]): the term held (0 in
+	// the other phases), and when to stand down without a renewal, by the
+	// local clock.
+	hold         uint64
+	holdDeadline time.Time
+	// leading: the leadership under way (model: lterm[i], cancelled[i];
+	// lu[i] is candidate.leadUntil).
+	lead leadership
+
+	// Every phase. leadAt (model: la[i]) is when the current hold may
+	// lead (the end of its lock delay). It outlives the hold: a later hold
+	// of this candidate never leads before it, and a hold given up before
+	// it hands the rest on (see releaseHold). sitOutUntil (model: so[i])
+	// ends sittingOut.
+	leadAt      time.Time
+	sitOutUntil time.Time
+	seen        Record // last observed holder (ID empty when none)
+	askedTerm   uint64 // the term prefer last asked to hand over (never asked twice)
+	value       string // the value published: cfg.Value, or what Proclaim set
+}
+
+// holds reports whether the campaign holds the row (holding or leading).
+func (s *campaign) holds() bool { return s.phase == holding || s.phase == leading }
+
+// leadership is the data of the leading phase.
+type leadership struct {
+	end    time.Time          // its deadline as last set (OnDemoted's Until)
+	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
+	done   chan struct{}      // closed when OnElected and the watchdog returned
+}
+
+// candidate is the campaign logic shared by the backends: the state
+// machine (st), the timing, and the callbacks.
+//
+// Who owns what, and for how long:
+//   - The Run goroutine owns st, and the backend's campaign (every backend
+//     method but leader, which Leader calls from any goroutine), from the
+//     start of Run to its end; between Runs nobody touches them. Transfer
+//     and Proclaim run on it (opCh, see do), and Resign (resignCh), between
+//     two steps. OnLeaderChanged and OnDemoted are called on it: the loop
+//     waits for them.
+//   - Any goroutine reads leadUntil and term (IsLeader, Term), lastRenew,
+//     lastStep and nextDue (Metrics' progress, HealthzHandler), atomically;
+//     only the Run goroutine writes them, except that the watchdog clears
+//     leadUntil.
+//   - A leadership's two goroutines, started by maybeLead and joined by
+//     demote (st.lead.done), live from the start of leading to its end:
+//     OnElected, with the leadership's context; the watchdog, which clears
+//     leadUntil (compare-and-swap, so that extendLead never revives a
+//     leadership it ended) and cancels that context when the deadline
+//     passes, even while the Run goroutine is blocked.
+//   - The health goroutine (startHealth, joined when Run returns) runs
+//     Config.HealthCheck and writes checked, unhealthy and lastFailure, and
+//     pokes healthCh; the Run goroutine acts on them between steps.
+//   - The await goroutine (startAwait, joined before the next step) calls
+//     the backend's await while the Run goroutine only waits.
 type candidate struct {
 	cfg     Config
 	b       backend
@@ -107,22 +229,7 @@ type candidate struct {
 	// sent as Run ends does not wait for a Run goroutine that is gone.
 	runDone atomic.Pointer[chan struct{}]
 
-	// Owned by the Run goroutine.
-	hold         uint64    // term held (leading or waiting out the lock delay); 0 if none
-	holdDeadline time.Time // stand down at this local instant without a renewal
-	// leadAt is when the current hold may lead (the end of its lock
-	// delay). It outlives the hold: a later hold of this candidate never
-	// leads before it, and a hold given up before it hands the rest on
-	// (see releaseHold).
-	leadAt      time.Time
-	leading     bool      // a leadership (OnElected) is under way and not yet demoted
-	leadEnd     time.Time // the leadership's deadline as last set
-	sitOutUntil time.Time // do not campaign before this instant (after resigning)
-	seen        Record    // last observed holder (ID empty when none)
-	askedTerm   uint64    // the term prefer last asked to hand over (never asked twice)
-	value       string    // the value published: cfg.Value, or what Proclaim set
-	cancelLead  context.CancelFunc
-	leadDone    chan struct{} // closed when OnElected (and the watchdog) returned
+	st campaign // owned by the Run goroutine
 }
 
 func newCandidate(cfg Config, b backend) *candidate {
@@ -134,7 +241,7 @@ func newCandidate(cfg Config, b backend) *candidate {
 		opCh:     make(chan op),
 		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
-		value:    cfg.Value,
+		st:       campaign{value: cfg.Value},
 	}
 }
 
@@ -244,6 +351,9 @@ func (c *candidate) Run(ctx context.Context) error {
 	c.log.Debug("campaign started")
 	stopHealth := c.startHealth(ctx)
 	defer stopHealth()
+	// The campaign: follow until holding, then renew until standing down
+	// (one step of the phase per tick), and between two steps wait,
+	// serving Resign, Transfer, Proclaim and the health check's results.
 	for {
 		wait, err := c.tick(ctx)
 		if err != nil && permanent(err) {
@@ -303,7 +413,7 @@ func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 			stopAwait()
 			c.step()
 			c.standDown(ctx, ReasonResigned, true)
-			c.sitOut()
+			c.sitOut(0)
 			reply <- nil
 		case o := <-c.opCh:
 			stopAwait()
@@ -324,10 +434,10 @@ func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 // than at its next renewal), or a follower that sits nothing out may
 // campaign again.
 func (c *candidate) healthMatters() bool {
-	if c.hold != 0 {
+	if c.st.holds() {
 		return c.unhealthy.Load()
 	}
-	return c.healthy() && !c.cfg.Clock.Now().Before(c.sitOutUntil)
+	return c.healthy() && !c.cfg.Clock.Now().Before(c.st.sitOutUntil)
 }
 
 // waker is implemented by backends whose followers can learn early that
@@ -346,7 +456,7 @@ type waker interface {
 // and returns once its goroutine has exited; it must always be called.
 func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
 	w, ok := c.b.(waker)
-	if !ok || !w.awaits() || c.hold != 0 || d < minAwait || c.cfg.Clock.Now().Before(c.sitOutUntil) {
+	if !ok || !w.awaits() || c.st.holds() || d < minAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
 		return nil, func() {}
 	}
 	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)
@@ -381,35 +491,36 @@ func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 // awaitGrace is how long a wait that should end by itself is given to end.
 const awaitGrace = 20 * time.Millisecond
 
-// tick runs one step of the campaign and returns how long to wait.
+// tick runs one step of the campaign in its phase and returns how long to
+// wait before the next. Run's loop is thus client-go's "acquire, then
+// renew", one step at a time so that Resign, Transfer and a failed health
+// check are served between any two: a follower looks at the election and
+// takes it when it may (followTick), a holder renews (holdTick) until it
+// stands down; a candidate that sits out waits.
 func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
 	c.step()
 	now := c.cfg.Clock.Now()
-	if c.hold == 0 {
-		if now.Before(c.sitOutUntil) {
-			return c.sitOutUntil.Sub(now), nil
+	switch c.st.phase {
+	case sittingOut:
+		if now.Before(c.st.sitOutUntil) {
+			return c.st.sitOutUntil.Sub(now), nil
 		}
+		c.enter(following)
+		fallthrough
+	case following:
 		if !c.healthy() {
 			// Not campaigning; woken when the check passes again.
 			return c.jitter(c.cfg.RetryInterval), nil
 		}
 		return c.followTick(ctx)
+	default: // holding, leading
+		return c.holdTick(ctx, now)
 	}
-	if c.unhealthy.Load() && now.Before(c.holdDeadline) {
-		c.log.Warn("health check failed: standing down", "term", c.hold)
-		c.standDown(ctx, ReasonUnhealthy, true)
-		c.sitOut()
-		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
-	}
-	if !now.Before(c.holdDeadline) {
-		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.hold, "renew_deadline", c.cfg.RenewDeadline)
-		c.metrics().LeaseLost(c.cfg.Name)
-		c.standDown(ctx, ReasonLeaseLost, false)
-		return 0, nil
-	}
-	return c.holdTick(ctx, now)
 }
 
+// followTick is a follower's step (model: followTick): it looks at the
+// election and sends the heartbeat when the row may be taken (see
+// backend.follow); a hold that began with it is acquired.
 func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
@@ -430,85 +541,86 @@ func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 	return c.prefer(ctx, seen, wait), nil
 }
 
-// acquired records a hold that began with the statement sent at send.
-func (c *candidate) acquired(send time.Time, b beat) {
-	now := c.cfg.Clock.Now()
-	c.hold = b.term
-	c.holdDeadline = send.Add(c.cfg.RenewDeadline)
-	// A delay an earlier hold of this candidate had not served still
-	// applies: whoever it waited for may still lead.
-	c.leadAt = later(c.leadAt, now)
-	if b.delay > 0 && !c.cfg.DisableLockDelay {
-		// A predecessor may not know it was deposed: let it stand down.
-		c.leadAt = later(c.leadAt, now.Add(b.delay))
-	}
-	if c.leadAt.After(now) {
-		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.leadAt.Sub(now))
-	}
-	c.renewedAt(send)
-	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.value,
-		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
-	c.maybeLead()
-}
-
+// holdTick is a holder's step (model: holdTick): it stands down when its
+// health check failed, or when its deadline passed without a renewal (the
+// lease is lost); otherwise it renews and acts on the outcome (see
+// renewed).
 func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
+	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
+		c.log.Warn("health check failed: standing down", "term", c.st.hold)
+		c.standDown(ctx, ReasonUnhealthy, true)
+		c.sitOut(0)
+		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+	}
+	if !now.Before(c.st.holdDeadline) {
+		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
+		c.metrics().LeaseLost(c.cfg.Name)
+		c.standDown(ctx, ReasonLeaseLost, false)
+		return 0, nil
+	}
 	// A renewal in flight is let finish (within its timeout) when Run's
 	// context ends: cancelling it midway can cost the lock backend its
 	// connection, and with it the lock, before the release that follows
 	// has marked the row released; a follower would then find a live row
 	// and wait out its lease instead of taking over at once.
-	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.holdDeadline.Sub(now)))
-	b, err := c.b.renew(qctx, c.hold)
+	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(now)))
+	b, err := c.b.renew(qctx, c.st.hold)
 	cancel()
 	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
-	if err == nil && b.requested {
-		c.log.Info("transfer requested", "term", c.hold, "to", b.to)
-		_ = c.handOver(ctx, b.to)
-		return max(c.sitOutUntil.Sub(c.cfg.Clock.Now()), 0), nil
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
 		}
-		c.log.Debug("renewal failed", "term", c.hold, "err", err)
+		c.log.Debug("renewal failed", "term", c.st.hold, "err", err)
 		// Retry soon, but wake at the deadline at the latest.
-		return min(c.cfg.RenewInterval/2, c.holdDeadline.Sub(c.cfg.Clock.Now())), err
+		return min(c.cfg.RenewInterval/2, c.st.holdDeadline.Sub(c.cfg.Clock.Now())), err
 	}
+	return c.renewed(ctx, now, b), nil
+}
+
+// renewed acts on the outcome of the renewal sent at send (model:
+// processHB's holdTick branch; model/README.md's decision table gives the
+// outcomes) and returns the wait before the next step.
+func (c *candidate) renewed(ctx context.Context, send time.Time, b beat) time.Duration {
 	switch {
-	case b.held && b.term == c.hold:
-		c.holdDeadline = now.Add(c.cfg.RenewDeadline)
-		c.renewedAt(now)
-		if c.leading && !c.extendLead(c.holdDeadline) {
+	case b.requested:
+		c.log.Info("transfer requested", "term", c.st.hold, "to", b.to)
+		_ = c.handOver(ctx, b.to)
+		return max(c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), 0)
+	case b.held && b.term == c.st.hold:
+		c.st.holdDeadline = send.Add(c.cfg.RenewDeadline)
+		c.renewedAt(send)
+		if c.st.phase == leading && !c.extendLead(c.st.holdDeadline) {
 			// The leadership ran out by the clock while this renewal
 			// was in flight: it is over, and its context cancelled.
 			// The hold goes on (nobody else held the row meanwhile),
 			// so a new leadership of the same term begins at once.
-			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.hold)
+			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.st.hold)
 			c.metrics().LeaseLost(c.cfg.Name)
 			c.demote(ReasonLeaseLost)
 		}
 		c.maybeLead()
-		return c.holdWait(), nil
+		return c.holdWait()
 	case b.held && b.inserted:
 		// The row was deleted (an operator's force re-election): let go
 		// of the row this renewal recreated, and let another candidate win.
-		c.log.Info("row deleted: standing down for a re-election", "term", c.hold)
+		c.log.Info("row deleted: standing down for a re-election", "term", c.st.hold)
+		deadline := c.st.holdDeadline
 		c.standDown(ctx, ReasonDeposed, false)
-		c.hold = b.term
-		c.releaseHold(ctx)
-		c.sitOut()
-		return c.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+		c.releaseHold(ctx, b.term, deadline)
+		c.sitOut(0)
+		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now())
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
 		// released): a new hold, with its lock delay.
-		c.log.Info("term changed while holding", "old_term", c.hold, "term", b.term)
+		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
 		c.standDown(ctx, ReasonDeposed, false)
-		c.acquired(now, b)
-		return c.holdWait(), nil
+		c.acquired(send, b)
+		return c.holdWait()
 	default:
-		c.log.Info("deposed", "term", c.hold)
+		c.log.Info("deposed", "term", c.st.hold)
 		c.standDown(ctx, ReasonDeposed, false)
-		return 0, nil
+		return 0
 	}
 }
 
@@ -517,36 +629,74 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 func (c *candidate) holdWait() time.Duration {
 	now := c.cfg.Clock.Now()
 	w := c.cfg.RenewInterval
-	if !c.leading && c.leadAt.After(now) {
-		w = min(w, c.leadAt.Sub(now))
+	if c.st.phase != leading && c.st.leadAt.After(now) {
+		w = min(w, c.st.leadAt.Sub(now))
 	}
-	return min(w, c.holdDeadline.Sub(now))
+	return min(w, c.st.holdDeadline.Sub(now))
 }
 
-// maybeLead starts leading when holding, past the lock delay, not leading.
+// The transitions. enter is the only writer of st.phase; the functions
+// after it are the only callers of enter, one per move of the transitions
+// table (tick ends a sit-out).
+
+// enter moves the campaign to phase p. A move the transitions table does
+// not list is a bug of this file: enter panics rather than go on from a
+// state nobody checked.
+func (c *candidate) enter(p phase) {
+	if !slices.Contains(transitions[c.st.phase], p) {
+		panic(fmt.Sprintf("election: candidate %q: no transition from %v to %v", c.cfg.ID, c.st.phase, p))
+	}
+	c.st.phase = p
+}
+
+// acquired records a hold that began with the statement sent at send
+// (following → holding, model: acquired), and leads at once when there is
+// no lock delay to wait out (see maybeLead).
+func (c *candidate) acquired(send time.Time, b beat) {
+	now := c.cfg.Clock.Now()
+	c.enter(holding)
+	c.st.hold = b.term
+	c.st.holdDeadline = send.Add(c.cfg.RenewDeadline)
+	// A delay an earlier hold of this candidate had not served still
+	// applies: whoever it waited for may still lead.
+	c.st.leadAt = later(c.st.leadAt, now)
+	if b.delay > 0 && !c.cfg.DisableLockDelay {
+		// A predecessor may not know it was deposed: let it stand down.
+		c.st.leadAt = later(c.st.leadAt, now.Add(b.delay))
+	}
+	if c.st.leadAt.After(now) {
+		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.st.leadAt.Sub(now))
+	}
+	c.renewedAt(send)
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.st.value,
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
+	c.maybeLead()
+}
+
+// maybeLead starts leading when holding, past the lock delay, before the
+// deadline (holding → leading, model: maybeLead): IsLeader turns true
+// until the deadline, and OnElected and the watchdog start.
 func (c *candidate) maybeLead() {
 	now := c.cfg.Clock.Now()
-	if c.leading || c.hold == 0 || now.Before(c.leadAt) || !now.Before(c.holdDeadline) {
+	if c.st.phase != holding || now.Before(c.st.leadAt) || !now.Before(c.st.holdDeadline) {
 		return
 	}
-	c.leading = true
-	c.leadEnd = c.holdDeadline
-	c.term.Store(c.hold)
-	c.setDeadline(c.holdDeadline)
-	c.log.Info("elected", "term", c.hold)
-	c.metrics().Elected(c.cfg.Name, c.hold)
+	c.enter(leading)
+	term := c.st.hold
+	c.term.Store(term)
+	c.setDeadline(c.st.holdDeadline)
+	c.log.Info("elected", "term", term)
+	c.metrics().Elected(c.cfg.Name, term)
 
 	lctx, cancel := context.WithCancel(context.Background())
-	c.cancelLead = cancel
 	done := make(chan struct{})
-	c.leadDone = done
+	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, done: done}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { // watchdog: cancel lctx when the lease runs out by the clock
 		defer wg.Done()
 		c.watchdog(lctx, cancel)
 	}()
-	term := c.hold
 	go func() {
 		defer wg.Done()
 		if f := c.cfg.Callbacks.OnElected; f != nil {
@@ -590,7 +740,7 @@ func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 // leadership is already over: its deadline passed by the clock (IsLeader
 // turned false) or the watchdog ended it. A leadership that ended is never
 // revived, not even by a renewal sent before its end that succeeded after
-// it; the caller demotes it and starts a new one.
+// it; the caller demotes it and starts a new one (model: extendLead).
 func (c *candidate) extendLead(t time.Time) bool {
 	nd := max(int64(t.Sub(c.epoch)), 1)
 	for {
@@ -599,50 +749,151 @@ func (c *candidate) extendLead(t time.Time) bool {
 			return false
 		}
 		if c.leadUntil.CompareAndSwap(d, nd) {
-			c.leadEnd = t
+			c.st.lead.end = t
 			return true
 		}
 	}
 }
 
-// standDown ends the hold: if leading, the leadership ends (see demote);
-// with release, the row is then given up (see releaseHold).
+// demote ends the current leadership, if any (leading → holding, model:
+// demote): IsLeader turns false, the leadership context is cancelled,
+// OnElected is waited for and OnDemoted called. The hold is not touched.
+func (c *candidate) demote(reason Reason) {
+	if c.st.phase != leading {
+		return
+	}
+	l := c.st.lead
+	until := l.end
+	if now := c.cfg.Clock.Now(); now.Before(until) {
+		until = now
+	}
+	c.enter(holding)
+	c.st.lead = leadership{}
+	c.setDeadline(time.Time{})
+	c.term.Store(0)
+	l.cancel()
+	<-l.done
+	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
+	c.metrics().Demoted(c.cfg.Name, reason)
+	if f := c.cfg.Callbacks.OnDemoted; f != nil {
+		f(Demotion{Term: c.st.hold, Reason: reason, Until: until.Round(0)})
+	}
+}
+
+// standDown ends the hold, if any (holding → following, model: standDown,
+// and standDownRelease with release): if leading, the leadership ends
+// first (see demote); with release, the row is then given up (see
+// releaseHold), else the backend is told the hold was lost (holdLoser).
 func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) {
-	if c.hold == 0 {
+	if !c.st.holds() {
 		return
 	}
 	c.demote(reason)
 	if release {
-		c.releaseHold(ctx)
+		c.releaseHold(ctx, c.st.hold, c.st.holdDeadline)
 	} else if l, ok := c.b.(holdLoser); ok {
 		c.step()
 		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		l.lost(lctx, c.hold)
+		l.lost(lctx, c.st.hold)
 		cancel()
 	}
-	c.hold = 0
+	c.st.hold = 0
+	c.enter(following)
 }
 
-// demote ends the current leadership, if any: IsLeader turns false, the
-// leadership context is cancelled, OnElected is waited for and OnDemoted
-// called. The hold is not touched.
-func (c *candidate) demote(reason Reason) {
-	if !c.leading {
+// sitOut keeps a candidate that just gave its hold up (or resigned) from
+// campaigning for two retry intervals plus extra, counted from the end of
+// any lock delay it handed on (see releaseHold), so that another candidate
+// wins rather than this one claiming its own row back (following or
+// sittingOut → sittingOut, model: sitOut).
+func (c *candidate) sitOut(extra time.Duration) {
+	c.enter(sittingOut)
+	c.st.sitOutUntil = later(c.cfg.Clock.Now(), c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+}
+
+// handOver stands the holder down and hands the row over for a planned
+// change of leader (Transfer, or an operator's request seen by a renewal):
+// to candidate to, or to anyone when to is empty (holding or leading →
+// following → sittingOut, model: handOver). A leader demotes first
+// (ReasonTransferred), then marks the row released and reserved for to for
+// the transfer window, and wakes the followers: to takes over at once and
+// without a lock delay, since the holder stood down before the row said so.
+// A holder that does not lead yet (it waits out its lock delay, which it
+// cannot hand on to a taker that would not wait) gives the row up as Resign
+// does, with the rest of its delay: anyone may take it when that ends. A
+// request to hand over to itself is cleared (the row is handed to itself:
+// the holder renews at once and keeps leading). The holder then sits out
+// two retry intervals, after the transfer window when it named a target.
+// An error of the hand-over statement is logged, counted and returned: the
+// row then expires after its lease.
+func (c *candidate) handOver(ctx context.Context, to string) error {
+	now := c.cfg.Clock.Now()
+	if !c.st.holds() {
+		return nil
+	}
+	if to == c.cfg.ID || now.Before(c.st.leadAt) {
+		// Not a change of leader: a transfer to itself (cleared by the
+		// next renewal, which the caller runs at once) or a holder still
+		// waiting out its lock delay (which it hands on).
+		if to != c.cfg.ID {
+			c.standDown(ctx, ReasonTransferred, true)
+			c.sitOut(0)
+		}
+		return nil
+	}
+	c.demote(ReasonTransferred)
+	var err error
+	if now = c.cfg.Clock.Now(); now.Before(c.st.holdDeadline) {
+		c.step()
+		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+		err = c.b.handOver(rctx, c.st.hold, to, TransferWindow(c.cfg.RetryInterval))
+		cancel()
+		if err != nil {
+			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.st.hold, "to", to, "err", err)
+			c.metrics().Heartbeat(c.cfg.Name, 0, err)
+			err = fmt.Errorf("election: handing over to %q: %w", to, err)
+		}
+	} else {
+		c.dropHold(ctx, c.st.hold)
+	}
+	c.st.hold = 0
+	c.enter(following)
+	var extra time.Duration
+	if to != "" {
+		// Not back before the others had their turn after a target that
+		// never came.
+		extra = TransferWindow(c.cfg.RetryInterval)
+	}
+	c.sitOut(extra)
+	return err
+}
+
+// The backend's side of a stand-down.
+
+// releaseHold gives up the row held with term until deadline, on a
+// context that survives the caller's cancellation (Run's context has
+// usually ended here); it changes no phase (model: releaseHold). A hold
+// that never led (it was still waiting out its lock delay, st.leadAt)
+// hands the rest of that delay on: the row then expires when the delay
+// would have ended instead of being marked released, so that the
+// predecessor the delay waits for has stood down before anyone leads. A
+// release never hands over a delay that the releaser had not served.
+func (c *candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time) {
+	now := c.cfg.Clock.Now()
+	if !now.Before(deadline) {
+		// The lease is no longer ours to give; let go of the lock, if
+		// any, since the caller will not campaign for a while.
+		c.step()
+		c.dropHold(ctx, term)
 		return
 	}
-	until := c.leadEnd
-	if now := c.cfg.Clock.Now(); now.Before(until) {
-		until = now
-	}
-	c.leading = false
-	c.setDeadline(time.Time{})
-	c.term.Store(0)
-	c.cancelLead()
-	<-c.leadDone
-	c.log.Info("demoted", "term", c.hold, "reason", string(reason))
-	c.metrics().Demoted(c.cfg.Name, reason)
-	if f := c.cfg.Callbacks.OnDemoted; f != nil {
-		f(Demotion{Term: c.hold, Reason: reason, Until: until.Round(0)})
+	unserved := max(c.st.leadAt.Sub(now), 0)
+	c.step()
+	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	if err := c.b.release(rctx, term, unserved); err != nil {
+		c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
+		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 	}
 }
 
@@ -653,13 +904,14 @@ type lockDropper interface {
 	dropLock(ctx context.Context)
 }
 
-// dropHold ends a hold that cannot be released (its deadline passed): the
-// backend lets go of what it keeps (see holdLoser and lockDropper).
-func (c *candidate) dropHold(ctx context.Context) {
+// dropHold ends the hold of term that cannot be released (its deadline
+// passed): the backend lets go of what it keeps (see holdLoser and
+// lockDropper).
+func (c *candidate) dropHold(ctx context.Context, term uint64) {
 	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
 	if l, ok := c.b.(holdLoser); ok {
-		l.lost(lctx, c.hold)
+		l.lost(lctx, term)
 	}
 	if d, ok := c.b.(lockDropper); ok {
 		d.dropLock(lctx)
@@ -673,47 +925,16 @@ type holdLoser interface {
 	lost(ctx context.Context, hold uint64)
 }
 
-// releaseHold gives the held row up, on a context that survives the
-// caller's cancellation (Run's context has usually ended here). A hold that
-// never led (it was still waiting out its lock delay) hands the rest of that
-// delay on: the row then expires when the delay would have ended instead of
-// being marked released, so that the predecessor the delay waits for has
-// stood down before anyone leads. A release never hands over a delay that
-// the releaser had not served.
-func (c *candidate) releaseHold(ctx context.Context) {
-	now := c.cfg.Clock.Now()
-	if c.hold == 0 {
-		return
-	}
-	if !now.Before(c.holdDeadline) {
-		// The lease is no longer ours to give; let go of the lock, if
-		// any, since the caller will not campaign for a while.
-		c.step()
-		c.dropHold(ctx)
-		c.hold = 0
-		return
-	}
-	unserved := max(c.leadAt.Sub(now), 0)
-	c.step()
-	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-	defer cancel()
-	if err := c.b.release(rctx, c.hold, unserved); err != nil {
-		c.log.Warn("release failed; the lease will expire instead", "term", c.hold, "err", err)
-		c.metrics().Heartbeat(c.cfg.Name, 0, err)
-	}
-	c.hold = 0
-}
-
 // observe calls OnLeaderChanged when the live holder, term or value
 // changed.
 func (c *candidate) observe(r Record) {
 	if !r.Live() {
 		r = Record{Election: c.cfg.Name}
 	}
-	if r.ID == c.seen.ID && r.Term == c.seen.Term && r.Value == c.seen.Value {
+	if r.ID == c.st.seen.ID && r.Term == c.st.seen.Term && r.Value == c.st.seen.Value {
 		return
 	}
-	c.seen = r
+	c.st.seen = r
 	if f := c.cfg.Callbacks.OnLeaderChanged; f != nil {
 		f(r)
 	}
@@ -867,14 +1088,6 @@ func (c *candidate) recordHealth(err error, timedOut bool) {
 		default:
 		}
 	}
-}
-
-// sitOut keeps a candidate that just gave its hold up from campaigning for
-// two retry intervals, counted from the end of any lock delay it handed on
-// (see releaseHold), so that another candidate wins rather than this one
-// claiming its own row back.
-func (c *candidate) sitOut() {
-	c.sitOutUntil = later(c.cfg.Clock.Now(), c.leadAt).Add(2 * c.cfg.RetryInterval)
 }
 
 // later returns the later of a and b.

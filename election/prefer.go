@@ -50,7 +50,7 @@ func (r Record) tenure() time.Duration {
 // tries again.
 func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
 	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
-		seen.Acquired == "operator" || seen.Term == c.askedTerm || c.heldDown() {
+		seen.Acquired == "operator" || seen.Term == c.st.askedTerm || c.heldDown() {
 		return wait
 	}
 	if left := c.cfg.PreferenceTenure - seen.tenure(); left > 0 {
@@ -68,7 +68,7 @@ func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 			c.log.Debug("asking for leadership by priority failed", "err", err)
 		}
 	case asked:
-		c.askedTerm = seen.Term
+		c.st.askedTerm = seen.Term
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
 			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
 		c.metrics().PreferenceRequested(c.cfg.Name)
