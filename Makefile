@@ -184,8 +184,9 @@ test-matrix: deps
 # chaos 221 s: 2564 s without the model, about 50 minutes with it. Since
 # the behaviour suite runs six subtests at once (INTEGRATION_PARALLEL), go
 # test of integration/ takes 250 s instead of 374 s on MariaDB 10.11 and
-# 431 s instead of 477 s on MySQL 9.7 (where Group Replication's three
-# tests, 193 s, run one after another), measured on a busier machine. The
+# 431 s instead of 477 s on MySQL 9.7 (where the Group Replication tests,
+# 193 s, then 168 s once the doctor's checks shared their groups, run one
+# after another), measured on a busier machine. The
 # race detector costs these legs no time (they wait on servers and
 # timers), so every leg keeps it.
 ci: deps
