@@ -54,16 +54,15 @@ const (
 
 // Run runs every behaviour test against the backend, in parallel subtests,
 // each on its own database. The tests that measure a backend against
-// windows of a few renew intervals (the slow health checks' 100 ms
-// transfer window) run first, one at a time, so that they are not measured
-// against the others' load too: go test -parallel (6 in make test) runs
-// the rest together.
+// windows of a renew interval or less (the slow health checks' 100 ms
+// transfer window, a 50 ms margin) run first, one at a time, so that they
+// are not measured against the others' load too: go test -parallel (6 in
+// make test) runs the rest together.
 func Run(t *testing.T, s Suite) {
 	alone := map[string]bool{
 		"SlowHealthCheckTransfersReachTarget": true,
 		"SlowHealthCheckPreferredLeads":       true,
 		"SlowHealthCheckSameForLeader":        true,
-		"FlappingPreferredHeldDown":           true,
 	}
 	tests := []struct {
 		name string
