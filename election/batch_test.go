@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -19,7 +20,14 @@ func (c *combiner[Req, Res]) queued() int {
 	return len(c.cur.reqs)
 }
 
+// The combiner's tests run in synctest bubbles: synctest.Wait returns once
+// every request started is blocked (running, queued in a batch, or waiting
+// for a slot), the state each step checks, with no polling.
 func TestCombinerBatchesWhileBusy(t *testing.T) {
+	synctest.Test(t, testCombinerBatchesWhileBusy)
+}
+
+func testCombinerBatchesWhileBusy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	release := make(chan struct{})
@@ -49,26 +57,19 @@ func TestCombinerBatchesWhileBusy(t *testing.T) {
 	}
 	wg.Add(1)
 	go do(0)
-	for c.queued() != 0 || len(c.slots) == 0 { // request 0 is running
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if c.queued() != 0 || len(c.slots) == 0 {
+		t.Fatalf("request 0 not running: %d queued, %d slots taken", c.queued(), len(c.slots))
 	}
 	// 1..5 wait: a batch of 3 (full) and a batch of 2. Each request joins
-	// before the next starts: waiting for "2 queued" alone also matched
-	// requests 1 and 2 with 3 to 5 not started yet, which then ran alone
-	// (batches [1 2 1 1 1] in one run on a loaded machine).
-	waitQueued := func(want int) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); c.queued() != want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("queued %d, want %d", c.queued(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	// before the next starts.
 	for i, want := range []int{1, 2, 0, 1, 2} { // 0: the third filled the batch
 		wg.Add(1)
 		go do(i + 1)
-		waitQueued(want)
+		synctest.Wait()
+		if got := c.queued(); got != want {
+			t.Fatalf("request %d: %d queued, want %d", i+1, got, want)
+		}
 	}
 	close(release)
 	wg.Wait()
@@ -102,34 +103,40 @@ func TestCombinerErrorsAndCancel(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a waiter's context ends", func(t *testing.T) {
-		release := make(chan struct{})
-		c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
-			func(ctx context.Context, reqs []int) ([]int, error) {
-				<-release
-				return reqs, nil
-			})
-		done := make(chan error, 2)
-		go func() { _, err := c.do(ctx, 1); done <- err }()
-		for len(c.slots) == 0 { // request 1 runs
-			time.Sleep(time.Millisecond)
+	t.Run("a waiter's context ends", func(t *testing.T) { synctest.Test(t, testCombinerWaiterContextEnds) })
+}
+
+func testCombinerWaiterContextEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
+		func(ctx context.Context, reqs []int) ([]int, error) {
+			<-release
+			return reqs, nil
+		})
+	done := make(chan error, 2)
+	go func() { _, err := c.do(ctx, 1); done <- err }()
+	synctest.Wait()
+	if len(c.slots) == 0 {
+		t.Fatal("request 1 does not run")
+	}
+	go func() { _, err := c.do(ctx, 2); done <- err }()
+	synctest.Wait()
+	if c.queued() != 1 {
+		t.Fatalf("%d queued, want request 2, which opened the next batch and waits for the slot", c.queued())
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer wcancel()
+	if _, err := c.do(wctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiter: %v, want deadline exceeded", err)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Errorf("request: %v", err)
 		}
-		go func() { _, err := c.do(ctx, 2); done <- err }()
-		for c.queued() != 1 { // request 2 opened the next batch and waits for the slot
-			time.Sleep(time.Millisecond)
-		}
-		wctx, wcancel := context.WithTimeout(ctx, 20*time.Millisecond)
-		defer wcancel()
-		if _, err := c.do(wctx, 3); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("waiter: %v, want deadline exceeded", err)
-		}
-		close(release)
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Errorf("request: %v", err)
-			}
-		}
-	})
+	}
 }
 
 func TestBatcherConfig(t *testing.T) {

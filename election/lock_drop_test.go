@@ -19,6 +19,7 @@ import (
 // kept, the candidate that stood down would take its own row back after
 // its sit-out, and the waiting one would never lead.
 func TestLockHoldEndedPastDeadlineLetsLockGo(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
 	for _, tc := range []struct {
 		name   string
 		reason election.Reason

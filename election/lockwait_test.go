@@ -161,6 +161,8 @@ func (e *lockEnv) handover(id string) (gap time.Duration, next string) {
 // started after, so that its wait is queued behind F's; the leader L acts
 // while both waits run on the server.
 func TestLockFrozenQueuedWaiter(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
+
 	const retry = time.Second // F waits up to 1 s at a time
 	window := election.TransferWindow(retry)
 	for _, tc := range []struct {
@@ -240,6 +242,7 @@ func TestLockFrozenQueuedWaiter(t *testing.T) {
 // from a follower's placeholder row, after a Reelect), not from when the
 // server drops the cut-off leader's connection.
 func TestLockOperatorAgainstCutOffLeader(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
 	const retry = 500 * time.Millisecond
 	for _, op := range []string{"assume", "reelect"} {
 		t.Run(op, func(t *testing.T) {

@@ -173,6 +173,7 @@ func (w *overlapWatch) holdsFor(t *testing.T, ctx context.Context, clean *sql.DB
 // Both must leave the leader alone: the other candidate is not elected
 // while the leader renews, for two leases by the database clock.
 func TestSessionTimestampOnPool(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
 	for _, tc := range []struct {
 		name         string
 		leader, foll []string
@@ -225,6 +226,7 @@ func TestSessionTimestampOnPool(t *testing.T) {
 // as expired) used to let the follower take the row at once, and lead
 // while the old holder still did.
 func TestSessionTimestampOnLockPool(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
 	for _, tc := range []struct {
 		name         string
 		leader, foll []string

@@ -113,6 +113,7 @@ func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
 //     it loses its lease by its own clock, and the follower is never
 //     elected while it still leads.
 func TestSessionDSTZoneOnPool(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
 	for _, tc := range []struct {
 		name     string
 		onLeader bool

@@ -334,6 +334,7 @@ func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
 func TestAdoptRecipeWhileRunning(t *testing.T) {
 	for _, holderLast := range []bool{true, false} {
 		t.Run(fmt.Sprintf("holder-last=%v", holderLast), func(t *testing.T) {
+			t.Parallel() // a fleet and a database of its own; it waits on the recipe's timeouts
 			ctx, f, m := newFleet(t)
 			for i := 1; i <= 3; i++ {
 				f.recipeNode(fmt.Sprintf("recipe-%d", i))

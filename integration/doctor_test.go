@@ -178,43 +178,35 @@ func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) elec
 	return r
 }
 
-// TestDoctorGroupReplication: on the primary of a single-primary group
-// both backends are safe; a secondary (super_read_only) is safe for
-// neither; on a multi-primary group the table backend is safe and the lock
-// backend fails topology.
-func TestDoctorGroupReplication(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two 3-member Group Replication groups")
+// doctorGroup checks what Check reports on g, a group just started
+// (startGroup): on the primary of a single-primary group both backends are
+// safe; a secondary (super_read_only) is safe for neither; on a
+// multi-primary group the table backend is safe and the lock backend fails
+// topology. The Group Replication tests run it first on their groups, so
+// that the groups are started once for both (20 s each).
+func doctorGroup(t *testing.T, ctx context.Context, g *mysqld.Group, multi bool) {
+	r := checkMember(t, ctx, g, 0)
+	wantFails := map[string]string{election.BackendTable: "", election.BackendLock: ""}
+	if multi {
+		wantFails[election.BackendLock] = election.PropTopology
 	}
-	for _, multi := range []bool{false, true} {
-		t.Run(map[bool]string{false: "single-primary", true: "multi-primary"}[multi], func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			g := startGroup(t, ctx, multi)
-			r := checkMember(t, ctx, g, 0)
-			wantFails := map[string]string{election.BackendTable: "", election.BackendLock: ""}
-			if multi {
-				wantFails[election.BackendLock] = election.PropTopology
-			}
-			for b, want := range wantFails {
-				if got := strings.Join(r.Failed(b), ","); got != want {
-					t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
-				}
-			}
-			for _, f := range r.For(election.BackendTable) {
-				if f.Status == election.CheckWarn && !(multi && f.Property == election.PropTopology) {
-					t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
-				}
-			}
-			if multi {
-				return
-			}
-			r = checkMember(t, ctx, g, 1)
-			for _, b := range []string{election.BackendTable, election.BackendLock} {
-				if got := r.Failed(b); len(got) == 0 || got[0] != election.PropReadOnly {
-					t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
-				}
-			}
-		})
+	for b, want := range wantFails {
+		if got := strings.Join(r.Failed(b), ","); got != want {
+			t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
+		}
+	}
+	for _, f := range r.For(election.BackendTable) {
+		if f.Status == election.CheckWarn && !(multi && f.Property == election.PropTopology) {
+			t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
+		}
+	}
+	if multi {
+		return
+	}
+	r = checkMember(t, ctx, g, 1)
+	for _, b := range []string{election.BackendTable, election.BackendLock} {
+		if got := r.Failed(b); len(got) == 0 || got[0] != election.PropReadOnly {
+			t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
+		}
 	}
 }

@@ -400,6 +400,7 @@ func TestGroupReplicationSinglePrimary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	g := startGroup(t, ctx, false)
+	t.Run("Doctor", func(t *testing.T) { doctorGroup(t, ctx, g, false) })
 	var cfgs []*mysql.Config
 	for i := range g.Nodes {
 		cfgs = append(cfgs, memberConfig(g, i))
@@ -497,6 +498,7 @@ func TestGroupReplicationMultiPrimary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	g := startGroup(t, ctx, true)
+	t.Run("Doctor", func(t *testing.T) { doctorGroup(t, ctx, g, true) })
 	dbs := make([]*sql.DB, len(g.Nodes))
 	for i := range g.Nodes {
 		db, err := sql.Open("mysql", memberConfig(g, i).FormatDSN())

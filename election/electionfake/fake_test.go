@@ -5,21 +5,25 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/election/electionfake"
 )
 
+// Every test runs in a synctest bubble: the fake's goroutines (Run, the
+// callbacks) must all have returned when the test ends, or synctest.Test
+// fails it, which replaces polling runtime.NumGoroutine for leaks; a
+// context's deadline runs on the bubble's fake clock.
+
 // start runs a fake with callbacks that log what they see, and stops it
 // (checking Run returned nil) in t.Cleanup.
 func start(t *testing.T, cfg election.Config) (*electionfake.Fake, *log, context.Context) {
 	t.Helper()
-	checkNoLeaks(t)
 	l := &log{}
 	if cfg.Name == "" {
 		cfg.Name = "e-test"
@@ -64,19 +68,6 @@ func (l *log) callbacks() election.Callbacks {
 		OnDemoted:       func(d election.Demotion) { l.add("demoted:" + string(d.Reason)) },
 		OnLeaderChanged: func(r election.Record) { l.add("leader:" + r.ID) },
 	}
-}
-
-func checkNoLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			t.Errorf("%d goroutines leaked", n-before)
-		}
-	})
 }
 
 func TestDriving(t *testing.T) {
@@ -156,20 +147,24 @@ func TestDriving(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, l, ctx := start(t, election.Config{ID: "me"})
-			if err := tc.drive(ctx, f); err != nil {
-				t.Fatal(err)
-			}
-			// Each driving method returns after its callbacks (but
-			// OnElected, which returned here since each leadership ended).
-			if got := l.String(); got != tc.want {
-				t.Errorf("callbacks: %q, want %q", got, tc.want)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				f, l, ctx := start(t, election.Config{ID: "me"})
+				if err := tc.drive(ctx, f); err != nil {
+					t.Fatal(err)
+				}
+				// Each driving method returns after its callbacks (but
+				// OnElected, which returned here since each leadership ended).
+				if got := l.String(); got != tc.want {
+					t.Errorf("callbacks: %q, want %q", got, tc.want)
+				}
+			})
 		})
 	}
 }
 
-func TestLeaderRecord(t *testing.T) {
+func TestLeaderRecord(t *testing.T) { synctest.Test(t, testLeaderRecord) }
+
+func testLeaderRecord(t *testing.T) {
 	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second, Priority: 7})
 	if _, err := f.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Fatalf("Leader() before anyone leads: %v, want ErrNoLeader", err)
@@ -195,7 +190,9 @@ func TestLeaderRecord(t *testing.T) {
 	}
 }
 
-func TestFenced(t *testing.T) {
+func TestFenced(t *testing.T) { synctest.Test(t, testFenced) }
+
+func testFenced(t *testing.T) {
 	f, _, ctx := start(t, election.Config{ID: "me"})
 	calls := 0
 	fn := func(tx *sql.Tx) error {
@@ -225,7 +222,9 @@ func TestFenced(t *testing.T) {
 	}
 }
 
-func TestResignObserved(t *testing.T) {
+func TestResignObserved(t *testing.T) { synctest.Test(t, testResignObserved) }
+
+func testResignObserved(t *testing.T) {
 	f, _, ctx := start(t, election.Config{ID: "me"})
 	if _, err := f.Elect(ctx); err != nil {
 		t.Fatal(err)
@@ -244,8 +243,9 @@ func TestResignObserved(t *testing.T) {
 	}
 }
 
-func TestRunTwiceAndWaitForRun(t *testing.T) {
-	checkNoLeaks(t)
+func TestRunTwiceAndWaitForRun(t *testing.T) { synctest.Test(t, testRunTwiceAndWaitForRun) }
+
+func testRunTwiceAndWaitForRun(t *testing.T) {
 	f, err := electionfake.New(election.Config{Name: "e", ID: "me"})
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,9 @@ func TestRunTwiceAndWaitForRun(t *testing.T) {
 	}
 }
 
-func TestNewValidates(t *testing.T) {
+func TestNewValidates(t *testing.T) { synctest.Test(t, testNewValidates) }
+
+func testNewValidates(t *testing.T) {
 	for _, cfg := range []election.Config{{}, {Name: "bad name"}, {Name: "e", ID: "a\x00b"}, {Name: "e", Value: strings.Repeat("v", 1025)}} {
 		if _, err := electionfake.New(cfg); !errors.Is(err, election.ErrInvalidConfig) {
 			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
@@ -359,29 +361,33 @@ func TestHealthCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &healthSwitch{}
-			f, l, ctx := start(t, election.Config{ID: "me", HealthCheck: h.check})
-			if err := tc.drive(ctx, f, h); err != nil {
-				t.Fatal(err)
-			}
-			if got := l.String(); got != tc.want {
-				t.Errorf("callbacks: %q, want %q", got, tc.want)
-			}
-			if f.IsLeader() != tc.leader || f.Healthy() != tc.healthy {
-				t.Errorf("IsLeader() = %v, Healthy() = %v; want %v, %v", f.IsLeader(), f.Healthy(), tc.leader, tc.healthy)
-			}
-			h.mu.Lock()
-			checked := h.ctx == ctx
-			h.mu.Unlock()
-			if checked != tc.wantChecked {
-				t.Errorf("the check ran with the driving method's context: %v, want %v", checked, tc.wantChecked)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				h := &healthSwitch{}
+				f, l, ctx := start(t, election.Config{ID: "me", HealthCheck: h.check})
+				if err := tc.drive(ctx, f, h); err != nil {
+					t.Fatal(err)
+				}
+				if got := l.String(); got != tc.want {
+					t.Errorf("callbacks: %q, want %q", got, tc.want)
+				}
+				if f.IsLeader() != tc.leader || f.Healthy() != tc.healthy {
+					t.Errorf("IsLeader() = %v, Healthy() = %v; want %v, %v", f.IsLeader(), f.Healthy(), tc.leader, tc.healthy)
+				}
+				h.mu.Lock()
+				checked := h.ctx == ctx
+				h.mu.Unlock()
+				if checked != tc.wantChecked {
+					t.Errorf("the check ran with the driving method's context: %v, want %v", checked, tc.wantChecked)
+				}
+			})
 		})
 	}
 }
 
 // Without a HealthCheck, CheckHealth passes and Elect needs nothing.
-func TestNoHealthCheck(t *testing.T) {
+func TestNoHealthCheck(t *testing.T) { synctest.Test(t, testNoHealthCheck) }
+
+func testNoHealthCheck(t *testing.T) {
 	f, _, ctx := start(t, election.Config{ID: "me"})
 	if err := f.CheckHealth(ctx); err != nil || !f.Healthy() {
 		t.Fatalf("CheckHealth without a HealthCheck = %v, Healthy() = %v", err, f.Healthy())
@@ -395,7 +401,9 @@ func TestNoHealthCheck(t *testing.T) {
 }
 
 // Resign without Run fails with ErrNotRunning, as the real backends'.
-func TestResignNotRunning(t *testing.T) {
+func TestResignNotRunning(t *testing.T) { synctest.Test(t, testResignNotRunning) }
+
+func testResignNotRunning(t *testing.T) {
 	f, err := electionfake.New(election.Config{Name: "e", ID: "me"})
 	if err != nil {
 		t.Fatal(err)

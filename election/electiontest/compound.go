@@ -101,21 +101,21 @@ func (c *cluster) assumeOther(not *member) error {
 // own write (not an operator's), and returns it.
 func (c *cluster) waitHolder(not *member) *member {
 	c.t.Helper()
-	deadline := time.Now().Add(takeoverBound)
-	for time.Now().Before(deadline) {
+	var holder *member
+	if !poll(takeoverBound, time.Millisecond, func() bool {
 		rec, _ := election.Status(c.ctx, c.admin, "", c.name)
 		if rec.ID != "" && rec.ID != not.id && rec.Acquired != "operator" && !rec.Released {
 			c.mu.Lock()
+			defer c.mu.Unlock()
 			for _, m := range c.member {
 				if m.id == rec.ID {
-					c.mu.Unlock()
-					return m
+					holder = m
 				}
 			}
-			c.mu.Unlock()
 		}
-		time.Sleep(time.Millisecond)
+		return holder != nil
+	}) {
+		c.t.Fatalf("no candidate other than %s took the row within %v", not.id, takeoverBound)
 	}
-	c.t.Fatalf("no candidate other than %s took the row within %v", not.id, takeoverBound)
-	return nil
+	return holder
 }

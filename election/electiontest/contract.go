@@ -204,18 +204,20 @@ func (c *contract) mark() int {
 // returns it with its index.
 func (c *contract) await(from int, what string, ok func(event) bool) (event, int) {
 	c.t.Helper()
-	deadline := time.Now().Add(contractWithin)
-	for time.Now().Before(deadline) {
+	var ev event
+	at := -1
+	if poll(contractWithin, time.Millisecond, func() bool {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for i := from; i < len(c.events); i++ {
 			if ok(c.events[i]) {
-				ev := c.events[i]
-				c.mu.Unlock()
-				return ev, i
+				ev, at = c.events[i], i
+				return true
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
+		return false
+	}) {
+		return ev, at
 	}
 	c.t.Fatalf("%s: no %s within %v; events: %v", c.id, what, contractWithin, c.snapshot())
 	return event{}, 0
@@ -476,17 +478,15 @@ func (d *dbDriver) LoseLease(e election.Election) {
 		d.c.t.Fatal(err)
 	}
 	d.until(e, false, Lease)
-	time.Sleep(RenewDeadline)
+	// Held until the lease is over by the database clock too: e's
+	// renewals, once the lock is gone, find an expired row.
+	d.c.awaitLeaseOver(takeoverBound)
 }
 
 // until waits until e.IsLeader() is leader.
 func (d *dbDriver) until(e election.Election, leader bool, within time.Duration) {
 	d.c.t.Helper()
-	deadline := time.Now().Add(within)
-	for e.IsLeader() != leader {
-		if time.Now().After(deadline) {
-			d.c.t.Fatalf("%s: IsLeader() not %v within %v", e.ID(), leader, within)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll(within, time.Millisecond, func() bool { return e.IsLeader() == leader }) {
+		d.c.t.Fatalf("%s: IsLeader() not %v within %v", e.ID(), leader, within)
 	}
 }

@@ -31,14 +31,20 @@ func testSameNameTwoDatabases(t *testing.T, s Suite) {
 	if al, _ := a.waitLeader(takeoverBound, nil); al != a1 {
 		t.Fatalf("%s leads database a, want a-1", al.id)
 	}
-	a.start("a-2", slow, nil)
-	a.start("a-3", slow, nil)
+	a2 := a.start("a-2", slow, nil)
+	a3 := a.start("a-3", slow, nil)
 
-	// Each database keeps its leader: neither starves the other.
-	time.Sleep(2 * time.Second)
+	// Each database keeps its leader: neither starves the other. a's
+	// followers are in their long wait (in GET_LOCK, where they are woken),
+	// and both leaders renew their rows (about 2 s).
+	if !s.NoWakeup {
+		a.awaitStatement("GET_LOCK", takeoverBound, a2, a3)
+	}
+	a.awaitRenewals(10)
+	b.awaitRenewals(10)
 	for _, c := range []*cluster{a, b} {
 		if ls := c.leaders(); len(ls) != 1 {
-			t.Errorf("database of %s: leaders %v after 2 s, want one", c.member[0].id, ids(ls))
+			t.Errorf("database of %s: leaders %v after 10 renewals, want one", c.member[0].id, ids(ls))
 		}
 		if ivs := c.rec.elections(); len(ivs) != 1 {
 			t.Errorf("database of %s: leadership changed %d times, want once", c.member[0].id, len(ivs))

@@ -21,24 +21,26 @@ import (
 // errUnhealthy is what the suite's health checks fail with.
 var errUnhealthy = errors.New("electiontest: unhealthy")
 
-// healthy starts n candidates whose Config.HealthCheck fails while their
-// flag is false; all start healthy.
-func (c *cluster) startHealthChecked(n int) ([]*member, []*atomic.Bool) {
-	ms, flags := make([]*member, n), make([]*atomic.Bool, n)
+// startHealthChecked starts n candidates whose Config.HealthCheck fails
+// while their flag is false; all start healthy. checks[i] counts the
+// checks of candidate i that failed.
+func (c *cluster) startHealthChecked(n int) (ms []*member, flags []*atomic.Bool, failed []*atomic.Int64) {
+	ms, flags, failed = make([]*member, n), make([]*atomic.Bool, n), make([]*atomic.Int64, n)
 	for i := range ms {
-		ok := &atomic.Bool{}
+		ok, bad := &atomic.Bool{}, &atomic.Int64{}
 		ok.Store(true)
-		flags[i] = ok
+		flags[i], failed[i] = ok, bad
 		ms[i] = c.start(idN(i), func(cfg *election.Config) {
 			cfg.HealthCheck = func(context.Context) error {
 				if !ok.Load() {
+					bad.Add(1)
 					return errUnhealthy
 				}
 				return nil
 			}
 		}, nil)
 	}
-	return ms, flags
+	return ms, flags, failed
 }
 
 func idN(i int) string { return "node-" + string(rune('1'+i)) }
@@ -48,18 +50,25 @@ func idN(i int) string { return "node-" + string(rune('1'+i)) }
 // renew interval and a handover; it does not lead again while unhealthy.
 func testUnhealthyHandsOver(t *testing.T, s Suite) {
 	c := newCluster(t, s, true)
-	ms, flags := c.startHealthChecked(3)
+	ms, flags, failed := c.startHealthChecked(3)
 	old, _ := c.waitLeader(takeoverBound, nil)
 	oldTerm := old.e.Term()
+	var oldFailed *atomic.Int64
 	for i, m := range ms {
 		if m == old {
 			flags[i].Store(false)
+			oldFailed = failed[i]
 		}
 	}
 	start := time.Now()
 	nl, at := c.waitLeader(RenewInterval+handoverBound, old)
 	t.Logf("handover to %s %v after %s's health check began failing", nl.id, at.Sub(start).Round(time.Millisecond), old.id)
-	time.Sleep(5 * RetryInterval) // the unhealthy candidate checks again, and does not campaign
+	// The unhealthy candidate checks again (once a retry interval), and
+	// does not campaign: five more failed checks.
+	n := oldFailed.Load()
+	if !poll(20*RetryInterval+takeoverBound, 5*time.Millisecond, func() bool { return oldFailed.Load() >= n+5 }) {
+		t.Fatalf("%s checked its health %d times since the handover, want 5", old.id, oldFailed.Load()-n)
+	}
 	for _, iv := range c.rec.elections() {
 		switch {
 		case iv.id == old.id && iv.term == oldTerm && iv.reason != election.ReasonUnhealthy:
@@ -93,19 +102,26 @@ func testFlappingHealth(t *testing.T, s Suite) {
 			}
 		}, nil)
 	}
-	time.Sleep(5 * time.Second)
-	flapping.Store(false)
-	unhealthy := 0
-	for _, iv := range c.rec.elections() {
-		if iv.reason == election.ReasonUnhealthy {
-			unhealthy++
+	// Flap until leaderships have ended unhealthy flappingDemotions times
+	// (about 5 s at the checks' 30% failure rate).
+	const flappingDemotions = 5
+	unhealthy := func() int {
+		n := 0
+		for _, iv := range c.rec.elections() {
+			if iv.reason == election.ReasonUnhealthy {
+				n++
+			}
 		}
+		return n
 	}
-	if unhealthy == 0 {
-		t.Error("no leader stood down as unhealthy in 5 s of flapping checks")
+	began := time.Now()
+	if !poll(30*time.Second, 10*time.Millisecond, func() bool { return unhealthy() >= flappingDemotions }) {
+		t.Errorf("%d leaders stood down as unhealthy in 30 s of flapping checks, want %d", unhealthy(), flappingDemotions)
 	}
+	flapping.Store(false)
+	n := unhealthy()
 	nl, _ := c.waitLeader(takeoverBound, nil)
-	t.Logf("%d leaderships, %d ended unhealthy, in 5 s of flapping; %s leads after", len(c.rec.elections()), unhealthy, nl.id)
+	t.Logf("%d leaderships, %d ended unhealthy, in %v of flapping; %s leads after", len(c.rec.elections()), n, time.Since(began).Round(time.Millisecond), nl.id)
 }
 
 // testWedgedReported: an OnElected that does not return when its context
@@ -157,26 +173,20 @@ func testWedgedReported(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	deposed := time.Now()
-	for {
-		code, body := healthz()
-		if code == http.StatusServiceUnavailable && strings.HasPrefix(body, "wedged") && wedged() == 1 {
-			t.Logf("reported wedged %v after the deposition: %s", time.Since(deposed).Round(time.Millisecond), strings.TrimSpace(body))
-			break
-		}
-		if time.Since(deposed) > RenewInterval+RenewDeadline+time.Second {
-			t.Fatalf("not reported wedged %v after the deposition: healthz %d %q", time.Since(deposed), code, body)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var code int
+	var body string
+	if !poll(RenewInterval+RenewDeadline+time.Second, 5*time.Millisecond, func() bool {
+		code, body = healthz()
+		return code == http.StatusServiceUnavailable && strings.HasPrefix(body, "wedged") && wedged() == 1
+	}) {
+		t.Fatalf("not reported wedged %v after the deposition: healthz %d %q", time.Since(deposed), code, body)
 	}
+	t.Logf("reported wedged %v after the deposition: %s", time.Since(deposed).Round(time.Millisecond), strings.TrimSpace(body))
 	once.Do(func() { close(unstick) })
-	for {
+	if !poll(10*time.Second, 5*time.Millisecond, func() bool {
 		code, _ := healthz()
-		if code == http.StatusOK && wedged() == 0 {
-			break
-		}
-		if time.Since(deposed) > 10*time.Second {
-			t.Fatal("still wedged after OnElected returned")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return code == http.StatusOK && wedged() == 0
+	}) {
+		t.Fatal("still wedged after OnElected returned")
 	}
 }

@@ -14,6 +14,9 @@ import (
 // fit in a test, and longer than a handover.
 const tenure = 300 * time.Millisecond
 
+// quietRenewals is how many renewals make four tenures.
+const quietRenewals = int(4 * tenure / RenewInterval)
+
 // withPriority sets a candidate's priority and the suite's tenure.
 func withPriority(p int) func(*election.Config) {
 	return func(cfg *election.Config) { cfg.Priority, cfg.PreferenceTenure = p, tenure }
@@ -28,12 +31,12 @@ func (c *cluster) watchRequests() *atomic.Int64 {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		poll(time.Hour, 5*time.Millisecond, func() bool {
 			if rec, err := election.Status(ctx, c.admin, "", c.name); err == nil && rec.Transfer {
 				n.Add(1)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return ctx.Err() != nil
+		})
 	}()
 	c.t.Cleanup(func() { cancel(); <-done })
 	return &n
@@ -44,18 +47,19 @@ func (c *cluster) watchRequests() *atomic.Int64 {
 // returns when it began.
 func (c *cluster) recordedStart(m *member) time.Time {
 	c.t.Helper()
-	deadline := time.Now().Add(handoverBound)
-	for {
+	var start time.Time
+	if !poll(handoverBound, time.Millisecond, func() bool {
 		for _, iv := range c.rec.elections() {
 			if iv.id == m.id && iv.end.IsZero() {
-				return iv.start
+				start = iv.start
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s leads but its OnElected was not called within %v", m.id, handoverBound)
-		}
-		time.Sleep(time.Millisecond)
+		return false
+	}) {
+		c.t.Fatalf("%s leads but its OnElected was not called within %v", m.id, handoverBound)
 	}
+	return start
 }
 
 // termBegan returns when m's term began by the database clock (the row's
@@ -115,9 +119,9 @@ func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
 	}
 	requests := c.watchRequests()
 	n := len(c.rec.elections())
-	time.Sleep(4 * tenure)
+	c.awaitRenewals(quietRenewals) // four tenures
 	if ivs := c.rec.elections(); len(ivs) != n || !a.e.IsLeader() {
-		t.Errorf("%d leaderships after %v of quiet, want %d, with %s leading", len(ivs), 4*tenure, n, a.id)
+		t.Errorf("%d leaderships after %d renewals (%v) of quiet, want %d, with %s leading", len(ivs), quietRenewals, 4*tenure, n, a.id)
 	}
 	if r := requests.Load(); r != 0 {
 		t.Errorf("the row had a request pending at %d looks; %s (lower priority) asked", r, b.id)
@@ -136,7 +140,7 @@ func testEqualPrioritiesNeverPingPong(t *testing.T, s Suite) {
 	l := c.leaderRecorded()
 	c.start("node-low", withPriority(3), nil)
 	requests := c.watchRequests()
-	time.Sleep(5 * tenure)
+	c.awaitRenewals(quietRenewals * 5 / 4) // five tenures
 	if ivs := c.rec.elections(); len(ivs) != 1 || !l.e.IsLeader() {
 		t.Errorf("%d leaderships among equal priorities, want 1 (%s's)", len(ivs), l.id)
 	}

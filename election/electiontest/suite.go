@@ -53,8 +53,17 @@ const (
 )
 
 // Run runs every behaviour test against the backend, in parallel subtests,
-// each on its own database.
+// each on its own database. The tests that measure a backend against
+// windows of a renew interval or less (the slow health checks' 100 ms
+// transfer window, a 50 ms margin) run first, one at a time, so that they
+// are not measured against the others' load too: go test -parallel (6 in
+// make test) runs the rest together.
 func Run(t *testing.T, s Suite) {
+	alone := map[string]bool{
+		"SlowHealthCheckTransfersReachTarget": true,
+		"SlowHealthCheckPreferredLeads":       true,
+		"SlowHealthCheckSameForLeader":        true,
+	}
 	tests := []struct {
 		name string
 		f    func(t *testing.T, s Suite)
@@ -100,7 +109,9 @@ func Run(t *testing.T, s Suite) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			if !alone[tc.name] {
+				t.Parallel()
+			}
 			tc.f(t, s)
 		})
 	}
@@ -324,15 +335,113 @@ func (c *cluster) waitLeader(within time.Duration, except *member) (*member, tim
 // waitFor waits until exactly one member leads and ok accepts it.
 func (c *cluster) waitFor(within time.Duration, ok func(*member) bool, what string) (*member, time.Time) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if ls := c.leaders(); len(ls) == 1 && ok(ls[0]) {
-			return ls[0], time.Now()
+	var l *member
+	if poll(within, time.Millisecond, func() bool {
+		ls := c.leaders()
+		if len(ls) == 1 && ok(ls[0]) {
+			l = ls[0]
 		}
-		time.Sleep(time.Millisecond)
+		return l != nil
+	}) {
+		return l, time.Now()
 	}
 	c.t.Fatalf("no single leader (%s) within %v; leaders now: %v", what, within, ids(c.leaders()))
 	return nil, time.Time{}
+}
+
+// poll calls cond at once and then every interval until it returns true,
+// and reports whether it did within d. It is the suite's one way to wait
+// for a state it is not told of (IsLeader, the row, the recorder, the
+// server's processlist): the test waits for the state, the deadline only
+// bounds the wait.
+func poll(d, every time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+			if cond() {
+				return true
+			}
+		}
+	}
+}
+
+// rowState is what the suite reads of the election's row: the holder, its
+// term, its last renewal, and whether its lease has run out by the
+// database clock. A consistent read: it does not wait for a row lock.
+type rowState struct {
+	id          string
+	term        uint64
+	lastRenewal string // last_seen_active as the server prints it
+	expired     bool
+}
+
+func (c *cluster) row() (rowState, bool) {
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	var r rowState
+	err := c.admin.QueryRowContext(ctx, `SELECT service_id, COALESCE(term, 0), CAST(last_seen_active AS CHAR),
+  NOW(6) >= last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND FROM service_election WHERE anchor = ?`, c.name).
+		Scan(&r.id, &r.term, &r.lastRenewal, &r.expired)
+	return r, err == nil
+}
+
+// awaitRenewals waits until the election's row has been renewed n times
+// (each renewal writes last_seen_active) by whoever holds it, and returns
+// the last state read. Windows in which nothing may happen (no flapping,
+// no request, a value kept) are counted in the holder's renewals, not in
+// time: what the test checks after it is what the contract promises over
+// those renewals.
+func (c *cluster) awaitRenewals(n int) rowState {
+	c.t.Helper()
+	last, _ := c.row()
+	seen := 0
+	within := time.Duration(3*n)*RenewInterval + takeoverBound
+	if !poll(within, RenewInterval/5, func() bool {
+		if r, ok := c.row(); ok && r.lastRenewal != last.lastRenewal {
+			last = r
+			seen++
+		}
+		return seen >= n
+	}) {
+		c.t.Fatalf("%d renewals of the row within %v, want %d; row now: %+v", seen, within, n, last)
+	}
+	return last
+}
+
+// awaitLeaseOver waits until the row's lease has run out by the database
+// clock.
+func (c *cluster) awaitLeaseOver(within time.Duration) {
+	c.t.Helper()
+	if !poll(within, 5*time.Millisecond, func() bool { r, ok := c.row(); return ok && r.expired }) {
+		r, _ := c.row()
+		c.t.Fatalf("the row's lease not over by the database clock within %v: %+v", within, r)
+	}
+}
+
+// awaitStatement waits until each of ms has a statement on the server
+// whose text contains what (a follower waiting in GET_LOCK between looks,
+// a heartbeat blocked on the row's lock), read from the processlist.
+func (c *cluster) awaitStatement(what string, within time.Duration, ms ...*member) {
+	c.t.Helper()
+	for _, m := range ms {
+		if !poll(within, 5*time.Millisecond, func() bool {
+			var n int
+			err := c.admin.QueryRowContext(c.ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+  WHERE USER = ? AND COMMAND <> 'Sleep' AND INFO LIKE CONCAT('%', ?, '%')`, m.user, what).Scan(&n)
+			return err == nil && n > 0
+		}) {
+			c.t.Fatalf("%s has no statement with %q on the server within %v", m.id, what, within)
+		}
+	}
 }
 
 func idOf(m *member) string {

@@ -20,13 +20,17 @@ const (
 	handoverBound = Lease / 2
 )
 
+// noFlappingRenewals is how many renewals of one leader the suite watches
+// for a change of leadership that must not happen (about 10 s of them).
+const noFlappingRenewals = 100
+
 func testOneLeaderNoFlapping(t *testing.T, s Suite) {
 	c := newCluster(t, s, true)
 	c.startN(5)
 	c.waitLeader(takeoverBound, nil)
-	time.Sleep(10 * time.Second) // renewals every 100ms for 10s, checked by the sampler
+	c.awaitRenewals(noFlappingRenewals) // checked by the sampler meanwhile
 	if ivs := c.rec.elections(); len(ivs) != 1 {
-		t.Errorf("leadership changed %d times in 10s of sub-second renewals, want once", len(ivs))
+		t.Errorf("leadership changed %d times in %d renewals among 5 candidates, want once", len(ivs), noFlappingRenewals)
 	}
 }
 
@@ -47,8 +51,9 @@ func testKillConnections(t *testing.T, s Suite) {
 	killed := time.Now()
 	n := c.killConnections(old)
 	// The leader may survive (a pooled connection is replaced) or be
-	// replaced; either way exactly one leads again and safety holds.
-	time.Sleep(RenewDeadline)
+	// replaced; either way the row is written again (a renewal or a
+	// takeover), and then exactly one leads and safety holds.
+	c.awaitRenewals(1)
 	nl, at := c.waitLeader(takeoverBound, nil)
 	t.Logf("killed %d connections of %s; %s leads %v later", n, old.id, nl.id, at.Sub(killed).Round(time.Millisecond))
 }
@@ -84,9 +89,12 @@ func testResignWakesFollowers(t *testing.T, s Suite) {
 	slow := func(cfg *election.Config) { cfg.RetryInterval = retry }
 	old := c.start("node-1", nil, nil)
 	c.waitLeader(takeoverBound, nil)
-	c.start("node-2", slow, nil)
-	c.start("node-3", slow, nil)
-	time.Sleep(RenewDeadline) // the followers are in their long wait
+	f2 := c.start("node-2", slow, nil)
+	f3 := c.start("node-3", slow, nil)
+	// The followers are in their long wait: blocked in GET_LOCK (on the
+	// handover hint, or on the lock backend's lock) until it is let go or
+	// their retry interval ends.
+	c.awaitStatement("GET_LOCK", takeoverBound, f2, f3)
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -111,7 +119,7 @@ func testShutdownHandsOver(t *testing.T, s Suite) {
 
 func testStall(t *testing.T, s Suite) {
 	c := newCluster(t, s, true)
-	c.startN(3)
+	ms := c.startN(3)
 	old, _ := c.waitLeader(takeoverBound, nil)
 	// Stall the database for the election: a transaction holds the row's
 	// lock for two leases, so no renewal can commit.
@@ -124,14 +132,22 @@ func testStall(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	stalled := time.Now()
-	for old.e.IsLeader() {
-		if time.Since(stalled) > Lease {
-			t.Fatalf("%s still leads %v into a stall; its renew deadline is %v", old.id, time.Since(stalled), RenewDeadline)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll(Lease, time.Millisecond, func() bool { return !old.e.IsLeader() }) {
+		t.Fatalf("%s still leads %v into a stall; its renew deadline is %v", old.id, time.Since(stalled), RenewDeadline)
 	}
 	t.Logf("%s stood down %v into the stall", old.id, time.Since(stalled).Round(time.Millisecond))
-	time.Sleep(2*Lease - time.Since(stalled))
+	// The lease runs out by the database clock, and every other candidate
+	// is then blocked on the server (its heartbeat on the row's lock, or a
+	// lock-backend follower in GET_LOCK): nobody may lead.
+	c.awaitLeaseOver(takeoverBound)
+	var others []*member
+	for _, m := range ms {
+		if m != old {
+			others = append(others, m)
+		}
+	}
+	c.awaitStatement("", takeoverBound, others...)
+	t.Logf("lease over and the followers blocked %v into the stall", time.Since(stalled).Round(time.Millisecond))
 	if ls := c.leaders(); len(ls) != 0 {
 		t.Errorf("leaders during the stall: %v", ids(ls))
 	}
@@ -172,12 +188,8 @@ func testOperatorDelete(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	// The holder lets go at its next renewal.
-	deadline := time.Now().Add(RenewDeadline)
-	for old.e.IsLeader() && old.e.Term() == oldTerm {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still leads term %d after DELETE", old.id, oldTerm)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll(RenewDeadline, time.Millisecond, func() bool { return !old.e.IsLeader() || old.e.Term() != oldTerm }) {
+		t.Fatalf("%s still leads term %d after DELETE", old.id, oldTerm)
 	}
 	nl, _ := c.waitLeader(RetryInterval+Lease+takeoverBound, nil)
 	if term := nl.e.Term(); term <= oldTerm {
@@ -215,17 +227,13 @@ func testLeaderRecord(t *testing.T, s Suite) {
 	// Every candidate released on the way out, or (a holder still waiting
 	// out its lock delay when stopped) its lease runs out.
 	stopped := time.Now()
-	for {
-		_, err := follower.e.Leader(ctx)
-		if errors.Is(err, election.ErrNoLeader) {
-			t.Logf("no leader %v after everyone stopped", time.Since(stopped).Round(time.Millisecond))
-			break
-		}
-		if time.Since(stopped) > Lease+time.Second {
-			t.Fatalf("Leader() after everyone stopped: %v, want ErrNoLeader", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll(Lease+time.Second, 10*time.Millisecond, func() bool {
+		_, err = follower.e.Leader(ctx)
+		return errors.Is(err, election.ErrNoLeader)
+	}) {
+		t.Fatalf("Leader() after everyone stopped: %v, want ErrNoLeader", err)
 	}
+	t.Logf("no leader %v after everyone stopped", time.Since(stopped).Round(time.Millisecond))
 }
 
 func testClientFoundRows(t *testing.T, s Suite) {
@@ -234,9 +242,9 @@ func testClientFoundRows(t *testing.T, s Suite) {
 		c.start(fmt.Sprintf("node-%d", i+1), nil, func(m *mysql.Config) { m.ClientFoundRows = true })
 	}
 	c.waitLeader(takeoverBound, nil)
-	time.Sleep(3 * time.Second)
+	c.awaitRenewals(30)
 	if ivs := c.rec.elections(); len(ivs) != 1 {
-		t.Errorf("leadership changed %d times with clientFoundRows=true, want once", len(ivs))
+		t.Errorf("leadership changed %d times in 30 renewals with clientFoundRows=true, want once", len(ivs))
 	}
 }
 
@@ -395,6 +403,7 @@ func testIdleFenced(t *testing.T, s Suite) {
 	defer cancel()
 	term := old.e.Term()
 	idled := make(chan time.Time, 1)
+	speak := make(chan struct{})
 	errc := make(chan error, 1)
 	go func() {
 		errc <- old.e.Fenced(ctx, func(tx *sql.Tx) error {
@@ -402,16 +411,32 @@ func testIdleFenced(t *testing.T, s Suite) {
 				return err
 			}
 			idled <- time.Now()
-			time.Sleep(8 * Lease) // silent, holding the share lock
+			// Silent, holding the share lock, until somebody leads again
+			// (or the test's deadline).
+			select {
+			case <-speak:
+			case <-ctx.Done():
+			}
 			return nil
 		})
 	}()
 	start := <-idled
 	// The leader's renewals wait for the share lock: it stands down by its
-	// clock. Then somebody leads again (the old leader too may renew once
-	// the lock is gone) well before the silent transaction would end.
-	time.Sleep(RenewDeadline + 50*time.Millisecond)
+	// clock (its leadership ends in the recorder). Then somebody leads
+	// again (the old leader too may renew once the lock is gone), which
+	// needs the server to have dropped the silent transaction's session.
+	if !poll(takeoverBound, time.Millisecond, func() bool {
+		for _, iv := range c.rec.elections() {
+			if iv.id == old.id && iv.term == term && !iv.end.IsZero() {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("%s did not stand down while its renewals waited for the silent transaction", old.id)
+	}
 	nl, at := c.waitLeader(takeoverBound, nil)
+	close(speak)
 	t.Logf("%s leads %v after the fenced transaction went silent", nl.id, at.Sub(start).Round(time.Millisecond))
 	err := <-errc
 	t.Logf("the silent fenced transaction returned %v after %v", err, time.Since(start).Round(time.Millisecond))

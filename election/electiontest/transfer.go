@@ -26,18 +26,17 @@ func other(ms []*member, m *member) *member {
 // when none did. It gives an OnElected that has not run yet (it runs in a
 // goroutine of its own, after IsLeader turned true) a moment to be recorded.
 func (c *cluster) firstAfter(t0 time.Time) (interval, bool) {
-	deadline := time.Now().Add(handoverBound)
-	for {
+	var first interval
+	ok := poll(handoverBound, time.Millisecond, func() bool {
 		for _, iv := range c.rec.elections() {
 			if !iv.start.Before(t0) {
-				return iv, true
+				first = iv
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			return interval{}, false
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
+	return first, ok
 }
 
 // leaderRecorded waits until exactly one member leads and its OnElected
@@ -55,12 +54,8 @@ func (c *cluster) leaderRecorded() *member {
 // fails the test after within.
 func (c *cluster) awaitSaw(by *member, what string, within time.Duration, ok func(election.Record) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for !c.rec.saw(by.id, ok) {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s's OnLeaderChanged did not see %s within %v", by.id, what, within)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll(within, time.Millisecond, func() bool { return c.rec.saw(by.id, ok) }) {
+		c.t.Fatalf("%s's OnLeaderChanged did not see %s within %v", by.id, what, within)
 	}
 }
 
@@ -178,7 +173,7 @@ func testTransferByNonLeader(t *testing.T, s Suite) {
 	if err := l.e.Transfer(ctx, l.id); err != nil {
 		t.Errorf("Transfer to itself = %v, want nil", err)
 	}
-	time.Sleep(3 * RenewInterval)
+	c.awaitRenewals(3) // the refused requests are not acted on
 	if ls := c.leaders(); len(ls) != 1 || ls[0] != l {
 		t.Fatalf("leaders %v after refused transfers, want %s", ids(ls), l.id)
 	}
@@ -270,15 +265,11 @@ func testProclaim(t *testing.T, s Suite) {
 	if rec, err := f.e.Leader(ctx); err != nil || rec.Value != "proclaimed" || rec.ID != l.id || rec.Term != term {
 		t.Fatalf("Leader() after Proclaim = %+v, %v", rec, err)
 	}
-	deadline := time.Now().Add(handoverBound)
-	for !c.rec.sawValue(f.id, l.id, "proclaimed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's OnLeaderChanged never saw the proclaimed value", f.id)
-		}
-		time.Sleep(time.Millisecond)
+	if !poll(handoverBound, time.Millisecond, func() bool { return c.rec.sawValue(f.id, l.id, "proclaimed") }) {
+		t.Fatalf("%s's OnLeaderChanged never saw the proclaimed value", f.id)
 	}
 	t.Logf("%s's OnLeaderChanged saw the value %v after Proclaim", f.id, time.Since(start).Round(time.Millisecond))
-	time.Sleep(5 * RenewInterval) // renewals write the candidate's value
+	c.awaitRenewals(5) // renewals write the candidate's value
 	rec, err := election.Status(ctx, c.admin, "", c.name)
 	if err != nil || rec.Value != "proclaimed" || rec.Term != term || !l.e.IsLeader() {
 		t.Fatalf("after renewals: %+v, %v (leader %v); want the proclaimed value, term %d", rec, err, l.e.IsLeader(), term)
