@@ -180,6 +180,15 @@ func TestFencedGaleraTakeover(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// L claims the row again after the last takeover too: its claim,
+	// written through node 1, is each takeover's change of term that node
+	// 1's binary log must show (node 2's Assume may not be applied there
+	// yet when the log is read).
+	for deadline := time.Now().Add(10 * time.Second); !l.IsLeader(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after takeover %d: L not leading again", takeovers)
+		}
+	}
 	close(stop)
 	wg.Wait()
 	t.Logf("fenced writes: %v; %d takeovers, %d Assume calls failed (1213) and were retried (%v)",
