@@ -196,8 +196,14 @@ func TestFencedGaleraTakeover(t *testing.T) {
 
 	stale, writes, changes := staleFencedWrites(t, ctx, binlog, n1, db1, name)
 	t.Logf("node 1's binary log: %d fenced writes, %d changes of term, %d fenced writes committed after their term was superseded", writes, changes, stale)
-	if changes < takeovers {
-		t.Errorf("only %d changes of term in node 1's binary log; want at least %d", changes, takeovers)
+	// Not vacuous: the takeovers show in node 1's log. Not one change per
+	// takeover: the loop goes on as soon as L leads, and L may not have
+	// noticed the last Assume yet (an Assume keeps the old row's last
+	// renewal, so L then takes the expired row at once, standing down and
+	// leading again in one step): two Assumes can precede one take of L's.
+	// Since the term floor, runs gave 9 to 18 changes for 12 takeovers.
+	if changes < takeovers/2 {
+		t.Errorf("only %d changes of term in node 1's binary log; want at least %d", changes, takeovers/2)
 	}
 	if stale != 0 {
 		t.Errorf("%d fenced writes of a deposed term committed after the takeover", stale)
