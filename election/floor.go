@@ -3,8 +3,11 @@ package election
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // The term floor (migration 6; doc.go, "Terms"): per election, the highest
@@ -54,17 +57,45 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
 	}
 }
 
-// txBeginner begins a transaction: a pool (*sql.DB) or one connection
-// (*sql.Conn).
+// txBeginner is where a floor transaction runs: a pool (*sql.DB: one of
+// its connections) or one connection (*sqlx.Conn, the lock connection).
 type txBeginner interface {
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// floorTx is the transaction a floorWrite runs its statements in: one
+// connection, every statement (BEGIN and COMMIT included) under the
+// caller's context. database/sql's Tx.Commit takes no context, and a
+// COMMIT can wait for seconds (a Galera cluster stalls every commit until
+// it evicts a dead node): the heartbeat must not.
+type floorTx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// floorConn returns the connection of src a floor transaction runs on and
+// the function that gives it back.
+func floorConn(ctx context.Context, src txBeginner) (*sql.Conn, func(), error) {
+	switch s := src.(type) {
+	case *sql.DB:
+		c, err := s.Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() { c.Close() }, nil //nolint:errcheck // returned to the pool
+	case *sqlx.Conn:
+		return s.Conn, func() {}, nil
+	case *sql.Conn:
+		return s, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("election: floor transaction on %T", src)
 }
 
 // floorWrite is a statement that may assign election's term, run by
 // inFloorTx in its transaction with the floor (0 when first) and first (the
 // election has no floor row). It returns the term the floor must be raised
 // to (the term it wrote, or the row's), 0 for none.
-type floorWrite func(tx *sql.Tx, floor uint64, first bool) (term uint64, err error)
+type floorWrite func(tx floorTx, floor uint64, first bool) (term uint64, err error)
 
 // inFloorTx runs write in one transaction with election name's floor row:
 // SELECT … FOR UPDATE, write, then the floor raised to the term write
@@ -82,31 +113,59 @@ func inFloorTx(ctx context.Context, db txBeginner, f floorStmts, name string, wr
 }
 
 func inFloorTxOnce(ctx context.Context, db txBeginner, f floorStmts, name string, write floorWrite) error {
-	tx, err := db.BeginTx(ctx, nil)
+	c, done, err := floorConn(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer done()
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	if err := floorTxBody(ctx, c, f, name, write); err != nil {
+		// ROLLBACK under the same context; a connection it cannot roll
+		// back (its context ended, or it broke) is closed, never handed
+		// back with the transaction and its locks still open.
+		if ctx.Err() != nil {
+			discard(c)
+		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			discard(c)
+		}
+		return err
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		discard(c) // committed or not: the reply is lost
+		return err
+	}
+	return nil
+}
+
+// discard closes c's driver connection: database/sql drops a connection
+// whose Raw returns driver.ErrBadConn.
+func discard(c *sql.Conn) {
+	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, write floorWrite) error {
 	var floor uint64
 	first := false
 	query, args := f.read.bind(params{Name: name})
-	switch err := tx.QueryRowContext(ctx, query, args...).Scan(&floor); {
+	switch err := c.QueryRowContext(ctx, query, args...).Scan(&floor); {
 	case errors.Is(err, sql.ErrNoRows):
 		first = true
 	case err != nil:
 		return err
 	}
-	term, err := write(tx, floor, first)
+	term, err := write(c, floor, first)
 	if err != nil {
 		return err
 	}
 	if term > floor || first && term > 0 {
 		query, args = f.raise.bind(params{Name: name, Term: term})
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		if _, err := c.ExecContext(ctx, query, args...); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table

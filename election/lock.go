@@ -733,7 +733,7 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s termStmt) (uint
 // (inFloorTx), and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
 func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s termStmt) (term uint64, first bool, err error) {
-	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx *sql.Tx, floor uint64, none bool) (uint64, error) {
+	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
@@ -768,7 +768,7 @@ func (b *lockBackend) failIf(err error) error {
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
 // back in the OK packet, else the row is read (nobody else writes it while
 // this connection holds the lock but operators).
-func newTerm(ctx context.Context, tx *sql.Tx, res sql.Result) (uint64, error) {
+func newTerm(ctx context.Context, tx floorTx, res sql.Result) (uint64, error) {
 	if id, err := res.LastInsertId(); err == nil && id > 0 {
 		return uint64(id), nil
 	}

@@ -45,7 +45,7 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
 	// it in the same transaction (see inFloorTx).
-	write := func(tx *sql.Tx, floor uint64, _ bool) (uint64, error) {
+	write := func(tx floorTx, floor uint64, _ bool) (uint64, error) {
 		query, args := assume.bind(params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {

@@ -426,7 +426,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 // the election's term floor (inFloorTx), and returns its affected rows and
 // LAST_INSERT_ID: the row's term (an insert's new one).
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
-	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx *sql.Tx, floor uint64, first bool) (uint64, error) {
+	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floorTx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
