@@ -72,7 +72,7 @@ func inspect(ctx context.Context, db *sql.DB, table string) (Layout, error) {
 }
 
 // columnsVersion is the lowest schema version that has every column of l:
-// 5 with priority, 4 with transfer_to, else 1 (versions 2 and 3 change no
+// 7 with decision, 5 with priority, 4 with transfer_to, else 1 (versions 2 and 3 change no
 // column's name). 0 for a table that is not sqlelect's.
 func columnsVersion(l Layout) int {
 	if l.Kind != KindSqlelect {
@@ -85,6 +85,8 @@ func columnsVersion(l Layout) int {
 			v = max(v, 4)
 		case "priority":
 			v = max(v, 5)
+		case "decision":
+			v = max(v, 7)
 		}
 	}
 	return v

@@ -98,11 +98,11 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // reverts them one at a time, checking what each changes: 2 makes
 // service_id compare without padding, 3 makes the default lease the
 // library's, 4 adds transfer_to with service_id's collation, 5 adds
-// priority (default 0).
+// priority (default 0), 6 the term floor table, 7 the decision column.
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 6 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 6", schema.Latest())
+	if schema.Latest() != 7 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 7", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -148,6 +148,19 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME =
 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election_floor'`).Scan(&floors)
 		if err != nil || floors != map[bool]int{true: 1, false: 0}[v >= 6] {
 			t.Errorf("version %d: %d tables service_election_floor (%v), want one from version 6 on", v, floors, err)
+		}
+		// Version 7: the heartbeat's decision column, NULL outside the
+		// heartbeat, which its CHECK constraint enforces.
+		var decisions int
+		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_NAME = 'decision'`).Scan(&decisions)
+		if err != nil || decisions != map[bool]int{true: 1, false: 0}[v >= 7] {
+			t.Errorf("version %d: %d columns decision (%v), want one from version 7 on", v, decisions, err)
+		}
+		if v >= 7 {
+			if _, err := db.ExecContext(ctx, "UPDATE service_election SET decision = 'renewed'"); err == nil {
+				t.Errorf("version %d: a row kept decision = 'renewed'; want the CHECK constraint to refuse it", v)
+			}
 		}
 	}
 	check(0)
