@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,5 +369,86 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	}
 	if acquired != "insert" || term == 0 || first {
 		t.Errorf("lock backend, adoption period, no floor row: acquired %q, term %d, first %v; want insert", acquired, term, first)
+	}
+}
+
+// TestHeartbeatSimultaneousAssignment checks the heartbeat's one dependence
+// on assignment order (heartbeatSQL: the first assignment decides, the
+// others read the decision). Under MariaDB's SIMULTANEOUS_ASSIGNMENT every
+// assignment reads the old row, whose decision is NULL (the CHECK
+// constraint), so the statement must change nothing, not even on a row it
+// would take (it fails on the CHECK constraint): never a leader by half a
+// decision. Run's preflight refuses
+// such a session with ErrSimultaneousAssignment.
+func TestHeartbeatSimultaneousAssignment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		t.Skipf("SIMULTANEOUS_ASSIGNMENT is MariaDB's; server is %s", version)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',SIMULTANEOUS_ASSIGNMENT')"); err != nil {
+		t.Fatal(err)
+	}
+	const name = "simultaneous" // the database is the test's own
+	// Expired a minute ago: the heartbeat would take it.
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, term, last_seen_active, lease_ms, acquired)
+VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expired')`, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 5000000000000000)", name); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewTable(db, Config{Name: name, ID: "me", LeaseDuration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := e.c.b.(*tableBackend)
+	p := tb.params(0)
+	p.Floor = 5000000000000000
+	query, args := tb.stmts.heartbeat.bind(p)
+	// MariaDB keeps the first of two assignments to decision there: the
+	// row would keep a decision, which the CHECK constraint refuses, and
+	// the statement fails (error 4025). Either way, nothing changes.
+	res, err := conn.ExecContext(ctx, query, args...)
+	var n int64
+	if err == nil {
+		n, _ = res.RowsAffected()
+	} else if mysqlErrno(err) != 4025 {
+		t.Fatalf("heartbeat under SIMULTANEOUS_ASSIGNMENT: %v; want no error or the CHECK constraint's (4025)", err)
+	}
+	var id string
+	var term uint64
+	if err := db.QueryRowContext(ctx, "SELECT service_id, term FROM service_election WHERE anchor = ?", name).Scan(&id, &term); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heartbeat under SIMULTANEOUS_ASSIGNMENT: %d affected rows, error %v", n, err)
+	if n != 0 || id != "other" || term != 5000000000000000 {
+		t.Errorf("heartbeat under SIMULTANEOUS_ASSIGNMENT: %d affected rows, row (%s, %d); want 0, unchanged (other, 5000000000000000)", n, id, term)
+	}
+	// The same statement on an ordinary session takes the row.
+	if res, err = db.ExecContext(ctx, query, args...); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 2 {
+		t.Errorf("heartbeat on an ordinary session: %d affected rows; want 2 (taken)", n)
+	}
+	if err := checkAssignmentOrder(ctx, db); err != nil {
+		t.Errorf("checkAssignmentOrder on an ordinary session: %v", err)
+	}
+	simultaneous := testdb.Open(t, testdb.WithParams(t, dsn, map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"}))
+	if err := checkAssignmentOrder(ctx, simultaneous); !errors.Is(err, ErrSimultaneousAssignment) {
+		t.Errorf("checkAssignmentOrder under SIMULTANEOUS_ASSIGNMENT: %v; want ErrSimultaneousAssignment", err)
 	}
 }

@@ -46,18 +46,30 @@
 // nothing while the lease is live. When the row is free, missing, or names
 // the follower (an operator's REPLACE), it sends the heartbeat:
 //
-//	INSERT … ON DUPLICATE KEY UPDATE
-//	  renew if service_id = me AND term = my term AND not released
-//	           AND no transfer is asked of me
-//	  take  if not renew AND not reserved for another AND
-//	           (released OR expired OR service_id = me): new term
+//	INSERT … ON DUPLICATE KEY UPDATE decision = CASE
+//	  WHEN service_id = me AND term = my term AND not released
+//	       AND no transfer is asked of me         THEN renewed
+//	  WHEN released AND handed to me              THEN transferred
+//	  WHEN expired THEN expired (released, if released)
+//	  WHEN not released THEN claimed if service_id = me and nothing
+//	       is asked of its holder (an operator's REPLACE), else nothing
+//	  WHEN released and handed to nobody          THEN released
+//	  END (NULL: released and handed to another, in its window),
+//	  then a take gets a new term, and any decision writes me, a new
+//	  lease, my value and priority; nothing else changes the row.
 //
 // One statement decides, atomically under the row lock, and its affected
 // rows (1 inserted, 2 changed, 0 unchanged) and LAST_INSERT_ID (the term)
-// say what happened. It uses no VALUES() (deprecated in MySQL 8.0.20), no
-// row aliases (MariaDB has none) and no INSERT IGNORE, and gives the same
-// result whether the server assigns left to right or simultaneously
-// (MariaDB's SIMULTANEOUS_ASSIGNMENT). Renewals use NOW(6), so a leader
+// say what happened. Its first assignment decides, once, into the row's
+// decision column (renewed, a take's kind, or NULL for no change); every
+// other assignment applies that decision, and the last sets the column back
+// to NULL, where a CHECK constraint keeps it outside the statement (schema
+// version 7). That is the statement's one dependence on the order of its
+// SET list: a session of MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode fails
+// on the constraint and changes nothing, and Run refuses such a session
+// (ErrSimultaneousAssignment). It is about 1.5 KB as written. It uses no
+// VALUES() (deprecated in MySQL 8.0.20), no row aliases (MariaDB has none)
+// and no INSERT IGNORE. Renewals use NOW(6), so a leader
 // renewing several times a second stays leader (the recipe's NOW() reports
 // 0 affected rows within one second). An ambiguous answer (1 under
 // CLIENT_FOUND_ROWS, as with clientFoundRows=true or ProxySQL's default) or

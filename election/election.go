@@ -21,7 +21,8 @@ type Election interface {
 	// by QueryTimeout too. It returns early with
 	// an error only for problems retrying cannot fix: a missing table
 	// (ErrTableMissing), missing privileges (ErrAccessDenied), an outdated
-	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone) or
+	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone), a
+	// session that assigns simultaneously (ErrSimultaneousAssignment) or
 	// an unsupported topology (ErrUnsupportedTopology); it stands down first.
 	// Database errors while running are retried: any error means "not
 	// leader this tick", never a guess. A second concurrent call returns

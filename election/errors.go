@@ -63,6 +63,13 @@ var (
 	// such state before returning a connection to the pool (SET @@timestamp
 	// = DEFAULT), or give the election a pool of its own.
 	ErrUnsafeSession = errors.New("election: session clock not trusted (SET @@timestamp ahead of the server's clock, or a time_zone with daylight saving time, left on a pooled connection): statement refused")
+	// ErrSimultaneousAssignment means the session's sql_mode has MariaDB's
+	// SIMULTANEOUS_ASSIGNMENT, under which the heartbeat, which decides in
+	// its first assignment and reads the decision in the others, would
+	// never change an existing row (never two leaders, but no takeover
+	// either). Run's preflight fails with it; remove the mode from the
+	// DSN's sql_mode (or the server's default).
+	ErrSimultaneousAssignment = errors.New("election: the session's sql_mode has SIMULTANEOUS_ASSIGNMENT; the heartbeat needs its SET list assigned left to right")
 	// ErrSysdateIsNow means the server runs with --sysdate-is-now, under
 	// which SYSDATE() is NOW() and a session's SET @@timestamp can no longer
 	// be told from the server's clock (see ErrUnsafeSession). Run fails with
@@ -160,7 +167,8 @@ func permanent(err error) bool {
 	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
-		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig)
+		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig) ||
+		errors.Is(err, ErrSimultaneousAssignment)
 }
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose

@@ -201,32 +201,3 @@ func insertColumns(cols []column) (names, values string) {
 	}
 	return strings.Join(n, ", "), strings.Join(v, ", ")
 }
-
-// setIf is an assignment made only when a condition holds:
-// col = through(IF(cond, to, col)).
-type setIf struct {
-	col, to string
-	through string // a function the result is passed through, "" for none
-}
-
-// setWhen is a condition and the assignments made when it holds.
-type setWhen struct {
-	cond string
-	sets []setIf
-}
-
-// conditionalSets renders groups as a SET list, in order: each assignment
-// keeps the column's value unless its group's condition holds.
-func conditionalSets(groups []setWhen) string {
-	var out []string
-	for _, g := range groups {
-		for _, s := range g.sets {
-			e := `IF(` + g.cond + `, ` + s.to + `, ` + s.col + `)`
-			if s.through != "" {
-				e = s.through + `(` + e + `)`
-			}
-			out = append(out, s.col+` = `+e)
-		}
-	}
-	return strings.Join(out, ",\n  ")
-}

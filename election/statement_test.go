@@ -189,53 +189,41 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `(service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?))`
-	reserved := `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', ?) AND NOT ` + expiredSQL + `)`
-	take := `(NOT ` + r + ` AND NOT ` + reserved + ` AND (released <> 0 OR ` + expiredSQL + ` OR (service_id = ? AND transfer_to IS NULL)))`
-	change := `(` + r + ` OR ` + take + `)`
-	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
-  lease_ms, released, acquired, value, backend, connection_id, transfer_to, priority)
-VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'table', NULL, NULL, ?)
+	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, released, acquired, value, priority)
+VALUES (IF(` + sessionClockSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, ?)
 ON DUPLICATE KEY UPDATE
-  acquired = IF(` + take + `, IF(released <> 0, IF(transfer_to = ?, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed')), acquired),
-  term_started_at = IF(` + take + `, ` + clockSQL + `, term_started_at),
-  term = LAST_INSERT_ID(IF(` + take + `, GREATEST(term + 1, GREATEST(` + termNowSQL + `, ? + 1)), term)),
-  value = IF(` + change + `, ?, value),
-  backend = IF(` + change + `, 'table', backend),
-  connection_id = IF(` + change + `, NULL, connection_id),
-  transfer_to = IF(` + change + `, NULL, transfer_to),
-  service_id = IF(` + change + `, ?, service_id),
-  released = IF(` + change + `, 0, released),
-  lease_ms = IF(` + change + `, ?, lease_ms),
-  last_seen_active = IF(` + change + `, ` + clockSQL + `, last_seen_active),
-  priority = IF(` + change + `, ?, priority)`)
+decision = CASE
+WHEN ` + r + ` THEN 'renewed'
+WHEN released <> 0 AND transfer_to = ? THEN 'transferred'
+WHEN ` + expiredSQL + ` THEN IF(released = 0, 'expired', 'released')
+WHEN released = 0 THEN IF(service_id = ? AND transfer_to IS NULL, 'claimed', NULL)
+WHEN IFNULL(transfer_to, '') = '' THEN 'released'
+END,
+acquired = IF(decision > 1, decision, acquired),
+term_started_at = IF(decision > 1, ` + clockSQL + `, term_started_at),
+term = LAST_INSERT_ID(IF(decision > 1, GREATEST(term + 1, ` + termNowSQL + `, ? + 1), term)),
+service_id = IF(decision, ?, service_id),
+value = IF(decision, ?, value),
+backend = IF(decision, 'table', backend),
+connection_id = IF(decision, NULL, connection_id),
+transfer_to = IF(decision, NULL, transfer_to),
+released = IF(decision, 0, released),
+lease_ms = IF(decision, ?, lease_ms),
+last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
+priority = IF(decision, ?, priority),
+decision = NULL`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
 	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
-	peekSQL := `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
+	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
-	rArgs := []any{me, hold, me}
-	takeArgs := append(append(append([]any{}, rArgs...), me), me)
-	changeArgs := append(append([]any{}, rArgs...), takeArgs...)
-	args := []any{p.Name, me, p.Floor, lease, p.First, val, p.Priority}
-	args = append(args, takeArgs...) // acquired
-	args = append(args, me)          // transferred
-	args = append(args, takeArgs...) // term_started_at
-	args = append(args, takeArgs...) // term
-	args = append(args, p.Floor)
-	args = append(args, changeArgs...)
-	args = append(args, val) // value
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...) // transfer_to
-	args = append(args, me)            // service_id
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, lease) // lease_ms
-	args = append(args, changeArgs...)
-	args = append(args, changeArgs...)
-	args = append(args, p.Priority) // priority
+	args := []any{p.Name, me, p.Floor, lease, p.First, val, p.Priority, // the insert
+		me, hold, me, // R
+		me,      // transferred
+		me,      // claimed
+		p.Floor, // term
+		me, val, lease, p.Priority}
 
 	names := make([]any, len(p.Names))
 	for i, n := range p.Names {
@@ -273,5 +261,25 @@ SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, GREATEST(` +
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
 FROM ` + tbl + ` WHERE anchor = ? HAVING ` + sessionClockSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
 		{"Reelect", bound.wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
+	}
+}
+
+// TestHeartbeatSize keeps the heartbeat what a DBA can read in the
+// processlist: for the default table, at most 1.5 KiB as written (without
+// a session bound's prefix; the values add the candidate's ID and name),
+// one CASE that decides, and the expiry judged in at most two of its
+// branches.
+func TestHeartbeatSize(t *testing.T) {
+	q, args := mustStmt(heartbeatSQL(quoteTable("service_election"))).bind(params{})
+	t.Logf("heartbeat: %d bytes as written, %d placeholders, %d NOW(6), %d SYSDATE(6)",
+		len(q), len(args), strings.Count(q, "NOW(6)"), strings.Count(q, "SYSDATE(6)"))
+	if len(q) > 1536 {
+		t.Errorf("heartbeat: %d bytes as written; want at most 1536", len(q))
+	}
+	if n := strings.Count(q, "CASE"); n != 1 {
+		t.Errorf("heartbeat: %d CASE; want the one that decides", n)
+	}
+	if n := strings.Count(q, expiredSQL); n > 2 {
+		t.Errorf("heartbeat: the expiry judged %d times; want at most 2", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -102,7 +103,7 @@ const clockSQL = `SYSDATE(6)`
 // noDSTSQL is true when the session's time zone keeps one offset from UTC
 // all year (the same offset in January and July), as checkTimeZone checks
 // once in Run; a constant the server computes once per statement.
-const noDSTSQL = `UNIX_TIMESTAMP('2030-07-15 12:00:00') - UNIX_TIMESTAMP('2030-01-15 12:00:00') = 15638400`
+const noDSTSQL = `UNIX_TIMESTAMP('2030-07-15') - UNIX_TIMESTAMP('2030-01-15') = 15638400`
 
 // sessionClockSQL is true when the session's clock may judge whether a lease
 // ran out: NOW(6) is not ahead of the server's clock, and the time zone has
@@ -151,43 +152,56 @@ const (
 	// and no transfer or step-down is asked of it (a transfer to itself
 	// asks nothing: the renewal clears it).
 	renewCond = `(` + holdsCond + ` AND (transfer_to IS NULL OR transfer_to = :me))`
-	// reservedCond (X): the row was handed to another candidate, whose
-	// transfer window (the row's lease) is still open.
-	reservedCond = `(released <> 0 AND IFNULL(transfer_to, '') NOT IN ('', :me) AND NOT ` + expiredSQL + `)`
-	// takeCond (T): the candidate takes the row, with a new term. A row
-	// that names it but carries a request (an operator asked its holder to
-	// hand over) is not claimed: it is left to its holder, or to expire.
-	takeCond = `(NOT ` + renewCond + ` AND NOT ` + reservedCond + ` AND (released <> 0 OR ` + expiredSQL +
-		` OR (service_id = :me AND transfer_to IS NULL)))`
-	// changeCond (C): the heartbeat changes the row.
-	changeCond = `(` + renewCond + ` OR ` + takeCond + `)`
+	// decideSQL is the heartbeat's decision on the row as it stands,
+	// evaluated once (see heartbeatSQL): 'renewed' (R); how a take
+	// acquires the row ('expired', 'claimed', 'released', 'transferred');
+	// or NULL, no change. A released row is reserved while its lease (the
+	// transfer window) runs, for transfer_to unless that is empty; a row
+	// that names the candidate but carries a request (an operator asked
+	// its holder to hand over) is not claimed: it is left to its holder,
+	// or to expire.
+	decideSQL = `CASE
+WHEN ` + renewCond + ` THEN 'renewed'
+WHEN released <> 0 AND transfer_to = :me THEN 'transferred'
+WHEN ` + expiredSQL + ` THEN IF(released = 0, 'expired', 'released')
+WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
+WHEN IFNULL(transfer_to, '') = '' THEN 'released'
+END`
 )
 
 // heartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
 // DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
-// (0 when it holds none):
+// (0 when it holds none), it inserts a missing row, and otherwise decides
+// once and applies the decision:
 //
-//	R (renew)    = service_id = :me AND term = :hold AND released = 0
-//	               AND (transfer_to IS NULL OR transfer_to = :me)
-//	X (reserved) = released <> 0 AND transfer_to NOT IN ('', :me) AND NOT expired
-//	T (take)     = NOT R AND NOT X AND (released <> 0 OR expired
-//	               OR (service_id = :me AND transfer_to IS NULL))
-//	C (change)   = R OR T
+//	decision = CASE
+//	WHEN service_id = :me AND term = :hold AND released = 0
+//	     AND (transfer_to IS NULL OR transfer_to = :me)   THEN 'renewed'
+//	WHEN released <> 0 AND transfer_to = :me               THEN 'transferred'
+//	WHEN expired THEN IF(released = 0, 'expired', 'released')
+//	WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
+//	WHEN IFNULL(transfer_to, '') = ''                      THEN 'released'
+//	END   (else NULL: released, reserved for another while its lease runs)
+//	a take (decision > 1, after 'renewed' in the ENUM): acquired = decision,
+//	    term_started_at, a new term
+//	any decision (IF(decision, …)): service_id = :me, released = 0, a new
+//	    lease, the value and priority, transfer_to = NULL, …
+//	decision = NULL
 //
-// A leader asked to hand over (transfer_to set on its live row) fails R and
-// T, so its renewal changes nothing; it then reads the row and acts on the
-// request (see candidate.handOver). Every change clears transfer_to and
-// writes the candidate's priority (Config.Priority).
+// The first assignment is the only one whose place matters: every other
+// reads only the decision and its own column, and the last puts the
+// decision back to NULL (a CHECK constraint keeps it NULL outside this
+// statement, so that no stale value is read as a decision). That needs the
+// SET list assigned left to right, as MySQL does and MariaDB does unless
+// its sql_mode has SIMULTANEOUS_ASSIGNMENT: there, the statement fails on
+// the constraint and changes nothing, and Run refuses such a session
+// (checkAssignmentOrder). A leader asked to hand over (transfer_to set on
+// its live row) is neither renewed nor takes, so its renewal changes
+// nothing; it then reads the row and acts on the request (see
+// candidate.handOver). Every
+// change clears transfer_to and writes the candidate's priority
+// (Config.Priority).
 //
-// Every SET expression is written so that the result is the same whether the
-// server assigns left to right (MySQL) or simultaneously (MariaDB's
-// SIMULTANEOUS_ASSIGNMENT): columns read by a condition are assigned after
-// it, or their new values leave the condition unchanged (once service_id is
-// :me and the term is new, T stays true; a NULL transfer_to keeps R and T as
-// they were once the term is new; when C is false nothing changes).
-// The SET list is rendered in the order written below, T's assignments
-// first: moving one changes what MySQL computes, and its arguments move with
-// it.
 // The statement runs in one transaction with the election's term floor
 // (inFloorTx): :floor is the floor, and :first is true when the election
 // has no floor row, it never existed: then an insert is acquired = 'first',
@@ -211,32 +225,30 @@ func heartbeatSQL(tbl string) string {
 		{"released", "0"},
 		{"acquired", "IF(:first, 'first', 'insert')"},
 		{"value", ":value"},
-		{"backend", "'table'"},
-		{"connection_id", "NULL"},
-		{"transfer_to", "NULL"},
 		{"priority", ":priority"},
+		// backend, connection_id, transfer_to and decision keep their
+		// defaults: 'table', NULL, NULL, NULL.
 	})
+	// took is a take's decision; every other reads the decision as a
+	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
+	const took = `decision > 1`
 	return `INSERT INTO ` + tbl + ` (` + cols + `)
 VALUES (` + values + `)
 ON DUPLICATE KEY UPDATE
-  ` + conditionalSets([]setWhen{
-		{takeCond, []setIf{
-			{col: "acquired", to: `IF(released <> 0, IF(transfer_to = :me, 'transferred', 'released'), IF(` + expiredSQL + `, 'expired', 'claimed'))`},
-			{col: "term_started_at", to: clockSQL},
-			{col: "term", to: "GREATEST(term + 1, " + termNewSQL + ")", through: "LAST_INSERT_ID"},
-		}},
-		{changeCond, []setIf{
-			{col: "value", to: ":value"},
-			{col: "backend", to: "'table'"},
-			{col: "connection_id", to: "NULL"},
-			{col: "transfer_to", to: "NULL"},
-			{col: "service_id", to: ":me"},
-			{col: "released", to: "0"},
-			{col: "lease_ms", to: ":lease"},
-			{col: "last_seen_active", to: clockSQL},
-			{col: "priority", to: ":priority"},
-		}},
-	})
+decision = ` + decideSQL + `,
+acquired = IF(` + took + `, decision, acquired),
+term_started_at = IF(` + took + `, ` + clockSQL + `, term_started_at),
+term = LAST_INSERT_ID(IF(` + took + `, GREATEST(term + 1, ` + termNowSQL + `, :floor + 1), term)),
+service_id = IF(decision, :me, service_id),
+value = IF(decision, :value, value),
+backend = IF(decision, 'table', backend),
+connection_id = IF(decision, NULL, connection_id),
+transfer_to = IF(decision, NULL, transfer_to),
+released = IF(decision, 0, released),
+lease_ms = IF(decision, :lease, lease_ms),
+last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
+priority = IF(decision, :priority, priority),
+decision = NULL`
 }
 
 // renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
@@ -266,7 +278,7 @@ func (t *tableBackend) prepareSQL() {
 		handOver:  bound.stmt(`UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond),
 		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
 		prefer:    bound.stmt(preferSQL(tbl)),
-		peek:      `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
+		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`, // decision: schema version 7
 		floor:     newFloorStmts(t.cfg.Table, bound),
 	}
 }
@@ -295,6 +307,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
+		return err
+	}
+	if err := checkAssignmentOrder(ctx, t.db.DB); err != nil {
 		return err
 	}
 	if err := checkSysdate(ctx, t.db.DB); err != nil {
@@ -339,6 +354,22 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
 		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	}
+	return nil
+}
+
+// checkAssignmentOrder fails with ErrSimultaneousAssignment when the
+// session's sql_mode has MariaDB's SIMULTANEOUS_ASSIGNMENT: the heartbeat
+// reads its decision after assigning it (see heartbeatSQL), so under that
+// mode it changes no existing row (it stays safe, but the candidate would
+// never take over).
+func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
+	}
+	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
+		return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
 	}
 	return nil
 }

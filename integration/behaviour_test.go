@@ -3,10 +3,11 @@
 package integration
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
+	"time"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/election/electiontest"
@@ -23,28 +24,32 @@ func TestLockBackend(t *testing.T) {
 	electiontest.Run(t, electiontest.Suite{New: election.NewLock, DSN: testdb.DSN})
 }
 
-// TestTableBackendSimultaneousAssignment runs the suite with MariaDB's
-// SIMULTANEOUS_ASSIGNMENT sql_mode, under which the heartbeat's SET clauses
-// all read the old row: the statement must decide the same either way.
+// TestTableBackendSimultaneousAssignment checks that Run refuses a pool
+// whose sessions have MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode, under
+// which the heartbeat (it decides in its first assignment and reads the
+// decision in the others) would never take a row: a clear error at start,
+// not a candidate that silently never leads. That the statement changes
+// nothing on such a session is election's
+// TestHeartbeatSimultaneousAssignment.
 func TestTableBackendSimultaneousAssignment(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	db := testdb.Open(t, testdb.AdminDSN(t))
 	var version string
-	if err := db.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(strings.ToLower(version), "mariadb") {
 		t.Skipf("SIMULTANEOUS_ASSIGNMENT is MariaDB's; server is %s", version)
 	}
-	dsn := func(t testing.TB) string {
-		cfg, err := mysql.ParseDSN(testdb.DSN(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		cfg.Params["sql_mode"] = "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"
-		return cfg.FormatDSN()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	dsn = testdb.WithParams(t, dsn, map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"})
+	e, err := election.NewTable(testdb.Open(t, dsn), election.Config{Name: "simultaneous", ID: "a"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	electiontest.Run(t, electiontest.Suite{New: election.NewTable, DSN: dsn})
+	if err := e.Run(ctx); !errors.Is(err, election.ErrSimultaneousAssignment) {
+		t.Fatalf("Run under SIMULTANEOUS_ASSIGNMENT = %v; want ErrSimultaneousAssignment", err)
+	}
 }

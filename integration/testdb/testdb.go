@@ -48,3 +48,10 @@ func Server(t testing.TB) *mysqld.Server { t.Helper(); return testdb.Server(t) }
 
 // Open opens and pings dsn and closes it in t.Cleanup.
 func Open(t testing.TB, dsn string) *sql.DB { t.Helper(); return testdb.Open(t, dsn) }
+
+// WithParams is internal/testdb.WithParams: dsn with connection parameters
+// added.
+func WithParams(t testing.TB, dsn string, params map[string]string) string {
+	t.Helper()
+	return testdb.WithParams(t, dsn, params)
+}

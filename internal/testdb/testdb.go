@@ -359,6 +359,24 @@ func Server(t testing.TB) *mysqld.Server {
 	return s.local
 }
 
+// WithParams returns dsn with the connection parameters params added (a
+// session variable each, such as sql_mode, quoted as the driver wants:
+// "'STRICT_TRANS_TABLES'"). It fails t if dsn does not parse.
+func WithParams(t testing.TB, dsn string, params map[string]string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("testdb: parse %s: %v", redact(dsn), err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	for k, v := range params {
+		cfg.Params[k] = v
+	}
+	return cfg.FormatDSN()
+}
+
 // Open opens dsn with the mysql driver, pings it (giving up after 10 s) and
 // closes it in t.Cleanup. It fails t if the ping fails.
 func Open(t testing.TB, dsn string) *sql.DB {
