@@ -117,6 +117,27 @@ func TestCheckDSTTimeZone(t *testing.T) {
 	wantFailed(t, r, election.PropTimeZone)
 }
 
+// TestCheckSimultaneousAssignment: MariaDB's SIMULTANEOUS_ASSIGNMENT
+// sql_mode fails assignment_order for the table backend only.
+func TestCheckSimultaneousAssignment(t *testing.T) {
+	_, admin := checkDB(t, nil)
+	var version string
+	if err := admin.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		t.Skipf("SIMULTANEOUS_ASSIGNMENT is MariaDB's; server is %s", version)
+	}
+	_, db := checkDB(t, map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"})
+	r := runCheck(t, db, election.Config{})
+	if got := r.Failed(election.BackendTable); len(got) != 1 || got[0] != election.PropAssignmentOrder {
+		t.Errorf("table backend fails %v, want [%s]", got, election.PropAssignmentOrder)
+	}
+	if got := r.Failed(election.BackendLock); len(got) != 0 {
+		t.Errorf("lock backend fails %v, want none (its statements do not depend on the order)", got)
+	}
+}
+
 // TestCheckMissingGrant: a user with SELECT only fails privileges, and
 // Check writes nothing.
 func TestCheckMissingGrant(t *testing.T) {
