@@ -22,7 +22,7 @@ type params struct {
 	Value    string   // :value, the value the candidate publishes
 	To       string   // :to, a transfer's target ('' for anyone)
 	Priority int      // :priority, the candidate's Config.Priority
-	Term     uint64   // :term, the term a follower saw (see preferSQL)
+	Term     uint64   // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
 	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
 	Names    []string // :names, a list of elections: expands to one ? each
 	Floor    uint64   // :floor, the election's term floor (0 when it has none)
