@@ -212,55 +212,56 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	return out, nil
 }
 
-// renewLocked renews, in one transaction on conn, the rows of reqs that it
-// can lock at once and that still name their request's candidate and term,
-// and sets out[i] for each request renewed.
+// renewLocked renews, in one transaction on conn (inConnTx: its COMMIT
+// too ends with ctx), the rows of reqs that it can lock at once and that
+// still name their request's candidate and term, and sets out[i] for each
+// request renewed.
 //
 // READ COMMITTED: the UPDATE may scan the whole primary key (the
 // optimizer's choice when the batch is a large part of the table); under
 // REPEATABLE READ it would then wait for every row another transaction has
 // locked, stalling all the batch's elections for one operator's lock. Under
 // READ COMMITTED InnoDB skips a locked row that does not match the WHERE
-// (semi-consistent read).
+// (semi-consistent read). SET TRANSACTION without SESSION sets it for the
+// next transaction only, on MySQL and MariaDB alike.
 func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renewReq, out []bool) error {
-	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
+	if _, err := conn.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`); err != nil {
 		return err
 	}
-	defer func() { _ = tx.Rollback() }()
-	var rows []struct {
-		Anchor    string `db:"anchor"`
-		ServiceID string `db:"service_id"`
-		Term      uint64 `db:"term"`
-	}
-	query, args := b.lockStmt.bind(params{Names: uniqueNames(reqs)})
-	if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
-		return err
-	}
-	type key struct {
-		name, id string
-		term     uint64
-	}
-	locked := make(map[key]bool, len(rows))
-	for _, r := range rows {
-		locked[key{r.Anchor, r.ServiceID, r.Term}] = true
-	}
-	var renew []string
-	for i, r := range reqs {
-		k := key(r)
-		if locked[k] {
-			out[i] = true
-			renew = append(renew, r.name)
-			delete(locked, k) // a duplicate request renews once
+	return inConnTx(ctx, conn.Conn, func() error {
+		var rows []struct {
+			Anchor    string `db:"anchor"`
+			ServiceID string `db:"service_id"`
+			Term      uint64 `db:"term"`
 		}
-	}
-	if len(renew) > 0 {
-		query, args := b.renewStmt.bind(params{Names: renew})
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		query, args := b.lockStmt.bind(params{Names: uniqueNames(reqs)})
+		if err := conn.SelectContext(ctx, &rows, query, args...); err != nil {
 			return err
 		}
-	}
-	return tx.Commit()
+		type key struct {
+			name, id string
+			term     uint64
+		}
+		locked := make(map[key]bool, len(rows))
+		for _, r := range rows {
+			locked[key{r.Anchor, r.ServiceID, r.Term}] = true
+		}
+		var renew []string
+		for i, r := range reqs {
+			k := key(r)
+			if locked[k] {
+				out[i] = true
+				renew = append(renew, r.name)
+				delete(locked, k) // a duplicate request renews once
+			}
+		}
+		if len(renew) == 0 {
+			return nil
+		}
+		query, args = b.renewStmt.bind(params{Names: renew})
+		_, err := conn.ExecContext(ctx, query, args...)
+		return err
+	})
 }
 
 // uniqueNames lists the elections of reqs, each once, in order.

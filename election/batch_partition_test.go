@@ -97,3 +97,144 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 		}
 	}
 }
+
+// TestBatcherCommitEndsWithItsContext (issue 22): a batch of renewals whose
+// COMMIT gets no answer (here a partition from the COMMIT on; on Galera a
+// commit stalls until a dead node is evicted) returns when its context
+// ends, as the floor's transaction does: database/sql's Tx.Commit takes no
+// context and would wait for the answer, past the heartbeat's deadline.
+func TestBatcherCommitEndsWithItsContext(t *testing.T) {
+	const queryTimeout = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	direct := testdb.Open(t, dsn)
+
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	// COM_QUERY (3) "COMMIT": not READ COMMITTED, which the batch sets
+	// first.
+	cut := px.BlackholeOn([]byte("\x03COMMIT"))
+	cfg.Addr = px.Addr()
+	proxied := testdb.Open(t, cfg.FormatDSN())
+
+	prefix := fmt.Sprintf("commit-%d-", time.Now().UnixNano())
+	var reqs []renewReq
+	for i := range minRenewBatch {
+		name := prefix + fmt.Sprint(i)
+		if _, err := direct.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms)
+VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+	}
+	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithTimeout(ctx, queryTimeout)
+	defer bcancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := b.execRenew(bctx, reqs)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("the batch returned %v after %v", err, time.Since(start).Round(time.Millisecond))
+		if err == nil {
+			t.Fatal("the batch succeeded without an answer to its COMMIT")
+		}
+		select {
+		case <-cut:
+		default:
+			t.Fatalf("the batch never sent its COMMIT (err %v)", err)
+		}
+	case <-time.After(queryTimeout + 5*time.Second):
+		t.Fatalf("the batch still waits for its COMMIT %v after it began, its context ended at %v",
+			time.Since(start).Round(time.Millisecond), queryTimeout)
+	}
+}
+
+// TestBatcherRenewsReadCommitted: the batch's transaction, begun with BEGIN
+// on its connection (inConnTx) after SET TRANSACTION ISOLATION LEVEL READ
+// COMMITTED, runs under READ COMMITTED on every server (see renewLocked),
+// as InnoDB reports it while the transaction holds the rows.
+func TestBatcherRenewsReadCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	direct := testdb.Open(t, dsn)
+
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	cfg.Addr = px.Addr()
+	proxied := testdb.Open(t, cfg.FormatDSN())
+	proxied.SetMaxOpenConns(1) // the batch runs on the connection read here
+	var id uint64
+	if err := proxied.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	// Before the batch's UPDATE reaches the server: its SELECT … FOR
+	// UPDATE began the transaction.
+	isolation := make(chan string, 1)
+	px.On([]byte("SET last_seen_active = "+clockSQL+" WHERE anchor IN"), func() {
+		var level string
+		err := direct.QueryRowContext(ctx, `SELECT trx_isolation_level FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?`, id).Scan(&level)
+		if err != nil {
+			level = err.Error()
+		}
+		isolation <- level
+	})
+
+	prefix := fmt.Sprintf("rc-%d-", time.Now().UnixNano())
+	var reqs []renewReq
+	for i := range minRenewBatch {
+		name := prefix + fmt.Sprint(i)
+		if _, err := direct.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms)
+VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+	}
+	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer bcancel()
+	out, err := b.execRenew(bctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range out {
+		if !ok {
+			t.Errorf("%s not renewed", reqs[i].name)
+		}
+	}
+	select {
+	case level := <-isolation:
+		if level != "READ COMMITTED" {
+			t.Errorf("the batch's transaction ran under %q, want READ COMMITTED", level)
+		}
+	default:
+		t.Fatal("the batch never sent its UPDATE")
+	}
+}

@@ -821,11 +821,11 @@ func (ch *checker) locks() {
 		}
 		return c, nil
 	}
-	get := func(c *lockConn, query string, extra time.Duration) (bool, time.Duration, error) {
+	get := func(c *lockConn, s stmt, extra time.Duration) (bool, time.Duration, error) {
 		ctx, cancel := ch.step(extra)
 		defer cancel()
 		start := ch.cfg.Clock.Now()
-		ok, err := c.get(ctx, query)
+		ok, err := c.get(ctx, s)
 		return ok, ch.cfg.Clock.Now().Sub(start), err
 	}
 	a, err := open()
@@ -846,14 +846,14 @@ func (ch *checker) locks() {
 	const frac = 300 * time.Millisecond
 	var problems, notes []string
 	fail := false
-	if ok, _, err := get(a, lock.tryLockSQL, 0); err != nil || !ok {
+	if ok, _, err := get(a, lock.tryLock, 0); err != nil || !ok {
 		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
 		return
 	}
-	ok0, d0, err0 := get(b, lock.tryLockSQL, 0)
+	ok0, d0, err0 := get(b, lock.tryLock, 0)
 	okF, dF, errF := false, time.Duration(0), error(nil)
 	if err0 == nil {
-		okF, dF, errF = get(b, lock.waitSQL(frac), frac)
+		okF, dF, errF = get(b, lock.wait(frac), frac)
 	}
 	switch {
 	case err0 != nil || errF != nil:
@@ -892,8 +892,7 @@ func (ch *checker) locks() {
 
 	// IS_USED_LOCK, asked by another session, names the holder.
 	ctx, cancel := ch.step(0)
-	var holder sql.NullInt64
-	err = b.conn.QueryRowContext(ctx, `SELECT IS_USED_LOCK(`+sqlString(lock.name)+`)`).Scan(&holder)
+	holder, err := b.scan(ctx, lock.holder)
 	cancel()
 	switch {
 	case err != nil:
@@ -912,7 +911,7 @@ func (ch *checker) locks() {
 	// and B's wait gets the lock.
 	a.discard()
 	const wait = 3 * time.Second
-	ok, d, err := get(b, lock.waitSQL(wait), wait)
+	ok, d, err := get(b, lock.wait(wait), wait)
 	switch {
 	case err != nil:
 		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)

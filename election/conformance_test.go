@@ -354,13 +354,13 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	}
 	lb := backendOf(l).(*lockBackend)
 	lb.adopt = 26000
-	lb.prepare(userLock{})
+	lb.prepare(userLock{}, lockBound{})
 	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	term, first, err := lb.write(ctx, c, lb.sql.insert)
+	term, first, err := lb.write(ctx, c, lb.sql.insert, lb.params(0))
 	if err != nil {
 		t.Fatal(err)
 	}

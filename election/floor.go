@@ -65,9 +65,7 @@ type txBeginner interface {
 
 // floorTx is the transaction a floorWrite runs its statements in: one
 // connection, every statement (BEGIN and COMMIT included) under the
-// caller's context. database/sql's Tx.Commit takes no context, and a
-// COMMIT can wait for seconds (a Galera cluster stalls every commit until
-// it evicts a dead node): the heartbeat must not.
+// caller's context (see inConnTx).
 type floorTx interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -118,13 +116,24 @@ func inFloorTxOnce(ctx context.Context, db txBeginner, f floorStmts, name string
 		return err
 	}
 	defer done()
+	return inConnTx(ctx, c, func() error { return floorTxBody(ctx, c, f, name, write) })
+}
+
+// inConnTx runs body, which runs its statements on c, in one transaction:
+// BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
+// under ctx. database/sql's Tx.Commit takes no context, and a COMMIT can
+// wait for seconds (a Galera cluster stalls every commit until it evicts a
+// dead node): a heartbeat, or a Batcher's renewal, must not. The library's
+// transactions (inFloorTx, Batcher.renewLocked) all run so.
+//
+// A connection that cannot be rolled back (its context ended, or it broke)
+// or whose COMMIT failed is discarded: never handed back to the pool with
+// the transaction and its locks still open.
+func inConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
-	if err := floorTxBody(ctx, c, f, name, write); err != nil {
-		// ROLLBACK under the same context; a connection it cannot roll
-		// back (its context ended, or it broke) is closed, never handed
-		// back with the transaction and its locks still open.
+	if err := body(); err != nil {
 		if ctx.Err() != nil {
 			discard(c)
 		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {

@@ -176,57 +176,54 @@ type lockBackend struct {
 	// lock connection's session has the same limits); set by preflight.
 	bound atomicBound
 
-	sql lockStatements // set by prepare
+	sql lockStmts // compiled by prepare
 }
 
-// lockStmt is a statement of the lock backend with its arguments.
-type lockStmt struct {
-	query string
-	args  []any
-}
-
-// termStmt is a statement of the lock backend that assigns a term: its text
-// and arguments given the election's term floor and whether it has none
-// (see inFloorTx).
-type termStmt func(floor uint64, first bool) lockStmt
-
-// lockStatements are the lock backend's statements, built once by prepare.
-// The lock name and the election name are safe literals (see plainLockName
-// and ValidateName), so statements that need nothing else go over the text
-// protocol in one round trip. A statement with arguments is a function that
-// returns its text with them.
-type lockStatements struct {
-	session string // the lock connection's session limits
-	read    string // the election's row
+// lockStmts are the lock backend's statements, compiled once by prepare;
+// they take their arguments from lockBackend.params. The election name and
+// the lock name are safe literals (see plainLockName and ValidateName):
+// statements that need nothing else have them in their text and bind no
+// parameter, so they go over the text protocol in one round trip.
+type lockStmts struct {
+	session stmt   // the lock connection's session limits
+	read    stmt   // the election's row
 	peek    string // no row, but fails unless the table has the columns
-	// take takes the row read with term, unless it changed since.
-	take func(acquired string, term uint64) termStmt
-	// insert writes a new row naming this candidate.
-	insert termStmt
-	// placeholder writes a new row naming this candidate but no lock
-	// connection (see lockBackend.placeholder).
-	placeholder termStmt
+	pass    stmt   // waits lockWait for the lock's holder to let go (userLock.pass)
+
+	// The statements that assign a term, run in one transaction with the
+	// term floor (see writeTerm): :floor and :first come from it.
+	take        stmt // takes the row read with term :term as :acquired, unless it changed since
+	insert      stmt // writes a new row naming this candidate
+	placeholder stmt // a new row naming this candidate but no lock connection (see placeholder)
 	// floor are the statements on the election's term floor row, run on
 	// the lock connection (whose session bounds their lock waits).
 	floor floorStmts
-	// renew renews the row where it still names this candidate's term hold.
-	renew func(hold uint64) lockStmt
-	// release gives the row of term hold up: marks it released, or with
-	// an unserved lock delay leaves it to expire when the delay ends.
-	release func(hold uint64, unserved time.Duration) lockStmt
-	// handOver gives the row of term hold up for a planned change: marks
-	// it released and reserved for to (anyone when empty) for window.
-	handOver func(hold uint64, to string, window time.Duration) lockStmt
-	// proclaim writes the candidate's value into the row of term hold.
-	proclaim func(hold uint64) lockStmt
-	// prefer asks the leader of the row seen to hand over to this
-	// candidate (see preferSQL).
-	prefer func(seen Record) lockStmt
+
+	// renew renews the row where it still names this candidate's term
+	// :hold.
+	renew stmt
+	// The statements that write the row of term :hold, run on the lock
+	// connection, or on a pooled one when there is none (see rowStmt).
+	release  rowStmt // marks it released
+	handOff  rowStmt // leaves it to expire in :lease (an unserved lock delay)
+	handOver rowStmt // marks it released and reserved for :to for :lease
+	proclaim rowStmt // writes :value into it
+	prefer   rowStmt // asks the leader of term :term to hand over (see preferSQL)
 }
 
-// prepare builds the statements and the limits of the lock connection, for
-// the lock lock.
-func (b *lockBackend) prepare(lock userLock) {
+// rowStmt is a statement on the election's row as the lock connection runs
+// it (its session bounds the lock waits) and as a pooled connection runs it
+// when there is no lock connection: bounded (see lockBound).
+type rowStmt struct{ conn, pool stmt }
+
+func newRowStmt(sql string, bound lockBound) rowStmt {
+	return rowStmt{conn: mustStmt(sql), pool: bound.stmt(sql)}
+}
+
+// prepare compiles the statements and sets the limits of the lock
+// connection, for the lock lock; bound bounds the statements run on a
+// pooled connection.
+func (b *lockBackend) prepare(lock userLock, bound lockBound) {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	b.waitTimeout = time.Duration(secs) * time.Second
@@ -234,7 +231,6 @@ func (b *lockBackend) prepare(lock userLock) {
 	b.lc.lock = lock
 
 	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
-	lease := max(cfg.leaseMillis(), b.adopt) // see adoptedMillis
 	s := &b.sql
 	// The session's lock waits end with the client's QueryTimeout (see
 	// lockBound): a statement the client gave up on does not keep the
@@ -244,41 +240,31 @@ func (b *lockBackend) prepare(lock userLock) {
 	// state the application left on it: its clock (timestamp) and time
 	// zone are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	s.session, _ = sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
+	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
 		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
 		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
-	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor
+	s.session = mustStmt(session)
+	s.read = mustStmt(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
+	s.pass = lock.pass(b.lockWait)
 
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
-	// Every new term is above the election's term floor (the last ?).
-	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
-	take := `UPDATE ` + tbl + ` SET service_id = ?,
-  term = LAST_INSERT_ID(GREATEST(term + 1, ` + floorTerm + `)),
-  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = ?, released = 0,
-  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
-WHERE anchor = ` + anchor + ` AND term = ?`
-	s.take = func(acquired string, term uint64) termStmt {
-		return func(floor uint64, _ bool) lockStmt {
-			return lockStmt{take, []any{cfg.ID, floor, lease, acquired, b.value, cfg.Priority, term}}
-		}
-	}
+	// Every new term is above the election's term floor (termNewSQL).
+	s.take = mustStmt(`UPDATE ` + tbl + ` SET service_id = :me,
+  term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
+  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
+  acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
+WHERE anchor = :name AND term = :term`)
 	// last_seen_active after term_started_at, as in the table backend's
 	// insert (SYSDATE(6) is read at each call).
-	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
+	s.insert = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'lock', CONNECTION_ID(), ?)`
-	s.insert = func(floor uint64, first bool) lockStmt {
-		return lockStmt{insert, []any{cfg.ID, floor, lease, first, b.value, cfg.Priority}}
-	}
-	placeholder := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, IF(:first, 'first', 'insert'), :value, 'lock', CONNECTION_ID(), :priority)`)
+	s.placeholder = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?, 0, IF(?, 'first', 'insert'), '', 'lock', NULL, ?)`
-	s.placeholder = func(floor uint64, first bool) lockStmt {
-		return lockStmt{placeholder, []any{cfg.ID, floor, lease, first, cfg.Priority}}
-	}
+VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, IF(:first, 'first', 'insert'), '', 'lock', NULL, :priority)`)
 	s.floor = newFloorStmts(cfg.Table, lockBound{})
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
@@ -289,36 +275,62 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?,
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
-	renew := `UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, value = ?,
-  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
-WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
-  AND (transfer_to IS NULL OR transfer_to = service_id)`
-	s.renew = func(hold uint64) lockStmt { return lockStmt{renew, []any{lease, b.value, cfg.Priority, cfg.ID, hold}} }
+	s.renew = mustStmt(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
+WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
+  AND (transfer_to IS NULL OR transfer_to = service_id)`)
 
-	// A release without the lock connection runs on a pooled one (see
-	// giveUp): on a session whose clock is trusted only.
-	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
-	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
-	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
-	s.release = func(hold uint64, unserved time.Duration) lockStmt {
-		if unserved > 0 {
-			query, args := handOff.bind(params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(ceilMillis(unserved), b.adopt)})
-			return lockStmt{query, args}
-		}
-		return lockStmt{release, []any{cfg.ID, hold}}
+	// As the table backend's: a statement without the lock connection
+	// runs on a pooled one (see giveUp), on a session whose clock is
+	// trusted only (heldCond).
+	s.release = newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, bound)
+	s.handOff = newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, bound)
+	s.handOver = newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, bound)
+	s.proclaim = newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, bound)
+	s.prefer = newRowStmt(preferSQL(tbl), bound)
+}
+
+// params are the values of the statements' parameters for this candidate
+// holding term hold (0 for none).
+func (b *lockBackend) params(hold uint64) params {
+	return params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+		Value: b.value, Priority: b.cfg.Priority}
+}
+
+// takeParams are the params of a take of the row read with term term, as
+// acquired.
+func (b *lockBackend) takeParams(acquired string, term uint64) params {
+	p := b.params(0)
+	p.Acquired, p.Term = acquired, term
+	return p
+}
+
+// releaseStmt is the statement, and its params, that gives the row of term
+// hold up: marks it released, or with an unserved lock delay leaves it to
+// expire when the delay ends.
+func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, params) {
+	p := b.params(hold)
+	if unserved > 0 {
+		// During an adoption period, never less than the adopted lease.
+		p.Lease = max(ceilMillis(unserved), b.adopt)
+		return b.sql.handOff, p
 	}
-	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held
-	s.handOver = func(hold uint64, to string, window time.Duration) lockStmt {
-		return lockStmt{handOver, []any{to, ceilMillis(window), cfg.ID, hold}}
-	}
-	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
-	s.proclaim = func(hold uint64) lockStmt { return lockStmt{proclaim, []any{b.value, cfg.ID, hold}} }
-	prefer := mustStmt(preferSQL(tbl))
-	s.prefer = func(seen Record) lockStmt {
-		query, args := prefer.bind(params{Name: cfg.Name, Me: cfg.ID, Term: seen.Term, Priority: cfg.Priority,
-			Tenure: ceilMillis(cfg.PreferenceTenure)})
-		return lockStmt{query, args}
-	}
+	return b.sql.release, p
+}
+
+// handOverStmt is the statement, and its params, that gives the row of
+// term hold up for a planned change: marks it released and reserved for to
+// (anyone when empty) for window.
+func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, params) {
+	p := b.params(hold)
+	p.To, p.Lease = to, ceilMillis(window)
+	return b.sql.handOver, p
+}
+
+// exec runs s with p on c.
+func exec(ctx context.Context, c *sqlx.Conn, s stmt, p params) (sql.Result, error) {
+	query, args := s.bind(p)
+	return c.ExecContext(ctx, query, args...)
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -329,7 +341,8 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
 		return err
 	}
-	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor))
+	bound := newLockBound(site.flavor, b.cfg.QueryTimeout)
+	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor), bound)
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
@@ -351,7 +364,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}
-	b.bound.store(newLockBound(site.flavor, b.cfg.QueryTimeout))
+	b.bound.store(bound)
 	return nil
 }
 
@@ -462,7 +475,8 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
-	err = rec.scan(c.QueryRowContext(ctx, b.sql.read))
+	query, args := b.sql.read.bind(b.params(0))
+	err = rec.scan(c.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
@@ -524,14 +538,14 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 // lock go, and the election would wait for the server to drop its idle
 // connection, about a lease, after a Resign or a Transfer.
 func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
-	if got, err = b.lc.get(ctx, b.lc.lock.tryLockSQL); err != nil || got {
+	if got, err = b.lc.get(ctx, b.lc.lock.tryLock); err != nil || got {
 		return got, false, err
 	}
-	r, err := b.lc.passOn(ctx, b.lockWait)
+	r, err := b.lc.passOn(ctx, b.sql.pass)
 	if err != nil || r == passTimeout {
 		return false, false, err
 	}
-	got, err = b.lc.get(ctx, b.lc.lock.tryLockSQL)
+	got, err = b.lc.get(ctx, b.lc.lock.tryLock)
 	return got, !got, err
 }
 
@@ -578,7 +592,7 @@ func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time, 
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record) (Record, error) {
-	if _, _, err := b.writeTerm(ctx, c, b.sql.placeholder); err != nil {
+	if _, _, err := b.writeTerm(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
 		return rec, err
 	}
 	now, exists, err := b.read(ctx, c)
@@ -593,7 +607,7 @@ func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record)
 // out LockDelay; unless the election never existed (no term floor row:
 // acquired = 'first'), when there is no previous holder.
 func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
-	term, first, err := b.write(ctx, c, b.sql.insert)
+	term, first, err := b.write(ctx, c, b.sql.insert, b.params(0))
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
 	}
@@ -614,7 +628,7 @@ func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (R
 	case rec.Released:
 		acquired = "released"
 	}
-	return b.claim(ctx, c, rec, b.sql.take(acquired, rec.Term), 0)
+	return b.claim(ctx, c, rec, b.takeParams(acquired, rec.Term), 0)
 }
 
 // takeOurs takes a live row that names this candidate.
@@ -637,7 +651,7 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 	default:
 		delay = b.sinceWritten(rec)
 	}
-	return b.claim(ctx, c, rec, b.sql.take("claimed", rec.Term), delay)
+	return b.claim(ctx, c, rec, b.takeParams("claimed", rec.Term), delay)
 }
 
 // sinceWritten is the lock delay of taking a live row that names this
@@ -670,7 +684,7 @@ func (b *lockBackend) sinceWritten(rec Record) time.Duration {
 // holder wrote; one that an operator wrote it lets be.
 func (b *lockBackend) takeOthers(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
 	if rec.ConnectionID != 0 {
-		return b.claim(ctx, c, rec, b.sql.take("lock", rec.Term), b.holderGone(rec))
+		return b.claim(ctx, c, rec, b.takeParams("lock", rec.Term), b.holderGone(rec))
 	}
 	// An operator named another candidate: let it take over.
 	return b.yieldLock(ctx, rec)
@@ -703,23 +717,22 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 	return min(rec.LeaseLeft, b.cfg.LockDelay)
 }
 
-// claim writes s, a take or an insert naming this candidate, and reports
-// the hold it began, with lock delay delay; none when an operator wrote the
-// row first.
-func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, s termStmt, delay time.Duration) (Record, beat, time.Duration, error) {
-	term, _, err := b.write(ctx, c, s)
+// claim runs the take with p, and reports the hold it began, with lock
+// delay delay; none when an operator wrote the row first.
+func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p params, delay time.Duration) (Record, beat, time.Duration, error) {
+	term, _, err := b.write(ctx, c, b.sql.take, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
 	}
 	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
-// write runs s, a take or an insert, and returns the term it wrote, or 0
+// write runs s, a take or an insert, with p, and returns the term it wrote, or 0
 // when an operator wrote the row first (the take changed no row, or the
 // insert found one), and whether the election had no term floor row (an
 // insert is then acquired = 'first').
-func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s termStmt) (uint64, bool, error) {
-	term, first, err := b.writeTerm(ctx, c, s)
+func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params) (uint64, bool, error) {
+	term, first, err := b.writeTerm(ctx, c, s, p)
 	if err != nil {
 		return 0, false, b.fail(err)
 	}
@@ -729,16 +742,17 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s termStmt) (uint
 	return term, first, nil
 }
 
-// writeTerm runs s on c in one transaction with the election's term floor
-// (inFloorTx), and returns the term it wrote (0 for none: it changed no row,
+// writeTerm runs s with p on c in one transaction with the election's term
+// floor (inFloorTx), which gives :floor and :first, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
-func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s termStmt) (term uint64, first bool, err error) {
+func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt, p params) (term uint64, first bool, err error) {
 	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
-		q := s(floor, first)
-		res, err := tx.ExecContext(ctx, q.query, q.args...)
+		p.Floor, p.First = floor, first
+		query, args := s.bind(p)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if mysqlErrno(err) == erDupEntry {
 			return 0, nil
 		}
@@ -798,8 +812,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 	if mine, err := b.keepLock(ctx, hold); err != nil || !mine {
 		return beat{}, err
 	}
-	s := b.sql.renew(hold)
-	res, err := c.ExecContext(ctx, s.query, s.args...)
+	res, err := exec(ctx, c, b.sql.renew, b.params(hold))
 	if err != nil {
 		return beat{}, b.fail(err)
 	}
@@ -818,7 +831,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 // back at once if it lost it (with its connection) and nobody took it.
 func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 	if !b.lc.locked {
-		got, err := b.lc.get(ctx, b.lc.lock.tryLockSQL)
+		got, err := b.lc.get(ctx, b.lc.lock.tryLock)
 		if err != nil {
 			return false, b.fail(err)
 		}
@@ -856,7 +869,7 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn, hold uint64) 
 	// Deleted (a force re-election): write a row naming this candidate,
 	// which the campaign marks released once it stood down, before the
 	// lock is released; then a waiting candidate takes over at once.
-	term, _, err := b.write(ctx, c, b.sql.insert)
+	term, _, err := b.write(ctx, c, b.sql.insert, b.params(0))
 	if err != nil || term == 0 {
 		return beat{}, err
 	}
@@ -868,7 +881,8 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 	// A row handed off with an unserved delay stays live, written by a
 	// connection that no longer holds the lock: the next lock holder
 	// waits out what is left of it (see holderGone).
-	return b.giveUp(ctx, b.sql.release(hold, unserved))
+	s, p := b.releaseStmt(hold, unserved)
+	return b.giveUp(ctx, s, p)
 }
 
 // handOver marks the row released and reserved for to (see
@@ -876,20 +890,22 @@ func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Du
 // gets it, finds the row reserved and lets it go (see yieldLock).
 func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
 	defer b.touch()
-	return b.giveUp(ctx, b.sql.handOver(hold, to, window))
+	s, p := b.handOverStmt(hold, to, window)
+	return b.giveUp(ctx, s, p)
 }
 
-// giveUp runs s, which ends the row's term, on the lock connection and then
-// releases the lock; without a lock connection (it failed) it runs s on a
-// pooled one.
-func (b *lockBackend) giveUp(ctx context.Context, s lockStmt) error {
+// giveUp runs s with p, which ends the row's term, on the lock connection
+// and then releases the lock; without a lock connection (it failed) it runs
+// s on a pooled one.
+func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p params) error {
 	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := b.db.ExecContext(ctx, b.bound.load().wrap(s.query), s.args...)
+		query, args := s.pool.bind(p)
+		_, err := b.db.ExecContext(ctx, query, args...)
 		return classify(err, b.cfg.Table)
 	}
-	if _, err := b.lc.conn.ExecContext(ctx, s.query, s.args...); err != nil {
+	if _, err := exec(ctx, b.lc.conn, s.conn, p); err != nil {
 		return b.fail(err)
 	}
 	return b.failIf(b.releaseLock(ctx))
@@ -911,26 +927,31 @@ func (b *lockBackend) dropLock(ctx context.Context) {
 func (b *lockBackend) setValue(v string) { b.value = v }
 
 func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
-	return b.execRow(ctx, b.sql.proclaim(hold))
+	return b.execRow(ctx, b.sql.proclaim, b.params(hold))
 }
 
 func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
-	return b.execRow(ctx, b.sql.prefer(seen))
+	p := b.params(0)
+	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.PreferenceTenure)
+	return b.execRow(ctx, b.sql.prefer, p)
 }
 
-// execRow runs s, an UPDATE of the election's row, on the lock connection,
-// or on a pooled one when there is none, and reports whether it changed the
-// row.
-func (b *lockBackend) execRow(ctx context.Context, s lockStmt) (bool, error) {
+// execRow runs s with p, an UPDATE of the election's row, on the lock
+// connection, or on a pooled one when there is none, and reports whether
+// it changed the row.
+func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p params) (bool, error) {
 	defer b.touch()
 	var res sql.Result
 	var err error
 	if b.lc.conn != nil {
-		if res, err = b.lc.conn.ExecContext(ctx, s.query, s.args...); err != nil {
+		if res, err = exec(ctx, b.lc.conn, s.conn, p); err != nil {
 			return false, b.fail(err)
 		}
-	} else if res, err = b.db.ExecContext(ctx, b.bound.load().wrap(s.query), s.args...); err != nil {
-		return false, classify(err, b.cfg.Table)
+	} else {
+		query, args := s.pool.bind(p)
+		if res, err = b.db.ExecContext(ctx, query, args...); err != nil {
+			return false, classify(err, b.cfg.Table)
+		}
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err

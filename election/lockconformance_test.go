@@ -185,7 +185,7 @@ func TestLockConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.lockBy == me && !b.lc.locked {
-					if got, err := b.lc.get(ctx, b.lc.lock.tryLockSQL); err != nil || !got {
+					if got, err := b.lc.get(ctx, b.lc.lock.tryLock); err != nil || !got {
 						t.Fatalf("GET_LOCK: %v, %v", got, err)
 					}
 				}
@@ -289,32 +289,38 @@ func TestLockConformance(t *testing.T) {
 			if tc.want.n >= 0 {
 				connect()
 				before := set()
-				var s lockStmt
+				var s stmt
+				var p params
 				switch tc.step {
 				case follow:
 					switch {
 					case tc.row.missing:
-						s = b.sql.insert(1, tc.row.never)
+						s, p = b.sql.insert, b.params(0)
+						p.Floor, p.First = 1, tc.row.never
 					default:
-						s = b.sql.take(tc.want.acquired, before)(0, false)
+						s, p = b.sql.take, b.takeParams(tc.want.acquired, before)
 					}
 				case takeChanged:
-					s = b.sql.take("expired", before-1)(0, false)
+					s, p = b.sql.take, b.takeParams("expired", before-1)
 				case watch:
-					s = b.sql.placeholder(1, tc.row.never)
+					s, p = b.sql.placeholder, b.params(0)
+					p.Floor, p.First = 1, tc.row.never
 				case renew, renewFresh:
-					s = b.sql.renew(before)
+					s, p = b.sql.renew, b.params(before)
 					if tc.row.missing {
-						s = b.sql.renew(1)
+						p.Hold = 1
 					}
 				case release:
-					s = b.sql.release(before, 0)
+					rs, rp := b.releaseStmt(before, 0)
+					s, p = rs.conn, rp
 				case handOff:
-					s = b.sql.release(before, 3*time.Second)
+					rs, rp := b.releaseStmt(before, 3*time.Second)
+					s, p = rs.conn, rp
 				case handOverTo:
-					s = b.sql.handOver(before, "x", 2*time.Second)
+					rs, rp := b.handOverStmt(before, "x", 2*time.Second)
+					s, p = rs.conn, rp
 				}
-				res, err := b.lc.conn.ExecContext(ctx, s.query, s.args...)
+				res, err := exec(ctx, b.lc.conn, s, p)
 				if err != nil {
 					t.Fatalf("statement: %v", err)
 				}

@@ -194,47 +194,50 @@ func mysqlErrno(err error) uint16 {
 	return 0
 }
 
-// userLock is one user-level lock and its statements, built once. Its name
-// is a safe SQL literal (LockName and WakeLockName make only such names), so
-// the statements take no arguments and go over the text protocol in one
-// round trip. A userLock is a small value, safe to copy and to share.
+// userLock is one user-level lock and its statements, compiled once. Its
+// name is a safe SQL literal (LockName and WakeLockName make only such
+// names), written into the statements' text: they bind no parameter, so
+// they go over the text protocol in one round trip. A userLock is a small
+// value, safe to copy and to share.
 type userLock struct {
 	name    string
 	mariadb bool // the server honours fractional GET_LOCK timeouts
 
-	tryLockSQL string // takes it if it is free, at once
-	isMineSQL  string // 1 when the connection holds it
-	releaseSQL string // RELEASE_LOCK: 1 when the connection held it
+	tryLock stmt // takes it if it is free, at once
+	isMine  stmt // 1 when the connection holds it
+	holder  stmt // IS_USED_LOCK: the holder's connection id, NULL when free
+	release stmt // RELEASE_LOCK: 1 when the connection held it
 }
 
 func newUserLock(name string, f serverFlavor) userLock {
 	lit := sqlString(name)
 	return userLock{
-		name:       name,
-		mariadb:    f == flavorMariaDB,
-		tryLockSQL: `SELECT GET_LOCK(` + lit + `, 0)`,
-		isMineSQL:  `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`,
-		releaseSQL: `SELECT RELEASE_LOCK(` + lit + `)`,
+		name:    name,
+		mariadb: f == flavorMariaDB,
+		tryLock: mustStmt(`SELECT GET_LOCK(` + lit + `, 0)`),
+		isMine:  mustStmt(`SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`),
+		holder:  mustStmt(`SELECT IS_USED_LOCK(` + lit + `)`),
+		release: mustStmt(`SELECT RELEASE_LOCK(` + lit + `)`),
 	}
 }
 
-// waitSQL returns a statement that waits about d for the lock and keeps
-// it: 1 when taken, 0 when the wait ended first. Candidates never queue for
-// a lock this way (a frozen waiter would capture it, see passSQL); Check
-// uses it to see how the server times GET_LOCK waits.
-func (l userLock) waitSQL(d time.Duration) string {
+// wait returns a statement that waits about d for the lock and keeps it: 1
+// when taken, 0 when the wait ended first. Candidates never queue for a
+// lock this way (a frozen waiter would capture it, see pass); Check uses it
+// to see how the server times GET_LOCK waits.
+func (l userLock) wait(d time.Duration) stmt {
 	hint, call := getLockCall(sqlString(l.name), d, l.mariadb)
-	return `SELECT ` + hint + call
+	return mustStmt(`SELECT ` + hint + call)
 }
 
-// passSQL returns a statement that waits about d for the lock and lets it go
+// pass returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
 // passed on), 0 when the wait ended first; lockConn.pass runs it.
-func (l userLock) passSQL(d time.Duration) string {
+func (l userLock) pass(d time.Duration) stmt {
 	lit := sqlString(l.name)
 	hint, call := getLockCall(lit, d, l.mariadb)
-	return `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
-  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`
+	return mustStmt(`SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
+  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`)
 }
 
 // lockConn is a connection that holds, or waits for, a user-level lock: one
@@ -266,8 +269,8 @@ func (c *lockConn) open(ctx context.Context, db *sqlx.DB) error {
 // setup runs session (SET SESSION statements) on the connection, asks for
 // TCP keepalive probes after keepalive of silence (see trySessionKeepalive)
 // and reads the connection's id.
-func (c *lockConn) setup(ctx context.Context, session string, keepalive time.Duration) error {
-	if _, err := c.conn.ExecContext(ctx, session); err != nil {
+func (c *lockConn) setup(ctx context.Context, session stmt, keepalive time.Duration) error {
+	if _, err := c.exec(ctx, session); err != nil {
 		return c.fail(err)
 	}
 	if !c.noKeepalive {
@@ -302,12 +305,27 @@ func (c *lockConn) trySessionKeepalive(ctx context.Context, idle time.Duration) 
 	}
 }
 
-// get runs query, a GET_LOCK statement of the lock (tryLockSQL),
-// and reports whether the connection got the lock. GET_LOCK returns NULL on
-// an error (a killed thread, for one): that is an error too.
-func (c *lockConn) get(ctx context.Context, query string) (bool, error) {
+// exec runs s, a statement of the lock's (no parameters), on the
+// connection.
+func (c *lockConn) exec(ctx context.Context, s stmt) (sql.Result, error) {
+	query, args := s.bind(params{})
+	return c.conn.ExecContext(ctx, query, args...)
+}
+
+// scan runs s, a statement of the lock's returning one number (no
+// parameters), on the connection.
+func (c *lockConn) scan(ctx context.Context, s stmt) (sql.NullInt64, error) {
 	var r sql.NullInt64
-	err := c.conn.QueryRowContext(ctx, query).Scan(&r)
+	query, args := s.bind(params{})
+	err := c.conn.QueryRowContext(ctx, query, args...).Scan(&r)
+	return r, err
+}
+
+// get runs s, a GET_LOCK statement of the lock (tryLock, wait), and reports
+// whether the connection got the lock. GET_LOCK returns NULL on an error (a
+// killed thread, for one): that is an error too.
+func (c *lockConn) get(ctx context.Context, s stmt) (bool, error) {
+	r, err := c.scan(ctx, s)
 	if mysqlErrno(err) == erQueryTimeout {
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
 		// Should that have raced with getting the lock, this connection
@@ -326,8 +344,8 @@ func (c *lockConn) get(ctx context.Context, query string) (bool, error) {
 
 // mine reports whether the connection holds the lock.
 func (c *lockConn) mine(ctx context.Context) (bool, error) {
-	var r sql.NullInt64
-	if err := c.conn.QueryRowContext(ctx, c.lock.isMineSQL).Scan(&r); err != nil {
+	r, err := c.scan(ctx, c.lock.isMine)
+	if err != nil {
 		return false, c.fail(err)
 	}
 	c.locked = r.Valid && r.Int64 == 1
@@ -336,19 +354,19 @@ func (c *lockConn) mine(ctx context.Context) (bool, error) {
 
 // release releases the lock and reports whether the connection held it.
 func (c *lockConn) release(ctx context.Context) (bool, error) {
-	var r sql.NullInt64
-	if err := c.conn.QueryRowContext(ctx, c.lock.releaseSQL).Scan(&r); err != nil {
+	r, err := c.scan(ctx, c.lock.release)
+	if err != nil {
 		return false, c.fail(err)
 	}
 	c.locked = false
 	return r.Valid && r.Int64 == 1, nil
 }
 
-// pass waits up to about d for the lock and lets it go at once (see
-// passSQL): it reports whether a holder let it go meanwhile. It returns
-// false at once when nobody holds the lock.
-func (c *lockConn) pass(ctx context.Context, d time.Duration) (bool, error) {
-	r, err := c.passOn(ctx, d)
+// pass runs s, a wait of the lock's pass statement (userLock.pass), which
+// waits for the lock and lets it go at once: it reports whether a holder
+// let it go meanwhile. It returns false at once when nobody holds the lock.
+func (c *lockConn) pass(ctx context.Context, s stmt) (bool, error) {
+	r, err := c.passOn(ctx, s)
 	return r == passLetGo, err
 }
 
@@ -363,9 +381,8 @@ const (
 // that ended (passTimeout). The connection never keeps the lock: a waiter
 // that the server hands the lock to lets it go in the same statement, on
 // the server, even if its client no longer reads (a frozen process).
-func (c *lockConn) passOn(ctx context.Context, d time.Duration) (int64, error) {
-	var r sql.NullInt64
-	err := c.conn.QueryRowContext(ctx, c.lock.passSQL(d)).Scan(&r)
+func (c *lockConn) passOn(ctx context.Context, s stmt) (int64, error) {
+	r, err := c.scan(ctx, s)
 	if mysqlErrno(err) == erQueryTimeout {
 		// MySQL ended the wait (see getLockCall): the holder kept the
 		// lock. Should the end have come between GET_LOCK and

@@ -22,11 +22,12 @@ type params struct {
 	Value    string   // :value, the value the candidate publishes
 	To       string   // :to, a transfer's target ('' for anyone)
 	Priority int      // :priority, the candidate's Config.Priority
-	Term     uint64   // :term, the term a follower saw (see preferSQL)
+	Term     uint64   // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
 	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
 	Names    []string // :names, a list of elections: expands to one ? each
 	Floor    uint64   // :floor, the election's term floor (0 when it has none)
 	First    bool     // :first, the election has no floor row: it never existed
+	Acquired string   // :acquired, how a lock holder took the row (see lockBackend.takeParams)
 }
 
 // param is a named parameter, resolved when a statement is compiled.
@@ -44,6 +45,7 @@ const (
 	paramTenure
 	paramFloor
 	paramFirst
+	paramAcquired
 	paramNames
 )
 
@@ -72,6 +74,8 @@ func lookupParam(name string) (param, bool) {
 		return paramFloor, true
 	case "first":
 		return paramFirst, true
+	case "acquired":
+		return paramAcquired, true
 	case "names":
 		return paramNames, true
 	}
@@ -82,7 +86,8 @@ func lookupParam(name string) (param, bool) {
 // converted to an interface once for all its placeholders.
 func (p *params) scalars() [paramNames]any {
 	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To,
-		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramFirst: p.First}
+		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramFirst: p.First,
+		paramAcquired: p.Acquired}
 }
 
 // stmt is a compiled statement: text between its parameters, and the

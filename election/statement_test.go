@@ -2,6 +2,8 @@ package election
 
 import (
 	"database/sql"
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,7 +11,7 @@ import (
 )
 
 func TestCompileStmt(t *testing.T) {
-	p := params{Name: "e", Me: "me", Hold: 7, Lease: 1500, Value: "v", Names: []string{"a", "b", "c"}}
+	p := params{Name: "e", Me: "me", Hold: 7, Lease: 1500, Value: "v", Names: []string{"a", "b", "c"}, Acquired: "lock"}
 	for _, c := range []struct {
 		sql      string
 		wantSQL  string
@@ -22,6 +24,8 @@ func TestCompileStmt(t *testing.T) {
 		{"SELECT 1 FROM t WHERE a IN (:names) AND b = :me", "SELECT 1 FROM t WHERE a IN (?,?,?) AND b = ?", []any{"a", "b", "c", "me"}},
 		{"SELECT `a:me`, \"b:me\" FROM t WHERE a = :me", "SELECT `a:me`, \"b:me\" FROM t WHERE a = ?", []any{"me"}},
 		{"SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = :name", "SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = ?", []any{"e"}},
+		{"UPDATE t SET acquired = :acquired WHERE anchor = 'x:me' AND term = :term", "UPDATE t SET acquired = ? WHERE anchor = 'x:me' AND term = ?", []any{"lock", uint64(0)}},
+		{"SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", "SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", []any{}},
 	} {
 		s, err := compileStmt(c.sql)
 		if err != nil {
@@ -282,4 +286,204 @@ func TestHeartbeatSize(t *testing.T) {
 	if n := strings.Count(q, expiredSQL); n > 2 {
 		t.Errorf("heartbeat: the expiry judged %d times; want at most 2", n)
 	}
+}
+
+// TestLockStatementsAsHandAssembled: the lock backend's statements, compiled
+// from named parameters (issue 22), are those its closures assembled by hand
+// before, with the same arguments of the same types: each is compared with
+// its arguments written into its text. legacyLockStatements is that code,
+// kept here verbatim but for its receivers and the flattening of its
+// closures. The anchor, once a literal, is now an argument.
+func TestLockStatementsAsHandAssembled(t *testing.T) {
+	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for _, c := range statementCases() {
+		for _, adopt := range []int64{0, 26000} {
+			l, err := NewLock(db, Config{Table: c.table, Name: c.p.Name, ID: c.p.Me, Value: c.p.Value, Priority: 3,
+				LeaseDuration: 15 * time.Second, PreferenceTenure: 1500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := backendOf(l).(*lockBackend)
+			b.adopt = adopt
+			lock := newUserLock(LockName("app", c.table, c.p.Name), c.bound.flavor)
+			b.prepare(lock, c.bound)
+			built := builtLockStatements(b, c.p)
+			legacy := legacyLockStatements(b, lock, c.bound, c.p)
+			if len(built) != len(legacy) {
+				t.Fatalf("%d statements built, %d legacy", len(built), len(legacy))
+			}
+			for i, s := range built {
+				l := legacy[i]
+				if s.what != l.what {
+					t.Fatalf("statement %d is %s, legacy %s", i, s.what, l.what)
+				}
+				if got, was := interpolate(s.sql, s.args), interpolate(l.sql, l.args); got != was {
+					t.Errorf("%s (%s, %+v, adopt %d):\n%s\nwas\n%s", s.what, c.table, c.bound, adopt, got, was)
+				}
+			}
+		}
+	}
+}
+
+// interpolate writes args into sql's placeholders (outside single quotes)
+// as their Go type and value, so that two statements compare equal when
+// they send the server the same statement with the same values.
+func interpolate(sql string, args []any) string {
+	var b strings.Builder
+	quoted, i := false, 0
+	for _, c := range sql {
+		switch {
+		case c == '\'':
+			quoted = !quoted
+		case c == '?' && !quoted && i < len(args):
+			fmt.Fprintf(&b, "%T(%#v)", args[i], args[i])
+			i++
+			continue
+		}
+		b.WriteRune(c)
+	}
+	for ; i < len(args); i++ {
+		fmt.Fprintf(&b, " extra %T(%#v)", args[i], args[i])
+	}
+	return b.String()
+}
+
+// builtLockStatements binds every statement of the lock backend b with
+// arguments from p (p.Hold the term held and the term read, p.Lease the
+// unserved delay and the transfer window in milliseconds).
+func builtLockStatements(b *lockBackend, p params) []builtStatement {
+	var out []builtStatement
+	add := func(what string, s stmt, p params) {
+		q, args := s.bind(p)
+		out = append(out, builtStatement{what, q, args})
+	}
+	add("session", b.sql.session, params{})
+	add("read", b.sql.read, b.params(0))
+	add("peek", mustStmt(b.sql.peek), params{})
+	add("pass", b.sql.pass, params{})
+	add("try lock", b.lc.lock.tryLock, params{})
+	add("is mine", b.lc.lock.isMine, params{})
+	add("holder", b.lc.lock.holder, params{})
+	add("release lock", b.lc.lock.release, params{})
+	add("wait", b.lc.lock.wait(300*time.Millisecond), params{})
+	tp := b.takeParams("claimed", p.Hold)
+	tp.Floor, tp.First = p.Floor, false
+	add("take", b.sql.take, tp)
+	ip := b.params(0)
+	ip.Floor, ip.First = p.Floor, p.First
+	add("insert", b.sql.insert, ip)
+	add("placeholder", b.sql.placeholder, ip)
+	add("renew", b.sql.renew, b.params(p.Hold))
+	for _, s := range []struct {
+		what string
+		rs   rowStmt
+		p    params
+	}{
+		{"release", b.sql.release, b.params(p.Hold)},
+		{"handOff", b.sql.handOff, func() params { _, q := b.releaseStmt(p.Hold, time.Duration(p.Lease)*time.Millisecond); return q }()},
+		{"handOver", b.sql.handOver, func() params {
+			_, q := b.handOverStmt(p.Hold, p.To, time.Duration(p.Lease)*time.Millisecond)
+			return q
+		}()},
+		{"proclaim", b.sql.proclaim, b.params(p.Hold)},
+		{"prefer", b.sql.prefer, func() params {
+			q := b.params(0)
+			q.Term, q.Tenure = p.Hold, ceilMillis(b.cfg.PreferenceTenure)
+			return q
+		}()},
+	} {
+		add(s.what, s.rs.conn, s.p)
+		add(s.what+" pooled", s.rs.pool, s.p)
+	}
+	return out
+}
+
+// legacyLockStatements are the statements of builtLockStatements as
+// lockBackend.prepare and newUserLock assembled them before issue 22, with
+// b's configuration, lock and bound.
+func legacyLockStatements(b *lockBackend, l userLock, bound lockBound, p params) []builtStatement {
+	cfg := b.cfg
+	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
+	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	lease := max(cfg.leaseMillis(), b.adopt)
+	wait := lockWaitSecs(cfg.QueryTimeout)
+	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
+		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
+		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
+	lit := sqlString(l.name)
+	passSQL := func(d time.Duration) string {
+		hint, call := getLockCall(lit, d, l.mariadb)
+		return `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
+  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`
+	}
+	waitSQL := func(d time.Duration) string {
+		hint, call := getLockCall(lit, d, l.mariadb)
+		return `SELECT ` + hint + call
+	}
+	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
+	take := `UPDATE ` + tbl + ` SET service_id = ?,
+  term = LAST_INSERT_ID(GREATEST(term + 1, ` + floorTerm + `)),
+  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = ?, released = 0,
+  acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
+WHERE anchor = ` + anchor + ` AND term = ?`
+	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ` + clockSQL + `, ?, 0, IF(?, 'first', 'insert'), ?, 'lock', CONNECTION_ID(), ?)`
+	placeholder := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?, 0, IF(?, 'first', 'insert'), '', 'lock', NULL, ?)`
+	renew := `UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, value = ?,
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
+WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
+  AND (transfer_to IS NULL OR transfer_to = service_id)`
+	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
+	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
+	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
+	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held
+	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
+	prefer := mustStmt(preferSQL(tbl))
+
+	// The anchor was a literal: it is now the first argument.
+	lit1 := func(q string, args ...any) builtStatement {
+		return builtStatement{"", strings.Replace(q, anchor, "?", 1), append([]any{cfg.Name}, args...)}
+	}
+	// … or a later one, after the assignments' arguments.
+	litAt := func(q string, at int, args ...any) builtStatement {
+		args = append(append(append([]any{}, args[:at]...), cfg.Name), args[at:]...)
+		return builtStatement{"", strings.Replace(q, anchor, "?", 1), args}
+	}
+	named := func(what string, s builtStatement) builtStatement { s.what = what; return s }
+	hold, value := p.Hold, b.value
+	handOffQ, handOffArgs := handOff.bind(params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(p.Lease, b.adopt)})
+	preferQ, preferArgs := prefer.bind(params{Name: cfg.Name, Me: cfg.ID, Term: hold, Priority: cfg.Priority,
+		Tenure: ceilMillis(cfg.PreferenceTenure)})
+	out := []builtStatement{
+		{"session", session, nil},
+		{"read", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
+		{"peek", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`, nil},
+		{"pass", passSQL(b.lockWait), nil},
+		{"try lock", `SELECT GET_LOCK(` + lit + `, 0)`, nil},
+		{"is mine", `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`, nil},
+		{"holder", `SELECT IS_USED_LOCK(` + lit + `)`, nil}, // check.go's
+		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
+		{"wait", waitSQL(300 * time.Millisecond), nil},
+		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Priority, hold)),
+		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.First, value, cfg.Priority)),
+		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.First, cfg.Priority)),
+		named("renew", litAt(renew, 3, lease, value, cfg.Priority, cfg.ID, hold)),
+	}
+	for _, s := range []builtStatement{
+		named("release", litAt(release, 0, cfg.ID, hold)),
+		{"handOff", handOffQ, handOffArgs},
+		named("handOver", litAt(handOver, 2, p.To, p.Lease, cfg.ID, hold)),
+		named("proclaim", litAt(proclaim, 1, value, cfg.ID, hold)),
+		{"prefer", preferQ, preferArgs},
+	} {
+		out = append(out, s, builtStatement{s.what + " pooled", bound.wrap(s.sql), s.args})
+	}
+	return out
 }

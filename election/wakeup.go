@@ -94,7 +94,7 @@ func (w *wakeup) hold(ctx context.Context) {
 		}
 		return
 	}
-	got, err := w.held.get(ctx, w.held.lock.tryLockSQL)
+	got, err := w.held.get(ctx, w.held.lock.tryLock)
 	if err != nil {
 		w.count(err)
 		return
@@ -171,7 +171,7 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	ok, err := w.take(ctx, &c)
 	if ok {
 		defer c.giveBack()
-		ok, err = c.pass(ctx, timeout)
+		ok, err = c.pass(ctx, c.lock.pass(timeout))
 	}
 	if err != nil && ctx.Err() == nil {
 		w.count(err) // and the caller's timer decides
