@@ -280,14 +280,15 @@ VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 
 WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)
 
-	// As the table backend's: a statement without the lock connection
-	// runs on a pooled one (see giveUp), on a session whose clock is
-	// trusted only (heldCond).
-	s.release = newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, bound)
-	s.handOff = newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, bound)
-	s.handOver = newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, bound)
-	s.proclaim = newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, bound)
-	s.prefer = newRowStmt(preferSQL(tbl), bound)
+	// The table backend's: a statement without the lock connection runs
+	// on a pooled one (see giveUp), on a session whose clock is trusted
+	// only (heldCond).
+	held := heldRowStatements(tbl)
+	s.release = newRowStmt(held.release, bound)
+	s.handOff = newRowStmt(held.handOff, bound)
+	s.handOver = newRowStmt(held.handOver, bound)
+	s.proclaim = newRowStmt(held.proclaim, bound)
+	s.prefer = newRowStmt(held.prefer, bound)
 }
 
 // params are the values of the statements' parameters for this candidate

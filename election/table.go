@@ -269,17 +269,37 @@ WHERE anchor = :name AND ` + renewCond + ` AND ` + sessionClockSQL
 // lock is wrapped by t.bound (a no-op until then).
 func (t *tableBackend) prepareSQL() {
 	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
+	held := heldRowStatements(tbl)
 	t.stmts = tableStmts{
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
 		renew:     bound.stmt(renewSQL(tbl)),
 		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
-		release:   bound.stmt(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE ` + heldCond),
-		handOff:   bound.stmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond),
-		handOver:  bound.stmt(`UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond),
-		proclaim:  bound.stmt(`UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond),
-		prefer:    bound.stmt(preferSQL(tbl)),
+		release:   bound.stmt(held.release),
+		handOff:   bound.stmt(held.handOff),
+		handOver:  bound.stmt(held.handOver),
+		proclaim:  bound.stmt(held.proclaim),
+		prefer:    bound.stmt(held.prefer),
 		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`, // decision: schema version 7
 		floor:     newFloorStmts(t.cfg.Table, bound),
+	}
+}
+
+// heldRowSQL are the statements a holder of either backend runs on its
+// election's row of table tbl (quoted), on a session whose clock is trusted
+// (heldCond): release marks it released; handOff leaves it to expire in
+// :lease (an unserved lock delay); handOver marks it released and reserved
+// for :to for :lease; proclaim writes :value; prefer asks the leader of
+// term :term to hand over (see preferSQL).
+type heldRowSQL struct{ release, handOff, handOver, proclaim, prefer string }
+
+// heldRowStatements returns the heldRowSQL of table tbl (quoted).
+func heldRowStatements(tbl string) heldRowSQL {
+	return heldRowSQL{
+		release:  `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE ` + heldCond,
+		handOff:  `UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond,
+		handOver: `UPDATE ` + tbl + ` SET ` + handOverSets + ` WHERE ` + heldCond,
+		proclaim: `UPDATE ` + tbl + ` SET value = :value WHERE ` + heldCond,
+		prefer:   preferSQL(tbl),
 	}
 }
 
