@@ -806,59 +806,74 @@ func (ch *checker) clock() {
 
 // locks: GET_LOCK with zero and fractional timeouts, IS_USED_LOCK, and the
 // release of a lock when its session ends, on a scratch lock held by one
-// connection and tried by another.
+// connection (a) and tried by another (b).
 func (ch *checker) locks() {
 	lock := newUserLock(LockName(ch.site.database, ch.site.table, ch.name), ch.site.flavor)
-	open := func() (*lockConn, error) {
-		c := &lockConn{lock: lock}
-		ctx, cancel := ch.step(0)
-		defer cancel()
-		if err := c.open(ctx, ch.sdb); err != nil {
-			return nil, err
-		}
-		if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
-			return nil, c.fail(err)
-		}
-		return c, nil
-	}
-	get := func(c *lockConn, s stmt, extra time.Duration) (bool, time.Duration, error) {
-		ctx, cancel := ch.step(extra)
-		defer cancel()
-		start := ch.cfg.Clock.Now()
-		ok, err := c.get(ctx, s)
-		return ok, ch.cfg.Clock.Now().Sub(start), err
-	}
-	a, err := open()
+	a, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a connection", err)
 		return
 	}
 	defer a.discard()
-	b, err := open()
+	b, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a second connection", err)
 		return
 	}
 	defer b.discard()
+	if !ch.getLock(lock, a, b) {
+		return
+	}
+	ch.isUsedLock(lock, a, b)
+	a.discard()
+	ch.lockSessionEnd(lock, b)
+}
 
-	// GET_LOCK: A takes the free lock at once; B's zero and fractional
-	// waits must not get it, and must wait about what they asked.
+// openLock opens a connection of the checker's own for lock, and reads its
+// CONNECTION_ID().
+func (ch *checker) openLock(lock userLock) (*lockConn, error) {
+	c := &lockConn{lock: lock}
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	if err := c.open(ctx, ch.sdb); err != nil {
+		return nil, err
+	}
+	if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
+		return nil, c.fail(err)
+	}
+	return c, nil
+}
+
+// lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
+// returns whether it got the lock and how long it took.
+func (ch *checker) lockGet(c *lockConn, s stmt, extra time.Duration) (bool, time.Duration, error) {
+	ctx, cancel := ch.step(extra)
+	defer cancel()
+	start := ch.cfg.Clock.Now()
+	ok, err := c.get(ctx, s)
+	return ok, ch.cfg.Clock.Now().Sub(start), err
+}
+
+// getLock: a takes the free lock at once; b's zero and fractional waits
+// must not get it, and must wait about what they asked. It returns false
+// when a could not take the lock (nothing else can be checked).
+func (ch *checker) getLock(lock userLock, a, b *lockConn) bool {
 	const frac = 300 * time.Millisecond
 	var problems, notes []string
 	fail := false
-	if ok, _, err := get(a, lock.tryLock, 0); err != nil || !ok {
+	if ok, _, err := ch.lockGet(a, lock.tryLock, 0); err != nil || !ok {
 		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
-		return
+		return false
 	}
-	ok0, d0, err0 := get(b, lock.tryLock, 0)
+	ok0, d0, err0 := ch.lockGet(b, lock.tryLock, 0)
 	okF, dF, errF := false, time.Duration(0), error(nil)
 	if err0 == nil {
-		okF, dF, errF = get(b, lock.wait(frac), frac)
+		okF, dF, errF = ch.lockGet(b, lock.wait(frac), frac)
 	}
 	switch {
 	case err0 != nil || errF != nil:
 		ch.unverified(PropGetLock, lockOnly, "GET_LOCK on a held lock", cmpErr(err0, errF))
-		return
+		return false
 	case ok0 || okF:
 		fail = true
 		problems = append(problems, "a second session got a lock another session held")
@@ -889,8 +904,11 @@ func (ch *checker) locks() {
 		ch.add(Finding{Property: PropGetLock, Status: CheckPass, Backends: lockOnly,
 			Detail: "GET_LOCK(name, 0) on a held lock returned 0 at once; " + strings.Join(notes, "; ")})
 	}
+	return true
+}
 
-	// IS_USED_LOCK, asked by another session, names the holder.
+// isUsedLock: IS_USED_LOCK, asked by b, names a, the holder.
+func (ch *checker) isUsedLock(lock userLock, a, b *lockConn) {
 	ctx, cancel := ch.step(0)
 	holder, err := b.scan(ctx, lock.holder)
 	cancel()
@@ -906,12 +924,13 @@ func (ch *checker) locks() {
 		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly,
 			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.id)})
 	}
+}
 
-	// A lock is released when its session ends: A's connection closes,
-	// and B's wait gets the lock.
-	a.discard()
+// lockSessionEnd: a lock is released when its session ends: once the
+// holder's connection closed, b's wait gets it.
+func (ch *checker) lockSessionEnd(lock userLock, b *lockConn) {
 	const wait = 3 * time.Second
-	ok, d, err := get(b, lock.wait(wait), wait)
+	ok, d, err := ch.lockGet(b, lock.wait(wait), wait)
 	switch {
 	case err != nil:
 		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)
