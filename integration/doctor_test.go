@@ -35,7 +35,9 @@ const gmsTable = `CREATE TABLE service_election (
   connection_id BIGINT UNSIGNED NULL DEFAULT NULL,
   transfer_to VARCHAR(255) NULL DEFAULT NULL,
   priority INT UNSIGNED NOT NULL DEFAULT 0,
-  PRIMARY KEY (anchor)
+  decision ENUM('renewed', 'expired', 'claimed', 'released', 'transferred') NULL DEFAULT NULL,
+  PRIMARY KEY (anchor),
+  CONSTRAINT service_election_decision CHECK (decision IS NULL)
 )`
 
 // gmsFloorTable is the term floor table (migration 6) as go-mysql-server
