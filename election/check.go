@@ -508,10 +508,17 @@ const (
 )
 
 // heartbeatProbe is what the heartbeat statement reported in
-// probeHeartbeat's five steps.
+// probeHeartbeat's five steps, and whether the table refused a decision
+// written outside the heartbeat.
 type heartbeatProbe struct {
 	counts     [5]int64
 	term, took uint64 // the terms of the insert and of the takeover
+	renewed    uint64 // the term the renewal reported (LAST_INSERT_ID): term
+	// guarded: the table refused decision = 'renewed' written by another
+	// statement (its CHECK constraint, enforced on this session). A value
+	// left in the column would make a heartbeat that decides nothing count
+	// as a change (2 affected rows).
+	guarded bool
 }
 
 // probeSteps name probeHeartbeat's steps.
@@ -538,13 +545,37 @@ func (p heartbeatProbe) ok() (ok, foundRows bool) {
 	return c == wantCounts && p.took > p.term, foundRows
 }
 
+// problem says what in p, besides the affected rows (ok), breaks the
+// heartbeat's decision: "" when nothing does.
+func (p heartbeatProbe) problem() string {
+	switch {
+	case p.renewed != p.term:
+		return fmt.Sprintf("the renewal reported term %d for a row of term %d: the decision column's ENUM is not "+
+			"('renewed', 'expired', 'claimed', 'released', 'transferred') in that order, so a renewal counts as a take", p.renewed, p.term)
+	case !p.guarded:
+		return "the decision column took a value written outside the heartbeat: its CHECK constraint (decision IS NULL) " +
+			"is missing or not enforced (MySQL: NOT ENFORCED; MariaDB: check_constraint_checks=0), and a value left " +
+			"there makes a heartbeat that changes nothing count as a renewal"
+	}
+	return ""
+}
+
+// isCheckViolation reports whether err is a CHECK constraint's refusal
+// (MariaDB's 4025, MySQL's 3819).
+func isCheckViolation(err error) bool {
+	n := mysqlErrno(err)
+	return n == 4025 || n == 3819
+}
+
 // probeHeartbeat runs the table backend's own heartbeat statement on
 // election name of tbl (quoted) through ex, in five steps, and returns the
 // affected rows of each: candidate A inserts the row (1), renews it (2), B
 // looks at A's live row (0, or 1 under CLIENT_FOUND_ROWS), A lets it
 // expire at once (1: an UPDATE), and B takes the expired row (2) with a
-// higher term. Run's preflight runs it in a transaction it rolls back; Check
-// on the pool, and deletes the row.
+// higher term; the renewal must keep A's term. Last, it writes a decision
+// outside the heartbeat, which the table must refuse (heartbeatProbe.guarded).
+// Run's preflight runs it in a transaction it rolls back; Check on the pool,
+// and deletes the row.
 func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string) (heartbeatProbe, error) {
 	var p heartbeatProbe
 	hb := mustStmt(heartbeatSQL(tbl))
@@ -565,9 +596,11 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	term, _ := res.LastInsertId()
 	p.term = uint64(term)
 	a.Hold = p.term
-	if _, err := run(1, hb, a); err != nil {
+	if res, err = run(1, hb, a); err != nil {
 		return p, err
 	}
+	renewed, _ := res.LastInsertId()
+	p.renewed = uint64(renewed)
 	b := params{Name: name, Me: probeB, Lease: 60000}
 	if _, err := run(2, hb, b); err != nil {
 		return p, err
@@ -585,6 +618,18 @@ WHERE anchor = :name AND ` + holdsCond
 	}
 	took, _ := res.LastInsertId()
 	p.took = uint64(took)
+	// A decision written by another statement must be refused.
+	q, args := mustStmt(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).bind(b)
+	switch _, err = ex.ExecContext(ctx, q, args...); {
+	case err == nil:
+		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
+			return p, fmt.Errorf("election: the heartbeat probe's clean-up of the decision column: %w", err)
+		}
+	case isCheckViolation(err):
+		p.guarded = true
+	default:
+		return p, fmt.Errorf("election: the heartbeat probe's step 6 (a decision written outside the heartbeat): %w", err)
+	}
 	return p, nil
 }
 
@@ -630,6 +675,9 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool
 		return false, fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
 			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.term, p.took)
 	}
+	if why := p.problem(); why != "" {
+		return false, fmt.Errorf("%w: %s: two candidates could lead at once", ErrUnsafeServer, why)
+	}
 	return true, nil
 }
 
@@ -643,7 +691,7 @@ func (ch *checker) affectedRows() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	p, err := probeHeartbeat(ctx, ch.db, ch.tbl, ch.name)
-	if ch.simultaneous && err != nil {
+	if ch.simultaneous && isCheckViolation(err) {
 		// The heartbeat fails on its CHECK constraint there, by design.
 		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly,
 			Detail:      "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): " + err.Error(),
@@ -662,7 +710,12 @@ func (ch *checker) affectedRows() {
 		return
 	}
 	ok, foundRows := p.ok()
-	switch {
+	switch why := p.problem(); {
+	case ok && why != "":
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly,
+			Detail:      why,
+			Consequence: "a candidate may believe it leads while another does",
+			Fix:         "recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced"})
 	case !ok:
 		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly,
 			Detail: fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+

@@ -103,7 +103,12 @@ const clockSQL = `SYSDATE(6)`
 // noDSTSQL is true when the session's time zone keeps one offset from UTC
 // all year (the same offset in January and July), as checkTimeZone checks
 // once in Run; a constant the server computes once per statement.
-const noDSTSQL = `UNIX_TIMESTAMP('2030-07-15') - UNIX_TIMESTAMP('2030-01-15') = 15638400`
+const noDSTSQL = dstProbeSQL + ` = 15638400`
+
+// dstProbeSQL is the seconds between two dates half a year apart in the
+// session's time zone: 181 days (15,638,400 s) unless it has daylight
+// saving time. noDSTSQL and checkTimeZone both use it.
+const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15') - UNIX_TIMESTAMP('2030-01-15')`
 
 // sessionClockSQL is true when the session's clock may judge whether a lease
 // ran out: NOW(6) is not ahead of the server's clock, and the time zone has
@@ -366,8 +371,7 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx,
-		`SELECT UNIX_TIMESTAMP('2030-07-15 12:00:00') - UNIX_TIMESTAMP('2030-01-15 12:00:00')`).Scan(&diff)
+	err := db.QueryRowContext(ctx, `SELECT `+dstProbeSQL).Scan(&diff)
 	if err != nil {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
@@ -519,12 +523,12 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
-	if n == 2 && hold != 0 && uint64(term) == hold {
-		return beat{held: true, term: hold}, nil // renewed
-	}
 	// A new term, an ambiguous 1 (an insert, or no change under
-	// CLIENT_FOUND_ROWS), or a holder's renewal that changed nothing
-	// (deposed, or asked to hand over): read what the row says now.
+	// CLIENT_FOUND_ROWS), a holder's renewal that changed nothing (deposed,
+	// or asked to hand over), or one the heartbeat made after renewSQL
+	// renewed nothing (2 affected rows and the same term: rare, and what a
+	// value left in the decision column by another statement would also
+	// report): read what the row says now.
 	var row struct {
 		Term       uint64         `db:"term"`
 		Acquired   string         `db:"acquired"`
