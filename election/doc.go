@@ -67,9 +67,11 @@
 // version 7). That is the statement's one dependence on the order of its
 // SET list: a session of MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode fails
 // on the constraint and changes nothing, and Run refuses such a session
-// (ErrSimultaneousAssignment). It is about 1.5 KB as written. It uses no
+// (ErrSimultaneousAssignment). It is about 1.5 KB as written and 1.7 KB
+// as sent (TestHeartbeatSize). It uses no
 // VALUES() (deprecated in MySQL 8.0.20), no row aliases (MariaDB has none)
-// and no INSERT IGNORE. Renewals use NOW(6), so a leader
+// and no INSERT IGNORE. Renewals write the server's clock in microseconds
+// (SYSDATE(6)), so a leader
 // renewing several times a second stays leader (the recipe's NOW() reports
 // 0 affected rows within one second). An ambiguous answer (1 under
 // CLIENT_FOUND_ROWS, as with clientFoundRows=true or ProxySQL's default) or

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,6 +287,33 @@ func TestHeartbeatSize(t *testing.T) {
 	if n := strings.Count(q, expiredSQL); n > 2 {
 		t.Errorf("heartbeat: the expiry judged %d times; want at most 2", n)
 	}
+	// As the general log shows it: with MariaDB's and MySQL's bounds,
+	// and the values of a candidate with the default ID on this host,
+	// election "default", a term and a floor of 16 digits.
+	id := DefaultID()
+	for _, b := range []lockBound{{flavor: flavorMariaDB, secs: 5}, {flavor: flavorMySQL, secs: 5}} {
+		const term = 1795604384494302
+		q, args := mustStmt(b.wrap(heartbeatSQL(quoteTable("service_election")))).bind(
+			params{Name: "default", Me: id, Hold: term, Lease: 15000, Floor: term})
+		t.Logf("heartbeat as sent (%+v, ID %q): %d bytes", b, id, sentSize(q, args))
+	}
+}
+
+// sentSize is the size of query as the server's general log shows it once
+// the driver sends args: strings quoted, numbers in decimal, booleans 0/1.
+func sentSize(query string, args []any) int {
+	n := len(query) - strings.Count(query, "?")
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(strconv.Quote(v))
+		case bool:
+			n++
+		default:
+			n += len(fmt.Sprint(v))
+		}
+	}
+	return n
 }
 
 // TestLockStatementsAsHandAssembled: the lock backend's statements, compiled
