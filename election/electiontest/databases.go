@@ -38,7 +38,7 @@ func testSameNameTwoDatabases(t *testing.T, s Suite) {
 	// followers are in their long wait (in GET_LOCK, where they are woken),
 	// and both leaders renew their rows (about 2 s).
 	if !s.NoWakeup {
-		a.awaitStatement("GET_LOCK", takeoverBound, a2, a3)
+		a.awaitStatement("GET_LOCK", setupBound, a2, a3)
 	}
 	a.awaitRenewals(10)
 	b.awaitRenewals(10)
