@@ -157,9 +157,16 @@ func testTransferByNonLeader(t *testing.T, s Suite) {
 	ms := c.startN(2)
 	l := c.leaderRecorded()
 	f := other(ms, l)
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(c.ctx, setupBound)
 	defer cancel()
-	if err := f.e.Transfer(ctx, f.id); !errors.Is(err, election.ErrNotLeader) {
+	// The follower's Run may not have started yet on a loaded machine
+	// (ErrNotRunning): ask again until it runs.
+	var err error
+	poll(setupBound, 5*time.Millisecond, func() bool {
+		err = f.e.Transfer(ctx, f.id)
+		return !errors.Is(err, election.ErrNotRunning)
+	})
+	if !errors.Is(err, election.ErrNotLeader) {
 		t.Errorf("a follower's Transfer = %v, want ErrNotLeader", err)
 	}
 	if err := f.e.Proclaim(ctx, "mine"); !errors.Is(err, election.ErrNotLeader) {
