@@ -23,11 +23,7 @@ func unguardDecision(t *testing.T, ctx context.Context, db *sql.DB) *sql.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	var version string
-	if err := conn.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(strings.ToLower(version), "mariadb") {
+	if strings.Contains(strings.ToLower(mustVersion(t, ctx, db)), "mariadb") {
 		if _, err := conn.ExecContext(ctx, "SET SESSION check_constraint_checks = 0"); err != nil {
 			t.Fatal(err)
 		}
@@ -97,13 +93,11 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if _, err := preflightServer(ctx, db, "service_election"); err != nil {
 		t.Fatalf("preflight with the constraint: %v", err)
 	}
-	var p heartbeatProbe
-	var err error
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), ScratchPrefix+"guard")
+	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), ScratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil || !p.guarded || p.problem() != "" {
 		t.Fatalf("probe with the constraint: %+v, %v; want guarded, no problem", p, err)
