@@ -50,7 +50,7 @@ func lockWaitSecs(d time.Duration) int64 {
 
 // wrap returns stmt so that its lock waits end after the bound:
 //
-//   - MariaDB: SET STATEMENT innodb_lock_wait_timeout=N, lock_wait_timeout=N FOR stmt
+//   - MariaDB: SET STATEMENT innodb_lock_wait_timeout=N,lock_wait_timeout=N FOR stmt
 //   - MySQL 8.0.3+: optimizer hints right after the statement's first
 //     keyword (SELECT, INSERT, REPLACE, UPDATE or DELETE, where MySQL reads
 //     hints): SET_VAR(lock_wait_timeout=N) for metadata locks and, on a
@@ -70,7 +70,7 @@ func (b lockBound) wrap(stmt string) string {
 	n := strconv.FormatInt(b.secs, 10)
 	switch b.flavor {
 	case flavorMariaDB:
-		return "SET STATEMENT innodb_lock_wait_timeout=" + n + ", lock_wait_timeout=" + n + " FOR " + stmt
+		return "SET STATEMENT innodb_lock_wait_timeout=" + n + ",lock_wait_timeout=" + n + " FOR " + stmt
 	case flavorMySQL:
 		kw, rest, _ := strings.Cut(stmt, " ")
 		hint := "SET_VAR(lock_wait_timeout=" + n + ")"

@@ -45,9 +45,9 @@ func TestLockBoundWrap(t *testing.T) {
 	}{
 		{lockBound{}, stmt},
 		{newLockBound(flavorOther, 5*time.Second), stmt},
-		{newLockBound(flavorMariaDB, 5*time.Second), "SET STATEMENT innodb_lock_wait_timeout=5, lock_wait_timeout=5 FOR " + stmt},
+		{newLockBound(flavorMariaDB, 5*time.Second), "SET STATEMENT innodb_lock_wait_timeout=5,lock_wait_timeout=5 FOR " + stmt},
 		{newLockBound(flavorMySQL, 2500*time.Millisecond), "UPDATE /*+ SET_VAR(lock_wait_timeout=2) */ t SET a = 1 WHERE b = ?"},
-		{newLockBound(flavorMariaDB, 100*time.Millisecond), "SET STATEMENT innodb_lock_wait_timeout=1, lock_wait_timeout=1 FOR " + stmt},
+		{newLockBound(flavorMariaDB, 100*time.Millisecond), "SET STATEMENT innodb_lock_wait_timeout=1,lock_wait_timeout=1 FOR " + stmt},
 	} {
 		if got := c.b.wrap(stmt); got != c.want {
 			t.Errorf("%+v.wrap = %q, want %q", c.b, got, c.want)

@@ -191,7 +191,7 @@ type lockStmts struct {
 	pass    stmt   // waits lockWait for the lock's holder to let go (userLock.pass)
 
 	// The statements that assign a term, run in one transaction with the
-	// term floor (see writeTerm): :floor and :first come from it.
+	// term floor (see writeTerm): :floor and :insert come from it.
 	take        stmt // takes the row read with term :term as :acquired, unless it changed since
 	insert      stmt // writes a new row naming this candidate
 	placeholder stmt // a new row naming this candidate but no lock connection (see placeholder)
@@ -261,10 +261,10 @@ WHERE anchor = :name AND term = :term`)
 	// insert (SYSDATE(6) is read at each call).
 	s.insert = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, IF(:first, 'first', 'insert'), :value, 'lock', CONNECTION_ID(), :priority)`)
+VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
 	s.placeholder = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, IF(:first, 'first', 'insert'), '', 'lock', NULL, :priority)`)
+VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
 	s.floor = newFloorStmts(cfg.Table, lockBound{})
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
@@ -744,7 +744,7 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params)
 }
 
 // writeTerm runs s with p on c in one transaction with the election's term
-// floor (inFloorTx), which gives :floor and :first, and returns the term it wrote (0 for none: it changed no row,
+// floor (inFloorTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
 func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt, p params) (term uint64, first bool, err error) {
 	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {

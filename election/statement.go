@@ -26,7 +26,7 @@ type params struct {
 	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
 	Names    []string // :names, a list of elections: expands to one ? each
 	Floor    uint64   // :floor, the election's term floor (0 when it has none)
-	First    bool     // :first, the election has no floor row: it never existed
+	First    bool     // the election has no floor row, it never existed: :insert is 'first'
 	Acquired string   // :acquired, how a lock holder took the row (see lockBackend.takeParams)
 }
 
@@ -44,7 +44,7 @@ const (
 	paramTerm
 	paramTenure
 	paramFloor
-	paramFirst
+	paramInsert
 	paramAcquired
 	paramNames
 )
@@ -72,8 +72,8 @@ func lookupParam(name string) (param, bool) {
 		return paramTenure, true
 	case "floor":
 		return paramFloor, true
-	case "first":
-		return paramFirst, true
+	case "insert":
+		return paramInsert, true
 	case "acquired":
 		return paramAcquired, true
 	case "names":
@@ -86,8 +86,17 @@ func lookupParam(name string) (param, bool) {
 // converted to an interface once for all its placeholders.
 func (p *params) scalars() [paramNames]any {
 	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To,
-		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramFirst: p.First,
+		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramInsert: p.insert(),
 		paramAcquired: p.Acquired}
+}
+
+// insert is :insert, how an insert acquires the row (its acquired column):
+// 'first' for an election that never existed (First), else 'insert'.
+func (p *params) insert() string {
+	if p.First {
+		return "first"
+	}
+	return "insert"
 }
 
 // stmt is a compiled statement: text between its parameters, and the
@@ -204,5 +213,5 @@ func insertColumns(cols []column) (names, values string) {
 	for i, c := range cols {
 		n[i], v[i] = c.name, c.value
 	}
-	return strings.Join(n, ", "), strings.Join(v, ", ")
+	return strings.Join(n, ","), strings.Join(v, ",")
 }

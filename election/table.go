@@ -103,18 +103,21 @@ const clockSQL = `SYSDATE(6)`
 // noDSTSQL is true when the session's time zone keeps one offset from UTC
 // all year (the same offset in January and July), as checkTimeZone checks
 // once in Run; a constant the server computes once per statement.
-const noDSTSQL = dstProbeSQL + ` = 15638400`
+const noDSTSQL = dstProbeSQL + `=15638400`
 
 // dstProbeSQL is the seconds between two dates half a year apart in the
 // session's time zone: 181 days (15,638,400 s) unless it has daylight
 // saving time. noDSTSQL and checkTimeZone both use it.
-const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15') - UNIX_TIMESTAMP('2030-01-15')`
+const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
 
 // sessionClockSQL is true when the session's clock may judge whether a lease
 // ran out: NOW(6) is not ahead of the server's clock, and the time zone has
 // no daylight saving time. Without a SET @@timestamp, NOW(6) is the
 // statement's start, which is never after SYSDATE(6).
-const sessionClockSQL = `(NOW(6) <= SYSDATE(6) AND ` + noDSTSQL + `)`
+const sessionClockSQL = `(` + sessionClockCond + `)`
+
+// sessionClockCond is sessionClockSQL without its parentheses.
+const sessionClockCond = `NOW(6)<=SYSDATE(6) AND ` + noDSTSQL
 
 // unsafeSessionSQL is the heartbeat's anchor: :name while sessionClockSQL
 // holds, else NULL, which no INSERT may write into the primary key: the
@@ -122,12 +125,12 @@ const sessionClockSQL = `(NOW(6) <= SYSDATE(6) AND ` + noDSTSQL + `)`
 // sql_mode: a single-row INSERT) before it looks at the row, and changes
 // nothing (see errUnsafeSession). The VALUES list is evaluated once, so the
 // check is made once per statement.
-const unsafeSessionSQL = `IF(` + sessionClockSQL + `, :name, NULL)`
+const unsafeSessionSQL = `IF(` + sessionClockCond + `,:name,NULL)`
 
 // expiredSQL is true when the row's lease has run out by the database
 // clock, as the statement's NOW(6) says: only in statements that check
 // sessionClockSQL first.
-const expiredSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND <= NOW(6))`
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=NOW(6)`
 
 // liveSQL is true while the row's lease has not run out by the server's
 // clock when it is evaluated.
@@ -135,16 +138,16 @@ const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + 
 
 // termNowSQL is the database clock in microseconds: a new term, or with
 // GREATEST(term + 1, …) one never less than the previous term plus one.
-const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `) * 1000000)`
+const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `)*1000000)`
 
 // termNewSQL is a new term: the database clock in microseconds, and above
 // the election's term floor :floor (see inFloorTx), so above every term
 // issued before whatever the clock says.
-const termNewSQL = `GREATEST(` + termNowSQL + `, :floor + 1)`
+const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
 
 // holdsCond is true while the row names the candidate (:me) with the term it
 // holds (:hold), not released.
-const holdsCond = `service_id = :me AND term = :hold AND released = 0`
+const holdsCond = `service_id=:me AND term=:hold AND released=0`
 
 // heldCond matches election :name's row while the candidate holds it, on a
 // session whose clock is trusted (see sessionClockSQL).
@@ -156,7 +159,7 @@ const (
 	// renewCond (R): the row is the candidate's, with the term it holds,
 	// and no transfer or step-down is asked of it (a transfer to itself
 	// asks nothing: the renewal clears it).
-	renewCond = `(` + holdsCond + ` AND (transfer_to IS NULL OR transfer_to = :me))`
+	renewCond = holdsCond + ` AND (transfer_to IS NULL OR transfer_to=:me)`
 	// decideSQL is the heartbeat's decision on the row as it stands,
 	// evaluated once (see heartbeatSQL): 'renewed' (R); how a take
 	// acquires the row ('expired', 'claimed', 'released', 'transferred');
@@ -167,10 +170,10 @@ const (
 	// or to expire.
 	decideSQL = `CASE
 WHEN ` + renewCond + ` THEN 'renewed'
-WHEN released <> 0 AND transfer_to = :me THEN 'transferred'
-WHEN ` + expiredSQL + ` THEN IF(released = 0, 'expired', 'released')
-WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
-WHEN IFNULL(transfer_to, '') = '' THEN 'released'
+WHEN released AND transfer_to=:me THEN 'transferred'
+WHEN ` + expiredSQL + ` THEN IF(released,'released','expired')
+WHEN released=0 THEN IF(service_id=:me AND transfer_to IS NULL,'claimed',NULL)
+WHEN IFNULL(transfer_to,'')='' THEN 'released'
 END`
 )
 
@@ -208,9 +211,9 @@ END`
 // (Config.Priority).
 //
 // The statement runs in one transaction with the election's term floor
-// (inFloorTx): :floor is the floor, and :first is true when the election
-// has no floor row, it never existed: then an insert is acquired = 'first',
-// which leads without the lock delay. Every term it writes is above :floor.
+// (inFloorTx): :floor is the floor, and :insert is 'first' when the
+// election has no floor row, it never existed (an insert then leads
+// without the lock delay), else 'insert'. Every term it writes is above :floor.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
 // CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
 // term in the same round trip. An ambiguous 1 and every change of term are
@@ -228,7 +231,7 @@ func heartbeatSQL(tbl string) string {
 		{"last_seen_active", clockSQL},
 		{"lease_ms", ":lease"},
 		{"released", "0"},
-		{"acquired", "IF(:first, 'first', 'insert')"},
+		{"acquired", ":insert"},
 		{"value", ":value"},
 		{"priority", ":priority"},
 		// backend, connection_id, transfer_to and decision keep their
@@ -236,24 +239,24 @@ func heartbeatSQL(tbl string) string {
 	})
 	// took is a take's decision; every other reads the decision as a
 	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
-	const took = `decision > 1`
+	const took = `decision>1`
 	return `INSERT INTO ` + tbl + ` (` + cols + `)
 VALUES (` + values + `)
 ON DUPLICATE KEY UPDATE
-decision = ` + decideSQL + `,
-acquired = IF(` + took + `, decision, acquired),
-term_started_at = IF(` + took + `, ` + clockSQL + `, term_started_at),
-term = LAST_INSERT_ID(IF(` + took + `, GREATEST(term + 1, ` + termNowSQL + `, :floor + 1), term)),
-service_id = IF(decision, :me, service_id),
-value = IF(decision, :value, value),
-backend = IF(decision, 'table', backend),
-connection_id = IF(decision, NULL, connection_id),
-transfer_to = IF(decision, NULL, transfer_to),
-released = IF(decision, 0, released),
-lease_ms = IF(decision, :lease, lease_ms),
-last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
-priority = IF(decision, :priority, priority),
-decision = NULL`
+decision=` + decideSQL + `,
+acquired=IF(` + took + `,decision,acquired),
+term_started_at=IF(` + took + `,` + clockSQL + `,term_started_at),
+term=LAST_INSERT_ID(IF(` + took + `,GREATEST(term+1,` + termNowSQL + `,:floor+1),term)),
+service_id=IF(decision,:me,service_id),
+value=IF(decision,:value,value),
+backend=IF(decision,'table',backend),
+connection_id=IF(decision,NULL,connection_id),
+transfer_to=IF(decision,NULL,transfer_to),
+released=IF(decision,0,released),
+lease_ms=IF(decision,:lease,lease_ms),
+last_seen_active=IF(decision,` + clockSQL + `,last_seen_active),
+priority=IF(decision,:priority,priority),
+decision=NULL`
 }
 
 // renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
