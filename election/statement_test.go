@@ -192,13 +192,14 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // (clockSQL) and check the session's (sessionClockSQL), as the built ones do.
 // Since issue 22 the heartbeat's insert takes how it acquires as an
 // argument (:insert, was IF(:first, 'first', 'insert')), and it tests
-// released as a truth value (was released <> 0 and IF(released = 0, …)):
-// the same values, in fewer bytes.
+// released as a truth value (was released <> 0 and IF(released = 0, …)),
+// and its insert leaves released to the column's default (0): the same
+// values, in fewer bytes.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?)`
-	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, released, acquired, value, priority)
-VALUES (IF(` + sessionClockCond + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, 0, ?, ?, ?)
+	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
+VALUES (IF(` + sessionClockCond + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
 decision = CASE
 WHEN ` + r + ` THEN 'renewed'

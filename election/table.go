@@ -108,7 +108,7 @@ const noDSTSQL = dstProbeSQL + `=15638400`
 // dstProbeSQL is the seconds between two dates half a year apart in the
 // session's time zone: 181 days (15,638,400 s) unless it has daylight
 // saving time. noDSTSQL and checkTimeZone both use it.
-const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
+const dstProbeSQL = `UNIX_TIMESTAMP(20300715)-UNIX_TIMESTAMP(20300115)`
 
 // sessionClockSQL is true when the session's clock may judge whether a lease
 // ran out: NOW(6) is not ahead of the server's clock, and the time zone has
@@ -230,12 +230,11 @@ func heartbeatSQL(tbl string) string {
 		// (a first election leads before it renews).
 		{"last_seen_active", clockSQL},
 		{"lease_ms", ":lease"},
-		{"released", "0"},
 		{"acquired", ":insert"},
 		{"value", ":value"},
 		{"priority", ":priority"},
-		// backend, connection_id, transfer_to and decision keep their
-		// defaults: 'table', NULL, NULL, NULL.
+		// released, backend, connection_id, transfer_to and decision keep
+		// their defaults: 0, 'table', NULL, NULL, NULL.
 	})
 	// took is a take's decision; every other reads the decision as a
 	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
