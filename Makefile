@@ -172,38 +172,31 @@ test-matrix: deps
 	[ -z "$$roots" ] || $(GO) run ./internal/mysqld/roots $$roots; \
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
-# ci is what .ci/run runs: make model (the protocol's model, see model/),
-# then on the host's MariaDB 10.11: make test (lint, promtool, vet, go test
-# -race of both modules, Galera included) and chaos-short (with Galera);
-# then on Oracle MySQL 9.7 (with Group Replication) and MariaDB 11.8: go
-# test -race of both modules (Galera skipped: it runs on the host's server,
-# tested above) and chaos-short with one round of each fault (the quick
-# faults the short version repeats run once). First it builds the Debian
-# roots of MySQL 9.7 and MariaDB 11.8 where they are missing
-# (internal/mysqld/roots: about a minute each, once per machine), so that
-# no test builds one within its deadline. Each leg prints when it starts.
-# Measured on the 2-core development machine, roots already built (add
-# about a minute per root on a fresh machine), 2026-11-25, while other
-# test runs loaded it: make model 397 s (alone; since then, with the lock
-# backend's model and liveness, two verifiers at a time: 306 s wall, 294 s
-# CPU, under a load average of 6 to 8); make test 520 s, chaos-short
-# 372 s; MySQL 9.7 117 s + 487 s + chaos 392 s; MariaDB 11.8 100 s + 355 s +
-# chaos 221 s: 2564 s without the model, about 50 minutes with it. Since
-# the behaviour suite runs six subtests at once (INTEGRATION_PARALLEL), go
-# test of integration/ takes 250 s instead of 374 s on MariaDB 10.11 and
-# 431 s instead of 477 s on MySQL 9.7 (where the Group Replication tests,
-# 193 s, then 168 s once the doctor's checks shared their groups, run one
-# after another), measured on a busier machine. The
-# race detector costs these legs no time (they wait on servers and
-# timers), so every leg keeps it. A clean-clone run of ci on 2026-11-27
-# (CI=true bash .ci/run, this machine otherwise idle): roots 0 s (built),
-# make model 209 s, make test 341 s, chaos-short 387 s; MySQL 9.7 136 s +
-# 343 s + chaos 409 s; MariaDB 11.8 81 s + 164 s + chaos 222 s: 2,293 s.
-# Running the legs in two lanes at once
-# (2026-11-27) took 1,676 s beside two CPU hogs, but at a load average of
-# 7 to 11 the behaviour suite's 1 s leases were lost on MySQL 9.7 (a
-# Batcher's renewals, three suites at the same instant): the legs stay
-# one after another.
+# ci is what .ci/run runs. First it builds the Debian roots of MySQL 9.7
+# and MariaDB 11.8 where they are missing (internal/mysqld/roots: about a
+# minute each, once per machine), so that no test builds one within its
+# deadline. Then:
+#   - make model (the protocol's model, see model/) starts in the
+#     background at nice 19, in a session of its own (killed if a leg
+#     fails); its output is printed at the end;
+#   - on the host's MariaDB 10.11: make test (lint, promtool, vet, go test
+#     -race of both modules, Galera included);
+#   - on Oracle MySQL 9.7 (with Group Replication), then on MariaDB 11.8: go
+#     test -race of both modules (Galera skipped: it runs on the host's
+#     server, tested above);
+#   - chaos-short on the three servers at once: the host's (with Galera,
+#     the short version), MySQL 9.7's and MariaDB 11.8's (one round of
+#     each fault), each printed when all three have ended.
+# Each leg prints when it starts. The tests wait on servers and timers
+# more than they compute: the race detector costs these legs no time, a
+# chaos-short run beside two CPU hogs took what it takes alone (378 s and
+# 387 s, on the host), and the verifier takes the CPU the tests leave.
+# What did not work: two lanes of go test at once (2026-11-27) lost the
+# behaviour suite's 1 s leases at a load average of 7 to 11.
+# Measured on the 2-core development machine, roots already built, a clean
+# clone (CI=true bash .ci/run): 2026-11-27, one leg after another: make
+# model 209 s, make test 341 s, chaos-short 387 s; MySQL 9.7 136 s + 343 s
+# + chaos 409 s; MariaDB 11.8 81 s + 164 s + chaos 222 s: 2,293 s.
 ci: deps model-deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
@@ -213,8 +206,14 @@ ci: deps model-deps
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$m/log ) & mpid=$$!; \
 	trap 'if [ ! -f $$m/rc ] && [ -f $$m/pid ]; then kill -- -$$(cat $$m/pid) 2>/dev/null || true; fi' EXIT; \
 	leg "make test (MariaDB 10.11)"; $(MAKE) --no-print-directory test; \
-	chaos "" ""; \
-	for s in mysql-9.7 mariadb-11.8; do gotest $$s; chaos $$s 1; done; \
+	for s in mysql-9.7 mariadb-11.8; do gotest $$s; done; \
+	leg "chaos-short on the three servers at once"; c=$$(mktemp -d); cpids=""; \
+	for s in host mysql-9.7 mariadb-11.8; do \
+		( set +e; if [ $$s = host ]; then chaos "" ""; else chaos $$s 1; fi >$$c/$$s 2>&1; echo $$? >$$c/$$s.rc; \
+		  echo "== ci: $$s: chaos-short ended: $$(( $$(date +%s) - t0 )) s since start" >>$$c/$$s ) & cpids="$$cpids $$!"; \
+	done; wait $$cpids; crc=0; \
+	for s in host mysql-9.7 mariadb-11.8; do cat $$c/$$s; [ "$$(cat $$c/$$s.rc)" = 0 ] || crc=1; done; rm -rf $$c; \
+	[ $$crc = 0 ] || { echo "== ci: chaos-short failed"; exit 1; }; \
 	leg "waiting for make model"; wait $$mpid; cat $$m/log; rc=$$(cat $$m/rc); rm -rf $$m; \
 	[ "$$rc" = 0 ] || { echo "== ci: make model failed (exit $$rc)"; exit 1; }; \
 	leg "done"
