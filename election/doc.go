@@ -68,7 +68,7 @@
 // SET list: a session of MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode fails
 // on the constraint and changes nothing, and Run refuses such a session
 // (ErrSimultaneousAssignment). It is 1.3 KB as written, and as sent with
-// a default ID 1.5 KB on MySQL and 1.55 KB on MariaDB, whose SET STATEMENT
+// a default ID 1.5 KB on MySQL and 1.56 KB on MariaDB, whose SET STATEMENT
 // bound is longer (TestHeartbeatSize logs both). It uses no
 // VALUES() (deprecated in MySQL 8.0.20), no row aliases (MariaDB has none)
 // and no INSERT IGNORE. Renewals write the server's clock in microseconds

@@ -108,7 +108,7 @@ const noDSTSQL = dstProbeSQL + `=15638400`
 // dstProbeSQL is the seconds between two dates half a year apart in the
 // session's time zone: 181 days (15,638,400 s) unless it has daylight
 // saving time. noDSTSQL and checkTimeZone both use it.
-const dstProbeSQL = `UNIX_TIMESTAMP(20300715)-UNIX_TIMESTAMP(20300115)`
+const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
 
 // sessionClockSQL is true when the session's clock may judge whether a lease
 // ran out: NOW(6) is not ahead of the server's clock, and the time zone has
@@ -239,8 +239,8 @@ func heartbeatSQL(tbl string) string {
 	// took is a take's decision; every other reads the decision as a
 	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
 	const took = `decision>1`
-	return `INSERT INTO ` + tbl + ` (` + cols + `)
-VALUES (` + values + `)
+	return `INSERT INTO ` + tbl + `(` + cols + `)
+VALUES(` + values + `)
 ON DUPLICATE KEY UPDATE
 decision=` + decideSQL + `,
 acquired=IF(` + took + `,decision,acquired),
