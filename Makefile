@@ -201,10 +201,10 @@ ci: deps model-deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
 	leg "Debian roots of MySQL 9.7 and MariaDB 11.8"; $(GO) run ./internal/mysqld/roots mysql-9.7 mariadb-11.8; \
-	leg "make model (SPIN), in the background at nice 19"; m=$$(mktemp -d); \
-	( set +e; setsid sh -c 'echo $$$$ >'"$$m/pid"'; exec nice -n 19 sh model/check.sh' >$$m/log 2>&1; echo $$? >$$m/rc; \
-	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$m/log ) & mpid=$$!; \
-	trap 'if [ ! -f $$m/rc ] && [ -f $$m/pid ]; then kill -- -$$(cat $$m/pid) 2>/dev/null || true; fi' EXIT; \
+	leg "make model (SPIN), in the background at nice 19"; mdir=$$(mktemp -d); \
+	( set +e; setsid sh -c 'echo $$$$ >'"$$mdir/pid"'; exec nice -n 19 sh model/check.sh' >$$mdir/log 2>&1; echo $$? >$$mdir/rc; \
+	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
+	trap 'if [ ! -f $$mdir/rc ] && [ -f $$mdir/pid ]; then kill -- -$$(cat $$mdir/pid) 2>/dev/null || true; fi' EXIT; \
 	leg "make test (MariaDB 10.11)"; $(MAKE) --no-print-directory test; \
 	for s in mysql-9.7 mariadb-11.8; do gotest $$s; done; \
 	leg "chaos-short on the three servers at once"; c=$$(mktemp -d); cpids=""; \
@@ -214,7 +214,7 @@ ci: deps model-deps
 	done; wait $$cpids; crc=0; \
 	for s in host mysql-9.7 mariadb-11.8; do cat $$c/$$s; [ "$$(cat $$c/$$s.rc)" = 0 ] || crc=1; done; rm -rf $$c; \
 	[ $$crc = 0 ] || { echo "== ci: chaos-short failed"; exit 1; }; \
-	leg "waiting for make model"; wait $$mpid; cat $$m/log; rc=$$(cat $$m/rc); rm -rf $$m; \
+	leg "waiting for make model"; wait $$mpid; cat $$mdir/log; rc=$$(cat $$mdir/rc); rm -rf $$mdir; \
 	[ "$$rc" = 0 ] || { echo "== ci: make model failed (exit $$rc)"; exit 1; }; \
 	leg "done"
 
