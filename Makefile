@@ -197,6 +197,12 @@ test-matrix: deps
 # clone (CI=true bash .ci/run): 2026-11-27, one leg after another: make
 # model 209 s, make test 341 s, chaos-short 387 s; MySQL 9.7 136 s + 343 s
 # + chaos 409 s; MariaDB 11.8 81 s + 164 s + chaos 222 s: 2,293 s.
+# 2026-11-28, as above, beside two CPU hogs (yes >/dev/null, twice), two
+# runs: make test 420 s and 397 s; MySQL 9.7 193 s + 387 s and 152 s +
+# 333 s; MariaDB 11.8 76 s + 166 s and 72 s + 161 s; chaos-short at once
+# 410 s and 391 s (the host's 395 s and 389 s, MySQL 9.7's 410 s and
+# 391 s, MariaDB 11.8's 227 s and 223 s); the model ended in the
+# background at 683 s and 526 s: 1,653 s and 1,507 s.
 ci: deps model-deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
