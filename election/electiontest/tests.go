@@ -264,15 +264,32 @@ func testMissingTable(t *testing.T, s Suite) {
 // wantRunError waits for m's Run to return an error wrapping want.
 func (c *cluster) wantRunError(m *member, want error, within time.Duration) {
 	c.t.Helper()
-	select {
-	case err := <-m.done:
-		m.exited, m.err = true, err
-		if !errors.Is(err, want) {
-			c.t.Fatalf("Run returned %v, want %v", err, want)
+	c.wantRunErrorWhile(m, want, within, nil)
+}
+
+// wantRunErrorWhile is wantRunError that also calls poke, when not nil,
+// every Lease until Run returns.
+func (c *cluster) wantRunErrorWhile(m *member, want error, within time.Duration, poke func()) {
+	c.t.Helper()
+	deadline := time.After(within)
+	for {
+		var tick <-chan time.Time
+		if poke != nil {
+			tick = time.After(Lease)
 		}
-		c.t.Logf("Run returned: %v", err)
-	case <-time.After(within):
-		c.t.Fatalf("Run did not fail with %v within %v", want, within)
+		select {
+		case err := <-m.done:
+			m.exited, m.err = true, err
+			if !errors.Is(err, want) {
+				c.t.Fatalf("Run returned %v, want %v", err, want)
+			}
+			c.t.Logf("Run returned: %v", err)
+			return
+		case <-deadline:
+			c.t.Fatalf("Run did not fail with %v within %v", want, within)
+		case <-tick:
+			poke()
+		}
 	}
 }
 
@@ -298,21 +315,7 @@ func testNoPrivileges(t *testing.T, s Suite) {
 	// a connection that was still being opened while the processlist was
 	// read (a CI run on MySQL 9.7 saw the leader renew for 20 s on one).
 	c.killConnections(m)
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case err := <-m.done:
-			m.exited, m.err = true, err
-			if !errors.Is(err, election.ErrAccessDenied) {
-				t.Fatalf("Run returned %v, want %v", err, election.ErrAccessDenied)
-			}
-			return
-		case <-deadline:
-			t.Fatalf("Run did not fail with %v within 20s", election.ErrAccessDenied)
-		case <-time.After(Lease):
-			c.killConnections(m)
-		}
-	}
+	c.wantRunErrorWhile(m, election.ErrAccessDenied, 20*time.Second, func() { c.killConnections(m) })
 }
 
 func (c *cluster) fencedTable() {
