@@ -701,7 +701,7 @@ func (ch *checker) affectedRows() {
 	if errors.Is(unsafeSession(err), ErrUnsafeSession) {
 		// The heartbeat refuses such a session by design (see time_zone).
 		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly,
-			Detail:      "not checked: the heartbeat refuses this session (its clock or time zone is unsafe, see time_zone): " + err.Error(),
+			Detail:      "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): " + err.Error(),
 			Consequence: "unverified"})
 		return
 	}

@@ -37,8 +37,8 @@
 // (last_seen_active, by the database clock SYSDATE(6)), its lease (lease_ms), a
 // fencing term, when the term began, whether it was released, and a value
 // the leader publishes. A row is free when released, or when
-// last_seen_active + lease <= NOW(6): expiry is judged by the database's
-// clock only, never by a client's.
+// last_seen_active + lease <= SYSDATE(6): expiry is judged by the
+// database's clock only, never by a client's or a session's.
 //
 // A follower reads the row every RetryInterval (jittered), and also wakes
 // when the current lease runs out by the database clock, so failover takes
@@ -68,8 +68,8 @@
 // SET list: a session of MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode fails
 // on the constraint and changes nothing, and Run refuses such a session
 // (ErrSimultaneousAssignment). It is 1.3 KB as written, and as sent with
-// a default ID 1.5 KB on MySQL and 1.56 KB on MariaDB, whose SET STATEMENT
-// bound is longer (TestHeartbeatSize logs both). It uses no
+// a default ID 1.5 KB (1,500 B on MySQL, 1,529 B on MariaDB, whose SET
+// STATEMENT bound is longer; TestHeartbeatSize logs both). It uses no
 // VALUES() (deprecated in MySQL 8.0.20), no row aliases (MariaDB has none)
 // and no INSERT IGNORE. Renewals write the server's clock in microseconds
 // (SYSDATE(6)), so a leader
@@ -320,7 +320,7 @@
 //	WHERE anchor = :name AND term = :term_seen AND service_id <> :me
 //	  AND released = 0 AND NOT expired AND transfer_to IS NULL
 //	  AND priority < :priority AND acquired <> 'operator'
-//	  AND term_started_at + INTERVAL :tenure_ms * 1000 MICROSECOND <= NOW(6)
+//	  AND term_started_at + INTERVAL :tenure_ms * 1000 MICROSECOND <= SYSDATE(6)
 //
 // It asks a term once (a holder still waiting out its lock delay gives the
 // row up without acting on a request, which clears it and keeps the term),
@@ -381,8 +381,9 @@
 //     (laptop sleep, a paused VM) stops Linux's monotonic clock: a leader
 //     resumed after such a pause may believe it leads for up to
 //     RenewDeadline after resuming.
-//   - Expiry compares the NOW(6) of the server that executed the holder's
-//     last renewal with the NOW(6) of the server that executes the takeover.
+//   - Expiry compares the clock (SYSDATE(6)) of the server that executed
+//     the holder's last renewal with that of the server that executes the
+//     takeover.
 //     When they are different servers (Galera nodes, or the old and new
 //     primary after a failover) and the taker's clock is ahead by d, the
 //     takeover comes d early: safety needs d, plus the effect of clock
@@ -393,19 +394,18 @@
 //     taker's clock that is behind only delays takeovers by the offset.
 //   - sqlelect does not trust session state it did not set. The caller owns
 //     the pool, and its code may leave SET @@timestamp or a time_zone on a
-//     connection that a candidate's statement then runs on. Times written (a
-//     lease's start, a term) are SYSDATE(6), the server's clock, which no
-//     session sets; a takeover judges expiry by the statement's NOW(6) only
-//     after the same statement checked that NOW(6) is not ahead of
-//     SYSDATE(6) and that the time zone has no daylight saving time, and
-//     fails otherwise (ErrUnsafeSession: "not leader this tick"); checks that
-//     a lease is still live (Fenced) use SYSDATE(6). A session clock set
-//     behind only delays takeovers, and only for candidates whose pool
-//     carries it. The lock backend sets its own connection's timestamp and
-//     time zone. Run refuses a server started with --sysdate-is-now
-//     (ErrSysdateIsNow), where SYSDATE() is NOW(). Reads (Status, Leader,
-//     List) report the lease left by the session's NOW(6), as the heartbeat
-//     judges it. TestSessionTimestampOnPool and
+//     connection that a candidate's statement then runs on. Every time a
+//     statement writes or judges (a lease's start, a term, whether a lease
+//     ran out or is still live) is SYSDATE(6), the server's clock, which no
+//     session sets: no statement reads the session's NOW(6), so a SET
+//     @@timestamp changes nothing. Each statement checks that the session's
+//     time zone has no daylight saving time, and changes nothing otherwise
+//     (the heartbeat fails with ErrUnsafeSession: "not leader this tick").
+//     The lock backend sets its own connection's timestamp and time zone.
+//     Run refuses a server started with --sysdate-is-now (ErrSysdateIsNow),
+//     where SYSDATE() is NOW(). Reads (Status, Leader, List) report the
+//     lease left by SYSDATE(6), as the heartbeat judges it.
+//     TestSessionTimestampOnPool and
 //     TestSessionTimestampOnLockPool show it on both backends,
 //     TestSessionDSTZoneOnPool for a time zone, TestRunRefusesSysdateIsNow
 //     for the server option.
@@ -421,7 +421,7 @@
 //     servers that replicate to each other asynchronously: each would elect
 //     its own leader. A replica that may be promoted must replicate with
 //     binlog_format ROW (or MIXED, which logs these statements as rows):
-//     with STATEMENT, a replica computes SYSDATE(6) and NOW(6) when it
+//     with STATEMENT, a replica computes SYSDATE(6) when it
 //     applies the heartbeat, and may not apply a takeover the primary made,
 //     so after a failover a deposed leader's term can be the row's again.
 //     Run checks --sysdate-is-now once, at its start: after a failover to a

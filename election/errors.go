@@ -55,14 +55,15 @@ var (
 	// qualified table) does not exist.
 	ErrUnknownDatabase = errors.New("election: unknown database")
 	// ErrUnsafeSession means a statement ran on a pooled connection whose
-	// session clock sqlelect cannot trust, and changed nothing: the
-	// application left SET @@timestamp ahead of the server's clock, or a
-	// time_zone with daylight saving time, on a connection of its pool. The
-	// candidate treats it as any failed statement ("not leader this tick")
-	// and tries again, on whichever connection the pool gives next. Reset
-	// such state before returning a connection to the pool (SET @@timestamp
-	// = DEFAULT), or give the election a pool of its own.
-	ErrUnsafeSession = errors.New("election: session clock not trusted (SET @@timestamp ahead of the server's clock, or a time_zone with daylight saving time, left on a pooled connection): statement refused")
+	// session time zone sqlelect cannot trust, and changed nothing: the
+	// application left a time_zone with daylight saving time on a
+	// connection of its pool. The candidate treats it as any failed
+	// statement ("not leader this tick") and tries again, on whichever
+	// connection the pool gives next. Reset such state before returning a
+	// connection to the pool (SET time_zone = DEFAULT), or give the election
+	// a pool of its own. (A session's SET @@timestamp is no longer refused:
+	// no statement reads NOW(6).)
+	ErrUnsafeSession = errors.New("election: session time zone not trusted (a time_zone with daylight saving time left on a pooled connection): statement refused")
 	// ErrSimultaneousAssignment means the session's sql_mode has MariaDB's
 	// SIMULTANEOUS_ASSIGNMENT, under which the heartbeat, which decides in
 	// its first assignment and reads the decision in the others, would
@@ -71,8 +72,8 @@ var (
 	// DSN's sql_mode (or the server's default).
 	ErrSimultaneousAssignment = errors.New("election: the session's sql_mode has SIMULTANEOUS_ASSIGNMENT; the heartbeat needs its SET list assigned left to right")
 	// ErrSysdateIsNow means the server runs with --sysdate-is-now, under
-	// which SYSDATE() is NOW() and a session's SET @@timestamp can no longer
-	// be told from the server's clock (see ErrUnsafeSession). Run fails with
+	// which SYSDATE() is NOW() and a session's SET @@timestamp moves the
+	// clock every statement writes and judges leases by. Run fails with
 	// it; restart the server without the option.
 	ErrSysdateIsNow = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
 	// ErrUnknownTimeZone means the server does not know the session time

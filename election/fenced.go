@@ -11,10 +11,10 @@ import (
 )
 
 // fencedCond matches election :name's row while it names the candidate
-// (:me) with the term :hold and a live lease, on a session whose clock is
-// trusted.
+// (:me) with the term :hold and a live lease, on a session whose time zone
+// has no daylight saving time (noDSTSQL).
 const fencedCond = `anchor = :name AND ` + holdsCond + `
-  AND ` + liveSQL + ` AND ` + sessionClockSQL
+  AND ` + liveSQL + ` AND ` + noDSTSQL
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
 // under fencedCond. The share lock makes any takeover (which must update the

@@ -281,8 +281,8 @@ WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)
 
 	// The table backend's: a statement without the lock connection runs
-	// on a pooled one (see giveUp), on a session whose clock is trusted
-	// only (heldCond).
+	// on a pooled one (see giveUp), on a session whose time zone has no
+	// daylight saving time only (heldCond).
 	held := heldRowStatements(tbl)
 	s.release = newRowStmt(held.release, bound)
 	s.handOff = newRowStmt(held.handOff, bound)

@@ -26,7 +26,7 @@ WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND
 }
 
 // tenure is how long the record's term has lasted by the database clock
-// when it was read: the database's NOW(6) then (the last renewal plus the
+// when it was read: the database clock then (the last renewal plus the
 // lease, less what was left of it) minus the start of the term.
 func (r Record) tenure() time.Duration {
 	return r.LastRenewal.Add(r.Lease - r.LeaseLeft).Sub(r.Since)

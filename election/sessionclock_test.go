@@ -171,7 +171,9 @@ func (w *overlapWatch) holdsFor(t *testing.T, ctx context.Context, clean *sql.DB
 //     expired and take it.
 //
 // Both must leave the leader alone: the other candidate is not elected
-// while the leader renews, for two leases by the database clock.
+// while the leader renews, for two leases by the database clock. And
+// neither stops a candidate from leading: once the leader resigns, the
+// follower is elected on its own pool, tampered or not.
 func TestSessionTimestampOnPool(t *testing.T) {
 	t.Parallel() // waits on leases, on a database and an election of its own
 	for _, tc := range []struct {
@@ -210,6 +212,14 @@ func TestSessionTimestampOnPool(t *testing.T) {
 			if other := w.holdsFor(t, ctx, clean, name, "L", 2*tLease); other != "" {
 				t.Errorf("%s was elected while L renewed", other)
 			}
+			// The session clock is not refused either, only ignored: once
+			// L gives the row up, F takes it on its tampered session (a
+			// session 10 s ahead used to fail every heartbeat with
+			// ErrUnsafeSession, and never led).
+			if err := l.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			w.waitElected(t, ctx, "F")
 			w.check(t)
 		})
 	}

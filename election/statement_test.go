@@ -194,19 +194,25 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // argument (:insert, was IF(:first, 'first', 'insert')), and it tests
 // released as a truth value (was released <> 0 and IF(released = 0, …)),
 // and its insert leaves released to the column's default (0): the same
-// values, in fewer bytes.
+// values, in fewer bytes. (transfer_to IS NULL OR transfer_to = ?) became
+// IFNULL(transfer_to = ?, 1), and the released branch's test for a
+// transfer_to that is NULL or empty took the same form: the same truth
+// values. And since issue 22
+// no statement reads the session's NOW(6): expiry is judged by clockSQL,
+// and the session check (sessionClockSQL, was NOW(6) <= SYSDATE(6) AND
+// noDSTSQL) is noDSTSQL alone.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
-	const r = `service_id = ? AND term = ? AND released = 0 AND (transfer_to IS NULL OR transfer_to = ?)`
+	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
 	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
-VALUES (IF(` + sessionClockCond + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, ?, ?, ?)
+VALUES (IF(` + noDSTSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
 decision = CASE
 WHEN ` + r + ` THEN 'renewed'
 WHEN released AND transfer_to = ? THEN 'transferred'
 WHEN ` + expiredSQL + ` THEN IF(released, 'released', 'expired')
 WHEN released = 0 THEN IF(service_id = ? AND transfer_to IS NULL, 'claimed', NULL)
-WHEN IFNULL(transfer_to, '') = '' THEN 'released'
+WHEN IFNULL(transfer_to = '', 1) THEN 'released'
 END,
 acquired = IF(decision > 1, decision, acquired),
 term_started_at = IF(decision > 1, ` + clockSQL + `, term_started_at),
@@ -222,8 +228,8 @@ last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
 priority = IF(decision, ?, priority),
 decision = NULL`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
-	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL)
+	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL)
+	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL)
 	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
@@ -242,7 +248,7 @@ decision = NULL`)
 		{"heartbeat", heartbeatSQL, args},
 		{"renew", bound.wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
-WHERE anchor = ? AND ` + r + ` AND ` + sessionClockSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
+WHERE anchor = ? AND ` + r + ` AND ` + noDSTSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},
@@ -259,7 +265,7 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
   SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
   SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`, []any{}},
 		{"batch lock", `SELECT anchor, service_id, term FROM ` + tbl +
-			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + sessionClockSQL + ` FOR UPDATE SKIP LOCKED`, names},
+			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + noDSTSQL + ` FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
 		{"batch read", bound.wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
@@ -268,7 +274,7 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
 SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `,
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM ` + tbl + ` WHERE anchor = ? HAVING ` + sessionClockSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
+FROM ` + tbl + ` WHERE anchor = ? HAVING ` + noDSTSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
 		{"Reelect", bound.wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
 	}
 }
@@ -484,7 +490,7 @@ VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
-	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + sessionClockSQL
+	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
 	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
 	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held

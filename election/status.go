@@ -20,7 +20,7 @@ const recordColumns = `anchor, service_id, term,
   CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
   lease_ms, released <> 0 AS released, acquired, value, backend,
   COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
-  TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
+  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
 
 // scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {

@@ -74,22 +74,15 @@ type tableStmts struct {
 // so that TIMESTAMP arithmetic and conversions across a change are off by
 // that hour. sqlelect does not trust session state it did not set:
 //
-//   - What a statement writes as a time (a lease's start, a term) is
+//   - Every time a statement on the caller's pool writes or judges (a
+//     lease's start, a term, whether a lease ran out or is still live) is
 //     clockSQL, SYSDATE(6): the server's clock when it is evaluated, which
-//     no session can set. It is at or after the statement's start, so a
-//     lease written with it is never shorter than one written with NOW(6).
-//   - Where a takeover depends on a lease having run out (expiredSQL, in the
-//     heartbeat), the judge is NOW(6), one value for the whole statement
-//     (SYSDATE is evaluated at each call, and the heartbeat evaluates its
-//     conditions once per column: a lease running out between two of them
-//     would change some columns and not others). The heartbeat first checks
-//     sessionClockSQL: NOW(6) is not ahead of SYSDATE(6), so expiry is never
-//     judged by a clock ahead of the server's (a clock behind only delays a
-//     takeover), and the time zone has no daylight saving time. Otherwise
-//     the statement fails (see unsafeSessionSQL) and changes nothing.
-//   - Where a holder's lease must still be live (Fenced, a preference, an
-//     operator's request), the judge is SYSDATE(6): never earlier than the
-//     truth.
+//     no session can set. None reads NOW(6). The heartbeat judges expiry
+//     once (its decision), so that one reading decides for the whole
+//     statement.
+//   - Every such statement also checks noDSTSQL, that the session's time
+//     zone has no daylight saving time. Otherwise it changes nothing: the
+//     heartbeat fails (see unsafeSessionSQL), the others match no row.
 //   - The lock backend's connection is sqlelect's own: it sets the session's
 //     clock and time zone when it takes the connection (lockBackend.prepare).
 //
@@ -97,7 +90,7 @@ type tableStmts struct {
 // --sysdate-is-now (then it is NOW(6)): Run refuses such a server
 // (ErrSysdateIsNow).
 
-// clockSQL is the database clock for the times statements write.
+// clockSQL is the database clock for the times statements write and judge.
 const clockSQL = `SYSDATE(6)`
 
 // noDSTSQL is true when the session's time zone keeps one offset from UTC
@@ -110,27 +103,17 @@ const noDSTSQL = dstProbeSQL + `=15638400`
 // saving time. noDSTSQL and checkTimeZone both use it.
 const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
 
-// sessionClockSQL is true when the session's clock may judge whether a lease
-// ran out: NOW(6) is not ahead of the server's clock, and the time zone has
-// no daylight saving time. Without a SET @@timestamp, NOW(6) is the
-// statement's start, which is never after SYSDATE(6).
-const sessionClockSQL = `(` + sessionClockCond + `)`
-
-// sessionClockCond is sessionClockSQL without its parentheses.
-const sessionClockCond = `NOW(6)<=SYSDATE(6) AND ` + noDSTSQL
-
-// unsafeSessionSQL is the heartbeat's anchor: :name while sessionClockSQL
-// holds, else NULL, which no INSERT may write into the primary key: the
-// statement then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the
-// sql_mode: a single-row INSERT) before it looks at the row, and changes
-// nothing (see errUnsafeSession). The VALUES list is evaluated once, so the
-// check is made once per statement.
-const unsafeSessionSQL = `IF(` + sessionClockCond + `,:name,NULL)`
+// unsafeSessionSQL is the heartbeat's anchor: :name while noDSTSQL holds,
+// else NULL, which no INSERT may write into the primary key: the statement
+// then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the sql_mode: a
+// single-row INSERT) before it looks at the row, and changes nothing (see
+// errUnsafeSession). The VALUES list is evaluated once, so the check is
+// made once per statement.
+const unsafeSessionSQL = `IF(` + noDSTSQL + `,:name,NULL)`
 
 // expiredSQL is true when the row's lease has run out by the database
-// clock, as the statement's NOW(6) says: only in statements that check
-// sessionClockSQL first.
-const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=NOW(6)`
+// clock (clockSQL). The heartbeat evaluates it once, in its decision.
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
 
 // liveSQL is true while the row's lease has not run out by the server's
 // clock when it is evaluated.
@@ -150,8 +133,8 @@ const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
 const holdsCond = `service_id=:me AND term=:hold AND released=0`
 
 // heldCond matches election :name's row while the candidate holds it, on a
-// session whose clock is trusted (see sessionClockSQL).
-const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + sessionClockSQL
+// session whose time zone has no daylight saving time (see noDSTSQL).
+const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + noDSTSQL
 
 // The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
 // :hold the term it holds (0 when it holds none).
@@ -159,7 +142,7 @@ const (
 	// renewCond (R): the row is the candidate's, with the term it holds,
 	// and no transfer or step-down is asked of it (a transfer to itself
 	// asks nothing: the renewal clears it).
-	renewCond = holdsCond + ` AND (transfer_to IS NULL OR transfer_to=:me)`
+	renewCond = holdsCond + ` AND IFNULL(transfer_to=:me,1)`
 	// decideSQL is the heartbeat's decision on the row as it stands,
 	// evaluated once (see heartbeatSQL): 'renewed' (R); how a take
 	// acquires the row ('expired', 'claimed', 'released', 'transferred');
@@ -173,7 +156,7 @@ WHEN ` + renewCond + ` THEN 'renewed'
 WHEN released AND transfer_to=:me THEN 'transferred'
 WHEN ` + expiredSQL + ` THEN IF(released,'released','expired')
 WHEN released=0 THEN IF(service_id=:me AND transfer_to IS NULL,'claimed',NULL)
-WHEN IFNULL(transfer_to,'')='' THEN 'released'
+WHEN IFNULL(transfer_to='',1) THEN 'released'
 END`
 )
 
@@ -184,11 +167,13 @@ END`
 //
 //	decision = CASE
 //	WHEN service_id = :me AND term = :hold AND released = 0
-//	     AND (transfer_to IS NULL OR transfer_to = :me)   THEN 'renewed'
+//	     AND IFNULL(transfer_to = :me, 1)                 THEN 'renewed'
+//	     (no transfer asked, or one to :me)
 //	WHEN released <> 0 AND transfer_to = :me               THEN 'transferred'
-//	WHEN expired THEN IF(released = 0, 'expired', 'released')
+//	WHEN expired (by SYSDATE(6)) THEN IF(released = 0, 'expired', 'released')
 //	WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
-//	WHEN IFNULL(transfer_to, '') = ''                      THEN 'released'
+//	WHEN IFNULL(transfer_to = '', 1)                       THEN 'released'
+//	     (released with no transfer, or with an empty one)
 //	END   (else NULL: released, reserved for another while its lease runs)
 //	a take (decision > 1, after 'renewed' in the ENUM): acquired = decision,
 //	    term_started_at, a new term
@@ -262,13 +247,13 @@ decision=NULL`
 // branch alone, as an UPDATE that assigns no term, so that it runs outside
 // the term floor's transaction, in one round trip. It changes the row (1
 // affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
-// heartbeat would renew it (renewCond, on a session whose clock is
-// trusted), with the same assignments; otherwise it changes nothing and the
+// heartbeat would renew it (renewCond, on a session whose time zone has
+// no daylight saving time), with the same assignments; otherwise it changes nothing and the
 // heartbeat decides (a take, a request, an unsafe session, …).
 func renewSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
-WHERE anchor = :name AND ` + renewCond + ` AND ` + sessionClockSQL
+WHERE anchor = :name AND ` + renewCond + ` AND ` + noDSTSQL
 }
 
 // prepareSQL builds the statements: once by NewTable, and again by

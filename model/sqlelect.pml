@@ -4,7 +4,7 @@
  * heartbeat's decision table, the configurations and the mutants; `make
  * model` checks them all.
  *
- * Time is discrete. rt is real time, in ticks. The database clock NOW(6) is
+ * Time is discrete. rt is real time, in ticks. The database clock (SYSDATE(6)) is
  * rt - back (back > 0 after the clock was stepped back). Candidate i's clock
  * is rt + off[i] - K with off[i] in [0, K]: it drifts against the database
  * clock by at most K ticks and against another candidate's by at most 2K,

@@ -229,7 +229,7 @@ func (g *Migrator) unadoptCheck(ctx context.Context) (int, error) {
 // holders reads the rows after Adopt.
 func (g *Migrator) holders(ctx context.Context) ([]Holder, error) {
 	rows, err := g.db.QueryContext(ctx, `SELECT anchor, service_id,
-  TIMESTAMPDIFF(MICROSECOND, NOW(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)
+  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)
 FROM `+Table+` ORDER BY anchor`)
 	if err != nil {
 		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
