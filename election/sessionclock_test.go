@@ -209,6 +209,16 @@ func TestSessionTimestampOnPool(t *testing.T) {
 			// Tampered once L leads: its renewals land on this connection.
 			tamper(t, ctx, lpool, tc.leader...)
 			runElection(t, ctx, f)
+			// Reads on either pool report the lease left by the server's
+			// clock, as the heartbeat judges it (by the session's NOW(6),
+			// 10 s off, the lease would read as expired, or as longer than
+			// a lease).
+			for _, pool := range []*sql.DB{lpool, fpool} {
+				rec, err := election.Status(ctx, pool, "", name)
+				if err != nil || rec.ID != "L" || rec.LeaseLeft <= 0 || rec.LeaseLeft > rec.Lease {
+					t.Errorf("Status on a candidate's pool: %+v, %v; want L's live lease, at most a lease left", rec, err)
+				}
+			}
 			if other := w.holdsFor(t, ctx, clean, name, "L", 2*tLease); other != "" {
 				t.Errorf("%s was elected while L renewed", other)
 			}
