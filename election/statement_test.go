@@ -183,6 +183,25 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 	}
 }
 
+// TestStatementsReadNoSessionClock: no statement on the caller's pool reads
+// NOW(): a SET @@timestamp left there moves it (doc.go, "What is not
+// guaranteed"). Every time they write or judge is clockSQL.
+func TestStatementsReadNoSessionClock(t *testing.T) {
+	tbl := quoteTable(DefaultTable)
+	h := heldRowStatements(tbl)
+	all := []builtStatement{{what: "handOver", sql: h.handOver}, {what: "proclaim", sql: h.proclaim},
+		{what: "prefer", sql: h.prefer}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
+		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
+	for _, c := range statementCases() {
+		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
+	}
+	for _, s := range all {
+		if strings.Contains(strings.ToUpper(s.sql), "NOW(") {
+			t.Errorf("%s reads NOW():\n%s", s.what, s.sql)
+		}
+	}
+}
+
 // legacyStatements are the statements of builtStatements as
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
 // execRead, Assume and Reelect assembled them by hand before the builder,
