@@ -405,10 +405,10 @@
 //     Run refuses a server started with --sysdate-is-now (ErrSysdateIsNow),
 //     where SYSDATE() is NOW(). Reads (Status, Leader, List) report the
 //     lease left by SYSDATE(6), as the heartbeat judges it.
-//     TestSessionTimestampOnPool and
-//     TestSessionTimestampOnLockPool show it on both backends,
-//     TestSessionDSTZoneOnPool for a time zone, TestRunRefusesSysdateIsNow
-//     for the server option.
+//     TestStatementsReadNoSessionClock checks every statement for NOW(),
+//     TestSessionTimestampOnPool and TestSessionTimestampOnLockPool show it
+//     on both backends, TestSessionDSTZoneOnPool for a time zone,
+//     TestRunRefusesSysdateIsNow for the server option.
 //   - Leadership is advisory: a leader that ignores IsLeader, or whose work
 //     outlives the elected context, can act after it was deposed. Writes to
 //     the same database can be fenced (issue the write through a transaction
