@@ -13,8 +13,9 @@ import (
 
 // TestRunRefusesSysdateIsNow: on a server started with --sysdate-is-now,
 // SYSDATE() is NOW(), which a session's SET @@timestamp moves, so the
-// statements' guard against a session clock left on the pool (see
-// TestSessionTimestampOnPool) would compare NOW(6) with itself. Run must
+// clock every statement writes and judges leases by (SYSDATE(6)) would move
+// with a session clock left on the pool (see TestSessionTimestampOnPool)
+// again. Run must
 // refuse such a server at preflight with ErrSysdateIsNow, on both backends,
 // instead of campaigning. The server is a dedicated one, of the kind
 // $SQLELECT_TEST_SERVER picks.
