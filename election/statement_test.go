@@ -216,10 +216,9 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 // values, in fewer bytes. (transfer_to IS NULL OR transfer_to = ?) became
 // IFNULL(transfer_to = ?, 1), and the released branch's test for a
 // transfer_to that is NULL or empty took the same form: the same truth
-// values. And since issue 22
-// no statement reads the session's NOW(6): expiry is judged by clockSQL,
-// and the session check (sessionClockSQL, was NOW(6) <= SYSDATE(6) AND
-// noDSTSQL) is noDSTSQL alone.
+// values. And since issue 22 no statement reads the session's NOW(6):
+// expiry is judged by clockSQL, and the session check (sessionClockSQL, was
+// NOW(6) <= SYSDATE(6) AND noDSTSQL) is noDSTSQL alone.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`

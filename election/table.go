@@ -247,9 +247,10 @@ decision=NULL`
 // branch alone, as an UPDATE that assigns no term, so that it runs outside
 // the term floor's transaction, in one round trip. It changes the row (1
 // affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
-// heartbeat would renew it (renewCond, on a session whose time zone has
-// no daylight saving time), with the same assignments; otherwise it changes nothing and the
-// heartbeat decides (a take, a request, an unsafe session, …).
+// heartbeat would renew it (renewCond, on a session whose time zone has no
+// daylight saving time), with the same assignments; otherwise it changes
+// nothing and the heartbeat decides (a take, a request, an unsafe session,
+// …).
 func renewSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
