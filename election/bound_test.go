@@ -135,7 +135,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	releaseSQL, releaseArgs := tb.stmts.release.bind(tb.params(term))
+	releaseSQL, releaseArgs := tb.stmts.release.pool.bind(tb.params(term))
 	if _, err := conn.ExecContext(ctx, releaseSQL, releaseArgs...); err != nil {
 		t.Fatalf("release: %v", err)
 	}

@@ -50,6 +50,7 @@ const (
 	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropTimeZone        = "time_zone"        // the session time zone has no DST
 	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
+	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
 	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
 	PropReplace         = "replace"          // REPLACE over a row reports 2
 	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
@@ -192,7 +193,7 @@ func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	for _, probe := range []func(){
-		ch.readOnly, ch.topology, ch.timeZone, ch.assignmentOrder, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.readOnly, ch.topology, ch.timeZone, ch.autocommit, ch.assignmentOrder, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
@@ -478,6 +479,24 @@ func (ch *checker) timeZone() {
 	default:
 		ch.add(Finding{Property: PropTimeZone, Status: CheckPass, Backends: both,
 			Detail: fmt.Sprintf("session time zone %q has no daylight saving time", tz)})
+	}
+}
+
+// autocommit: checkCommits, as Run does.
+func (ch *checker) autocommit() {
+	ctx, cancel := ch.step(0)
+	defer cancel()
+	switch err := checkCommits(ctx, ch.db); {
+	case errors.Is(err, ErrNoAutocommit):
+		ch.add(Finding{Property: PropAutocommit, Status: CheckFail, Backends: both,
+			Detail:      err.Error(),
+			Consequence: "a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
+			Fix:         "remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"})
+	case err != nil:
+		ch.unverified(PropAutocommit, both, "the session's autocommit", err)
+	default:
+		ch.add(Finding{Property: PropAutocommit, Status: CheckPass, Backends: both,
+			Detail: "the session commits each statement (autocommit=1, completion_type NO_CHAIN)"})
 	}
 }
 

@@ -76,6 +76,14 @@ var (
 	// clock every statement writes and judges leases by. Run fails with
 	// it; restart the server without the option.
 	ErrSysdateIsNow = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
+	// ErrNoAutocommit means the session does not commit each statement:
+	// autocommit=0, or completion_type=CHAIN (every COMMIT opens the next
+	// transaction), from the DSN or left on a pooled connection. A renewal
+	// left uncommitted would let the leader believe while everyone else sees
+	// its lease run out. Run fails with it; remove autocommit and
+	// completion_type from the DSN, and reset them before a connection goes
+	// back to the pool.
+	ErrNoAutocommit = errors.New("election: the session does not commit each statement (autocommit=0 or completion_type=CHAIN)")
 	// ErrUnknownTimeZone means the server does not know the session time
 	// zone the DSN sets (time_zone=...): load the server's time zone tables,
 	// or use an offset such as time_zone=%27%2B00%3A00%27.
@@ -169,7 +177,7 @@ func permanent(err error) bool {
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
 		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig) ||
-		errors.Is(err, ErrSimultaneousAssignment)
+		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit)
 }
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose

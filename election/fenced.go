@@ -147,7 +147,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 	}
 	// COMMIT as a statement of the transaction, under ctx; finishFenced's
 	// Rollback then only ends the *sql.Tx (nothing is left to roll back).
-	if _, err = tx.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err = tx.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil { // see inConnTx
 		return fmt.Errorf("election: fenced: commit: %w", err)
 	}
 	return nil

@@ -136,16 +136,53 @@ func inConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 	if err := body(); err != nil {
 		if ctx.Err() != nil {
 			discard(c)
-		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); rerr != nil {
 			discard(c)
 		}
 		return err
 	}
-	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+	// NO CHAIN: with completion_type=CHAIN a plain COMMIT opens the next
+	// transaction, and the statements after it on this connection (the
+	// application's, or a renewal) would stay uncommitted. NO RELEASE:
+	// with completion_type=RELEASE it would end the session.
+	if _, err := c.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil {
 		discard(c) // committed or not: the reply is lost
 		return err
 	}
 	return nil
+}
+
+// execCommitted runs s with p, a write of the election's row, on a
+// connection of db, and returns its affected rows. s.pool changes nothing
+// on a session that would not commit it (commitsSQL: autocommit=0, or a
+// transaction left open by COMMIT AND CHAIN); then s.conn runs once more in
+// a transaction of the library's (inConnTx), which commits whatever the
+// session's mode. A statement that matches no row anyway costs that second
+// try too: rare (the row is no longer the candidate's).
+func execCommitted(ctx context.Context, db *sql.DB, s rowStmt, p params) (int64, error) {
+	query, args := s.pool.bind(p)
+	res, err := db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return n, err
+	}
+	c, done, err := floorConn(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var n int64
+	err = inConnTx(ctx, c, func() error {
+		query, args := s.conn.bind(p)
+		res, err := c.ExecContext(ctx, query, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
+	return n, err
 }
 
 // discard closes c's driver connection: database/sql drops a connection

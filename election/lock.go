@@ -211,13 +211,15 @@ type lockStmts struct {
 	prefer   rowStmt // asks the leader of term :term to hand over (see preferSQL)
 }
 
-// rowStmt is a statement on the election's row as the lock connection runs
-// it (its session bounds the lock waits) and as a pooled connection runs it
-// when there is no lock connection: bounded (see lockBound).
+// rowStmt is a statement on the election's row as a connection whose
+// session commits runs it (the lock connection, whose session also bounds
+// the lock waits; a pooled one in a transaction of the library's) and as a
+// pooled connection runs it on its own: bounded (see lockBound), and only
+// on a session that commits it (commitsSQL; see execCommitted).
 type rowStmt struct{ conn, pool stmt }
 
-func newRowStmt(sql string, bound lockBound) rowStmt {
-	return rowStmt{conn: mustStmt(sql), pool: bound.stmt(sql)}
+func newRowStmt(sql string, conn, pool lockBound) rowStmt {
+	return rowStmt{conn: conn.stmt(sql), pool: pool.stmt(sql + ` AND ` + commitsSQL)}
 }
 
 // prepare compiles the statements and sets the limits of the lock
@@ -237,12 +239,13 @@ func (b *lockBackend) prepare(lock userLock, bound lockBound) {
 	// server thread waiting for a row or metadata lock.
 	wait := lockWaitSecs(cfg.QueryTimeout)
 	// The connection comes from the caller's pool with whatever session
-	// state the application left on it: its clock (timestamp) and time
-	// zone are set here, since sqlelect does not trust session state it
+	// state the application left on it: its clock (timestamp), time
+	// zone and commit mode are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
 	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
 		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
-		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
+		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"},
+		sessionVar{"autocommit", 1}, sessionVar{"completion_type", "'NO_CHAIN'"})
 	s.session = mustStmt(session)
 	s.read = mustStmt(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
@@ -284,11 +287,11 @@ WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
 	// on a pooled one (see giveUp), on a session whose time zone has no
 	// daylight saving time only (heldCond).
 	held := heldRowStatements(tbl)
-	s.release = newRowStmt(held.release, bound)
-	s.handOff = newRowStmt(held.handOff, bound)
-	s.handOver = newRowStmt(held.handOver, bound)
-	s.proclaim = newRowStmt(held.proclaim, bound)
-	s.prefer = newRowStmt(held.prefer, bound)
+	s.release = newRowStmt(held.release, lockBound{}, bound)
+	s.handOff = newRowStmt(held.handOff, lockBound{}, bound)
+	s.handOver = newRowStmt(held.handOver, lockBound{}, bound)
+	s.proclaim = newRowStmt(held.proclaim, lockBound{}, bound)
+	s.prefer = newRowStmt(held.prefer, lockBound{}, bound)
 }
 
 // params are the values of the statements' parameters for this candidate
@@ -357,6 +360,9 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	if err := checkSysdate(ctx, b.db); err != nil {
+		return err
+	}
+	if err := checkCommits(ctx, b.db); err != nil {
 		return err
 	}
 	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
@@ -902,8 +908,7 @@ func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p params) error {
 	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		query, args := s.pool.bind(p)
-		_, err := b.db.ExecContext(ctx, query, args...)
+		_, err := execCommitted(ctx, b.db, s, p)
 		return classify(err, b.cfg.Table)
 	}
 	if _, err := exec(ctx, b.lc.conn, s.conn, p); err != nil {
@@ -942,17 +947,13 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 // it changed the row.
 func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p params) (bool, error) {
 	defer b.touch()
-	var res sql.Result
-	var err error
-	if b.lc.conn != nil {
-		if res, err = exec(ctx, b.lc.conn, s.conn, p); err != nil {
-			return false, b.fail(err)
-		}
-	} else {
-		query, args := s.pool.bind(p)
-		if res, err = b.db.ExecContext(ctx, query, args...); err != nil {
-			return false, classify(err, b.cfg.Table)
-		}
+	if b.lc.conn == nil {
+		n, err := execCommitted(ctx, b.db, s, p)
+		return n == 1, classify(err, b.cfg.Table)
+	}
+	res, err := exec(ctx, b.lc.conn, s.conn, p)
+	if err != nil {
+		return false, b.fail(err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err

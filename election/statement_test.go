@@ -102,8 +102,9 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	add("heartbeat", tb.stmts.heartbeat, hp)
 	add("renew", tb.stmts.renew, tb.params(p.Hold))
 	add("check", tb.stmts.check, tb.params(p.Hold))
-	add("release", tb.stmts.release, tb.params(p.Hold))
-	add("handOff", tb.stmts.handOff, tb.params(p.Hold))
+	add("release", tb.stmts.release.pool, tb.params(p.Hold))
+	add("release in a transaction", tb.stmts.release.conn, tb.params(p.Hold))
+	add("handOff", tb.stmts.handOff.pool, tb.params(p.Hold))
 	add("peek", mustStmt(tb.stmts.peek), p)
 	add("floor read", tb.stmts.floor.read, p)
 	add("floor raise", tb.stmts.floor.raise, p)
@@ -218,7 +219,9 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 // transfer_to that is NULL or empty took the same form: the same truth
 // values. And since issue 22 no statement reads the session's NOW(6):
 // expiry is judged by clockSQL, and the session check (sessionClockSQL, was
-// NOW(6) <= SYSDATE(6) AND noDSTSQL) is noDSTSQL alone.
+// NOW(6) <= SYSDATE(6) AND noDSTSQL) is noDSTSQL alone. Since issue 31 the
+// statements a pooled connection runs outside a transaction also check
+// commitsSQL, and release has a variant without it, for a transaction.
 func legacyStatements(table string, bound lockBound, p params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
@@ -246,8 +249,9 @@ last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
 priority = IF(decision, ?, priority),
 decision = NULL`)
 	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	releaseSQL := bound.wrap(`UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL)
-	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL)
+	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL
+	releaseSQL := bound.wrap(releaseTxSQL + ` AND ` + commitsSQL)
+	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + noDSTSQL + ` AND ` + commitsSQL)
 	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
@@ -266,9 +270,10 @@ decision = NULL`)
 		{"heartbeat", heartbeatSQL, args},
 		{"renew", bound.wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
-WHERE anchor = ? AND ` + r + ` AND ` + noDSTSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
+WHERE anchor = ? AND ` + r + ` AND ` + noDSTSQL + ` AND ` + commitsSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
+		{"release in a transaction", bound.wrap(releaseTxSQL), []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},
 		{"peek", peekSQL, []any{}},
 		{"floor read", bound.wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
@@ -481,7 +486,8 @@ func legacyLockStatements(b *lockBackend, l userLock, bound lockBound, p params)
 	wait := lockWaitSecs(cfg.QueryTimeout)
 	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
 		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
-		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"})
+		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"},
+		sessionVar{"autocommit", 1}, sessionVar{"completion_type", "'NO_CHAIN'"}) // issue 31
 	lit := sqlString(l.name)
 	passSQL := func(d time.Duration) string {
 		hint, call := getLockCall(lit, d, l.mariadb)
@@ -551,7 +557,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		named("proclaim", litAt(proclaim, 1, value, cfg.ID, hold)),
 		{"prefer", preferQ, preferArgs},
 	} {
-		out = append(out, s, builtStatement{s.what + " pooled", bound.wrap(s.sql), s.args})
+		// Since issue 31 the pooled ones check commitsSQL.
+		out = append(out, s, builtStatement{s.what + " pooled", bound.wrap(s.sql + ` AND ` + commitsSQL), s.args})
 	}
 	return out
 }

@@ -59,10 +59,10 @@ type tableBackend struct {
 // tableStmts are the table backend's statements, compiled by prepareSQL;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat, renew, check, release, handOff stmt
-	handOver, proclaim, prefer                stmt
-	peek                                      string
-	floor                                     floorStmts
+	heartbeat, renew, check                      stmt
+	release, handOff, handOver, proclaim, prefer rowStmt
+	peek                                         string
+	floor                                        floorStmts
 }
 
 // The database clock, and the session state sqlelect did not set.
@@ -89,6 +89,34 @@ type tableStmts struct {
 // SYSDATE(6) is the server's clock unless the server runs with
 // --sysdate-is-now (then it is NOW(6)): Run refuses such a server
 // (ErrSysdateIsNow).
+
+// Whether a statement commits (issue 31, item 3). A session with
+// autocommit=0, or one left in the transaction that COMMIT AND CHAIN opens
+// (completion_type=CHAIN), keeps a statement's change uncommitted: a renewal
+// reported as 1 affected row would not be seen by anyone else, and its
+// rollback (the connection recycled, or killed by a DBA) exposes an expired
+// row while the leader still believes. sqlelect does not trust the session's
+// commit mode either:
+//
+//   - Every write whose success a candidate counts (a take, a renewal) runs
+//     in a transaction the library begins and ends with COMMIT AND NO CHAIN
+//     (inConnTx): BEGIN ends whatever transaction the session had open, and
+//     the COMMIT commits whatever the session's autocommit and
+//     completion_type. Or on the lock backend's own connection, whose
+//     session sets autocommit and completion_type itself.
+//   - The statements the table backend runs on a pooled connection outside
+//     a transaction (the renewal, release, hand-off, hand-over, proclaim,
+//     prefer) check commitsSQL and change nothing otherwise (a constant
+//     condition: no row is read or locked). A renewal refused so falls back
+//     to the heartbeat, in its transaction.
+//   - Run refuses a session that does not commit each statement
+//     (checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
+//     connection.
+
+// commitsSQL is true when a statement the session runs outside a
+// transaction commits when it ends: autocommit is on, and no COMMIT AND
+// CHAIN (completion_type=CHAIN) may have left a transaction open.
+const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 
 // clockSQL is the database clock for the times statements write and judge.
 const clockSQL = `SYSDATE(6)`
@@ -254,7 +282,7 @@ decision=NULL`
 func renewSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
-WHERE anchor = :name AND ` + renewCond + ` AND ` + noDSTSQL
+WHERE anchor = :name AND ` + renewCond + ` AND ` + noDSTSQL + ` AND ` + commitsSQL
 }
 
 // prepareSQL builds the statements: once by NewTable, and again by
@@ -267,11 +295,11 @@ func (t *tableBackend) prepareSQL() {
 		heartbeat: bound.stmt(heartbeatSQL(tbl)),
 		renew:     bound.stmt(renewSQL(tbl)),
 		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
-		release:   bound.stmt(held.release),
-		handOff:   bound.stmt(held.handOff),
-		handOver:  bound.stmt(held.handOver),
-		proclaim:  bound.stmt(held.proclaim),
-		prefer:    bound.stmt(held.prefer),
+		release:   newRowStmt(held.release, bound, bound),
+		handOff:   newRowStmt(held.handOff, bound, bound),
+		handOver:  newRowStmt(held.handOver, bound, bound),
+		proclaim:  newRowStmt(held.proclaim, bound, bound),
+		prefer:    newRowStmt(held.prefer, bound, bound),
 		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`, // decision: schema version 7
 		floor:     newFloorStmts(t.cfg.Table, bound),
 	}
@@ -322,6 +350,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkTimeZone(ctx, t.db.DB); err != nil {
 		return err
 	}
+	if err := checkCommits(ctx, t.db.DB); err != nil {
+		return err
+	}
 	if err := checkAssignmentOrder(ctx, t.db.DB); err != nil {
 		return err
 	}
@@ -366,6 +397,21 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
 		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	}
+	return nil
+}
+
+// checkCommits fails with ErrNoAutocommit when the session does not
+// commit each statement (see commitsSQL): the statements on the pool that
+// check it would all be refused.
+func checkCommits(ctx context.Context, db *sql.DB) error {
+	var autocommit, completion string
+	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
+		return fmt.Errorf("election: reading the session's autocommit: %w", err)
+	}
+	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
+		return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
+			"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
 	}
 	return nil
 }
@@ -577,7 +623,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 		// a recipe node that takes the row over keeps its lease_ms.
 		s, p.Lease = t.stmts.handOff, max(ceilMillis(unserved), t.adopt)
 	}
-	_, err := t.exec(ctx, s, p)
+	_, err := execCommitted(ctx, t.db.DB, s, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}
@@ -587,7 +633,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
 	p := t.params(hold)
 	p.To, p.Lease = to, ceilMillis(window)
-	_, err := t.exec(ctx, t.stmts.handOver, p)
+	_, err := execCommitted(ctx, t.db.DB, t.stmts.handOver, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers look
 	}
@@ -597,18 +643,16 @@ func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, win
 func (t *tableBackend) setValue(v string) { t.value = v }
 
 func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
-	res, err := t.exec(ctx, t.stmts.proclaim, t.params(hold))
-	if err != nil {
-		return false, classify(err, t.cfg.Table)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	n, err := execCommitted(ctx, t.db.DB, t.stmts.proclaim, t.params(hold))
+	return n == 1, classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	p := t.params(0)
 	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.PreferenceTenure)
-	res, err := t.exec(ctx, t.stmts.prefer, p)
+	// A request not written (a session that would not commit it, see
+	// commitsSQL) is asked again at the next look.
+	res, err := t.exec(ctx, t.stmts.prefer.pool, p)
 	if err != nil {
 		return false, classify(err, t.cfg.Table)
 	}
