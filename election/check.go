@@ -51,6 +51,8 @@ const (
 	PropTimeZone        = "time_zone"        // the session time zone has no DST
 	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
 	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
+	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
+	PropFloorTable      = "floor_table"      // the term floor table exists, and the user may write it
 	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
 	PropReplace         = "replace"          // REPLACE over a row reports 2
 	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
@@ -193,7 +195,7 @@ func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	for _, probe := range []func(){
-		ch.readOnly, ch.topology, ch.timeZone, ch.autocommit, ch.assignmentOrder, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.readOnly, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
@@ -462,61 +464,79 @@ func (ch *checker) topology() {
 	}
 }
 
-// timeZone: checkTimeZone, as Run does.
-func (ch *checker) timeZone() {
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	tz, _, _ := serverVariable(ctx, ch.db, "session.time_zone")
-	err := checkTimeZone(ctx, ch.db)
-	switch {
-	case errors.Is(err, ErrUnsafeTimeZone):
-		ch.add(Finding{Property: PropTimeZone, Status: CheckFail, Backends: both,
-			Detail:      fmt.Sprintf("the session time zone %q observes daylight saving time", tz),
-			Consequence: "NOW() jumps by an hour twice a year and leases with it: Run refuses it (ErrUnsafeTimeZone)",
-			Fix:         "set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"})
-	case err != nil:
-		ch.unverified(PropTimeZone, both, "the session time zone", err)
-	default:
-		ch.add(Finding{Property: PropTimeZone, Status: CheckPass, Backends: both,
-			Detail: fmt.Sprintf("session time zone %q has no daylight saving time", tz)})
+// preflightCheck is a check that Run's preflight makes (runPreflight) and
+// Check reports as property prop: the same code, so that the doctor fails
+// every server and session that Run refuses.
+type preflightCheck struct {
+	prop        string
+	backends    []string
+	run         func(ctx context.Context, db *sql.DB, table string) error
+	pass        string // Check's detail on a pass
+	consequence string // on a fail
+	fix         string
+}
+
+// preflightChecks are the checks of Run's preflight on the session and the
+// schema that retrying cannot fix.
+func preflightChecks() []preflightCheck {
+	return []preflightCheck{
+		{PropFloorTable, both, func(ctx context.Context, db *sql.DB, table string) error {
+			return checkFloorTable(ctx, db, table, newFloorStmts(table, lockBound{}))
+		}, "the term floor table exists, and the user may read and write it",
+			"every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
+			"run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
+		{PropTimeZone, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkTimeZone(ctx, db) },
+			"the session time zone has no daylight saving time",
+			"local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
+			"set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"},
+		{PropAutocommit, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkCommits(ctx, db) },
+			"the session commits each statement (autocommit=1, completion_type NO_CHAIN)",
+			"a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
+			"remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"},
+		{PropAssignmentOrder, tableOnly, func(ctx context.Context, db *sql.DB, _ string) error { return checkAssignmentOrder(ctx, db) },
+			"the session assigns a SET list left to right",
+			"the heartbeat decides in its first assignment and reads the decision in the others: it would never take a row, and Run refuses it (ErrSimultaneousAssignment)",
+			"remove SIMULTANEOUS_ASSIGNMENT from the DSN's sql_mode (or the server's default)"},
+		{PropSysdate, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkSysdate(ctx, db) },
+			"SYSDATE(6) is the server's clock at each call",
+			"SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
+			"restart the server without --sysdate-is-now"},
 	}
 }
 
-// autocommit: checkCommits, as Run does.
-func (ch *checker) autocommit() {
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	switch err := checkCommits(ctx, ch.db); {
-	case errors.Is(err, ErrNoAutocommit):
-		ch.add(Finding{Property: PropAutocommit, Status: CheckFail, Backends: both,
-			Detail:      err.Error(),
-			Consequence: "a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
-			Fix:         "remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"})
-	case err != nil:
-		ch.unverified(PropAutocommit, both, "the session's autocommit", err)
-	default:
-		ch.add(Finding{Property: PropAutocommit, Status: CheckPass, Backends: both,
-			Detail: "the session commits each statement (autocommit=1, completion_type NO_CHAIN)"})
+// runPreflight runs the preflightChecks of backend, and returns the first
+// error.
+func runPreflight(ctx context.Context, db *sql.DB, table, backend string) error {
+	for _, c := range preflightChecks() {
+		if !slices.Contains(c.backends, backend) {
+			continue
+		}
+		if err := c.run(ctx, db, table); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-// assignmentOrder: checkAssignmentOrder, as Run does.
-func (ch *checker) assignmentOrder() {
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	err := checkAssignmentOrder(ctx, ch.db)
-	switch {
-	case errors.Is(err, ErrSimultaneousAssignment):
-		ch.simultaneous = true
-		ch.add(Finding{Property: PropAssignmentOrder, Status: CheckFail, Backends: tableOnly,
-			Detail:      "the session's sql_mode has SIMULTANEOUS_ASSIGNMENT",
-			Consequence: "the heartbeat decides in its first assignment and reads the decision in the others: it would never take a row, and Run refuses it (ErrSimultaneousAssignment)",
-			Fix:         "remove SIMULTANEOUS_ASSIGNMENT from the DSN's sql_mode (or the server's default)"})
-	case err != nil:
-		ch.unverified(PropAssignmentOrder, tableOnly, "the session's sql_mode", err)
-	default:
-		ch.add(Finding{Property: PropAssignmentOrder, Status: CheckPass, Backends: tableOnly,
-			Detail: "the session assigns a SET list left to right"})
+// preflight reports on Run's preflightChecks: a fail where Run would refuse
+// (a permanent error), unverified where the check could not be made.
+func (ch *checker) preflight() {
+	for _, c := range preflightChecks() {
+		ctx, cancel := ch.step(0)
+		err := c.run(ctx, ch.db, ch.cfg.Table)
+		cancel()
+		switch {
+		case err == nil:
+			ch.add(Finding{Property: c.prop, Status: CheckPass, Backends: c.backends, Detail: c.pass})
+		case permanent(err):
+			if c.prop == PropAssignmentOrder {
+				ch.simultaneous = true
+			}
+			ch.add(Finding{Property: c.prop, Status: CheckFail, Backends: c.backends, Detail: err.Error(),
+				Consequence: c.consequence, Fix: c.fix})
+		default:
+			ch.unverified(c.prop, c.backends, c.prop, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,7 +169,12 @@ func TestCheckMissingGrant(t *testing.T) {
 	if f.Status != election.CheckFail || !strings.Contains(f.Detail, "INSERT, UPDATE, DELETE") {
 		t.Errorf("privileges: %s %s", f.Status, f.Detail)
 	}
-	wantFailed(t, r, election.PropPrivileges)
+	// The floor table too (SELECT on the database only): Run refuses both.
+	for _, b := range []string{election.BackendTable, election.BackendLock} {
+		if got := r.Failed(b); !slices.Equal(got, []string{election.PropPrivileges, election.PropFloorTable}) {
+			t.Errorf("%s backend fails %v, want [%s %s]", b, got, election.PropPrivileges, election.PropFloorTable)
+		}
+	}
 }
 
 // TestCheckReadOnly: a read-only server (read_only=ON, a user without

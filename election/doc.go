@@ -401,7 +401,16 @@
 //     @@timestamp changes nothing. Each statement checks that the session's
 //     time zone has no daylight saving time, and changes nothing otherwise
 //     (the heartbeat fails with ErrUnsafeSession: "not leader this tick").
-//     The lock backend sets its own connection's timestamp and time zone.
+//     Nor does it trust the session's commit mode: a renewal on a session
+//     with autocommit=0, or inside a transaction a COMMIT AND CHAIN left
+//     open (completion_type=CHAIN), would stay uncommitted while the leader
+//     counts it. Every take and heartbeat runs in a transaction the library
+//     begins and ends with COMMIT AND NO CHAIN; every other statement on the
+//     pool changes nothing on such a session (a renewal then falls back to
+//     the heartbeat, a release runs in a transaction of its own); Run and
+//     the doctor refuse it (ErrNoAutocommit). TestSessionCommitModeOnPool.
+//     The lock backend sets its own connection's timestamp, time zone and
+//     commit mode.
 //     Run refuses a server started with --sysdate-is-now (ErrSysdateIsNow),
 //     where SYSDATE() is NOW(). Reads (Status, Leader, List) report the
 //     lease left by SYSDATE(6), as the heartbeat judges it.

@@ -216,7 +216,9 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, wr
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
 // table has no term floor table (the migrations are behind: run them before
-// upgrading candidates).
+// upgrading candidates), and wrapping ErrAccessDenied when the user may not
+// write it (as checkPrivileges: statements that match no row; other errors
+// are left to the campaign).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts) error {
 	if _, err := db.ExecContext(ctx, f.peek); err != nil {
 		if mysqlErrno(err) == erNoSuchTable {
@@ -225,6 +227,18 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts
 				ErrSchemaMismatch, FloorTable(table), err)
 		}
 		return classify(err, FloorTable(table))
+	}
+	ftbl := quoteTable(FloorTable(table))
+	for _, probe := range []string{
+		`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`,
+		`UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`,
+	} {
+		if _, err := db.ExecContext(ctx, probe); errors.Is(serverCause(err), ErrAccessDenied) {
+			return fmt.Errorf("%w: the user may not write the term floor table %s, in which every term is assigned "+
+				"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w", ErrAccessDenied, ftbl, ftbl, err)
+		} else if err != nil && ctx.Err() != nil {
+			return err
+		}
 	}
 	return nil
 }

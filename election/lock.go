@@ -353,16 +353,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
 		return err
 	}
-	if err := checkFloorTable(ctx, b.db, b.cfg.Table, b.sql.floor); err != nil {
-		return err
-	}
-	if err := checkTimeZone(ctx, b.db); err != nil {
-		return err
-	}
-	if err := checkSysdate(ctx, b.db); err != nil {
-		return err
-	}
-	if err := checkCommits(ctx, b.db); err != nil {
+	if err := runPreflight(ctx, b.db, b.cfg.Table, BackendLock); err != nil {
 		return err
 	}
 	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {

@@ -44,6 +44,13 @@ func TestRunRefusesSysdateIsNow(t *testing.T) {
 	dsn := srv.DSN("sqlelect")
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
+	// The doctor fails it too (issue 31: it said safe).
+	r := runCheck(t, db, election.Config{})
+	for _, b := range []string{election.BackendTable, election.BackendLock} {
+		if f, _ := r.Find(election.PropSysdate); f.StatusFor(b) != election.CheckFail || r.Safe(b) {
+			t.Errorf("doctor, %s backend: %s is %s", b, election.PropSysdate, f.StatusFor(b))
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		new  func(election.Config) (election.Election, error)

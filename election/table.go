@@ -344,19 +344,7 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkPrivileges(ctx, t.db.DB, quoteTable(t.cfg.Table)); err != nil {
 		return err
 	}
-	if err := checkFloorTable(ctx, t.db.DB, t.cfg.Table, t.stmts.floor); err != nil {
-		return err
-	}
-	if err := checkTimeZone(ctx, t.db.DB); err != nil {
-		return err
-	}
-	if err := checkCommits(ctx, t.db.DB); err != nil {
-		return err
-	}
-	if err := checkAssignmentOrder(ctx, t.db.DB); err != nil {
-		return err
-	}
-	if err := checkSysdate(ctx, t.db.DB); err != nil {
+	if err := runPreflight(ctx, t.db.DB, t.cfg.Table, BackendTable); err != nil {
 		return err
 	}
 	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {
