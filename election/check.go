@@ -48,6 +48,7 @@ const (
 	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
 	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
 	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
+	PropBinlogFormat    = "binlog_format"    // a binary log a replica replays as rows (not STATEMENT)
 	PropTimeZone        = "time_zone"        // the session time zone has no DST
 	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
 	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
@@ -195,7 +196,7 @@ func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	for _, probe := range []func(){
-		ch.readOnly, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.readOnly, ch.binlogFormat, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
@@ -394,6 +395,33 @@ func (ch *checker) readOnly() {
 	ch.add(Finding{Property: PropReadOnly, Status: st, Backends: both,
 		Detail:      "read_only=OFF, super_read_only=OFF" + note,
 		Consequence: "a replica would go unnoticed", Fix: "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary"})
+}
+
+// binlogFormat: a server that writes a STATEMENT binary log has its
+// replicas evaluate each statement again, by their own clock (SYSDATE(6)):
+// a replica's heartbeat may decide otherwise than the primary's (see
+// doc.go, "What is not guaranteed"). MIXED logs the statements as rows
+// (SYSDATE() is unsafe for statement logging), as ROW does.
+func (ch *checker) binlogFormat() {
+	logBin, _, err := ch.variable("global.log_bin")
+	var format string
+	if err == nil {
+		format, _, err = ch.variable("global.binlog_format")
+	}
+	switch {
+	case err != nil:
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both,
+			Detail: fmt.Sprintf("could not check (the binary log's format): %v", err), Consequence: "unverified",
+			Fix: "make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"})
+	case isOn(logBin) && strings.EqualFold(format, "STATEMENT"):
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both,
+			Detail:      "the server writes its binary log as statements (binlog_format=STATEMENT)",
+			Consequence: "a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
+			Fix:         "SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration"})
+	default:
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckPass, Backends: both,
+			Detail: fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format)})
+	}
 }
 
 // replicaChannels returns the server's replication channels other than

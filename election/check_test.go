@@ -211,6 +211,29 @@ func TestCheckReadOnly(t *testing.T) {
 	wantFailed(t, r, election.PropReadOnly)
 }
 
+// TestCheckStatementBinlog (issue 31, item 5): a server that writes its
+// binary log as statements fails binlog_format for both backends (a
+// replica evaluates the heartbeat by its own clock).
+func TestCheckStatementBinlog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--log-bin=binlog", "--binlog-format=STATEMENT",
+		"--server-id=1", "--innodb-buffer-pool-size=64M"}, Logf: t.Logf})
+	if errors.Is(err, mysqld.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if _, err := testdb.Open(t, srv.DSN("")).ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Migrate(t, srv.DSN("sqlelect"))
+	r := runCheck(t, testdb.Open(t, srv.DSN("sqlelect")), election.Config{})
+	wantFailed(t, r, election.PropBinlogFormat)
+}
+
 // TestCheckNilDB: no pool, no check.
 func TestCheckNilDB(t *testing.T) {
 	if _, err := election.Check(context.Background(), nil, election.Config{}); !errors.Is(err, election.ErrNilDB) {

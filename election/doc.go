@@ -430,9 +430,13 @@
 //     servers that replicate to each other asynchronously: each would elect
 //     its own leader. A replica that may be promoted must replicate with
 //     binlog_format ROW (or MIXED, which logs these statements as rows):
-//     with STATEMENT, a replica computes SYSDATE(6) when it
-//     applies the heartbeat, and may not apply a takeover the primary made,
-//     so after a failover a deposed leader's term can be the row's again.
+//     with STATEMENT, a replica runs each heartbeat again by its own clock
+//     (SYSDATE(6) when it applies it, later than the primary's), so its
+//     decision can differ: a renewal the primary applied can change nothing
+//     there, and its row then reads as expired while the primary's is live.
+//     After a failover to it a follower takes that row at once while the
+//     old leader still believes it leads: two leaders (measured: 2 runs of
+//     6, 6.5–8 ms). The doctor fails such a server (binlog_format).
 //     Run checks --sysdate-is-now once, at its start: after a failover to a
 //     server started with it, run sqlelect doctor. On Galera use the table backend (write conflicts are
 //     retried as "not leader this tick").
