@@ -375,7 +375,7 @@ func (c *candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
 		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
-		err := c.b.preflight(pctx)
+		err := Classify(c.b.preflight(pctx)) // the lock backend's first query does not classify
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return nil

@@ -77,8 +77,9 @@ var (
 	// it; restart the server without the option.
 	ErrSysdateIsNow = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
 	// ErrUnknownTimeZone means the server does not know the session time
-	// zone the DSN sets (time_zone=...): load the server's time zone tables,
-	// or use an offset such as time_zone=%27%2B00%3A00%27.
+	// zone the DSN sets (time_zone=...), so that every connection fails: Run
+	// fails with it. Load the server's time zone tables, or use an offset
+	// such as time_zone=%27%2B00%3A00%27.
 	ErrUnknownTimeZone = errors.New("election: unknown session time zone (the DSN's time_zone)")
 )
 
@@ -169,7 +170,7 @@ func permanent(err error) bool {
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
 		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig) ||
-		errors.Is(err, ErrSimultaneousAssignment)
+		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrUnknownTimeZone)
 }
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose
