@@ -255,7 +255,10 @@ type Config struct {
 	// Advanced (see Config).
 	Clock Clock
 	// Logger receives structured logs (election, id, term); nothing is
-	// logged at Info level on every heartbeat. Default: discard.
+	// logged at Info level on every heartbeat, and a database that does not
+	// answer is logged when it stops and when it answers again, not at each
+	// retry. Default: slog.Default(), so that a dead database is seen
+	// without configuration; slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
 	// Metrics receives what the campaign reports (see Metrics), for
 	// instance electionprom.NewMetrics() for Prometheus. Several elections
@@ -290,7 +293,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = RealClock{}
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.Metrics == nil {
 		c.Metrics = NopMetrics{}

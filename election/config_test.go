@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -228,7 +229,7 @@ func TestConfigDefaultsDoNotMutateCaller(t *testing.T) {
 		t.Fatalf("caller's config changed: %+v", c)
 	}
 	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != DefaultRenewDeadline ||
-		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" {
+		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" || d.Logger != slog.Default() {
 		t.Fatalf("defaults not applied: %+v", d)
 	}
 }
