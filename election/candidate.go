@@ -349,7 +349,7 @@ func (c *candidate) Run(ctx context.Context) error {
 	defer stopMetrics()
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
-		return err
+		return migrateHint(err, c.cfg.Table)
 	}
 	c.log.Debug("campaign started")
 	stopHealth := c.startHealth(ctx)
@@ -360,6 +360,7 @@ func (c *candidate) Run(ctx context.Context) error {
 	for {
 		wait, err := c.tick(ctx)
 		if err != nil && permanent(err) {
+			err = migrateHint(err, c.cfg.Table)
 			c.log.Error("campaign stopped", "err", err)
 			c.standDown(ctx, ReasonError, false)
 			return err

@@ -173,6 +173,17 @@ func permanent(err error) bool {
 		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrUnknownTimeZone)
 }
 
+// migrateHint adds to an error about table's layout (ErrTableMissing,
+// ErrSchemaMismatch: "run `sqlelect migrate up`") that migrate manages
+// DefaultTable only, when table is another.
+func migrateHint(err error, table string) error {
+	t := table[strings.LastIndex(table, ".")+1:]
+	if t == DefaultTable || !errors.Is(err, ErrTableMissing) && !errors.Is(err, ErrSchemaMismatch) {
+		return err
+	}
+	return fmt.Errorf("%w (`sqlelect migrate` manages %s only: for %s, apply schema.DDL(%q) with your own migrations)", err, DefaultTable, table, t)
+}
+
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose
 // session check refused it (the heartbeat's NULL anchor, see
 // unsafeSessionSQL: error 1048); other errors are returned as they are.
