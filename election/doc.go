@@ -187,8 +187,11 @@
 // delay on. The candidate then sits out two retry intervals and does not
 // campaign while its check fails; a follower does not campaign before its
 // first check passed, and campaigns as soon as a failing check passes
-// again. A leader acts on a result at most HealthCheckInterval plus
-// HealthCheckTimeout old.
+// again. A leader stands down at most HealthCheckTimeout plus the longer
+// of HealthCheckInterval and HealthCheckTimeout after the state its check
+// reads turned bad: the interval plus the timeout while runs take less than
+// the interval, but a slower run delays the next, since runs never overlap
+// (TestHealthResultAge: 1.8 s for runs of 900 ms every 500 ms).
 //
 // A flapping check is held down, as routing protocols damp a flapping
 // route: a candidate whose check failed within HealthCheckHoldDown
