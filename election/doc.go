@@ -209,6 +209,18 @@
 // outcome, as sqlelect_healthy). The health check is not part of the loop:
 // a check that hangs is a failed check, not a wedged loop.
 //
+// A database that does not answer (a connection error or a timeout) does not
+// wedge the loop either: Run retries every RetryInterval (a leader stands
+// down by its own clock meanwhile), logs at Warn level once when the
+// database stops answering and at Info once when it answers again, and
+// counts each failure (sqlelect_heartbeat_errors_total, kind connection or
+// timeout). HealthzHandler still answers 200 then, saying so in its body,
+// as client-go's healthz adaptor stays healthy on a candidate that does not
+// lead: restarting the elector would not bring the database back.
+// LeaderCheckHandler answers not-leader once the leader stood down, and
+// StatusHandler 503 (docs/embedding.md, "While the database does not
+// answer").
+//
 // # Many elections in one process
 //
 // A service with an election per shard runs thousands of candidates. Each
