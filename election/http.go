@@ -105,8 +105,9 @@ func HealthzHandler(e Election) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		var c *candidate
+		var down time.Duration
 		if ce, ok := e.(*Candidate); ok {
-			c = ce.c
+			c, down = ce.c, ce.c.unreachableFor()
 		}
 		switch {
 		case c == nil:
@@ -119,9 +120,9 @@ func HealthzHandler(e Election) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintf(w, "wedged: no progress for %v past due (renew deadline %v)\n",
 				c.overdue().Round(time.Millisecond), c.cfg.RenewDeadline)
-		case c.unreachableFor() > 0:
+		case down > 0:
 			w.WriteHeader(http.StatusOK)
-			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", c.unreachableFor().Round(time.Millisecond))
+			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", down.Round(time.Millisecond))
 		case c.unhealthy.Load():
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("ok; health check failing: not campaigning\n"))
