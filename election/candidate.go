@@ -212,6 +212,9 @@ type candidate struct {
 	lastStep  atomic.Int64
 	nextDue   atomic.Int64
 	unhealthy atomic.Bool
+	// downSince is when the database stopped answering the campaign's
+	// statements, as elapsed ns plus one; 0 while it answers (see reached).
+	downSince atomic.Int64
 
 	// The latest result of Config.HealthCheck, written by the health
 	// goroutine (see watchHealth) and read by the campaign loop: unhealthy
@@ -346,7 +349,7 @@ func (c *candidate) Run(ctx context.Context) error {
 	defer stopMetrics()
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
-		return err
+		return migrateHint(err, c.cfg.Table)
 	}
 	c.log.Debug("campaign started")
 	stopHealth := c.startHealth(ctx)
@@ -357,6 +360,7 @@ func (c *candidate) Run(ctx context.Context) error {
 	for {
 		wait, err := c.tick(ctx)
 		if err != nil && permanent(err) {
+			err = migrateHint(err, c.cfg.Table)
 			c.log.Error("campaign stopped", "err", err)
 			c.standDown(ctx, ReasonError, false)
 			return err
@@ -375,15 +379,21 @@ func (c *candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
 		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
-		err := c.b.preflight(pctx)
+		err := Classify(c.b.preflight(pctx)) // the lock backend's first query does not classify
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			c.reached(nil)
 			return nil
 		}
 		if permanent(err) {
 			return err
 		}
-		c.log.Warn("preflight failed; retrying", "err", err)
+		if c.reached(err) {
+			c.log.Warn("preflight failed; retrying", "err", err)
+		}
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 		wait := c.jitter(c.cfg.RetryInterval)
 		c.due(wait)
@@ -527,6 +537,9 @@ func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 	seen, b, wait, err := c.b.follow(qctx)
 	cancel()
 	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	if ctx.Err() == nil {
+		c.reached(err)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Debug("follow failed", "err", err)
@@ -567,6 +580,9 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	b, err := c.b.renew(qctx, c.st.hold)
 	cancel()
 	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	if ctx.Err() == nil {
+		c.reached(err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil
@@ -957,6 +973,34 @@ func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
 // step records that the campaign loop begins a step now (a statement, a
 // health check, a stand-down).
 func (c *candidate) step() { c.lastStep.Store(c.elapsed()) }
+
+// reached records whether the database answered a statement of the
+// campaign (err is nil or the server's error) or not (a connection error
+// or a timeout: ErrorKind), and logs when that changes, once, rather than at
+// every retry (each failure is counted by Metrics.Heartbeat). It returns
+// whether the database answered.
+func (c *candidate) reached(err error) bool {
+	kind := ErrorKind(err)
+	answered := kind != "connection" && kind != "timeout"
+	switch down := c.unreachableFor(); {
+	case !answered && down == 0:
+		c.downSince.Store(c.elapsed() + 1)
+		c.log.Warn("database unreachable; retrying", "err", err, "retry_interval", c.cfg.RetryInterval)
+	case answered && down > 0:
+		c.downSince.Store(0)
+		c.log.Info("database reachable again", "after", down)
+	}
+	return answered
+}
+
+// unreachableFor returns for how long the database has not answered the
+// campaign's statements (see reached), 0 while it answers.
+func (c *candidate) unreachableFor() time.Duration {
+	if since := c.downSince.Load(); since != 0 {
+		return time.Duration(max(c.elapsed()-(since-1), 1))
+	}
+	return 0
+}
 
 // due records that the loop waits for d before its next step.
 func (c *candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }

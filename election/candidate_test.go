@@ -25,6 +25,7 @@ type fakeBackend struct {
 	follows   int
 	renewals  int
 	preErr    error
+	followErr error    // when non-nil, follow fails with it
 	handed    []string // the target of each hand-over
 	window    time.Duration
 	value     string // the value set by setValue
@@ -40,6 +41,9 @@ func (f *fakeBackend) follow(context.Context) (Record, beat, time.Duration, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.follows++
+	if f.followErr != nil {
+		return Record{}, beat{}, 0, f.followErr
+	}
 	return Record{}, f.followB, time.Second, nil
 }
 

@@ -255,7 +255,10 @@ type Config struct {
 	// Advanced (see Config).
 	Clock Clock
 	// Logger receives structured logs (election, id, term); nothing is
-	// logged at Info level on every heartbeat. Default: discard.
+	// logged at Info level on every heartbeat, and a database that does not
+	// answer is logged when it stops and when it answers again, not at each
+	// retry. Default: slog.Default(), so that a dead database is seen
+	// without configuration; slog.New(slog.DiscardHandler) logs nothing.
 	Logger *slog.Logger
 	// Metrics receives what the campaign reports (see Metrics), for
 	// instance electionprom.NewMetrics() for Prometheus. Several elections
@@ -290,7 +293,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = RealClock{}
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.Metrics == nil {
 		c.Metrics = NopMetrics{}
@@ -476,9 +479,11 @@ func ValidateID(id string) error {
 }
 
 // ValidateTable checks a table name: an identifier of letters, digits, _ and
-// $ (not starting with a digit or $), at most 64 characters, optionally
-// qualified by a database name of the same form. Its error wraps
-// ErrInvalidConfig.
+// $ (not starting with a digit or $), optionally qualified by a database
+// name of the same form; the database name at most 64 characters, the
+// table's at most 55, so that the names the schema derives from it (its
+// CHECK constraint <table>_decision and FloorTable) fit MySQL's 64. Its
+// error wraps ErrInvalidConfig.
 func ValidateTable(table string) error {
 	parts := strings.Split(table, ".")
 	ok := len(parts) <= 2
@@ -488,8 +493,17 @@ func ValidateTable(table string) error {
 	if !ok {
 		return fmt.Errorf("%w: table %q: must be an identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters), optionally db.table", ErrInvalidConfig, table)
 	}
+	if t := parts[len(parts)-1]; len(t) > maxTableLen {
+		return fmt.Errorf("%w: table %q: %d characters, at most %d: the schema names its CHECK constraint %s_decision and its term floor table %s, and MySQL's identifiers have at most 64",
+			ErrInvalidConfig, table, len(t), maxTableLen, t, FloorTable(t))
+	}
 	return nil
 }
+
+// maxTableLen is the longest table name whose derived identifiers fit
+// MySQL's 64 characters: <table>_decision, the longest (migration 7's
+// CHECK constraint, renamed by schema.DDL).
+const maxTableLen = 64 - len("_decision")
 
 // quoteTable returns a validated table name quoted for SQL.
 func quoteTable(table string) string {

@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ func TestConfigValidation(t *testing.T) {
 		{"table injection", func(c *Config) { c.Table = "t; DROP TABLE x" }, "table"},
 		{"table qualified", func(c *Config) { c.Table = "app.service_election" }, ""},
 		{"table three parts", func(c *Config) { c.Table = "a.b.c" }, "table"},
+		// <table>_decision (a CHECK constraint) must fit in 64 characters.
+		{"table at the length limit", func(c *Config) { c.Table = strings.Repeat("t", 55) }, ""},
+		{"table past the length limit", func(c *Config) { c.Table = strings.Repeat("t", 56) },
+			"56 characters, at most 55: the schema names its CHECK constraint " + strings.Repeat("t", 56) + "_decision"},
+		{"table of 64 characters", func(c *Config) { c.Table = strings.Repeat("t", 64) }, "64 characters, at most 55"},
+		{"qualified table past the length limit", func(c *Config) { c.Table = "app." + strings.Repeat("t", 56) }, "at most 55"},
+		{"database of 64 characters", func(c *Config) { c.Table = strings.Repeat("d", 64) + ".service_election" }, ""},
 		{"lease below renew deadline", func(c *Config) { c.LeaseDuration = 5 * time.Second; c.RenewDeadline = 6 * time.Second }, "renew deadline"},
 		{"lease alone scales the rest", func(c *Config) { c.LeaseDuration = 5 * time.Second }, ""},
 		{"renew interval above deadline", func(c *Config) { c.RenewInterval = 11 * time.Second }, "renew interval"},
@@ -228,7 +236,7 @@ func TestConfigDefaultsDoNotMutateCaller(t *testing.T) {
 		t.Fatalf("caller's config changed: %+v", c)
 	}
 	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != DefaultRenewDeadline ||
-		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" {
+		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" || d.Logger != slog.Default() {
 		t.Fatalf("defaults not applied: %+v", d)
 	}
 }

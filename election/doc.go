@@ -187,8 +187,11 @@
 // delay on. The candidate then sits out two retry intervals and does not
 // campaign while its check fails; a follower does not campaign before its
 // first check passed, and campaigns as soon as a failing check passes
-// again. A leader acts on a result at most HealthCheckInterval plus
-// HealthCheckTimeout old.
+// again. A leader stands down at most HealthCheckTimeout plus the longer
+// of HealthCheckInterval and HealthCheckTimeout after the state its check
+// reads turned bad: the interval plus the timeout while runs take less than
+// the interval, but a slower run delays the next, since runs never overlap
+// (TestHealthResultAge: 1.8 s for runs of 900 ms every 500 ms).
 //
 // A flapping check is held down, as routing protocols damp a flapping
 // route: a candidate whose check failed within HealthCheckHoldDown
@@ -205,6 +208,18 @@
 // StatusHandler's JSON says wedged (and healthy, the latest check's
 // outcome, as sqlelect_healthy). The health check is not part of the loop:
 // a check that hangs is a failed check, not a wedged loop.
+//
+// A database that does not answer (a connection error or a timeout) does not
+// wedge the loop either: Run retries every RetryInterval (a leader stands
+// down by its own clock meanwhile), logs at Warn level once when the
+// database stops answering and at Info once when it answers again, and
+// counts each failure (sqlelect_heartbeat_errors_total, kind connection or
+// timeout). HealthzHandler still answers 200 then, saying so in its body,
+// as client-go's healthz adaptor stays healthy on a candidate that does not
+// lead: restarting the elector would not bring the database back.
+// LeaderCheckHandler answers not-leader once the leader stood down, and
+// StatusHandler 503 (docs/embedding.md, "While the database does not
+// answer").
 //
 // # Many elections in one process
 //

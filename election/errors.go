@@ -85,8 +85,9 @@ var (
 	// back to the pool.
 	ErrNoAutocommit = errors.New("election: the session does not commit each statement (autocommit=0 or completion_type=CHAIN)")
 	// ErrUnknownTimeZone means the server does not know the session time
-	// zone the DSN sets (time_zone=...): load the server's time zone tables,
-	// or use an offset such as time_zone=%27%2B00%3A00%27.
+	// zone the DSN sets (time_zone=...), so that every connection fails: Run
+	// fails with it. Load the server's time zone tables, or use an offset
+	// such as time_zone=%27%2B00%3A00%27.
 	ErrUnknownTimeZone = errors.New("election: unknown session time zone (the DSN's time_zone)")
 )
 
@@ -177,7 +178,19 @@ func permanent(err error) bool {
 		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
 		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig) ||
-		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit)
+		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit) ||
+		errors.Is(err, ErrUnknownTimeZone)
+}
+
+// migrateHint adds to an error about table's layout (ErrTableMissing,
+// ErrSchemaMismatch: "run `sqlelect migrate up`") that migrate manages
+// DefaultTable only, when table is another.
+func migrateHint(err error, table string) error {
+	t := table[strings.LastIndex(table, ".")+1:]
+	if t == DefaultTable || !errors.Is(err, ErrTableMissing) && !errors.Is(err, ErrSchemaMismatch) {
+		return err
+	}
+	return fmt.Errorf("%w (`sqlelect migrate` manages %s only: for %s, apply schema.DDL(%q) with your own migrations)", err, DefaultTable, table, t)
 }
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose

@@ -156,3 +156,35 @@ func TestErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateHint: Run's error about a missing or outdated table that is
+// not service_election, which `sqlelect migrate` does not manage, says what
+// to apply instead; other errors and tables are left alone.
+func TestMigrateHint(t *testing.T) {
+	missing := classify(&mysql.MySQLError{Number: erNoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
+	deadlock := &mysql.MySQLError{Number: erLockDeadlock, Message: "Deadlock"}
+	for _, tc := range []struct {
+		table string
+		err   error
+		hint  string // appended; "" for none
+	}{
+		{"service_election", missing, ""},
+		{"app.service_election", missing, ""},
+		{"jobs", deadlock, ""},
+		{"jobs", nil, ""},
+		{"jobs", missing, " (`sqlelect migrate` manages service_election only: for jobs, apply schema.DDL(\"jobs\") with your own migrations)"},
+		{"app.jobs", fmt.Errorf("%w: no decision", ErrSchemaMismatch),
+			" (`sqlelect migrate` manages service_election only: for app.jobs, apply schema.DDL(\"jobs\") with your own migrations)"},
+	} {
+		got := migrateHint(tc.err, tc.table)
+		if tc.err == nil {
+			if got != nil {
+				t.Errorf("migrateHint(nil, %q) = %v", tc.table, got)
+			}
+			continue
+		}
+		if want := tc.err.Error() + tc.hint; got.Error() != want || !errors.Is(got, tc.err) {
+			t.Errorf("migrateHint(%v, %q) = %q, want %q wrapping the error", tc.err, tc.table, got, want)
+		}
+	}
+}

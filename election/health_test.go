@@ -324,3 +324,60 @@ func TestWedgedElectorReported(t *testing.T) {
 		}
 	})
 }
+
+// TestHealthResultAge: a leader stands down at most HealthCheckTimeout plus
+// the longer of HealthCheckInterval and HealthCheckTimeout after the state
+// its check reads turned bad (doc.go, "Health"): runs never overlap, so a
+// run slower than the interval delays the next, and the interval plus the
+// timeout holds only for runs faster than the interval. Each run reads the
+// state as it starts and answers took later; the state turns bad just
+// after the third run read it.
+func TestHealthResultAge(t *testing.T) {
+	const interval, timeout = 500 * time.Millisecond, time.Second
+	for _, tc := range []struct {
+		name       string
+		took, want time.Duration
+	}{
+		{"runs faster than the interval", 300 * time.Millisecond, interval + 300*time.Millisecond},
+		{"runs slower than the interval", 900 * time.Millisecond, 2 * 900 * time.Millisecond},
+		{"runs as slow as the timeout", timeout - time.Nanosecond, 2 * (timeout - time.Nanosecond)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var bad atomic.Bool
+				var runs atomic.Int32
+				var turned, stood atomic.Pointer[time.Time]
+				check := func(ctx context.Context) error {
+					was := bad.Load()
+					if runs.Add(1) == 3 {
+						now := time.Now()
+						turned.Store(&now)
+						bad.Store(true)
+					}
+					select {
+					case <-time.After(tc.took):
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					if was {
+						return errors.New("bad")
+					}
+					return nil
+				}
+				b := &fakeBackend{followB: beat{held: true, term: 5}}
+				newHarness(t, b, func(c *Config) {
+					c.HealthCheck, c.HealthCheckInterval, c.HealthCheckTimeout = check, interval, timeout
+					c.Callbacks.OnDemoted = func(Demotion) { now := time.Now(); stood.Store(&now) }
+				})
+				advance(5 * time.Second)
+				if turned.Load() == nil || stood.Load() == nil {
+					t.Fatal("the state never turned bad, or the leader never stood down")
+				}
+				age := stood.Load().Sub(*turned.Load())
+				if bound := timeout + max(interval, timeout); age != tc.want || age > bound {
+					t.Errorf("stood down %v after the state turned bad, want %v (at most %v)", age, tc.want, bound)
+				}
+			})
+		})
+	}
+}

@@ -93,17 +93,21 @@ func StatusHandler(e Election) http.Handler {
 // or a callback holds it up (an OnLeaderChanged or OnDemoted that blocks,
 // an OnElected that does not return after its context was cancelled, a
 // HealthCheck that ignores its context). electionprom reports the same as
-// sqlelect_wedged. When Config.HealthCheck fails it still answers 200 (the
-// elector works; it only does not campaign), saying so in the body. It reads
-// no database. An Election not made by NewTable or NewLock (a test fake) is
-// reported "ok". Safe for concurrent use.
+// sqlelect_wedged. While the database does not answer (a connection error
+// or a timeout, since the last statement it answered), and when
+// Config.HealthCheck fails, it still answers 200, saying so in the body: the
+// elector works (a leader stands down by its own clock), and restarting it
+// would not bring the database back. It reads no database. An Election not
+// made by NewTable or NewLock (a test fake) is reported "ok". Safe for
+// concurrent use.
 func HealthzHandler(e Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		var c *candidate
+		var down time.Duration
 		if ce, ok := e.(*Candidate); ok {
-			c = ce.c
+			c, down = ce.c, ce.c.unreachableFor()
 		}
 		switch {
 		case c == nil:
@@ -116,6 +120,9 @@ func HealthzHandler(e Election) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintf(w, "wedged: no progress for %v past due (renew deadline %v)\n",
 				c.overdue().Round(time.Millisecond), c.cfg.RenewDeadline)
+		case down > 0:
+			w.WriteHeader(http.StatusOK)
+			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", down.Round(time.Millisecond))
 		case c.unhealthy.Load():
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("ok; health check failing: not campaigning\n"))

@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,6 +181,40 @@ func TestSessionDSTZoneOnPool(t *testing.T) {
 			w.check(t)
 			if unsafe.n.Load() == 0 {
 				t.Errorf("no statement failed with %v", election.ErrUnsafeSession)
+			}
+		})
+	}
+}
+
+// TestRunRefusesUnknownTimeZone: a DSN whose time_zone the server has no
+// tables for fails every connection (1298), which no retry fixes: Run ends
+// at once with ErrUnknownTimeZone on both backends (it used to retry until
+// its context ended, then return nil).
+func TestRunRefusesUnknownTimeZone(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db, err := sql.Open("mysql", testdb.WithParams(t, dsn, map[string]string{"time_zone": "'Nowhere/Nothing'"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for _, tc := range []struct {
+		name string
+		new  func(*sql.DB, election.Config) (*election.Candidate, error)
+	}{
+		{"table", election.NewTable},
+		{"lock", election.NewLock},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			t.Cleanup(cancel)
+			e, err := tc.new(db, sessionClockConfig("unknown-tz-"+randHex(4), "A"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Run(ctx); !errors.Is(err, election.ErrUnknownTimeZone) || ctx.Err() != nil {
+				t.Errorf("Run = %v (context: %v), want %v before the context ends", err, ctx.Err(), election.ErrUnknownTimeZone)
 			}
 		})
 	}

@@ -213,9 +213,12 @@ func wrap(err error) error {
 }
 
 // DDL returns the up migrations, in order, as one SQL script, with the table
-// renamed to table when it is not empty and not service_election (table must
-// be a plain identifier, validated by the caller). Use it to copy the schema
-// into migrations of your own.
+// renamed to table when it is not empty and not service_election, and with
+// it the names derived from it (table_floor, table_decision). Table must be
+// an unqualified name that election.ValidateTable accepts (at most 55
+// characters, so that those fit MySQL's 64), validated by the caller. Use it
+// to copy the schema into migrations of your own: the Migrator and
+// `sqlelect migrate` manage service_election only.
 func DDL(table string) string {
 	var b strings.Builder
 	for _, name := range upFiles() {

@@ -833,6 +833,10 @@ func TestErrors(t *testing.T) {
 		{"invalid name: campaign", dsn, []string{"campaign", "bad name"}, exitUsage, "election name"},
 		{"invalid ID", dsn, []string{"assume", name, "bad\tid", "--yes"}, exitUsage, "candidate id"},
 		{"invalid table", dsn, []string{"status", "--table", "no-such;table"}, exitUsage, "table"},
+		// Config and migrate agree: a name whose derived names do not fit.
+		{"table too long: campaign", dsn, []string{"campaign", name, "--table", strings.Repeat("t", 56)}, exitUsage, "56 characters, at most 55"},
+		{"table too long: migrate", dsn, []string{"migrate", "up", "--table", strings.Repeat("t", 56)}, exitUsage, "56 characters, at most 55"},
+		{"another table: migrate", dsn, []string{"migrate", "up", "--table", "jobs"}, exitUsage, "copy package schema's DDL(table)"},
 		{"invalid duration", dsn, []string{"campaign", name, "--lease", "5x"}, exitUsage, "Go duration"},
 		{"renew deadline >= lease", dsn, []string{"campaign", name, "--lease", "1s", "--renew-deadline", "1s"}, exitUsage,
 			"sqlelect campaign: election: invalid config: renew deadline 1s: must be positive and less than the lease duration 1s\n"},

@@ -119,8 +119,12 @@ func migrateAction(args []string) (action string, forceTo int, err error) {
 // openMigrator checks the connection first, for a precise exit code, and
 // opens the migrations on the DSN's database.
 func openMigrator(co *common) (*schema.Migrator, error) {
+	if err := election.ValidateTable(co.table); err != nil {
+		return nil, err
+	}
 	if co.table != election.DefaultTable {
-		return nil, failf(exitUsage, "--table %s: migrate manages the table %s only", co.table, election.DefaultTable)
+		return nil, failf(exitUsage, "--table %s: migrate manages the table %s only; for another, copy package schema's DDL(table) into your own migrations",
+			co.table, election.DefaultTable)
 	}
 	db, err := co.connect(context.Background(), nil)
 	if err != nil {
