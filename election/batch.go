@@ -142,7 +142,7 @@ func (b *Batcher) prepareSQL() {
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
 	b.lockStmt = mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + noDSTSQL + ` FOR UPDATE SKIP LOCKED`)
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by

@@ -12,9 +12,9 @@ import (
 
 // fencedCond matches election :name's row while it names the candidate
 // (:me) with the term :hold and a live lease, on a session whose time zone
-// has no daylight saving time (noDSTSQL).
+// has no daylight saving time (trustedSQL).
 const fencedCond = `anchor = :name AND ` + holdsCond + `
-  AND ` + liveSQL + ` AND ` + noDSTSQL
+  AND ` + liveSQL + ` AND ` + trustedSQL
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
 // under fencedCond. The share lock makes any takeover (which must update the

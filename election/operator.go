@@ -97,7 +97,7 @@ func assumeSQL(tbl string) string {
 	return `REPLACE INTO ` + tbl + ` (` + cols + `)
 SELECT ` + values + `
 FROM ` + tbl + ` WHERE anchor = :name
-HAVING ` + noDSTSQL
+HAVING ` + trustedSQL
 }
 
 // Reelect forces a re-election of election name: the operator's DELETE of

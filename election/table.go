@@ -77,18 +77,18 @@ type tableStmts struct {
 //   - Every time a statement on the caller's pool writes or judges (a
 //     lease's start, a term, whether a lease ran out or is still live) is
 //     clockSQL, SYSDATE(6): the server's clock when it is evaluated, which
-//     no session can set. None reads NOW(6). The heartbeat judges expiry
+//     no session can set. No time is NOW(6). The heartbeat judges expiry
 //     once (its decision), so that one reading decides for the whole
 //     statement.
-//   - Every such statement also checks noDSTSQL, that the session's time
-//     zone has no daylight saving time. Otherwise it changes nothing: the
-//     heartbeat fails (see unsafeSessionSQL), the others match no row.
+//   - Every such statement also checks trustedSQL: that the session's time
+//     zone has no daylight saving time, and that SYSDATE(6) is not NOW(6),
+//     which it is on a server run with --sysdate-is-now (then a session's
+//     SET @@timestamp moves it). Otherwise it changes nothing: the
+//     heartbeat fails (see unsafeSessionSQL), the others match no row. Run
+//     checks both at preflight; the statement checks them again, since the
+//     server a pool reaches may change (a failover) while Run goes on.
 //   - The lock backend's connection is sqlelect's own: it sets the session's
 //     clock and time zone when it takes the connection (lockBackend.prepare).
-//
-// SYSDATE(6) is the server's clock unless the server runs with
-// --sysdate-is-now (then it is NOW(6)): Run refuses such a server
-// (ErrSysdateIsNow).
 
 // Whether a statement commits (issue 31, item 3). A session with
 // autocommit=0, or one left in the transaction that COMMIT AND CHAIN opens
@@ -121,23 +121,27 @@ const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 // clockSQL is the database clock for the times statements write and judge.
 const clockSQL = `SYSDATE(6)`
 
-// noDSTSQL is true when the session's time zone keeps one offset from UTC
+// trustedSQL is true when the session's time zone keeps one offset from UTC
 // all year (the same offset in January and July), as checkTimeZone checks
-// once in Run; a constant the server computes once per statement.
-const noDSTSQL = dstProbeSQL + `=15638400`
+// in Run's preflight, and SYSDATE(6) is the server's clock at the call, not
+// the statement's start (NOW(6)), as checkSysdate checks: a statement is
+// parsed between the two, so they differ by microseconds at least, unless
+// the server runs with --sysdate-is-now. A constant the server computes
+// once per statement.
+const trustedSQL = dstProbeSQL + `=15638400 AND SYSDATE(6)<>NOW(6)`
 
 // dstProbeSQL is the seconds between two dates half a year apart in the
 // session's time zone: 181 days (15,638,400 s) unless it has daylight
-// saving time. noDSTSQL and checkTimeZone both use it.
+// saving time. trustedSQL and checkTimeZone both use it.
 const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
 
-// unsafeSessionSQL is the heartbeat's anchor: :name while noDSTSQL holds,
+// unsafeSessionSQL is the heartbeat's anchor: :name while trustedSQL holds,
 // else NULL, which no INSERT may write into the primary key: the statement
 // then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the sql_mode: a
 // single-row INSERT) before it looks at the row, and changes nothing (see
 // errUnsafeSession). The VALUES list is evaluated once, so the check is
 // made once per statement.
-const unsafeSessionSQL = `IF(` + noDSTSQL + `,:name,NULL)`
+const unsafeSessionSQL = `IF(` + trustedSQL + `,:name,NULL)`
 
 // expiredSQL is true when the row's lease has run out by the database
 // clock (clockSQL). The heartbeat evaluates it once, in its decision.
@@ -161,8 +165,8 @@ const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
 const holdsCond = `service_id=:me AND term=:hold AND released=0`
 
 // heldCond matches election :name's row while the candidate holds it, on a
-// session whose time zone has no daylight saving time (see noDSTSQL).
-const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + noDSTSQL
+// session whose time zone has no daylight saving time (see trustedSQL).
+const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + trustedSQL
 
 // The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
 // :hold the term it holds (0 when it holds none).
@@ -282,7 +286,7 @@ decision=NULL`
 func renewSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
-WHERE anchor = :name AND ` + renewCond + ` AND ` + noDSTSQL + ` AND ` + commitsSQL
+WHERE anchor = :name AND ` + renewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
 }
 
 // prepareSQL builds the statements: once by NewTable, and again by
@@ -540,7 +544,15 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	}
 	n, term, err := t.beat(ctx, hold)
 	if err != nil {
-		return beat{}, classify(unsafeSession(err), t.cfg.Table)
+		if err = unsafeSession(err); errors.Is(err, ErrUnsafeSession) {
+			// Refused (trustedSQL): a time zone with daylight saving time
+			// left on this connection, or a server that now runs with
+			// --sysdate-is-now (a failover to one), which stops Run.
+			if serr := checkSysdate(ctx, t.db.DB); errors.Is(serr, ErrSysdateIsNow) {
+				err = serr
+			}
+		}
+		return beat{}, classify(err, t.cfg.Table)
 	}
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil

@@ -352,6 +352,21 @@ func (s *Server) Kill() error {
 func (s *Server) Restart(ctx context.Context) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
+	return s.restart(ctx)
+}
+
+// RestartWith is Restart with extraArgs in place of Options.ExtraArgs, from
+// now on: a server restarted with other options under running clients.
+func (s *Server) RestartWith(ctx context.Context, extraArgs ...string) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	s.mu.Lock()
+	s.opts.ExtraArgs = extraArgs
+	s.mu.Unlock()
+	return s.restart(ctx)
+}
+
+func (s *Server) restart(ctx context.Context) error {
 	s.mu.Lock()
 	p, stopped := s.proc, s.stopped
 	s.mu.Unlock()
