@@ -68,8 +68,8 @@
 // SET list: a session of MariaDB's SIMULTANEOUS_ASSIGNMENT sql_mode fails
 // on the constraint and changes nothing, and Run refuses such a session
 // (ErrSimultaneousAssignment). It is 1.3 KB as written, and as sent with
-// a default ID 1.5 KB (1,500 B on MySQL, 1,529 B on MariaDB, whose SET
-// STATEMENT bound is longer; TestHeartbeatSize logs both). It uses no
+// a default ID about 1.5 KB (1,523 B on MySQL, 1,552 B on MariaDB, whose
+// SET STATEMENT bound is longer; TestHeartbeatSize logs both). It uses no
 // VALUES() (deprecated in MySQL 8.0.20), no row aliases (MariaDB has none)
 // and no INSERT IGNORE. Renewals write the server's clock in microseconds
 // (SYSDATE(6)), so a leader
@@ -427,7 +427,10 @@
 //     The lock backend sets its own connection's timestamp, time zone and
 //     commit mode.
 //     Run refuses a server started with --sysdate-is-now (ErrSysdateIsNow),
-//     where SYSDATE() is NOW(). Reads (Status, Leader, List) report the
+//     where SYSDATE() is NOW(); every statement checks it again
+//     (SYSDATE(6) is not NOW(6)), and a refused heartbeat on such a server
+//     stops Run with that error, so that a failover to one under running
+//     candidates is refused too (TestSysdateIsNowAfterFailover). Reads (Status, Leader, List) report the
 //     lease left by SYSDATE(6), as the heartbeat judges it.
 //     TestStatementsReadNoSessionClock checks every statement for NOW(),
 //     TestSessionTimestampOnPool and TestSessionTimestampOnLockPool show it
@@ -452,9 +455,8 @@
 //     After a failover to it a follower takes that row at once while the
 //     old leader still believes it leads: two leaders (measured: 2 runs of
 //     6, 6.5–8 ms). The doctor fails such a server (binlog_format).
-//     Run checks --sysdate-is-now once, at its start: after a failover to a
-//     server started with it, run sqlelect doctor. On Galera use the table backend (write conflicts are
-//     retried as "not leader this tick").
+//     On Galera use the table backend (write conflicts are retried as "not
+//     leader this tick").
 //   - All candidates of an election should use the same LeaseDuration, or a
 //     LockDelay at least the longest RenewDeadline among them.
 //   - Server-side lock waits are bounded to about QueryTimeout (whole
