@@ -115,6 +115,9 @@ func budget(rounds, kinds int) time.Duration {
 
 func chaosSingleServer(t *testing.T, backend string, rounds int) {
 	tm := defaultTimings
+	// A modest max_connections, so that statements left waiting on the
+	// server (row_lock) show as refused connections.
+	serverArgs := []string{"--max-connections=50", "--innodb-buffer-pool-size=64M"}
 	var srv *mysqld.Server
 	var admin *sql.DB
 	var probeDSN string
@@ -146,6 +149,9 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 		{kind: kindTwoDB, inject: twoDatabases(sd), once: true},
 		{kind: kindHealthFlap, inject: healthFlap, once: true},
 		{kind: kindFrozenWaiter, inject: frozenWaiter(adminFor), once: true},
+		{kind: kindOpRestore, inject: opRestore(adminFor), once: true},
+		{kind: kindDBRestartOptions, inject: dbRestartOptions(func() *mysqld.Server { return srv }, serverArgs,
+			[]string{"--completion-type=CHAIN"}), once: true},
 	}
 	if backend == "table" { // the lock backend keeps no handover lock
 		faults = append(faults, fault{kind: kindNetHalfOpenWake, inject: netHalfOpenWake(adminFor), once: true})
@@ -155,9 +161,7 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 	t.Cleanup(cancel)
 
 	var err error
-	// A modest max_connections, so that statements left waiting on the
-	// server (row_lock) show as refused connections.
-	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=50", "--innodb-buffer-pool-size=64M"}})
+	srv, err = mysqld.Start(ctx, mysqld.Options{ExtraArgs: serverArgs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,13 @@ const (
 	// loadChaosZone): right after each spring-forward, a lease renewed just
 	// before reads an hour old.
 	kindSessionTZ = "session_tz"
+	// kindSessionNoCommit: the leader's pool, autocommit=0 (issue 31): its
+	// renewals used to stay uncommitted, and the KILL that clears the
+	// state rolled them back under a leader that still believed.
+	kindSessionNoCommit = "session_no_commit"
+	// kindSessionChain: the leader's pool, a transaction left open by
+	// COMMIT AND CHAIN (completion_type=CHAIN), likewise.
+	kindSessionChain = "session_chain"
 )
 
 // sessionStateFor is how long a fault's state stays on the pool.
@@ -108,6 +115,12 @@ func chaosSessionState(t *testing.T, ctx context.Context, srv *mysqld.Server, ba
 		}},
 		{kind: kindSessionTZ, inject: func(c *cluster, l *slot) (string, error) {
 			return leave(c, append(others(c, l), l), fmt.Sprintf("SET time_zone = '%s'", zone))
+		}},
+		{kind: kindSessionNoCommit, inject: func(c *cluster, l *slot) (string, error) {
+			return leave(c, []*slot{l}, "SET autocommit = 0")
+		}},
+		{kind: kindSessionChain, inject: func(c *cluster, l *slot) (string, error) {
+			return leave(c, []*slot{l}, "SET completion_type = 'CHAIN'", "BEGIN", "COMMIT")
 		}},
 	})
 	c := newCluster(t, ctx, "session-"+backend, backend, tm)
