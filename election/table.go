@@ -273,7 +273,7 @@ func (t *tableBackend) prepareSQL() {
 		proclaim:  bound.stmt(held.proclaim),
 		prefer:    bound.stmt(held.prefer),
 		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`, // decision: schema version 7
-		floor:     newFloorStmts(t.cfg.Table, bound),
+		floor:     newFloorStmts(t.cfg.Table, bound, t.cfg.LockDelay),
 	}
 }
 
