@@ -158,7 +158,7 @@ bit existed;            /* the floor row exists: the election existed */
  * LockDelay passed. -DUPGRADE: the floor table does not exist yet (mig =
  * 0) and candidate 1 runs a version without the floor (OLD) throughout. */
 bit mk;                 /* the marker exists */
-bit mkok;               /* its count matches: no floor row deleted since */
+bit mkok;               /* its checksum matches: no floor row deleted since */
 bit mky;                /* young: since + LockDelay is still ahead */
 byte mks;               /* since, while young (0 after) */
 bit mig = 1;            /* the floor table exists (migrated) */
