@@ -37,8 +37,8 @@ live-ops         ok  sqlelect 0.8  -DLIVENESS -DB=7 -DTF=3 -DH=11 -DOPS=1 -DRES=
 live-res         ok  sqlelect 0.4  -DLIVENESS -DB=7 -DTF=2 -DH=10 -DOPS=0 -DRES=1 -DPREF=1 -DNET=1 -DCRASH=1 -DFEN=0 -DDRIFTS=0
 live-sitout      cex sqlelect 0    -DLIVENESS -DB=6 -DTF=3 -DH=10 -DOPS=1 -DRES=0 -DNET=1 -DFEN=0 -DDRIFTS=1
 == issue 21 item 4: the term floor (a) and the first election without a delay (b)
-floor-first      ok  sqlelect 19.3 -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DINIT_EMPTY -DFLOOR -DFIRST -DMARKER -DSTRICT
-floor-ops        ok  sqlelect 3.6  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DFLOOR -DFIRST -DMARKER -DSTRICT
+floor-first      ok  sqlelect 19.3 -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DINIT_EMPTY -DFLOOR -DFIRST -DSTRICT
+floor-ops        ok  sqlelect 3.6  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DFLOOR -DFIRST -DSTRICT
 terms-today      cex sqlelect 0.4  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DSTRICT
 naive-first      cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DINIT_EMPTY -DFLOOR -DFIRST -DNAIVE_FIRST
 == issue 31 item 1: the floor table tampered with, the upgrade from a version without the floor (-DMARKER: the marker row)

@@ -157,17 +157,20 @@ bit existed;            /* the floor row exists: the election existed */
  * history: the marker, its count matching the floor rows, and since +
  * LockDelay passed. -DUPGRADE: the floor table does not exist yet (mig =
  * 0) and candidate 1 runs a version without the floor (OLD) throughout. */
+#ifdef MARKER
 bit mk;                 /* the marker exists */
 bit mkok;               /* its checksum matches: no floor row deleted since */
 bit mky;                /* young: since + LockDelay is still ahead */
 byte mks;               /* since, while young (0 after) */
-bit mig = 1;            /* the floor table exists (migrated) */
+#endif
 #ifdef REACH
 bit reb;                /* the marker was rebuilt */
 #endif
 #ifdef UPGRADE
+bit mig;                /* the floor table exists (migrated) */
 #define OLD(c) (c == 1)
 #else
+#define mig 1
 #define OLD(c) 0
 #endif
 
@@ -192,7 +195,10 @@ byte sk[N+1], ss[N+1], sh[N+1], sa[N+1], sst[N+1], sdl[N+1], sn[N+1], srt[N+1], 
 bit fin[N+1];
 bit busy[N+1];          /* sent a statement this tick: a statement takes time */           /* a fenced transaction of this candidate is open */
 
-byte ops, res, crashes, fens, rcps, prefs, cbacks, nets, drifts, tamps;
+byte ops, res, crashes, fens, rcps, prefs, cbacks, nets, drifts;
+#if TAMP > 0
+byte tamps;
+#endif
 byte lastf;             /* LIVENESS: when the last fault happened */
 byte maxLed;            /* the highest term any candidate led with */
 byte lastLed;           /* the candidate that led with it */
@@ -206,7 +212,6 @@ bit R, X, T, chk;
 byte bHeld, bTerm, bIns, bDelay, bReq, bTo, bRenewed;
 byte hv, stv, sxv;
 bit fast;    /* the processed statement's hold, send time, execution time */
-bit fst;
 
 /* ---- the database ---- */
 
@@ -225,24 +230,26 @@ inline rebuild() {
 #endif
 }
 
-/* fst: an insert is first (no lock delay); with MARKER the transaction
- * that finds no floor row reads the marker, rebuilding it if need be */
+/* the insert's acquired: first (no lock delay) or insert; with MARKER the
+ * transaction that finds no floor row reads the marker, rebuilding it if
+ * need be */
 inline firstOf() {
+	racq = A_INSERT;
 #ifdef MARKER
-	fst = 0;
 	if
 	:: existed -> skip
 	:: !existed && !(mk && mkok) -> rebuild()
 #if defined(M_MARKER_NOSINCE)
 	/* MUTANT: a marker just created (migration, rebuild) allows the fast path */
-	:: !existed && mk && mkok -> fst = 1
+	:: !existed && mk && mkok -> racq = A_FIRST
 #else
 	:: !existed && mk && mkok && mky -> skip
-	:: !existed && mk && mkok && !mky -> fst = 1
+	:: !existed && mk && mkok && !mky -> racq = A_FIRST
 #endif
 	fi
 #else
-	fst = !existed        /* today's rule: no floor row, a first election */
+	/* today's rule: no floor row, a first election */
+	if :: !existed -> racq = A_FIRST :: else -> skip fi
 #endif
 }
 
@@ -273,10 +280,9 @@ inline hbExec(i, h) {
 		:: else ->
 #ifdef FIRST
 			firstOf();
-			if :: fst -> racq = A_FIRST :: else -> skip fi;
 #ifdef REACH
 			/* not a property: the fast path comes back after a rebuild */
-			assert(!(fst && reb));
+			assert(!(racq == A_FIRST && reb));
 #endif
 #endif
 			issue()
@@ -660,7 +666,7 @@ inline WATCHDOG(c) {
 #define SAFE assert(!TWO); assert(!REVIVED); \
 	i = 0; j = 0; t = 0; n = 0; nt = 0; R = 0; X = 0; T = 0; chk = 0; \
 	bHeld = 0; bTerm = 0; bIns = 0; bDelay = 0; bReq = 0; bTo = 0; bRenewed = 0; \
-	hv = 0; stv = 0; sxv = 0; fast = 0; fst = 0
+	hv = 0; stv = 0; sxv = 0; fast = 0
 
 init {
 	atomic {
@@ -677,8 +683,10 @@ init {
 #ifdef UPGRADE
 		/* elected by a version without the floor: no floor table yet */
 		existed = 0; floor = 0; mig = 0
-#else
+#elif defined(MARKER)
 		mk = 1; mkok = 1            /* an intact floor table, its marker old */
+#else
+		skip
 #endif
 	}
 	do
@@ -687,10 +695,12 @@ init {
 		/* the watchdogs: a leadership whose deadline passed ends */
 		WATCHDOG(1); WATCHDOG(2); WATCHDOG(3);
 		busy[1] = 0; busy[2] = 0; busy[3] = 0;
+#ifdef MARKER
 		if
 		:: mky && mks + LD <= DBNOW -> mky = 0; mks = 0
 		:: else -> skip
 		fi;
+#endif
 		SAFE }
 	:: atomic { FAULTS && cbacks < CBACK && back < DBNOW -> cbacks++; FAULT; back++; SAFE }
 	/* ---- candidates ---- */
@@ -802,18 +812,24 @@ init {
 		SAFE
 	}
 	/* ---- operators on the floor table (issue 31 item 1) ---- */
+#if TAMP > 0
 	:: atomic {
 		FAULTS && tamps < TAMP && mig -> tamps++; FAULT;
 		if
-		:: existed -> existed = 0; floor = 0;   /* DELETE of the election's floor row */
-#ifndef M_MARKER_NOCOUNT
-			mkok = 0                            /* (MUTANT: the marker's count not checked) */
+		:: existed -> existed = 0; floor = 0    /* DELETE of the election's floor row */
+#if defined(MARKER) && !defined(M_MARKER_NOCOUNT)
+			; mkok = 0                          /* (MUTANT: the marker's sum not checked) */
 #endif
+#ifdef MARKER
 		:: mk -> mkok = 0                       /* DELETE of another election's floor row */
 		:: existed = 0; floor = 0; mk = 0; mkok = 0; mky = 0; mks = 0   /* TRUNCATE */
+#else
+		:: existed = 0; floor = 0               /* TRUNCATE */
+#endif
 		fi;
 		SAFE
 	}
+#endif
 #ifdef MARKER
 	/* another election's floor transaction finds no floor row of its own
 	 * and the marker missing or wrong: it rebuilds it (any time) */
