@@ -121,7 +121,7 @@
 // (after a DELETE) an 'insert', which waits
 // (TestFirstElectionSkipsLockDelay). "Never existed" is no floor row while
 // the floor table's history is whole: its marker (migration 8, the row whose
-// anchor is '') holds the sum of CRC32(anchor) over the floor rows, which
+// anchor is empty) holds the sum of CRC32(anchor) over the floor rows, which
 // the library keeps as it creates them, and was written at least LockDelay
 // ago. A TRUNCATE of the floor table or a DELETE of floor rows changes the
 // sum or drops the marker; a candidate that finds that writes the marker

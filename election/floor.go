@@ -135,8 +135,10 @@ type floorWrite func(tx floorTx, floor uint64, first bool) (term uint64, err err
 // returns when it is above the floor (or the row is missing), COMMIT. The
 // floor row's lock orders every term assignment of the election. Two
 // candidates locking the same missing floor row (the election's first
-// start) can deadlock on InnoDB's gap locks: the loser is tried once more,
-// and then finds the winner's row.
+// start) can deadlock on InnoDB's gap locks, and so can two first starts
+// of neighbouring names, which both wait for the floor's marker
+// (firstElection): the loser is tried once more, and then finds the
+// winner's rows.
 func inFloorTx(ctx context.Context, db txBeginner, f floorStmts, name string, write floorWrite) error {
 	err := inFloorTxOnce(ctx, db, f, name, write)
 	if writeConflict(err) && ctx.Err() == nil {
