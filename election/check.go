@@ -509,7 +509,7 @@ type preflightCheck struct {
 func preflightChecks() []preflightCheck {
 	return []preflightCheck{
 		{PropFloorTable, both, func(ctx context.Context, db *sql.DB, table string) error {
-			return checkFloorTable(ctx, db, table, newFloorStmts(table, lockBound{}))
+			return checkFloorTable(ctx, db, table, newFloorStmts(table, lockBound{}, 0))
 		}, "the term floor table exists, and the user may read and write it",
 			"every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
 			"run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},

@@ -27,9 +27,10 @@ type rowState struct {
 	acquired   string  // "" for the column default ('operator')
 	// floor is the election's term floor row (migration 6): "" at the
 	// row's term (at the clock less a second when the row is missing: the
-	// election existed), "none" for no floor row (it never existed), "ahead"
-	// an hour ahead of the database clock (the clock was set back, or a
-	// REPLACE wrote a term below the floor).
+	// election existed), "none" for no floor row (it never existed: the
+	// floor's marker counts none), "deleted" for none (a DBA deleted it: the
+	// marker still counts it), "ahead" an hour ahead of the database clock
+	// (the clock was set back, or a REPLACE wrote a term below the floor).
 	floor string
 }
 
@@ -123,8 +124,8 @@ func TestHeartbeatConformance(t *testing.T) {
 			decision{n: 0, id: other, acquired: "expired", term: "same", transferTo: "NULL"}},
 		{"missing while I hold (deleted): insert", held, rowState{missing: true},
 			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
-		{"missing while I hold, floor deleted too (by a DBA): first", held, rowState{missing: true, floor: "none"},
-			decision{n: 1, id: me, acquired: "first", term: "new", transferTo: "NULL", held: true, inserted: true}},
+		{"missing while I hold, floor deleted too (by a DBA): insert", held, rowState{missing: true, floor: "deleted"},
+			decision{n: 1, id: me, acquired: "insert", term: "new", transferTo: "NULL", held: true, delay: true, inserted: true}},
 		{"mine, released by me: take anew", held, rowState{id: me, term: held, ago: live, released: true, acquired: "expired"},
 			decision{n: 2, id: me, acquired: "released", term: "new", transferTo: "NULL", held: true}},
 	}
@@ -143,10 +144,11 @@ func TestHeartbeatConformance(t *testing.T) {
 				var err error
 				switch tc.row.floor {
 				case "none":
+					testdb.IntactFloor(t, db)
 					return 0
 				case "ahead":
 					err = db.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) + 3600000000").Scan(&floor)
-				case "":
+				case "", "deleted":
 					floor = term
 					if term == 0 {
 						err = db.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) - 1000000").Scan(&floor)
@@ -157,6 +159,13 @@ func TestHeartbeatConformance(t *testing.T) {
 				}
 				if _, err := db.ExecContext(ctx, "INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, ?)", name, floor); err != nil {
 					t.Fatal(err)
+				}
+				testdb.IntactFloor(t, db)
+				if tc.row.floor == "deleted" {
+					if _, err := db.ExecContext(ctx, "DELETE FROM service_election_floor WHERE anchor = ?", name); err != nil {
+						t.Fatal(err)
+					}
+					return 0
 				}
 				return floor
 			}

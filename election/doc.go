@@ -115,11 +115,20 @@
 // that already named it (an operator's REPLACE) — waits out LockDelay
 // (default: one lease) before it is told it leads, so a predecessor that
 // does not yet know it was deposed has stood down (Chubby's and Consul's
-// lock-delay). The first election of a name that never existed (no floor
-// row) does not wait: its insert writes acquired = 'first', and leads at
-// once, since nobody led before it; the floor row it creates makes every
-// later insert (after a DELETE) an 'insert', which waits
-// (TestFirstElectionSkipsLockDelay). DisableLockDelay turns the delay off: faster
+// lock-delay). The first election of a name that never existed does not
+// wait: its insert writes acquired = 'first', and leads at once, since
+// nobody led before it; the floor row it creates makes every later insert
+// (after a DELETE) an 'insert', which waits
+// (TestFirstElectionSkipsLockDelay). "Never existed" is no floor row while
+// the floor table's history is whole: its marker (migration 8, the row whose
+// anchor is empty) holds the sum of CRC32(anchor) over the floor rows, which
+// the library keeps as it creates them, and was written at least LockDelay
+// ago. A TRUNCATE of the floor table or a DELETE of floor rows changes the
+// sum or drops the marker; a candidate that finds that writes the marker
+// again (after a floor row for every election row), so inserts wait for one
+// LockDelay, as they do for LockDelay after migration 8 (a leader of a row
+// deleted just before the migration: TestFirstElectionAfterFloorTampering,
+// TestFirstElectionAfterUpgrade). DisableLockDelay turns the delay off: faster
 // operator actions, at the cost of an overlap of up to the old leader's
 // RenewDeadline after a REPLACE or DELETE.
 //

@@ -1,11 +1,14 @@
 package election
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -22,6 +25,17 @@ import (
 // never had a term: its first insert is acquired = 'first', and leads
 // without the lock delay; the floor row it creates makes every later insert
 // (after a DELETE) an 'insert', which waits the delay out.
+//
+// That holds only while the floor table keeps its history: a TRUNCATE, a
+// DELETE of a floor row, or the table created (migration 6) just after a
+// DELETE of a row whose leader still runs, would make an insert 'first'
+// while that leader believes. So 'first' also needs the floor table's
+// marker (migration 8: the row whose anchor is ''): its term_floor the sum
+// of CRC32(anchor) over the other floor rows (each floor row the library
+// creates is added in the same transaction), its marked_at at least
+// LockDelay ago. A transaction that finds it missing or wrong writes it
+// again, after a floor row for every election row (model/README.md, "Issue
+// 31 item 1").
 
 // FloorTable returns the name of the term floor table of election table
 // table (DefaultTable when empty): table with "_floor" appended, in the same
@@ -40,20 +54,40 @@ type floorStmts struct {
 	read stmt
 	// raise raises election :name's floor to :term (creating its row).
 	raise stmt
-	// peek reads nothing: preflight's check that the table exists.
+	// marker locks the marker and reads its sum and whether it was
+	// written at least the lock delay ago.
+	marker stmt
+	// sum is the sum of CRC32(anchor) over the floor rows.
+	sum stmt
+	// count adds election :name's new floor row to the marker's sum.
+	count stmt
+	// seed gives every election row a floor row, at its term.
+	seed stmt
+	// mark writes the marker: sum :term, written now.
+	mark stmt
+	// peek reads nothing: preflight's check that the table exists, with
+	// the marker's column.
 	peek string
 }
 
 // newFloorStmts returns the floor statements of election table table,
-// bounded by b.
-func newFloorStmts(table string, b lockBound) floorStmts {
-	ftbl := quoteTable(FloorTable(table))
+// bounded by b, for a candidate whose lock delay is lockDelay.
+func newFloorStmts(table string, b lockBound, lockDelay time.Duration) floorStmts {
+	tbl, ftbl := quoteTable(cmp.Or(table, DefaultTable)), quoteTable(FloorTable(table))
 	return floorStmts{
 		read: b.stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
 		// No VALUES() (deprecated on MySQL): :term again.
 		raise: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
-		peek: `SELECT term_floor FROM ` + ftbl + ` WHERE 1 = 0`,
+		marker: b.stmt(`SELECT term_floor, IFNULL(marked_at + ` + strconv.FormatInt(lockDelay.Microseconds(), 10) + ` <= ` + termNowSQL + `, 0)
+FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
+		sum:   b.stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
+		count: b.stmt(`UPDATE ` + ftbl + ` SET term_floor = term_floor + CRC32(:name) WHERE anchor = ''`),
+		seed: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT anchor, term FROM ` + tbl + `
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
+		mark: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNowSQL + `)
+ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNowSQL),
+		peek: `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`,
 	}
 }
 
@@ -90,9 +124,10 @@ func floorConn(ctx context.Context, src txBeginner) (*sql.Conn, func(), error) {
 }
 
 // floorWrite is a statement that may assign election's term, run by
-// inFloorTx in its transaction with the floor (0 when first) and first (the
-// election has no floor row). It returns the term the floor must be raised
-// to (the term it wrote, or the row's), 0 for none.
+// inFloorTx in its transaction with the floor (0 when the election has no
+// floor row) and first (it never existed: see firstElection). It returns the
+// term the floor must be raised to (the term it wrote, or the row's), 0 for
+// none.
 type floorWrite func(tx floorTx, floor uint64, first bool) (term uint64, err error)
 
 // inFloorTx runs write in one transaction with election name's floor row:
@@ -100,8 +135,10 @@ type floorWrite func(tx floorTx, floor uint64, first bool) (term uint64, err err
 // returns when it is above the floor (or the row is missing), COMMIT. The
 // floor row's lock orders every term assignment of the election. Two
 // candidates locking the same missing floor row (the election's first
-// start) can deadlock on InnoDB's gap locks: the loser is tried once more,
-// and then finds the winner's row.
+// start) can deadlock on InnoDB's gap locks, and so can two first starts
+// of neighbouring names, which both wait for the floor's marker
+// (firstElection): the loser is tried once more, and then finds the
+// winner's rows.
 func inFloorTx(ctx context.Context, db txBeginner, f floorStmts, name string, write floorWrite) error {
 	err := inFloorTxOnce(ctx, db, f, name, write)
 	if writeConflict(err) && ctx.Err() == nil {
@@ -192,26 +229,78 @@ func discard(c *sql.Conn) {
 }
 
 func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, write floorWrite) error {
-	var floor uint64
-	first := false
-	query, args := f.read.bind(params{Name: name})
-	switch err := c.QueryRowContext(ctx, query, args...).Scan(&floor); {
-	case errors.Is(err, sql.ErrNoRows):
-		first = true
-	case err != nil:
-		return err
-	}
-	term, err := write(c, floor, first)
+	floor, missing, err := readFloor(ctx, c, f, name)
 	if err != nil {
 		return err
 	}
-	if term > floor || first && term > 0 {
-		query, args = f.raise.bind(params{Name: name, Term: term})
-		if _, err := c.ExecContext(ctx, query, args...); err != nil {
+	first := false
+	if missing {
+		var marked bool
+		if first, marked, err = firstElection(ctx, c, f); err != nil {
 			return err
 		}
+		if marked { // the election's row, if any, got a floor row
+			if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	term, err := write(c, floor, first)
+	if err != nil || term <= floor {
+		return err
+	}
+	query, args := f.raise.bind(params{Name: name, Term: term})
+	if _, err := c.ExecContext(ctx, query, args...); err != nil || !missing {
+		return err
+	}
+	// A new floor row (the read's lock kept others from creating it).
+	query, args = f.count.bind(params{Name: name})
+	_, err = c.ExecContext(ctx, query, args...)
+	return err
+}
+
+// readFloor locks election name's floor row and reads it: missing when
+// there is none (floor 0).
+func readFloor(ctx context.Context, c *sql.Conn, f floorStmts, name string) (floor uint64, missing bool, err error) {
+	query, args := f.read.bind(params{Name: name})
+	err = c.QueryRowContext(ctx, query, args...).Scan(&floor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, true, nil
+	}
+	return floor, false, err
+}
+
+// firstElection reports whether an election with no floor row never
+// existed (first): the floor table's marker exists, its sum is the floor
+// rows', and it was written at least the lock delay ago. A marker missing
+// or wrong is written again (marked), after a floor row for every election
+// row: first elections then wait their lock delay out for one lock delay.
+func firstElection(ctx context.Context, c *sql.Conn, f floorStmts) (first, marked bool, err error) {
+	var want, sum uint64
+	query, args := f.marker.bind(params{})
+	err = c.QueryRowContext(ctx, query, args...).Scan(&want, &first)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, false, err
+	}
+	found := err == nil
+	query, args = f.sum.bind(params{})
+	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+		return false, false, err
+	}
+	if found && sum == want {
+		return first, false, nil
+	}
+	query, args = f.seed.bind(params{})
+	if _, err := c.ExecContext(ctx, query, args...); err != nil {
+		return false, false, err
+	}
+	query, args = f.sum.bind(params{})
+	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+		return false, false, err
+	}
+	query, args = f.mark.bind(params{Term: sum})
+	_, err = c.ExecContext(ctx, query, args...)
+	return false, true, err
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
@@ -221,12 +310,17 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, wr
 // are left to the campaign).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts) error {
 	if _, err := db.ExecContext(ctx, f.peek); err != nil {
-		if mysqlErrno(err) == erNoSuchTable {
-			return fmt.Errorf("%w: the term floor table %s is missing (schema version 6): "+
-				"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
-				ErrSchemaMismatch, FloorTable(table), err)
+		what := "is missing (schema version 6)"
+		switch mysqlErrno(err) {
+		case erNoSuchTable:
+		case erBadField:
+			what = "has no column marked_at (schema version 8)"
+		default:
+			return classify(err, FloorTable(table))
 		}
-		return classify(err, FloorTable(table))
+		return fmt.Errorf("%w: the term floor table %s %s: "+
+			"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
+			ErrSchemaMismatch, FloorTable(table), what, err)
 	}
 	ftbl := quoteTable(FloorTable(table))
 	for _, probe := range []string{

@@ -268,7 +268,7 @@ VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + cl
 	s.placeholder = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = newFloorStmts(cfg.Table, lockBound{})
+	s.floor = newFloorStmts(cfg.Table, lockBound{}, cfg.LockDelay)
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it

@@ -206,6 +206,7 @@ func TestLockConformance(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				testdb.IntactFloor(t, db)
 				if tc.row.missing {
 					return 0
 				}

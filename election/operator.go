@@ -60,7 +60,8 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 		err = tx.QueryRowContext(ctx, query, args...).Scan(&term)
 		return term, err
 	}
-	f := newFloorStmts(op.table, bound)
+	// Assume inserts no row: no lock delay to judge a first election by.
+	f := newFloorStmts(op.table, bound, 0)
 	for try := 1; ; try++ { // see execRetryingConflicts
 		err = inFloorTxOnce(ctx, db, f, name, write)
 		if try == 3 || !writeConflict(err) || ctx.Err() != nil {

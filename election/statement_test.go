@@ -196,6 +196,11 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
 	}
+	f := newFloorStmts(DefaultTable, lockBound{}, time.Second)
+	for _, s := range []stmt{f.marker, f.sum, f.count, f.seed, f.mark} {
+		q, _ := s.bind(params{})
+		all = append(all, builtStatement{what: "the floor's marker", sql: q})
+	}
 	for _, s := range all {
 		// trustedSQL compares SYSDATE(6) with NOW(6) (issue 31): it
 		// judges no time.
@@ -281,7 +286,7 @@ WHERE anchor = ? AND ` + r + ` AND ` + trustedSQL + ` AND ` + commitsSQL), []any
 		{"floor read", bound.wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
 		{"floor raise", bound.wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.Term, p.Term}},
-		{"floor peek", `SELECT term_floor FROM ` + ftbl + ` WHERE 1 = 0`, []any{}},
+		{"floor peek", `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, []any{}}, // marked_at: schema version 8
 		{"batch bound", `SET @sqlelect_wait_timeout = @@session.wait_timeout,
   @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,
   @sqlelect_lock_wait_timeout = @@session.lock_wait_timeout,

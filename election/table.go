@@ -305,7 +305,7 @@ func (t *tableBackend) prepareSQL() {
 		proclaim:  newRowStmt(held.proclaim, bound, bound),
 		prefer:    newRowStmt(held.prefer, bound, bound),
 		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`, // decision: schema version 7
-		floor:     newFloorStmts(t.cfg.Table, bound),
+		floor:     newFloorStmts(t.cfg.Table, bound, t.cfg.LockDelay),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/internal/testdb"
+	"github.com/sqlelect/sqlelect/schema"
 )
 
 // termBackends are the two backends, built on db.
@@ -263,68 +264,183 @@ func TestFirstElectionSkipsLockDelay(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	// acquired reads who holds the row, how its term began, and whether
-	// the holder renewed it since.
-	acquired := func(name string) (id, how string, renewed bool) {
-		t.Helper()
-		err := db.QueryRowContext(ctx, `SELECT service_id, acquired, last_seen_active > term_started_at
-FROM service_election WHERE anchor = ?`, name).Scan(&id, &how, &renewed)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			t.Fatal(err)
-		}
-		return id, how, renewed
-	}
 	for _, bk := range termBackends(db) {
 		t.Run(bk.name, func(t *testing.T) {
 			name := "first-" + bk.name + "-" + randHex(4)
-			// Defaults: a 15 s lease and lock delay. 5 s is a third of it,
-			// and room for a loaded CI machine.
-			fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
-			start := time.Now()
-			leadTerm(t, fctx, bk.new, election.Config{Name: name, ID: "first"})
-			took := time.Since(start)
-			fcancel()
-			t.Logf("first election led %v after Run began (default lock delay %v)", took, election.DefaultLeaseDuration)
-			// leadTerm stopped it: the row is released, and still says
-			// how its term began.
-			if id, how, _ := acquired(name); id != "first" || how != "first" {
-				t.Errorf("after the first election the row says (%s, acquired %q); want (first, first)", id, how)
-			}
-
+			leadsFirst(t, ctx, db, bk.new, name)
 			// After a DELETE: an insert, which waits out the lock delay.
 			if _, err := election.Reelect(ctx, db, "", name); err != nil {
 				t.Fatal(err)
 			}
-			cfg := sessionClockConfig(name, "second")
-			cfg.LockDelay = time.Minute // longer than the test: it must hold without leading
-			e, err := bk.new(cfg)
+			insertWaits(t, ctx, db, bk.new, name)
+		})
+	}
+}
+
+// TestFirstElectionAfterFloorTampering: an election's first insert skips
+// the lock delay only while the floor table keeps its history (issue 31).
+// After a TRUNCATE of the floor table, a DELETE of the election's floor
+// row, or of another election's, then a DELETE of the row (Reelect), whose
+// leader may still believe it leads, the next insert is acquired =
+// 'insert' and waits its lock delay out. On both backends.
+func TestFirstElectionAfterFloorTampering(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, tamper := range []struct{ what, sql, of string }{ // of: whose floor row
+		{"TRUNCATE", "TRUNCATE service_election_floor", ""},
+		{"DELETE its floor row", "DELETE FROM service_election_floor WHERE anchor = ?", "its"},
+		{"DELETE another's floor row", "DELETE FROM service_election_floor WHERE anchor = ?", "another's"},
+	} {
+		t.Run(tamper.what, func(t *testing.T) {
+			for _, bk := range []string{"table", "lock"} {
+				t.Run(bk, func(t *testing.T) {
+					// A database each: a tampered table's marker, written
+					// again, keeps first elections off for a lock delay.
+					dsn := testdb.DSN(t)
+					testdb.Migrate(t, dsn)
+					db := testdb.Open(t, dsn)
+					newElection := termBackend(db, bk)
+					name, other := "tamper-"+randHex(4), "other-"+randHex(4)
+					leadsFirst(t, ctx, db, newElection, other)
+					leadsFirst(t, ctx, db, newElection, name)
+					var args []any
+					switch tamper.of {
+					case "its":
+						args = []any{name}
+					case "another's":
+						args = []any{other}
+					}
+					if _, err := db.ExecContext(ctx, tamper.sql, args...); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := election.Reelect(ctx, db, "", name); err != nil {
+						t.Fatal(err)
+					}
+					insertWaits(t, ctx, db, newElection, name)
+				})
+			}
+		})
+	}
+}
+
+// TestFirstElectionAfterUpgrade: an upgrade from a version without the
+// term floor (schema version 5), where the operator deleted the row of an
+// election whose leader still runs just before running the migrations: the
+// next insert is acquired = 'insert' and waits its lock delay out, as the
+// migration's marker is younger than the lock delay (issue 31). The marker
+// sums the floor rows the migration created.
+func TestFirstElectionAfterUpgrade(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, bk := range []string{"table", "lock"} {
+		t.Run(bk, func(t *testing.T) {
+			dsn := testdb.DSN(t)
+			m, err := schema.Open(dsn)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rctx, rcancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- e.Run(rctx) }()
-			defer func() { rcancel(); <-done }()
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			// Once it renewed the row it inserted, it holds it: it must
-			// not lead before its lock delay ends.
-			for {
-				if id, how, renewed := acquired(name); id == "second" && renewed {
-					if how != "insert" {
-						t.Fatalf("after a DELETE the new row says acquired %q; want insert", how)
-					}
-					break
-				}
-				select {
-				case <-tick.C:
-				case <-ctx.Done():
-					t.Fatalf("the second candidate did not insert a row: %v", ctx.Err())
+			defer m.Close()
+			if err := m.Steps(5); err != nil {
+				t.Fatal(err)
+			}
+			db := testdb.Open(t, dsn)
+			name, kept := "upgrade-"+randHex(4), "kept-"+randHex(4)
+			for _, n := range []string{name, kept} { // two leaders of the old version
+				if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id) VALUES (?, 'old')", n); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if e.IsLeader() {
-				t.Fatalf("the insert after a DELETE leads at once; want it to wait out its lock delay (%v)", cfg.LockDelay)
+			if _, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", name); err != nil {
+				t.Fatal(err)
 			}
+			if err := m.Up(); err != nil {
+				t.Fatal(err)
+			}
+			var sum, floors uint64
+			var young bool
+			if err := db.QueryRowContext(ctx, `SELECT m.term_floor, m.marked_at > FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) - 60000000,
+  (SELECT SUM(CRC32(anchor)) FROM service_election_floor WHERE anchor <> '')
+FROM service_election_floor m WHERE m.anchor = ''`).Scan(&sum, &young, &floors); err != nil {
+				t.Fatalf("the marker: %v", err)
+			}
+			if sum != floors || !young {
+				t.Errorf("the marker sums %d, written within the last minute %v; want %d (the floor row of %s), true", sum, young, floors, kept)
+			}
+			insertWaits(t, ctx, db, termBackend(db, bk), name)
 		})
+	}
+}
+
+// termBackend is termBackends' backend called name.
+func termBackend(db *sql.DB, name string) func(election.Config) (election.Election, error) {
+	for _, bk := range termBackends(db) {
+		if bk.name == name {
+			return bk.new
+		}
+	}
+	return nil
+}
+
+// rowAcquired reads who holds election name's row, how its term began, and
+// whether the holder renewed it since.
+func rowAcquired(t *testing.T, ctx context.Context, db *sql.DB, name string) (id, how string, renewed bool) {
+	t.Helper()
+	err := db.QueryRowContext(ctx, `SELECT service_id, acquired, last_seen_active > term_started_at
+FROM service_election WHERE anchor = ?`, name).Scan(&id, &how, &renewed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	return id, how, renewed
+}
+
+// leadsFirst runs a candidate of election name, which never existed, with
+// the default durations (a lock delay of a whole lease, 15 s): it must lead
+// within a deadline well below the lock delay, the row saying acquired =
+// 'first'. It resigns, releasing the row.
+func leadsFirst(t *testing.T, ctx context.Context, db *sql.DB, newElection func(election.Config) (election.Election, error), name string) {
+	t.Helper()
+	// 5 s is a third of the lock delay, and room for a loaded CI machine.
+	fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+	start := time.Now()
+	leadTerm(t, fctx, newElection, election.Config{Name: name, ID: "first"})
+	took := time.Since(start)
+	fcancel()
+	t.Logf("first election of %s led %v after Run began (default lock delay %v)", name, took, election.DefaultLeaseDuration)
+	// leadTerm stopped it: the row is released, and still says how its
+	// term began.
+	if id, how, _ := rowAcquired(t, ctx, db, name); id != "first" || how != "first" {
+		t.Errorf("after the first election the row says (%s, acquired %q); want (first, first)", id, how)
+	}
+}
+
+// insertWaits runs a candidate of election name, whose row is missing, with
+// a lock delay longer than the test: once it renewed the row it inserted,
+// the row must say acquired = 'insert' and the candidate must not lead.
+func insertWaits(t *testing.T, ctx context.Context, db *sql.DB, newElection func(election.Config) (election.Election, error), name string) {
+	t.Helper()
+	cfg := sessionClockConfig(name, "second")
+	cfg.LockDelay = time.Minute // longer than the test: it must hold without leading
+	e, err := newElection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runElection(t, ctx, e)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if id, how, renewed := rowAcquired(t, ctx, db, name); id == "second" && renewed {
+			if how != "insert" {
+				t.Fatalf("after a DELETE the new row says acquired %q; want insert", how)
+			}
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("the second candidate did not insert a row: %v", ctx.Err())
+		}
+	}
+	if e.IsLeader() {
+		t.Fatalf("the insert after a DELETE leads at once; want it to wait out its lock delay (%v)", cfg.LockDelay)
 	}
 }

@@ -40,11 +40,12 @@ const gmsTable = `CREATE TABLE service_election (
   CONSTRAINT service_election_decision CHECK (decision IS NULL)
 )`
 
-// gmsFloorTable is the term floor table (migration 6) as go-mysql-server
-// takes it.
+// gmsFloorTable is the term floor table (migrations 6 and 8) as
+// go-mysql-server takes it.
 const gmsFloorTable = `CREATE TABLE service_election_floor (
   anchor VARCHAR(128) NOT NULL,
   term_floor BIGINT UNSIGNED NOT NULL,
+  marked_at BIGINT UNSIGNED NULL DEFAULT NULL,
   PRIMARY KEY (anchor)
 )`
 

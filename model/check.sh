@@ -41,6 +41,15 @@ floor-first      ok  sqlelect 19.3 -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK
 floor-ops        ok  sqlelect 3.6  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DFLOOR -DFIRST -DSTRICT
 terms-today      cex sqlelect 0.4  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DSTRICT
 naive-first      cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DINIT_EMPTY -DFLOOR -DFIRST -DNAIVE_FIRST
+== issue 31 item 1: the floor table tampered with, the upgrade from a version without the floor (-DMARKER: the marker row)
+floor-tamper     ok  sqlelect 9.1  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DTAMP=1 -DFLOOR -DFIRST -DMARKER
+floor-upgrade    ok  sqlelect 3.8  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DUPGRADE -DFLOOR -DFIRST -DMARKER
+first-rebuilt    cex sqlelect 0.1  -DH=8 -DOPS=0 -DRES=0 -DNET=0 -DFEN=0 -DTAMP=1 -DINIT_EMPTY -DFLOOR -DFIRST -DMARKER -DREACH
+today-tamper     cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DTAMP=1 -DFLOOR -DFIRST
+today-upgrade    cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DUPGRADE -DFLOOR -DFIRST
+m-marker-since   cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DUPGRADE -DFLOOR -DFIRST -DMARKER -DM_MARKER_NOSINCE
+m-marker-count   cex sqlelect 0    -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DTAMP=1 -DFLOOR -DFIRST -DMARKER -DM_MARKER_NOCOUNT
+upgrade-newname  cex sqlelect 0.8  -DH=8 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DNO_REQ -DUPGRADE -DINIT_EMPTY -DFLOOR -DFIRST -DMARKER
 == the table backend's mutants: each must give a counterexample
 m-release-free   cex sqlelect 0    -DH=6 -DOPS=1 -DRES=1 -DNET=0 -DFEN=0 -DM_RELEASE_FREE
 m-revive         cex sqlelect 0    -DH=6 -DOPS=0 -DRES=0 -DNET=1 -DFEN=0 -DM_REVIVE

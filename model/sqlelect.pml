@@ -72,6 +72,9 @@
 #ifndef CBACK
 #define CBACK 0        /* steps back of the database clock (one tick each) */
 #endif
+#ifndef TAMP
+#define TAMP 0         /* operators' writes to the floor table (TRUNCATE, DELETE of floor rows) */
+#endif
 
 /* -DLIVENESS: faults (operators, crashes, network faults, resignations,
  * drift, recipe statements, requests) happen only before real time TF;
@@ -148,6 +151,29 @@ byte rxfer;             /* transfer_to: NONE (NULL), ANY (''), 1..N */
 byte floor;             /* term_floor: no term at or below it is issued again */
 bit existed;            /* the floor row exists: the election existed */
 
+/* Issue 31 item 1 (-DMARKER): the floor table's marker row (anchor ''):
+ * the number of floor rows the library created, and since when it exists
+ * (the database clock). The fast path (first) needs a complete floor
+ * history: the marker, its count matching the floor rows, and since +
+ * LockDelay passed. -DUPGRADE: the floor table does not exist yet (mig =
+ * 0) and candidate 1 runs a version without the floor (OLD) throughout. */
+#ifdef MARKER
+bit mk;                 /* the marker exists */
+bit mkok;               /* its checksum matches: no floor row deleted since */
+bit mky;                /* young: since + LockDelay is still ahead */
+byte mks;               /* since, while young (0 after) */
+#endif
+#ifdef REACH
+bit reb;                /* the marker was rebuilt */
+#endif
+#ifdef UPGRADE
+bit mig;                /* the floor table exists (migrated) */
+#define OLD(c) (c == 1)
+#else
+#define mig 1
+#define OLD(c) 0
+#endif
+
 /* A fenced transaction holding the row's share lock. */
 byte fh;                /* candidate, 0 for none */
 byte ft;                /* its term */
@@ -170,6 +196,9 @@ bit fin[N+1];
 bit busy[N+1];          /* sent a statement this tick: a statement takes time */           /* a fenced transaction of this candidate is open */
 
 byte ops, res, crashes, fens, rcps, prefs, cbacks, nets, drifts;
+#if TAMP > 0
+byte tamps;
+#endif
 byte lastf;             /* LIVENESS: when the last fault happened */
 byte maxLed;            /* the highest term any candidate led with */
 byte lastLed;           /* the candidate that led with it */
@@ -186,11 +215,56 @@ bit fast;    /* the processed statement's hold, send time, execution time */
 
 /* ---- the database ---- */
 
-/* a library statement assigns term nt: with the floor (variant a), above it */
+/* The marker rebuilt (a floor transaction found it missing or its count
+ * wrong): a floor row for every election row, since = now. */
+inline rebuild() {
+	if
+	:: rx -> existed = 1; floor = MAX(floor, rterm)
+	:: else -> skip
+	fi;
+	mk = 1; mkok = 1; mky = 1; mks = DBNOW;
+#ifdef REACH
+	reb = 1
+#else
+	skip
+#endif
+}
+
+/* the insert's acquired: first (no lock delay) or insert; with MARKER the
+ * transaction that finds no floor row reads the marker, rebuilding it if
+ * need be */
+inline firstOf() {
+	racq = A_INSERT;
+#ifdef MARKER
+	if
+	:: existed -> skip
+	:: !existed && !(mk && mkok) -> rebuild()
+#if defined(M_MARKER_NOSINCE)
+	/* MUTANT: a marker just created (migration, rebuild) allows the fast path */
+	:: !existed && mk && mkok -> racq = A_FIRST
+#else
+	:: !existed && mk && mkok && mky -> skip
+	:: !existed && mk && mkok && !mky -> racq = A_FIRST
+#endif
+	fi
+#else
+	/* today's rule: no floor row, a first election */
+	if :: !existed -> racq = A_FIRST :: else -> skip fi
+#endif
+}
+
+/* a library statement assigns term nt: with the floor (variant a), above
+ * it; creating the floor row counts it in the marker */
 inline issue() {
 #ifdef FLOOR
 	nt = MAX(nt, floor + 1);
 	floor = nt;
+#endif
+#ifdef MARKER
+	if
+	:: !existed && !(mk && mkok) -> rebuild()
+	:: else -> skip
+	fi;
 #endif
 	existed = 1
 }
@@ -201,10 +275,18 @@ inline hbExec(i, h) {
 	:: !rx ->
 		nt = TERMNOW;
 		racq = A_INSERT;
+		if
+		:: OLD(i) -> skip        /* an old version: no floor, never first */
+		:: else ->
 #ifdef FIRST
-		if :: !existed -> racq = A_FIRST :: else -> skip fi;
+			firstOf();
+#ifdef REACH
+			/* not a property: the fast path comes back after a rebuild */
+			assert(!(racq == A_FIRST && reb));
 #endif
-		issue();
+#endif
+			issue()
+		fi;
 		rx = 1; rsid = i; rlsa = DBNOW; rterm = nt; rlease = L; rrel = 0; rxfer = NONE;
 		sn[i] = 1
 	:: else ->
@@ -220,7 +302,7 @@ inline hbExec(i, h) {
 			:: else -> racq = A_CLAIMED
 			fi;
 			nt = MAX(rterm + 1, TERMNOW);
-			issue();
+			if :: OLD(i) -> skip :: else -> issue() fi;
 			assert(nt > rterm);      /* terms never decrease while the row exists */
 			rterm = nt
 		:: else -> skip
@@ -525,7 +607,7 @@ inline recipe() {
 /* followTick: read the row; send the heartbeat unless someone else holds
  * a live lease, a live row naming this candidate carries a request, or the
  * row is reserved for another */
-#define G_FOLLOW(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] == 0 && CLK(c) >= so[c] && \
+#define G_FOLLOW(c) ((mig || OLD(c)) && up[c] && ss[c] == S_FREE && !busy[c] && hold[c] == 0 && CLK(c) >= so[c] && \
 	!(LIVE && (rsid != c || rxfer != NONE)) && \
 	!(rx && rrel && rxfer != NONE && rxfer != c && !EXPIRED))
 #define G_LOST(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] != 0 && CLK(c) >= hd[c])
@@ -596,7 +678,15 @@ init {
 		rx = 1; rsid = 1; rterm = TERMNOW; rlsa = DBNOW; rlease = L; racq = A_EXPIRED; existed = 1;
 		floor = rterm;
 		hold[1] = rterm; hd[1] = CLK(1) + D; leading[1] = 1; lu[1] = hd[1]; lterm[1] = rterm;
-		maxLed = rterm; lastLed = 1
+		maxLed = rterm; lastLed = 1;
+#endif
+#ifdef UPGRADE
+		/* elected by a version without the floor: no floor table yet */
+		existed = 0; floor = 0; mig = 0
+#elif defined(MARKER)
+		mk = 1; mkok = 1            /* an intact floor table, its marker old */
+#else
+		skip
 #endif
 	}
 	do
@@ -605,6 +695,12 @@ init {
 		/* the watchdogs: a leadership whose deadline passed ends */
 		WATCHDOG(1); WATCHDOG(2); WATCHDOG(3);
 		busy[1] = 0; busy[2] = 0; busy[3] = 0;
+#ifdef MARKER
+		if
+		:: mky && mks + LD <= DBNOW -> mky = 0; mks = 0
+		:: else -> skip
+		fi;
+#endif
 		SAFE }
 	:: atomic { FAULTS && cbacks < CBACK && back < DBNOW -> cbacks++; FAULT; back++; SAFE }
 	/* ---- candidates ---- */
@@ -707,7 +803,7 @@ init {
 		if
 		:: TARGET(j); plainReplace(j)
 		:: rx = 0                                  /* DELETE, Reelect */
-		:: rx -> TARGET(j); assume(j)     /* Assume */
+		:: rx && mig -> TARGET(j); assume(j)     /* Assume (refuses a database without the floor) */
 #ifndef NO_REQ
 		:: LIVE -> TARGET(j); rxfer = j   /* RequestTransfer */
 		:: LIVE -> rxfer = ANY                     /* StepDown */
@@ -715,6 +811,43 @@ init {
 		fi;
 		SAFE
 	}
+	/* ---- operators on the floor table (issue 31 item 1) ---- */
+#if TAMP > 0
+	:: atomic {
+		FAULTS && tamps < TAMP && mig -> tamps++; FAULT;
+		if
+		:: existed -> existed = 0; floor = 0    /* DELETE of the election's floor row */
+#if defined(MARKER) && !defined(M_MARKER_NOCOUNT)
+			; mkok = 0                          /* (MUTANT: the marker's sum not checked) */
+#endif
+#ifdef MARKER
+		:: mk -> mkok = 0                       /* DELETE of another election's floor row */
+		:: existed = 0; floor = 0; mk = 0; mkok = 0; mky = 0; mks = 0   /* TRUNCATE */
+#else
+		:: existed = 0; floor = 0               /* TRUNCATE */
+#endif
+		fi;
+		SAFE
+	}
+#endif
+#ifdef MARKER
+	/* another election's floor transaction finds no floor row of its own
+	 * and the marker missing or wrong: it rebuilds it (any time) */
+	:: atomic { mig && !(mk && mkok) -> rebuild(); SAFE }
+#endif
+#ifdef UPGRADE
+	/* the migrations (6 and the marker's): floor rows for the existing
+	 * rows; the marker, since = now */
+	:: atomic { !mig -> mig = 1;
+		if
+		:: rx -> existed = 1; floor = rterm
+		:: else -> skip
+		fi;
+#ifdef MARKER
+		mk = 1; mkok = 1; mky = 1; mks = DBNOW;
+#endif
+		SAFE }
+#endif
 	/* ---- a recipe node ---- */
 	:: atomic { FAULTS && rcps < RCP && WRITABLE -> rcps++; FAULT; recipe(); SAFE }
 	od

@@ -144,15 +144,20 @@ func (g *Migrator) check(action string) error {
 		return wrap(err)
 	}
 	cv := columnsVersion(l)
-	if cv == 5 {
-		// Version 6 adds a table, not a column: the term floor.
+	if cv == 5 || cv == 7 {
+		// Versions 6 and 8 change no column of Table: 6 adds the term
+		// floor's table, 8 its column marked_at.
+		q := `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`
+		if cv == 7 {
+			q = `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'marked_at'`
+		}
 		var n int
-		if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, Table+"_floor").Scan(&n); err != nil {
+		if err := g.db.QueryRowContext(ctx, q, Table+"_floor").Scan(&n); err != nil {
 			return fmt.Errorf("schema: reading the tables: %w", err)
 		}
 		if n > 0 {
-			cv = 6
+			cv++
 		}
 	}
 	if cv > max(v, 0) && !dirty {

@@ -98,11 +98,12 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // reverts them one at a time, checking what each changes: 2 makes
 // service_id compare without padding, 3 makes the default lease the
 // library's, 4 adds transfer_to with service_id's collation, 5 adds
-// priority (default 0), 6 the term floor table, 7 the decision column.
+// priority (default 0), 6 the term floor table, 7 the decision column, 8
+// the floor's marker (its column marked_at, and its row).
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 7 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 7", schema.Latest())
+	if schema.Latest() != 8 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 8", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -160,6 +161,22 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 		if v >= 7 {
 			if _, err := db.ExecContext(ctx, "UPDATE service_election SET decision = 'renewed'"); err == nil {
 				t.Errorf("version %d: a row kept decision = 'renewed'; want the CHECK constraint to refuse it", v)
+			}
+		}
+		// Version 8: the floor's marker (anchor ''), the sum of CRC32(anchor)
+		// over the floor rows, written by the migration.
+		var markers int
+		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election_floor' AND COLUMN_NAME = 'marked_at'`).Scan(&markers)
+		if err != nil || markers != map[bool]int{true: 1, false: 0}[v >= 8] {
+			t.Errorf("version %d: %d columns marked_at (%v), want one from version 8 on", v, markers, err)
+		}
+		if v >= 8 {
+			var ok sql.NullBool
+			err := db.QueryRowContext(ctx, `SELECT m.term_floor = (SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM service_election_floor WHERE anchor <> '') AND m.marked_at > 0
+FROM service_election_floor m WHERE m.anchor = ''`).Scan(&ok)
+			if err != nil || !ok.Bool {
+				t.Errorf("version %d: the floor's marker: %v, %v; want the sum of the floor rows", v, ok, err)
 			}
 		}
 	}
