@@ -150,6 +150,7 @@ func chaosSingleServer(t *testing.T, backend string, rounds int) {
 		{kind: kindHealthFlap, inject: healthFlap, once: true},
 		{kind: kindFrozenWaiter, inject: frozenWaiter(adminFor), once: true},
 		{kind: kindOpRestore, inject: opRestore(adminFor), once: true},
+		{kind: kindOpFloorTamper, inject: opFloorTamper(adminFor)},
 		{kind: kindDBRestartOptions, inject: dbRestartOptions(func() *mysqld.Server { return srv }, serverArgs,
 			[]string{"--completion-type=CHAIN"}), once: true},
 	}

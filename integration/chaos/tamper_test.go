@@ -22,7 +22,29 @@ const (
 	// every COMMIT opens the next transaction), for a few leases, then
 	// restarted as it was.
 	kindDBRestartOptions = "db_restart_options"
+	// kindOpFloorTamper: the term floor's evidence gone while a leader
+	// runs (TRUNCATE of the floor table, or a DELETE of the election's
+	// floor row), then the election's row deleted: the next insert used to
+	// lead at once, as the first of a name that never existed.
+	kindOpFloorTamper = "op_floor_tamper"
 )
+
+// opFloorTamper truncates the floor table or deletes the election's floor
+// row, at random, then deletes the election's row.
+func opFloorTamper(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
+	return func(c *cluster, l *slot) (string, error) {
+		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
+		defer cancel()
+		what, q, args := "truncate floor", "TRUNCATE service_election_floor", []any(nil)
+		if c.rng.IntN(2) == 0 {
+			what, q, args = "delete floor row", "DELETE FROM service_election_floor WHERE anchor = ?", []any{c.name}
+		}
+		if err := operatorExec(ctx, admin(), q, args...); err != nil {
+			return what, err
+		}
+		return what + ", delete", operatorExec(ctx, admin(), "DELETE FROM service_election WHERE anchor = ?", c.name)
+	}
+}
 
 // opRestore copies the election's row into a backup table, waits until the
 // copy reads as expired, and restores it with a fresh lease.
