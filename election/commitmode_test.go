@@ -2,7 +2,9 @@ package election_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -214,5 +216,93 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 				cancel()
 			}
 		})
+	}
+}
+
+// TestLockConnectionLeftInTransaction (issue 31): the lock backend takes its
+// connection from the caller's pool, which may hand it one left in an open
+// transaction (here by COMMIT AND CHAIN; the chaos fault
+// db_restart_options found the library's own Fenced leaving one). The
+// session's settings do not end it: every renewal on that connection used
+// to stay uncommitted while the leader believed, until the transaction
+// ended (a restart of the server rolled it back, and a follower took the
+// row at once). The leader's lock connection is KILLed, so that it takes a
+// new one from its pool: the one left in a transaction. A clean session
+// must see its renewals.
+func TestLockConnectionLeftInTransaction(t *testing.T) {
+	t.Parallel() // waits on leases, on a database and an election of its own
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	clean := testdb.Open(t, dsn)
+	name := "lock-in-tx-" + randHex(4)
+	pool := testdb.Open(t, dsn)
+	pool.SetMaxOpenConns(2)
+	pool.SetMaxIdleConns(2)
+	w := newOverlapWatch()
+	cfg := sessionClockConfig(name, "L")
+	cfg.Callbacks = w.callbacks("L", func() []election.Election { return nil })
+	l, err := election.NewLock(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runElection(t, ctx, l)
+	w.waitElected(t, ctx, "L")
+	// The pool's other connection: left in a transaction.
+	tamper(t, ctx, pool, "SET completion_type = 'CHAIN'", "BEGIN", "COMMIT", "SET completion_type = 'NO_CHAIN'")
+	rec, err := election.Status(ctx, clean, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clean.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", rec.ConnectionID)); err != nil {
+		t.Fatal(err)
+	}
+	// Renewed on the new lock connection, as a clean session sees it.
+	if other := w.holdsFor(t, ctx, clean, name, "L", 2*tLease); other != "" {
+		t.Errorf("%s elected", other)
+	}
+	after, err := election.Status(ctx, clean, "", name)
+	if err != nil || after.ConnectionID == rec.ConnectionID || after.ID != "L" {
+		t.Errorf("Status after the KILL: %+v, %v; want L on another connection than %d", after, err, rec.ConnectionID)
+	}
+}
+
+// TestFencedLeavesNoTransaction (issue 31): Fenced gives its connection back
+// to the pool in no transaction, whatever the session's completion_type:
+// database/sql's ROLLBACK that ends the *sql.Tx used to open the next
+// transaction on a session with completion_type=CHAIN, and the pool then
+// handed that connection to the next statement (the lock backend's lock
+// connection among them). A write on the pool's only connection after
+// Fenced must be seen by a clean session.
+func TestFencedLeavesNoTransaction(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	clean := testdb.Open(t, dsn)
+	if _, err := clean.ExecContext(ctx, "CREATE TABLE probe (n INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	name := "fenced-tx-" + randHex(4)
+	pool := onePool(t, ctx, dsn)
+	w := newOverlapWatch()
+	cfg := sessionClockConfig(name, "L")
+	cfg.Callbacks = w.callbacks("L", func() []election.Election { return nil })
+	l, err := election.NewTable(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runElection(t, ctx, l)
+	w.waitElected(t, ctx, "L")
+	tamper(t, ctx, pool, "SET completion_type = 'CHAIN'")
+	if err := l.Fenced(ctx, func(*sql.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	tamper(t, ctx, pool, "INSERT INTO probe VALUES (1)")
+	var n int
+	if err := clean.QueryRowContext(ctx, "SELECT COUNT(*) FROM probe").Scan(&n); err != nil || n != 1 {
+		t.Errorf("a write on the pool after Fenced: %d rows seen, %v; want 1 (committed)", n, err)
 	}
 }

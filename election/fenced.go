@@ -113,7 +113,8 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 // transaction cut off by a partition (a half-open connection) or left by a
 // frozen process would otherwise keep its share lock, and every takeover
 // waiting, until wait_timeout (8 hours by default). The session's own
-// wait_timeout is put back before the connection returns to the pool; after
+// wait_timeout and completion_type are put back before the connection
+// returns to the pool, in no transaction; after
 // any error the connection is closed instead. The COMMIT is sent as a
 // statement under ctx (tx.Commit cannot be cancelled), so that a commit
 // whose answer does not come (a half-open connection, a stalled Galera
@@ -127,7 +128,11 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)})
+	// completion_type NO_CHAIN meanwhile: database/sql's ROLLBACK that ends
+	// the *sql.Tx would otherwise open the next transaction, and leave it
+	// on the pool (issue 31).
+	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)},
+		sessionVar{"completion_type", "'NO_CHAIN'"})
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)

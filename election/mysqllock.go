@@ -266,10 +266,18 @@ func (c *lockConn) open(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
-// setup runs session (SET SESSION statements) on the connection, asks for
-// TCP keepalive probes after keepalive of silence (see trySessionKeepalive)
-// and reads the connection's id.
+// setup ends any transaction the connection came from the pool with, runs
+// session (SET SESSION statements) on it, asks for TCP keepalive probes
+// after keepalive of silence (see trySessionKeepalive) and reads the
+// connection's id. A transaction left open (by COMMIT AND CHAIN, or a BEGIN
+// sent as a statement) would hold every later statement's change
+// uncommitted, a renewal's too (issue 31): it is rolled back, as the
+// server would at the end of the session; the connection never goes back
+// to the pool.
 func (c *lockConn) setup(ctx context.Context, session stmt, keepalive time.Duration) error {
+	if _, err := c.conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
+		return c.fail(err)
+	}
 	if _, err := c.exec(ctx, session); err != nil {
 		return c.fail(err)
 	}
