@@ -77,38 +77,6 @@ func TestSessionCommitModeOnPool(t *testing.T) {
 	}
 }
 
-// TestPreflightRefusesNoAutocommit: a DSN whose sessions do not commit each
-// statement is refused by Run on both backends (ErrNoAutocommit, at once),
-// and failed by the doctor for both.
-func TestPreflightRefusesNoAutocommit(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ key, value string }{{"autocommit", "0"}, {"completion_type", "1"}, {"completion_type", "'CHAIN'"}} {
-		for _, backend := range []string{election.BackendTable, election.BackendLock} {
-			t.Run(backend+"/"+tc.key+"="+tc.value, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				_, db := checkDB(t, map[string]string{tc.key: tc.value})
-				cfg := sessionClockConfig("no-autocommit-"+randHex(4), "L")
-				newElection := election.NewTable
-				if backend == election.BackendLock {
-					newElection = election.NewLock
-				}
-				e, err := newElection(db, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := e.Run(ctx); !errors.Is(err, election.ErrNoAutocommit) {
-					t.Errorf("Run: %v, want %v", err, election.ErrNoAutocommit)
-				}
-				r := runCheck(t, db, election.Config{})
-				if f, _ := r.Find(election.PropAutocommit); f.StatusFor(backend) != election.CheckFail {
-					t.Errorf("doctor: %s is %s for %s, want fail", election.PropAutocommit, f.StatusFor(backend), backend)
-				}
-			})
-		}
-	}
-}
-
 // TestDoctorAgreesWithRun (issue 31): every session and schema that Run's
 // preflight refuses, the doctor fails, through the same checks
 // (preflightChecks), and what the doctor passes, Run campaigns on: for each
@@ -167,6 +135,7 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 			prop: election.PropAssignmentOrder, want: election.ErrSimultaneousAssignment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a database of its own
 			if tc.prop == election.PropAssignmentOrder && !strings.Contains(strings.ToLower(version), "mariadb") {
 				t.Skipf("SIMULTANEOUS_ASSIGNMENT is MariaDB's; server is %s", version)
 			}
