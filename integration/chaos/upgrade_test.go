@@ -41,6 +41,8 @@ func TestChaosRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos suite takes minutes; skipped under -short")
 	}
+	rounds(t) // 0 skips it
+	selectFaults(t, []fault{{kind: kindUpgrade}})
 	oldBin := oldCandidateBinary(t, v010Commit)
 	newBin := candidateBinary(t)
 	// A renew deadline of 2 s: the frozen leader believes for up to 2 s,
