@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -32,11 +33,12 @@ const (
 	v010Schema = 5
 )
 
-// TestChaosRollingUpgrade upgrades three v0.1.0 candidates (table backend)
-// as CHANGELOG.md says, migrations first, then the candidates one at a
-// time, with operator actions during it, and checks the records as the other
-// chaos tests do. About 40 s; it needs the repository's history (v0.1.0's
-// commit) and builds v0.1.0's candidate.
+// TestChaosRollingUpgrade upgrades three v0.1.0 candidates as CHANGELOG.md
+// says, migrations first, then the candidates one at a time, with operator
+// actions during it, and checks the records as the other chaos tests do;
+// on each backend in turn, in a database of its own. About 55 s; it needs
+// the repository's history (v0.1.0's commit) and builds v0.1.0's
+// candidate.
 func TestChaosRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos suite takes minutes; skipped under -short")
@@ -51,22 +53,31 @@ func TestChaosRollingUpgrade(t *testing.T) {
 	// that leads at once overlaps it.
 	tm := defaultTimings
 	tm.Lease, tm.RenewDeadline, tm.LockDelay = 3*time.Second, 2*time.Second, 3*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	srv := startServer(t, ctx)
-	admin, m := setupSchemaAt(t, ctx, srv.DSN(""), "chaos", v010Schema)
+	for _, backend := range []string{"table", "lock"} {
+		t.Run(backend, func(t *testing.T) { chaosUpgrade(t, ctx, srv, backend, tm, oldBin, newBin) })
+	}
+}
 
-	c := newCluster(t, ctx, "upgrade", "table", tm)
+// chaosUpgrade runs TestChaosRollingUpgrade on backend, in a database of
+// its own on srv.
+func chaosUpgrade(t *testing.T, ctx context.Context, srv *mysqld.Server, backend string, tm timings, oldBin, newBin string) {
+	db := "chaos_" + backend
+	admin, m := setupSchemaAt(t, ctx, srv.DSN(""), db, v010Schema)
+	c := newCluster(t, ctx, "upgrade-"+backend, backend, tm)
+	user := func(i int) string { return fmt.Sprintf("%c%d", backend[0], i) }
 	var old []*slot
 	for i := 1; i <= candidatesPerServer; i++ {
-		user := fmt.Sprintf("c%d", i)
-		s := c.addSlot(user, createUser(t, ctx, admin, user, srv.Addr), 0, nil, nil)
+		s := c.addSlot(user(i), createUserOn(t, ctx, admin, db, user(i), srv.Addr), 0, nil, nil)
 		s.bin = oldBin
 		c.start(s)
 		old = append(old, s)
 	}
 	// The new candidate's slot, ready before the operator acts.
-	fresh := c.addSlot("c4", createUser(t, ctx, admin, "c4", srv.Addr), 0, nil, nil)
+	n := candidatesPerServer + 1
+	fresh := c.addSlot(user(n), createUserOn(t, ctx, admin, db, user(n), srv.Addr), 0, nil, nil)
 	fresh.bin = newBin
 	if c.waitLeader(tm.LockDelay+tm.bound()+5*time.Second) == nil {
 		t.Fatal("upgrade: no first leader among the v0.1.0 candidates")
