@@ -24,6 +24,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/testdb"
+	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -143,14 +144,10 @@ func candidateBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		goBin := "go"
-		if _, err := exec.LookPath("go"); err != nil {
-			goBin = "/usr/local/go/bin/go" // where the Makefile looks too
-		}
 		bin := filepath.Join(buildDir, "candidate")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/sqlelect/sqlelect/integration/chaos/candidate").CombinedOutput()
+		out, err := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "github.com/sqlelect/sqlelect/integration/chaos/candidate").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build the candidate: %v\n%s", err, out)
 			return
@@ -161,6 +158,15 @@ func candidateBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return buildBin
+}
+
+// goTool returns the go command: on the PATH, else where the Makefile
+// looks.
+func goTool() string {
+	if _, err := exec.LookPath("go"); err != nil {
+		return "/usr/local/go/bin/go"
+	}
+	return "go"
 }
 
 // cluster is one election: candidate processes, what they print, and the
@@ -208,6 +214,9 @@ type slot struct {
 	proc *proc
 	px   *proxy // the slot's toxiproxy, nil when none
 	hole *hole  // the relay in front of px (or the node), nil when none
+	// bin, when set, is the candidate binary the slot runs (another
+	// version's: see TestChaosRollingUpgrade) instead of candidateBinary.
+	bin string
 }
 
 type proc struct {
@@ -312,7 +321,11 @@ func (c *cluster) start(s *slot) {
 		args = append(args, "--batch", "--batch-linger", (c.tm.RenewInterval / 2).String())
 	}
 	args = append(args, c.extraArgs...)
-	cmd := exec.Command(candidateBinary(c.t), args...)
+	bin := s.bin
+	if bin == "" {
+		bin = candidateBinary(c.t)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(c.outDir, "candidate-"+id+".log"))
 	if err != nil {
@@ -648,11 +661,22 @@ func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (
 	return setupDatabaseWith(t, ctx, rootDSN, db, false)
 }
 
-// setupDatabaseWith is setupDatabaseNamed; with ddl it creates the
-// election table with schema.DDL instead of the migrations (golang-migrate
-// records the version in a SERIALIZABLE transaction, which a Group
-// Replication group with update-everywhere checks refuses).
-func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, ddl bool) (*sql.DB, string) {
+// startServer starts a dedicated throwaway server with a small buffer
+// pool, stopped in t.Cleanup.
+func startServer(t *testing.T, ctx context.Context) *mysqld.Server {
+	t.Helper()
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=64M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	t.Logf("server: %s", srv.Version())
+	return srv
+}
+
+// createDatabase creates database db through rootDSN (on no database), and
+// returns rootDSN's configuration on db (parseTime, UTC).
+func createDatabase(t *testing.T, ctx context.Context, rootDSN, db string) *mysql.Config {
 	t.Helper()
 	root, err := sql.Open("mysql", rootDSN)
 	if err != nil {
@@ -666,9 +690,17 @@ func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, dd
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DBName = db
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
+	cfg.DBName, cfg.ParseTime, cfg.Loc = db, true, time.UTC
+	return cfg
+}
+
+// setupDatabaseWith is setupDatabaseNamed; with ddl it creates the
+// election table with schema.DDL instead of the migrations (golang-migrate
+// records the version in a SERIALIZABLE transaction, which a Group
+// Replication group with update-everywhere checks refuses).
+func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, ddl bool) (*sql.DB, string) {
+	t.Helper()
+	cfg := createDatabase(t, ctx, rootDSN, db)
 	dsn := cfg.FormatDSN()
 	if !ddl {
 		testdb.Migrate(t, dsn)
@@ -691,6 +723,14 @@ func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, dd
 			t.Fatalf("schema.DDL: %v", err)
 		}
 	}
+	createWrites(t, ctx, admin)
+	return admin, dsn
+}
+
+// createWrites creates the table chaos_writes, where the candidates' fenced
+// writes go.
+func createWrites(t *testing.T, ctx context.Context, admin *sql.DB) {
+	t.Helper()
 	if _, err := admin.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS chaos_writes (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
   term BIGINT UNSIGNED NOT NULL,
@@ -700,7 +740,6 @@ func setupDatabaseWith(t *testing.T, ctx context.Context, rootDSN, db string, dd
 ) ENGINE=InnoDB`); err != nil {
 		t.Fatal(err)
 	}
-	return admin, dsn
 }
 
 // createUser creates a database user for one candidate slot, so that its

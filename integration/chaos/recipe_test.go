@@ -85,12 +85,7 @@ func TestChaosRecipeAdoption(t *testing.T) {
 	faults := selectFaults(t, []fault{{kind: kindRecipeInsert}, {kind: kindRecipeReplace}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=64M"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	t.Logf("server: %s", srv.Version())
+	srv := startServer(t, ctx)
 	for _, backend := range []string{"table", "lock"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()

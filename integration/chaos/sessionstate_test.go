@@ -57,12 +57,7 @@ func TestChaosSessionState(t *testing.T) {
 	rounds := rounds(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=64M"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	t.Logf("server: %s", srv.Version())
+	srv := startServer(t, ctx)
 	root, err := sql.Open("mysql", srv.DSN(""))
 	if err != nil {
 		t.Fatal(err)
