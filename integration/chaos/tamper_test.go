@@ -80,17 +80,26 @@ func argsFor(query, name string) []any {
 	return nil
 }
 
-// dbRestartOptions restarts srv with extra, then, a few leases later, with
-// base again.
+// dbRestartOptions kills srv and starts it with extra, then, a few leases
+// later, kills it and starts it with base again.
 func dbRestartOptions(srv func() *mysqld.Server, base, extra []string) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, 4*time.Minute)
 		defer cancel()
+		// Killed, as dbRestart does (a crash, or a failover to another
+		// server), then started with the other options.
 		s := srv()
-		if err := s.RestartWith(ctx, append(append([]string{}, base...), extra...)...); err != nil {
+		restart := func(args ...string) error {
+			if err := s.Kill(); err != nil {
+				return err
+			}
+			c.pause(c.jitter(time.Second))
+			return s.RestartWith(ctx, args...)
+		}
+		if err := restart(append(append([]string{}, base...), extra...)...); err != nil {
 			return "restart with options", err
 		}
 		c.pause(3*c.tm.Lease + c.jitter(c.tm.Lease))
-		return fmt.Sprint(extra), s.RestartWith(ctx, base...)
+		return fmt.Sprint(extra), restart(base...)
 	}
 }
