@@ -217,20 +217,8 @@ func TestCheckReadOnly(t *testing.T) {
 func TestCheckStatementBinlog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--log-bin=binlog", "--binlog-format=STATEMENT",
-		"--server-id=1", "--innodb-buffer-pool-size=64M"}, Logf: t.Logf})
-	if errors.Is(err, mysqld.ErrNoServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if _, err := testdb.Open(t, srv.DSN("")).ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Migrate(t, srv.DSN("sqlelect"))
-	r := runCheck(t, testdb.Open(t, srv.DSN("sqlelect")), election.Config{})
+	_, dsn := ownServer(t, ctx, "--log-bin=binlog", "--binlog-format=STATEMENT", "--server-id=1", "--innodb-buffer-pool-size=64M")
+	r := runCheck(t, testdb.Open(t, dsn), election.Config{})
 	wantFailed(t, r, election.PropBinlogFormat)
 }
 
@@ -254,6 +242,26 @@ func startServer(t *testing.T, ctx context.Context) *mysqld.Server {
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
 	return srv
+}
+
+// ownServer starts a throwaway server of the kind the tests run on
+// (SQLELECT_TEST_SERVER) with args, and returns it and the DSN of its
+// migrated database sqlelect.
+func ownServer(t *testing.T, ctx context.Context, args ...string) (*mysqld.Server, string) {
+	t.Helper()
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: args, Logf: t.Logf})
+	if errors.Is(err, mysqld.ErrNoServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if _, err := testdb.Open(t, srv.DSN("")).ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Migrate(t, srv.DSN("sqlelect"))
+	return srv, srv.DSN("sqlelect")
 }
 
 // userHosts are the hosts a test user is created for: '%' alone loses to

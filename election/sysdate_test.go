@@ -107,19 +107,7 @@ func TestSysdateIsNowAfterFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := []string{"--innodb-buffer-pool-size=64M"}
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: args, Logf: t.Logf})
-	if errors.Is(err, mysqld.ErrNoServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if _, err := testdb.Open(t, srv.DSN("")).ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("sqlelect")
-	testdb.Migrate(t, dsn)
+	srv, dsn := ownServer(t, ctx, args...)
 	name := "failover-" + randHex(4)
 	lpool, fpool := testdb.Open(t, dsn), onePool(t, ctx, dsn)
 	w := newOverlapWatch()
@@ -127,6 +115,7 @@ func TestSysdateIsNowAfterFailover(t *testing.T) {
 	lc, fc := sessionClockConfig(name, "L"), sessionClockConfig(name, "F")
 	lc.Callbacks = w.callbacks("L", func() []election.Election { return []election.Election{f} })
 	fc.Callbacks = w.callbacks("F", func() []election.Election { return []election.Election{l} })
+	var err error
 	if l, err = election.NewTable(lpool, lc); err != nil {
 		t.Fatal(err)
 	}

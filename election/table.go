@@ -98,8 +98,8 @@ type tableStmts struct {
 // row while the leader still believes. sqlelect does not trust the session's
 // commit mode either:
 //
-//   - Every write whose success a candidate counts (a take, a renewal) runs
-//     in a transaction the library begins and ends with COMMIT AND NO CHAIN
+//   - Every take, and every heartbeat, runs in a transaction the library
+//     begins and ends with COMMIT AND NO CHAIN
 //     (inConnTx): BEGIN ends whatever transaction the session had open, and
 //     the COMMIT commits whatever the session's autocommit and
 //     completion_type. Or on the lock backend's own connection, whose
