@@ -20,7 +20,7 @@ import (
 // last_seen_active, so the row keeps the lease sqlelect wrote, and a recipe
 // holder may freeze for up to its timeout and still lead. A handover's
 // window (the row released, reserved for a candidate) is left as it is.
-func adoptedMillis(ctx context.Context, db *sql.DB, cfg Config) (int64, error) {
+func adoptedMillis(ctx context.Context, db *sql.DB, cfg settings) (int64, error) {
 	lease, ok, err := adoption.Lease(ctx, db, cfg.Table)
 	if err != nil {
 		return 0, fmt.Errorf("election: %w", err)

@@ -150,8 +150,8 @@ func TestBatcherConfig(t *testing.T) {
 		new  func(*sql.DB, Config) (*Candidate, error)
 		cfg  Config
 	}{
-		{"table differs", NewTable, Config{Name: "e", Batcher: b}},
-		{"lock backend", NewLock, Config{Name: "e", Table: "other_table", Batcher: b}},
+		{"table differs", NewTable, Config{Name: "e", Tuning: TuningConfig{Batcher: b}}},
+		{"lock backend", NewLock, Config{Name: "e", Table: "other_table", Tuning: TuningConfig{Batcher: b}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

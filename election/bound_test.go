@@ -67,11 +67,11 @@ func TestLockBoundOnServer(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	e, err := NewTable(db, Config{Name: "bound", ID: "me", QueryTimeout: time.Second, DisableFastHandover: true})
+	e, err := NewTable(db, Config{Name: "bound", ID: "me", Tuning: TuningConfig{QueryTimeout: time.Second, DisableFastHandover: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := e.c.b.(*tableBackend)
+	tb := e.b.(*tableBackend)
 	if err := tb.preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestFencedRestoresSession(t *testing.T) {
 VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Table: DefaultTable, Name: "f", ID: "me"}
+	cfg := settings{Table: DefaultTable, Name: "f", ID: "me"}
 	var inside int64
 	err := fenced(ctx, db, cfg, &fenceMode{}, 7, lockBound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&inside)
@@ -282,7 +282,7 @@ func TestLockHandOffLeavesUnservedDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := e.c.b.(*lockBackend)
+	lb := e.b.(*lockBackend)
 	if err := lb.preflight(ctx); err != nil {
 		t.Fatal(err)
 	}

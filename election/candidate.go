@@ -168,7 +168,13 @@ type leadership struct {
 	done   chan struct{}      // closed when OnElected and the watchdog returned
 }
 
-// candidate is the campaign logic shared by the backends: the state
+// Candidate is a candidate in one election, of either backend: NewTable
+// and NewLock return one. Its methods are those of Election, documented
+// there; depend on Election (or on a narrower interface of your own) where
+// a fake must stand in for it. Methods may be added to Candidate; fakes of
+// Election are not broken by that.
+//
+// Inside, it is the campaign logic shared by the backends: the state
 // machine (st), the timing, and the callbacks.
 //
 // Who owns what, and for how long:
@@ -193,8 +199,8 @@ type leadership struct {
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
 //     the backend's await while the Run goroutine only waits.
-type candidate struct {
-	cfg     Config
+type Candidate struct {
+	cfg     settings
 	b       backend
 	db      *sql.DB // the caller's, for Fenced
 	fence   fenceMode
@@ -235,8 +241,8 @@ type candidate struct {
 	st campaign // owned by the Run goroutine
 }
 
-func newCandidate(cfg Config, b backend) *candidate {
-	return &candidate{
+func newCandidate(cfg settings, b backend) *Candidate {
+	return &Candidate{
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
@@ -248,11 +254,11 @@ func newCandidate(cfg Config, b backend) *candidate {
 	}
 }
 
-func (c *candidate) Name() string { return c.cfg.Name }
-func (c *candidate) ID() string   { return c.cfg.ID }
+func (c *Candidate) Name() string { return c.cfg.Name }
+func (c *Candidate) ID() string   { return c.cfg.ID }
 
 // IsLeader implements Election.
-func (c *candidate) IsLeader() bool {
+func (c *Candidate) IsLeader() bool {
 	d := c.leadUntil.Load()
 	return d != 0 && c.elapsed() < d
 }
@@ -260,7 +266,7 @@ func (c *candidate) IsLeader() bool {
 // elapsed is the time since epoch on the candidate's clock, in ns. With the
 // real clock it reads only the monotonic clock (RealClock.Since), the cheapest
 // read there is: IsLeader is called on hot paths.
-func (c *candidate) elapsed() int64 {
+func (c *Candidate) elapsed() int64 {
 	if rc, ok := c.cfg.Clock.(RealClock); ok {
 		return int64(rc.Since(c.epoch))
 	}
@@ -268,13 +274,13 @@ func (c *candidate) elapsed() int64 {
 }
 
 // deadline returns the instant leadership ends, and whether leading.
-func (c *candidate) deadline() (time.Time, bool) {
+func (c *Candidate) deadline() (time.Time, bool) {
 	d := c.leadUntil.Load()
 	return c.epoch.Add(time.Duration(d)), d != 0
 }
 
 // setDeadline sets when leadership ends; the zero time means not leading.
-func (c *candidate) setDeadline(t time.Time) {
+func (c *Candidate) setDeadline(t time.Time) {
 	if t.IsZero() {
 		c.leadUntil.Store(0)
 		return
@@ -283,7 +289,7 @@ func (c *candidate) setDeadline(t time.Time) {
 }
 
 // Term implements Election.
-func (c *candidate) Term() uint64 {
+func (c *Candidate) Term() uint64 {
 	if !c.IsLeader() {
 		return 0
 	}
@@ -291,14 +297,14 @@ func (c *candidate) Term() uint64 {
 }
 
 // Leader implements Election.
-func (c *candidate) Leader(ctx context.Context) (Record, error) {
+func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 	ctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
 	defer cancel()
 	return c.b.leader(ctx)
 }
 
 // Resign implements Election.
-func (c *candidate) Resign(ctx context.Context) error {
+func (c *Candidate) Resign(ctx context.Context) error {
 	if !c.running.Load() {
 		return ErrNotRunning
 	}
@@ -321,7 +327,7 @@ func (c *candidate) Resign(ctx context.Context) error {
 
 // stopped returns a channel closed when the current Run returns; nil (never
 // ready) while the first Run is still starting.
-func (c *candidate) stopped() <-chan struct{} {
+func (c *Candidate) stopped() <-chan struct{} {
 	if p := c.runDone.Load(); p != nil {
 		return *p
 	}
@@ -330,12 +336,12 @@ func (c *candidate) stopped() <-chan struct{} {
 
 // queryContext bounds one SQL call by d, on the local clock's terms: the
 // deadline itself is real time (database/sql needs one).
-func (c *candidate) queryContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func (c *Candidate) queryContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
 
 // Run implements Election.
-func (c *candidate) Run(ctx context.Context) error {
+func (c *Candidate) Run(ctx context.Context) error {
 	c.step()
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -345,7 +351,7 @@ func (c *candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	stopMetrics := c.metrics().Start(c.cfg, c.progress)
+	stopMetrics := c.metrics().Start(c.cfg.config(), c.progress)
 	defer stopMetrics()
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
@@ -375,7 +381,7 @@ func (c *candidate) Run(ctx context.Context) error {
 // preflight checks once what retrying cannot fix (returned: Run ends) and
 // retries what it can (the database may simply not be up yet) every
 // RetryInterval until it passes or ctx ends (nil).
-func (c *candidate) preflight(ctx context.Context) error {
+func (c *Candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
 		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
@@ -409,7 +415,7 @@ func (c *candidate) preflight(ctx context.Context) error {
 // waitNext waits up to wait for the next tick, serving Resign, Transfer
 // and Proclaim requests and the backend's early wake-up meanwhile. It
 // returns false when ctx ended (Run then stands down).
-func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
+func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 	c.due(wait)
 	t := c.cfg.Clock.NewTimer(max(wait, 0))
 	defer t.Stop()
@@ -443,7 +449,7 @@ func (c *candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 // before the wait ends: a holder's check failed (it stands down now rather
 // than at its next renewal), or a follower that sits nothing out may
 // campaign again.
-func (c *candidate) healthMatters() bool {
+func (c *Candidate) healthMatters() bool {
 	if c.st.holds() {
 		return c.unhealthy.Load()
 	}
@@ -464,7 +470,7 @@ type waker interface {
 // startAwait lets a following candidate's wait of d end early when the
 // holder lets go: the returned channel is closed then. stop cancels the wait
 // and returns once its goroutine has exited; it must always be called.
-func (c *candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
+func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
 	w, ok := c.b.(waker)
 	if !ok || !w.awaits() || c.st.holds() || d < minAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
 		return nil, func() {}
@@ -507,7 +513,7 @@ const awaitGrace = 20 * time.Millisecond
 // check are served between any two: a follower looks at the election and
 // takes it when it may (followTick), a holder renews (holdTick) until it
 // stands down; a candidate that sits out waits.
-func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
+func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
 	c.step()
 	now := c.cfg.Clock.Now()
 	switch c.st.phase {
@@ -531,7 +537,7 @@ func (c *candidate) tick(ctx context.Context) (time.Duration, error) {
 // followTick is a follower's step (model: followTick): it looks at the
 // election and sends the heartbeat when the row may be taken (see
 // backend.follow); a hold that began with it is acquired.
-func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
+func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
 	seen, b, wait, err := c.b.follow(qctx)
@@ -558,7 +564,7 @@ func (c *candidate) followTick(ctx context.Context) (time.Duration, error) {
 // health check failed, or when its deadline passed without a renewal (the
 // lease is lost); otherwise it renews and acts on the outcome (see
 // renewed).
-func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
+func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
 	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
 		c.log.Warn("health check failed: standing down", "term", c.st.hold)
 		c.standDown(ctx, ReasonUnhealthy, true)
@@ -597,7 +603,7 @@ func (c *candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 // renewed acts on the outcome of the renewal sent at send (model:
 // processHB's holdTick branch; model/README.md's decision table gives the
 // outcomes) and returns the wait before the next step.
-func (c *candidate) renewed(ctx context.Context, send time.Time, b beat) time.Duration {
+func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Duration {
 	switch {
 	case b.requested:
 		c.log.Info("transfer requested", "term", c.st.hold, "to", b.to)
@@ -642,7 +648,7 @@ func (c *candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 
 // holdWait is the wait before the next renewal: the renew interval, or less
 // when the lock delay ends sooner.
-func (c *candidate) holdWait() time.Duration {
+func (c *Candidate) holdWait() time.Duration {
 	now := c.cfg.Clock.Now()
 	w := c.cfg.RenewInterval
 	if c.st.phase != leading && c.st.leadAt.After(now) {
@@ -658,7 +664,7 @@ func (c *candidate) holdWait() time.Duration {
 // enter moves the campaign to phase p. A move the transitions table does
 // not list is a bug of this file: enter panics rather than go on from a
 // state nobody checked.
-func (c *candidate) enter(p phase) {
+func (c *Candidate) enter(p phase) {
 	if !slices.Contains(transitions[c.st.phase], p) {
 		panic(fmt.Sprintf("election: candidate %q: no transition from %v to %v", c.cfg.ID, c.st.phase, p))
 	}
@@ -668,7 +674,7 @@ func (c *candidate) enter(p phase) {
 // acquired records a hold that began with the statement sent at send
 // (following → holding, model: acquired), and leads at once when there is
 // no lock delay to wait out (see maybeLead).
-func (c *candidate) acquired(send time.Time, b beat) {
+func (c *Candidate) acquired(send time.Time, b beat) {
 	now := c.cfg.Clock.Now()
 	c.enter(holding)
 	c.st.hold = b.term
@@ -692,7 +698,7 @@ func (c *candidate) acquired(send time.Time, b beat) {
 // maybeLead starts leading when holding, past the lock delay, before the
 // deadline (holding → leading, model: maybeLead): IsLeader turns true
 // until the deadline, and OnElected and the watchdog start.
-func (c *candidate) maybeLead() {
+func (c *Candidate) maybeLead() {
 	now := c.cfg.Clock.Now()
 	if c.st.phase != holding || now.Before(c.st.leadAt) || !now.Before(c.st.holdDeadline) {
 		return
@@ -727,7 +733,7 @@ func (c *candidate) maybeLead() {
 // renewal that comes back later cannot revive it, see extendLead) and the
 // leadership context is cancelled, so leader-only work stops on time even
 // while the Run goroutine is blocked in a database call.
-func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
+func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	for {
 		d := c.leadUntil.Load()
 		if d == 0 {
@@ -757,7 +763,7 @@ func (c *candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 // turned false) or the watchdog ended it. A leadership that ended is never
 // revived, not even by a renewal sent before its end that succeeded after
 // it; the caller demotes it and starts a new one (model: extendLead).
-func (c *candidate) extendLead(t time.Time) bool {
+func (c *Candidate) extendLead(t time.Time) bool {
 	nd := max(int64(t.Sub(c.epoch)), 1)
 	for {
 		d := c.leadUntil.Load()
@@ -774,7 +780,7 @@ func (c *candidate) extendLead(t time.Time) bool {
 // demote ends the current leadership, if any (leading → holding, model:
 // demote): IsLeader turns false, the leadership context is cancelled,
 // OnElected is waited for and OnDemoted called. The hold is not touched.
-func (c *candidate) demote(reason Reason) {
+func (c *Candidate) demote(reason Reason) {
 	if c.st.phase != leading {
 		return
 	}
@@ -800,7 +806,7 @@ func (c *candidate) demote(reason Reason) {
 // and standDownRelease with release): if leading, the leadership ends
 // first (see demote); with release, the row is then given up (see
 // releaseHold), else the backend is told the hold was lost (holdLoser).
-func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) {
+func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) {
 	if !c.st.holds() {
 		return
 	}
@@ -822,7 +828,7 @@ func (c *candidate) standDown(ctx context.Context, reason Reason, release bool) 
 // any lock delay it handed on (see releaseHold), so that another candidate
 // wins rather than this one claiming its own row back (following or
 // sittingOut → sittingOut, model: sitOut).
-func (c *candidate) sitOut(extra time.Duration) {
+func (c *Candidate) sitOut(extra time.Duration) {
 	c.enter(sittingOut)
 	c.st.sitOutUntil = later(c.cfg.Clock.Now(), c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
 }
@@ -842,7 +848,7 @@ func (c *candidate) sitOut(extra time.Duration) {
 // two retry intervals, after the transfer window when it named a target.
 // An error of the hand-over statement is logged, counted and returned: the
 // row then expires after its lease.
-func (c *candidate) handOver(ctx context.Context, to string) error {
+func (c *Candidate) handOver(ctx context.Context, to string) error {
 	now := c.cfg.Clock.Now()
 	if !c.st.holds() {
 		return nil
@@ -894,7 +900,7 @@ func (c *candidate) handOver(ctx context.Context, to string) error {
 // would have ended instead of being marked released, so that the
 // predecessor the delay waits for has stood down before anyone leads. A
 // release never hands over a delay that the releaser had not served.
-func (c *candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time) {
+func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time) {
 	now := c.cfg.Clock.Now()
 	if !now.Before(deadline) {
 		// The lease is no longer ours to give; let go of the lock, if
@@ -923,7 +929,7 @@ type lockDropper interface {
 // dropHold ends the hold of term that cannot be released (its deadline
 // passed): the backend lets go of what it keeps (see holdLoser and
 // lockDropper).
-func (c *candidate) dropHold(ctx context.Context, term uint64) {
+func (c *Candidate) dropHold(ctx context.Context, term uint64) {
 	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
 	if l, ok := c.b.(holdLoser); ok {
@@ -943,7 +949,7 @@ type holdLoser interface {
 
 // observe calls OnLeaderChanged when the live holder, term or value
 // changed.
-func (c *candidate) observe(r Record) {
+func (c *Candidate) observe(r Record) {
 	if !r.Live() {
 		r = Record{Election: c.cfg.Name}
 	}
@@ -956,7 +962,7 @@ func (c *candidate) observe(r Record) {
 	}
 }
 
-func (c *candidate) jitter(d time.Duration) time.Duration { return jitter(d, c.cfg.JitterFactor) }
+func (c *Candidate) jitter(d time.Duration) time.Duration { return jitter(d, c.cfg.JitterFactor) }
 
 // jitter returns d times a random factor in [1, 1+factor).
 func jitter(d time.Duration, factor float64) time.Duration {
@@ -966,20 +972,20 @@ func jitter(d time.Duration, factor float64) time.Duration {
 	return d + time.Duration(rand.Float64()*factor*float64(d))
 }
 
-func (c *candidate) metrics() Metrics { return c.cfg.Metrics }
+func (c *Candidate) metrics() Metrics { return c.cfg.Metrics }
 
-func (c *candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
+func (c *Candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
 
 // step records that the campaign loop begins a step now (a statement, a
 // health check, a stand-down).
-func (c *candidate) step() { c.lastStep.Store(c.elapsed()) }
+func (c *Candidate) step() { c.lastStep.Store(c.elapsed()) }
 
 // reached records whether the database answered a statement of the
 // campaign (err is nil or the server's error) or not (a connection error
 // or a timeout: ErrorKind), and logs when that changes, once, rather than at
 // every retry (each failure is counted by Metrics.Heartbeat). It returns
 // whether the database answered.
-func (c *candidate) reached(err error) bool {
+func (c *Candidate) reached(err error) bool {
 	kind := ErrorKind(err)
 	answered := kind != "connection" && kind != "timeout"
 	switch down := c.unreachableFor(); {
@@ -995,7 +1001,7 @@ func (c *candidate) reached(err error) bool {
 
 // unreachableFor returns for how long the database has not answered the
 // campaign's statements (see reached), 0 while it answers.
-func (c *candidate) unreachableFor() time.Duration {
+func (c *Candidate) unreachableFor() time.Duration {
 	if since := c.downSince.Load(); since != 0 {
 		return time.Duration(max(c.elapsed()-(since-1), 1))
 	}
@@ -1003,12 +1009,12 @@ func (c *candidate) unreachableFor() time.Duration {
 }
 
 // due records that the loop waits for d before its next step.
-func (c *candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
+func (c *Candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
 
 // overdue returns how long the campaign loop is past its last sign of
 // progress: the start of its last step, or the end of the wait it is in,
 // whichever is later. Negative while it waits.
-func (c *candidate) overdue() time.Duration {
+func (c *Candidate) overdue() time.Duration {
 	return time.Duration(c.elapsed() - max(c.lastStep.Load(), c.nextDue.Load()))
 }
 
@@ -1017,14 +1023,14 @@ func (c *candidate) overdue() time.Duration {
 // bounded by QueryTimeout; the health check runs beside the loop) or a
 // callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
 // its context was cancelled) holds it up.
-func (c *candidate) wedged() bool {
+func (c *Candidate) wedged() bool {
 	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
 }
 
 // healthy reports whether the latest result of Config.HealthCheck lets
 // the candidate campaign: true without a HealthCheck, false before its
 // first result and while that result is a failure.
-func (c *candidate) healthy() bool {
+func (c *Candidate) healthy() bool {
 	return c.cfg.HealthCheck == nil || (c.checked.Load() && !c.unhealthy.Load())
 }
 
@@ -1032,7 +1038,7 @@ func (c *candidate) healthy() bool {
 // Run began within it (a candidate with no record of passing is held down
 // as after a failure): the candidate then does not ask for leadership by
 // priority.
-func (c *candidate) heldDown() bool {
+func (c *Candidate) heldDown() bool {
 	f := c.lastFailure.Load()
 	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.HealthCheckHoldDown)
 }
@@ -1041,7 +1047,7 @@ func (c *candidate) heldDown() bool {
 // campaign loop (see watchHealth), if there is a check; the returned stop
 // cancels it and returns once it has exited (once a run under way has
 // returned).
-func (c *candidate) startHealth(ctx context.Context) (stop func()) {
+func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
 	if c.cfg.HealthCheck == nil {
 		return func() {}
 	}
@@ -1063,7 +1069,7 @@ func (c *candidate) startHealth(ctx context.Context) (stop func()) {
 // (or as soon as the previous run returned, when that is later), until ctx
 // ends, and records each result. The campaign loop never waits for it: it
 // acts on the latest result.
-func (c *candidate) watchHealth(ctx context.Context) {
+func (c *Candidate) watchHealth(ctx context.Context) {
 	for {
 		start := c.cfg.Clock.Now()
 		c.checkHealth(ctx, c.cfg.HealthCheckTimeout)
@@ -1085,7 +1091,7 @@ func (c *candidate) watchHealth(ctx context.Context) {
 // calls), and records the result. A run that has not returned after d
 // failed: that is recorded at once, and the run is then waited for, so that
 // runs never overlap. When ctx ends during the run, nothing is recorded.
-func (c *candidate) checkHealth(ctx context.Context, d time.Duration) {
+func (c *Candidate) checkHealth(ctx context.Context, d time.Duration) {
 	hctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	t := c.cfg.Clock.NewTimer(d)
@@ -1114,7 +1120,7 @@ func (c *candidate) checkHealth(ctx context.Context, d time.Duration) {
 
 // recordHealth makes err (nil: passed) the latest result of the check,
 // counts a failure, and pokes the campaign loop when the result changed.
-func (c *candidate) recordHealth(err error, timedOut bool) {
+func (c *Candidate) recordHealth(err error, timedOut bool) {
 	c.metrics().HealthCheck(c.cfg.Name, err, timedOut)
 	if err != nil {
 		c.lastFailure.Store(c.elapsed() + 1)

@@ -12,7 +12,7 @@ func BenchmarkIsLeader(b *testing.B) {
 		leading bool
 	}{{"leader", true}, {"follower", false}} {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg, err := Config{Name: "bench"}.withDefaults()
+			cfg, err := Config{Name: "bench"}.settings()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -130,7 +130,7 @@ func (e *events) String() string {
 type harness struct {
 	t      *testing.T
 	b      *fakeBackend
-	c      *candidate
+	c      *Candidate
 	ev     *events
 	cancel context.CancelFunc
 	done   chan error
@@ -146,8 +146,7 @@ const (
 func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, b: b, ev: &events{}, done: make(chan error, 1)}
-	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenew, RetryInterval: tRetry, JitterFactor: NoJitter,
+	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, Tuning: TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenew, RetryInterval: tRetry, JitterFactor: -1},
 		Callbacks: Callbacks{
 			OnElected: func(ctx context.Context, term uint64) {
 				h.ev.add("elected")
@@ -160,11 +159,11 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	cfg, err := cfg.withDefaults()
+	s, err := cfg.settings()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c = newCandidate(cfg, b)
+	h.c = newCandidate(s, b)
 	// The bubble's time: an hour of it passes in no time, when the test
 	// waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -258,7 +257,7 @@ func TestLockDelayBeforeLeading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := &fakeBackend{followB: beat{held: true, term: 3, delay: tc.delay}}
-				h := newHarness(t, b, func(c *Config) { c.DisableLockDelay = tc.disable })
+				h := newHarness(t, b, func(c *Config) { c.Tuning.DisableLockDelay = tc.disable })
 				synctest.Wait()
 				elapsed := h.advanceUntilLeader(2 * tLease)
 				if tc.wantDelay == 0 && elapsed != 0 {

@@ -169,14 +169,14 @@ const ScratchPrefix = "sqlelect-doctor-"
 //
 // The error is for what stops the check itself: an invalid cfg, a server
 // that does not answer, a missing table or an outdated schema, ctx ending.
-func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
+func Check(ctx context.Context, db *sql.DB, config Config) (Report, error) {
 	if db == nil {
 		return Report{}, ErrNilDB
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	cfg.Name = ScratchPrefix + hex.EncodeToString(b[:])
-	cfg, err := cfg.withDefaults()
+	config.Name = ScratchPrefix + hex.EncodeToString(b[:])
+	cfg, err := config.settings()
 	if err != nil {
 		return Report{}, err
 	}
@@ -216,7 +216,7 @@ type checker struct {
 	ctx          context.Context
 	db           *sql.DB
 	sdb          *sqlx.DB
-	cfg          Config
+	cfg          settings
 	tbl          string // quoted
 	name, name2  string // the scratch elections
 	site         lockSite

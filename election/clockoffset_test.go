@@ -123,9 +123,7 @@ func offsetOverlap(t *testing.T, ctx context.Context, node1 string, db2 *sql.DB,
 	db1 := testdb.Open(t, "root@tcp("+proxy.Addr()+")/sqlelect?parseTime=true&time_zone=%27%2B00%3A00%27")
 	name := "clock-offset-" + randHex(4)
 	cfg := func(id string) election.Config {
-		return election.Config{Name: name, ID: id, LeaseDuration: lease, RenewDeadline: rd,
-			RenewInterval: 200 * time.Millisecond, RetryInterval: 100 * time.Millisecond,
-			QueryTimeout: 300 * time.Millisecond, DisableFastHandover: true}
+		return election.Config{Name: name, ID: id, LeaseDuration: lease, Tuning: election.TuningConfig{RenewDeadline: rd, RenewInterval: 200 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond, DisableFastHandover: true}}
 	}
 	var mu sync.Mutex
 	var lUntil, mElected time.Time

@@ -156,7 +156,7 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				cfg := sessionClockConfig("agree-"+randHex(4), "A")
-				cfg.DisableLockDelay = true
+				cfg.Tuning.DisableLockDelay = true
 				elected := make(chan struct{})
 				var once sync.Once
 				cfg.Callbacks.OnElected = func(context.Context, uint64) { once.Do(func() { close(elected) }) }

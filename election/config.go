@@ -17,258 +17,199 @@ import (
 	"encoding/hex"
 )
 
-// Defaults applied by New* constructors to zero fields of Config. They follow
-// client-go's leaderelection (15 s lease, 10 s renew deadline, 2 s retry).
-// When some durations are given and others are not, the missing ones are
-// derived from the given ones with the Default*Fraction constants, so that
-// they keep the relations of the defaults (see Config).
+// Defaults and limits of Config. The other defaults are derived from the
+// lease (see Config and docs/embedding.md).
 const (
 	// DefaultTable is the table name of the migrations in package migrations.
 	DefaultTable = "service_election"
-	// DefaultLeaseDuration is how long a lease lasts on the database clock
-	// after its last renewal before another candidate may take over, when
-	// neither LeaseDuration nor RenewDeadline is given.
+	// DefaultLeaseDuration is the lease when neither LeaseDuration nor
+	// Tuning.RenewDeadline is given.
 	DefaultLeaseDuration = 15 * time.Second
-	// DefaultRenewDeadline is how long a leader keeps leading, by its own
-	// monotonic clock, after it sent its last successful renewal:
-	// DefaultRenewDeadlineFraction of the default lease. It is shorter than
-	// the lease so that the leader stands down before anyone can take over;
-	// the difference is the margin for clock-rate drift and for the leader's
-	// work to stop.
-	DefaultRenewDeadline = 10 * time.Second
-	// DefaultRenewInterval is how often the leader renews:
-	// DefaultRenewIntervalFraction of the default renew deadline.
-	DefaultRenewInterval = 2 * time.Second
-	// DefaultRetryInterval is how often a follower looks at the election:
-	// DefaultRetryIntervalFraction of the default lease. A follower also
-	// wakes when the current lease runs out by the database clock, so
-	// failover does not wait for this interval.
-	DefaultRetryInterval = 2 * time.Second
-	// DefaultRenewDeadlineFraction is the renew deadline as a fraction of
-	// the lease (2/3: 10 s of 15 s). A zero RenewDeadline is the lease times
-	// this; a zero LeaseDuration with a RenewDeadline given is the renew
-	// deadline divided by it.
-	DefaultRenewDeadlineFraction = 2.0 / 3
-	// DefaultRenewIntervalFraction is the renew interval as a fraction of
-	// the renew deadline (1/5: 2 s of 10 s). A zero RenewInterval is the
-	// renew deadline times this.
-	DefaultRenewIntervalFraction = 1.0 / 5
-	// DefaultRetryIntervalFraction is the retry interval as a fraction of
-	// the lease (2/15: 2 s of 15 s). A zero RetryInterval is the lease times
-	// this.
-	DefaultRetryIntervalFraction = 2.0 / 15
-	// DefaultPreferenceTenureLeases is the default PreferenceTenure in
-	// leases: a zero PreferenceTenure is LeaseDuration times this.
-	DefaultPreferenceTenureLeases = 1
-	// DefaultHealthCheckHoldDownIntervals is the shortest default
-	// HealthCheckHoldDown in health check intervals: a zero
-	// HealthCheckHoldDown is the longer of PreferenceTenure and
-	// HealthCheckInterval times this.
-	DefaultHealthCheckHoldDownIntervals = 3
-	// MinLeaseDuration is the shortest LeaseDuration accepted. Below it a
-	// renewal's round trip and the database's millisecond granularity leave
-	// no time to renew, and a candidate would never lead.
+	// MinLeaseDuration is the shortest LeaseDuration accepted.
 	MinLeaseDuration = 100 * time.Millisecond
-	// MaxLeaseDuration is the longest LeaseDuration accepted.
-	MaxLeaseDuration = 24 * time.Hour
-	// DefaultJitterFactor is the default Config.JitterFactor: a follower's
-	// wait between looks is RetryInterval times a random factor in
-	// [1, 1.2).
-	DefaultJitterFactor = 0.2
-	// NoJitter, as Config.JitterFactor, turns the jitter off: followers
-	// look exactly every RetryInterval.
-	NoJitter = -1
-	// DefaultQueryTimeout bounds every SQL statement. A leader's renewal is
-	// also bounded by the time left before it must stand down.
+	// DefaultQueryTimeout bounds every SQL statement by default.
 	DefaultQueryTimeout = 5 * time.Second
-	// MaxNameLen, MaxIDLen and MaxValueLen are the column widths in
-	// characters (bytes for names, which are ASCII).
-	MaxNameLen  = 128
-	MaxIDLen    = 255
+	// MaxValueLen is the longest Value, in bytes of UTF-8.
 	MaxValueLen = 1024
-	// MaxPriority is the highest Config.Priority accepted (the lowest is
-	// 0, no preference).
+	// MaxPriority is the highest Preference.Priority accepted.
 	MaxPriority = 1000
+)
+
+// The derived defaults and the limits nothing outside the package needs.
+const (
+	maxLeaseDuration = 24 * time.Hour
+	// The defaults keep client-go's relations (15 s lease, 10 s renew
+	// deadline, 2 s renew and retry intervals) for any lease.
+	renewDeadlineFraction = 2.0 / 3  // of the lease
+	renewIntervalFraction = 1.0 / 5  // of the renew deadline
+	retryIntervalFraction = 2.0 / 15 // of the lease
+	defaultJitterFactor   = 0.2
+	holdDownIntervals     = 3 // the shortest default hold-down, in health check intervals
+	maxNameLen            = 128
+	maxIDLen              = 255
 )
 
 // Config configures an election candidate. The constructors copy it: they
 // never modify the caller's value, and changing it afterwards has no effect.
-// The zero value of every field but Name means its default.
-//
-// Most programs set Name, Callbacks, maybe LeaseDuration, Value, Logger and
-// Metrics, and leave the rest. The fields marked "Advanced" change the
-// protocol's timing or safety margins, or its fast paths: leave them zero
-// unless you measured why (README, "Guarantees and their limits").
+// The zero value of every field but Name means its default. Most programs
+// set Name, Callbacks and maybe LeaseDuration, Value and Metrics; Health and
+// Preference are features to opt into, and Tuning is best left zero unless
+// you measured why (see docs/embedding.md).
 type Config struct {
-	// Name is the election's name, stored as the table's anchor: 1 to 128
-	// characters among letters, digits and . _ - : / @. Required.
+	// Name is the election's name: 1 to 128 characters among letters,
+	// digits and . _ - : / @. Required.
 	Name string
 	// ID is this candidate's identity, unique among the candidates: up to
-	// 255 characters, no control characters, compared byte for byte.
-	// Default: DefaultID() (host, pid and a random token).
+	// 255 characters, no control characters. Default DefaultID().
 	ID string
-	// Table is the election table, optionally qualified with a database
-	// (`db.table`); each part a plain identifier. Default DefaultTable.
+	// Table is the election table, optionally `db.table`. Default
+	// DefaultTable.
 	Table string
-
-	// LeaseDuration is the lease recorded with each renewal: other
-	// candidates may take over once the database clock is past the last
-	// renewal plus the lease. From MinLeaseDuration to MaxLeaseDuration,
-	// stored in milliseconds (rounded up). Default: RenewDeadline divided by
-	// DefaultRenewDeadlineFraction when RenewDeadline is given, else
-	// DefaultLeaseDuration.
+	// LeaseDuration is how long a lease lasts after its last renewal, by
+	// the database clock: from MinLeaseDuration to 24 h, stored in whole
+	// milliseconds. Default DefaultLeaseDuration (15 s).
 	LeaseDuration time.Duration
-	// RenewDeadline is how long a leader keeps leading after it sent its
-	// last successful renewal, by its monotonic clock. Must be less than
-	// LeaseDuration. Default: LeaseDuration times
-	// DefaultRenewDeadlineFraction (DefaultRenewDeadline with the default
-	// lease).
-	// Advanced (see Config).
-	RenewDeadline time.Duration
-	// RenewInterval is the time between a leader's renewals. Must be less
-	// than RenewDeadline. Default: RenewDeadline times
-	// DefaultRenewIntervalFraction (DefaultRenewInterval with the default
-	// lease).
-	// Advanced (see Config).
-	RenewInterval time.Duration
-	// RetryInterval is the time between a follower's looks at the election.
-	// Default: LeaseDuration times DefaultRetryIntervalFraction
-	// (DefaultRetryInterval with the default lease).
-	// Advanced (see Config).
-	RetryInterval time.Duration
-	// JitterFactor spreads followers' looks, as client-go's wait.Jitter
-	// does: each wait of RetryInterval is multiplied by a random factor in
-	// [1, 1+JitterFactor), so a wait is at most (1+JitterFactor) ×
-	// RetryInterval. At most 1. Zero means DefaultJitterFactor (0.2); a
-	// negative value, such as NoJitter, turns the jitter off. Leaders'
-	// renewals are never jittered.
-	// Advanced (see Config).
-	JitterFactor float64
-	// LockDelay is how long a candidate that became holder without winning
-	// an expired or released row (a new row, a row an operator deleted or
-	// replaced) waits, renewing, before it is told it leads: long enough for
-	// a predecessor that does not know it was deposed to stand down. Default
-	// LeaseDuration; it must be at least the longest RenewDeadline of any
-	// candidate. See DisableLockDelay.
-	// Advanced (see Config).
-	LockDelay time.Duration
-	// DisableFastHandover turns off the table backend's handover wakeup.
-	// By default the table backend's holder also holds a MySQL user lock
-	// (GET_LOCK) on a dedicated connection, and each follower waits in
-	// GET_LOCK for it on a pooled connection for up to its retry interval:
-	// when the leader resigns (or its connection dies) the followers wake
-	// at once and a clean handover takes a few milliseconds instead of a
-	// retry interval. The lock is only a hint, never a proof of leadership:
-	// the row decides. The cost is one connection per candidate, held while
-	// following or leading; set DisableFastHandover when the pool is small
-	// or a process runs many elections (see Batcher). Ignored by NewLock,
-	// whose waiters always wake at once.
-	//
-	// The connections come from db's pool, which the election's statements
-	// need too. So that a small pool (SetMaxOpenConns) never starves them,
-	// the hint takes a connection only when the pool has two to spare, and
-	// keeps it only if one is still free afterwards (db.Stats(); several
-	// elections sharing the pool count each other's). Otherwise it is
-	// skipped for that renewal or wait: followers then poll every
-	// RetryInterval (and when the lease runs out) as with
-	// DisableFastHandover, the skip is reported to Metrics
-	// (sqlelect_fast_handover_skipped_total) and the first one logged. With
-	// a pool of n connections, at most n-1 of its elections get the hint.
-	// Advanced (see Config).
-	DisableFastHandover bool
-	// DisableLockDelay makes such a candidate lead at once. The cost: after
-	// an operator's REPLACE or DELETE, the deposed leader may still act for
-	// up to its RenewDeadline while the new one already does; two leaders
-	// overlap. Only safe when leader-only work is fenced (see Fenced).
-	// Advanced (see Config).
-	DisableLockDelay bool
-	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
-	// (capped at RenewDeadline).
-	// Advanced (see Config).
-	QueryTimeout time.Duration
 	// Value is published in the row while this candidate holds it (an
-	// address, say): up to 1024 characters of UTF-8.
+	// address, say): at most MaxValueLen bytes of UTF-8. Default empty.
 	Value string
-
-	// Priority is this candidate's leadership preference, from 0 (the
-	// default: no preference) to MaxPriority, written into the row while it
-	// holds it. A running, healthy follower whose Priority is strictly
-	// greater than the live leader's asks that leader to hand over to it
-	// (a planned transfer), once the leader has led for PreferenceTenure
-	// by the database clock; see "Leadership preference" in the package
-	// documentation. A candidate with Priority 0 never asks, and followers
-	// ask nothing of a leader whose priority is at least theirs, so equal
-	// priorities never change the leader. Candidates of one election may
-	// have different priorities; that is the point.
-	Priority int
-	// PreferenceTenure is how long a leader keeps leadership, by the
-	// database clock from the start of its term, before a follower of
-	// higher Priority may ask it to hand over: the stickiness that keeps
-	// preferences from moving leadership more than once per tenure. It is
-	// the asking follower's setting. Must not be negative. Default
-	// DefaultPreferenceTenureLeases times LeaseDuration (one lease: the time
-	// a takeover after a crash costs anyway). Ignored when Priority is 0.
-	// Advanced (see Config).
-	PreferenceTenure time.Duration
-
-	// Callbacks are called on leadership changes; see Callbacks for the
-	// contract. All are optional.
+	// Callbacks are called on leadership changes; all are optional.
 	Callbacks Callbacks
-	// HealthCheck, when not nil, ties leadership to the application's
-	// health (see "Health" in the package documentation). It runs beside
-	// the campaign, on a goroutine of its own that Run starts and joins,
-	// every HealthCheckInterval and bounded by HealthCheckTimeout, the same
-	// for a leader and a follower; the campaign never waits for it but acts
-	// on its latest result. While that result is a failure (an error, or no
-	// answer within HealthCheckTimeout) a leader stands down (OnDemoted
-	// with ReasonUnhealthy) and releases the row, so that a follower takes
-	// over at once, and a follower does not campaign; a candidate does not
-	// campaign before its first check passed. A candidate whose check
-	// failed within HealthCheckHoldDown does not ask for leadership by
-	// Priority. Runs of the check never overlap, and a run past its timeout
-	// is waited for before the next: it must return soon after its context
-	// ends.
-	HealthCheck func(ctx context.Context) error
-	// HealthCheckInterval is the time between the starts of two runs of
-	// HealthCheck (the next starts when the previous returns, if that is
-	// later). Must not be negative. Default: RenewInterval (with the
-	// default timings, 2 s).
-	// Advanced (see Config).
-	HealthCheckInterval time.Duration
-	// HealthCheckTimeout bounds one run of HealthCheck: a run that has not
-	// returned by then fails (reported to Metrics as a failure and as a
-	// timeout) and its context is cancelled. Must not be negative. Default:
-	// RenewDeadline/2 (with the default timings, 5 s).
-	// Advanced (see Config).
-	HealthCheckTimeout time.Duration
-	// HealthCheckHoldDown is how long after a failed HealthCheck (or after
-	// Run began: a candidate with no record of passing counts as failed) a
-	// candidate does not ask for leadership by Priority, however its checks
-	// go meanwhile, so that a flapping check does not draw leadership to it
-	// again and again (a route's hold-down). It still takes a free row:
-	// a leader it is better than none. Must not be negative. Default: the
-	// longer of PreferenceTenure and 3 × HealthCheckInterval. Ignored when
-	// Priority is 0.
-	// Advanced (see Config).
-	HealthCheckHoldDown time.Duration
-	// Clock is the local clock. Default RealClock{}.
-	// Advanced (see Config).
-	Clock Clock
-	// Logger receives structured logs (election, id, term); nothing is
-	// logged at Info level on every heartbeat, and a database that does not
-	// answer is logged when it stops and when it answers again, not at each
-	// retry. Default: slog.Default(), so that a dead database is seen
-	// without configuration; slog.New(slog.DiscardHandler) logs nothing.
-	Logger *slog.Logger
-	// Metrics receives what the campaign reports (see Metrics), for
-	// instance electionprom.NewMetrics() for Prometheus. Several elections
-	// may share one. Default NopMetrics{}.
+	// Metrics receives what the campaign reports, for instance
+	// electionprom.NewMetrics(). Default NopMetrics{}.
 	Metrics Metrics
+	// Health ties leadership to the application's health. Default: off.
+	Health HealthConfig
+	// Preference makes leadership go to the candidate of highest priority.
+	// Default: off.
+	Preference PreferenceConfig
+	// Tuning changes the protocol's timing, safety margins and fast paths.
+	Tuning TuningConfig
+}
+
+// HealthConfig ties leadership to the application's health (see "Health"
+// in the package documentation and docs/embedding.md): while Check fails, a
+// leader stands down (ReasonUnhealthy) and a follower does not campaign.
+type HealthConfig struct {
+	// Check, when not nil, is run every Interval on a goroutine of its own;
+	// an error, or no answer within Timeout, is a failure. It must return
+	// soon after its context ends. Default nil: no health check.
+	Check func(ctx context.Context) error
+	// Interval is the time between the starts of two runs of Check.
+	// Default Tuning.RenewInterval (2 s).
+	Interval time.Duration
+	// Timeout bounds one run of Check. Default Tuning.RenewDeadline/2 (5 s).
+	Timeout time.Duration
+	// HoldDown is how long after a failed Check a candidate does not ask
+	// for leadership by Priority. Default the longer of Preference.Tenure
+	// and 3 × Interval.
+	HoldDown time.Duration
+}
+
+// PreferenceConfig makes leadership go to the candidate of highest
+// priority (see "Leadership preference" in the package documentation): a
+// healthy follower of strictly higher Priority than the live leader asks
+// it to hand over, once that leader has led for Tenure.
+type PreferenceConfig struct {
+	// Priority is this candidate's preference, from 0 to MaxPriority,
+	// written into the row while it holds it. Default 0: no preference.
+	Priority int
+	// Tenure is how long a leader keeps leadership, by the database clock,
+	// before a follower of higher Priority may ask for it. Default
+	// LeaseDuration.
+	Tenure time.Duration
+}
+
+// TuningConfig changes the protocol's timing, safety margins and fast
+// paths: leave it zero unless you measured why (see docs/embedding.md and
+// README, "Guarantees and their limits"). Given durations must keep
+// RenewInterval < RenewDeadline < LeaseDuration <= LockDelay.
+type TuningConfig struct {
+	// RenewDeadline is how long a leader keeps leading after it sent its
+	// last successful renewal, by its monotonic clock. Default 2/3 of
+	// LeaseDuration (10 s); when only it is given, the lease is 3/2 of it.
+	RenewDeadline time.Duration
+	// RenewInterval is the time between a leader's renewals. Default 1/5
+	// of RenewDeadline (2 s).
+	RenewInterval time.Duration
+	// RetryInterval is the time between a follower's looks at the
+	// election. Default 2/15 of LeaseDuration (2 s).
+	RetryInterval time.Duration
+	// JitterFactor multiplies each follower wait by a random factor in
+	// [1, 1+JitterFactor); at most 1. Default 0.2; negative for none.
+	JitterFactor float64
+	// LockDelay is how long a candidate that took a new or replaced row
+	// waits, renewing, before it leads; at least every candidate's
+	// RenewDeadline. Default LeaseDuration.
+	LockDelay time.Duration
+	// DisableLockDelay makes such a candidate lead at once: two leaders
+	// may then overlap after an operator's REPLACE or DELETE (see Fenced).
+	DisableLockDelay bool
+	// DisableFastHandover turns off the table backend's GET_LOCK handover
+	// wakeup, which costs a pooled connection per candidate (see
+	// docs/embedding.md). Default false.
+	DisableFastHandover bool
+	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
+	// (5 s), at most RenewDeadline.
+	QueryTimeout time.Duration
+	// Clock is the local clock. Default RealClock{}.
+	Clock Clock
+	// Logger receives structured logs. Default slog.Default();
+	// slog.New(slog.DiscardHandler) logs nothing.
+	Logger *slog.Logger
 	// Batcher, when not nil, combines this table-backend election's
-	// steady-state statements with those of the Batcher's other elections
-	// (see Batcher); its table must be Table. Fast handover is then off.
-	// NewLock refuses a Batcher.
+	// statements with those of its other elections; its table must be
+	// Table, and fast handover is then off. NewLock refuses one.
 	Batcher *Batcher
+}
+
+// settings is a Config with its defaults applied, flattened so that the
+// backends read plain fields.
+type settings struct {
+	Name, ID, Table, Value       string
+	LeaseDuration, RenewDeadline time.Duration
+	RenewInterval, RetryInterval time.Duration
+	LockDelay, QueryTimeout      time.Duration
+	JitterFactor                 float64
+	DisableFastHandover          bool
+	DisableLockDelay             bool
+	Priority                     int
+	PreferenceTenure             time.Duration
+	Callbacks                    Callbacks
+	HealthCheck                  func(ctx context.Context) error
+	HealthCheckInterval          time.Duration
+	HealthCheckTimeout           time.Duration
+	HealthCheckHoldDown          time.Duration
+	Clock                        Clock
+	Logger                       *slog.Logger
+	Metrics                      Metrics
+	Batcher                      *Batcher
+}
+
+// flat copies c's fields into a settings, defaults not applied.
+func (c Config) flat() settings {
+	h, p, t := c.Health, c.Preference, c.Tuning
+	return settings{Name: c.Name, ID: c.ID, Table: c.Table, Value: c.Value,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: t.RenewDeadline,
+		RenewInterval: t.RenewInterval, RetryInterval: t.RetryInterval,
+		LockDelay: t.LockDelay, QueryTimeout: t.QueryTimeout, JitterFactor: t.JitterFactor,
+		DisableFastHandover: t.DisableFastHandover, DisableLockDelay: t.DisableLockDelay,
+		Priority: p.Priority, PreferenceTenure: p.Tenure, Callbacks: c.Callbacks,
+		HealthCheck: h.Check, HealthCheckInterval: h.Interval, HealthCheckTimeout: h.Timeout,
+		HealthCheckHoldDown: h.HoldDown, Clock: t.Clock, Logger: t.Logger, Metrics: c.Metrics,
+		Batcher: t.Batcher}
+}
+
+// config is the Config of s.
+func (s settings) config() Config {
+	return Config{Name: s.Name, ID: s.ID, Table: s.Table, LeaseDuration: s.LeaseDuration,
+		Value: s.Value, Callbacks: s.Callbacks, Metrics: s.Metrics,
+		Health: HealthConfig{Check: s.HealthCheck, Interval: s.HealthCheckInterval,
+			Timeout: s.HealthCheckTimeout, HoldDown: s.HealthCheckHoldDown},
+		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure},
+		Tuning: TuningConfig{RenewDeadline: s.RenewDeadline, RenewInterval: s.RenewInterval,
+			RetryInterval: s.RetryInterval, JitterFactor: s.JitterFactor, LockDelay: s.LockDelay,
+			DisableLockDelay: s.DisableLockDelay, DisableFastHandover: s.DisableFastHandover,
+			QueryTimeout: s.QueryTimeout, Clock: s.Clock, Logger: s.Logger, Batcher: s.Batcher}}
 }
 
 var (
@@ -276,8 +217,13 @@ var (
 	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
 )
 
+// settings returns c with defaults filled in, validated.
+func (c Config) settings() (settings, error) {
+	return c.flat().withDefaults()
+}
+
 // withDefaults returns a copy of c with defaults filled in, validated.
-func (c Config) withDefaults() (Config, error) {
+func (c settings) withDefaults() (settings, error) {
 	if c.ID == "" {
 		c.ID = DefaultID()
 	}
@@ -287,7 +233,7 @@ func (c Config) withDefaults() (Config, error) {
 	var given timing
 	c, given = c.withTimingDefaults()
 	if c.JitterFactor == 0 {
-		c.JitterFactor = DefaultJitterFactor
+		c.JitterFactor = defaultJitterFactor
 	}
 	if c.Clock == nil {
 		c.Clock = RealClock{}
@@ -323,7 +269,7 @@ type timing struct {
 // deadline and the retry interval from the lease, the renew interval from
 // the renew deadline, the lock delay from the lease and the query timeout
 // from the renew deadline. Out-of-range values are left for validate.
-func (c Config) withTimingDefaults() (Config, timing) {
+func (c settings) withTimingDefaults() (settings, timing) {
 	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
 		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
 		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0,
@@ -331,19 +277,19 @@ func (c Config) withTimingDefaults() (Config, timing) {
 	switch {
 	case given.lease:
 	case given.renewDeadline && c.RenewDeadline > 0:
-		c.LeaseDuration = scale(c.RenewDeadline, 1/DefaultRenewDeadlineFraction)
+		c.LeaseDuration = scale(c.RenewDeadline, 1/renewDeadlineFraction)
 		given.leaseFromDeadline = true
 	default:
 		c.LeaseDuration = DefaultLeaseDuration
 	}
 	if !given.renewDeadline {
-		c.RenewDeadline = scale(c.LeaseDuration, DefaultRenewDeadlineFraction)
+		c.RenewDeadline = scale(c.LeaseDuration, renewDeadlineFraction)
 	}
 	if !given.renewInterval {
-		c.RenewInterval = scale(c.RenewDeadline, DefaultRenewIntervalFraction)
+		c.RenewInterval = scale(c.RenewDeadline, renewIntervalFraction)
 	}
 	if !given.retryInterval {
-		c.RetryInterval = scale(c.LeaseDuration, DefaultRetryIntervalFraction)
+		c.RetryInterval = scale(c.LeaseDuration, retryIntervalFraction)
 	}
 	if !given.lockDelay {
 		c.LockDelay = c.LeaseDuration
@@ -352,7 +298,7 @@ func (c Config) withTimingDefaults() (Config, timing) {
 		c.QueryTimeout = min(DefaultQueryTimeout, c.RenewDeadline)
 	}
 	if !given.tenure {
-		c.PreferenceTenure = c.LeaseDuration * DefaultPreferenceTenureLeases
+		c.PreferenceTenure = c.LeaseDuration
 	}
 	if !given.healthInterval {
 		c.HealthCheckInterval = c.RenewInterval
@@ -361,7 +307,7 @@ func (c Config) withTimingDefaults() (Config, timing) {
 		c.HealthCheckTimeout = c.RenewDeadline / 2
 	}
 	if !given.holdDown {
-		c.HealthCheckHoldDown = max(c.PreferenceTenure, DefaultHealthCheckHoldDownIntervals*c.HealthCheckInterval)
+		c.HealthCheckHoldDown = max(c.PreferenceTenure, holdDownIntervals*c.HealthCheckInterval)
 	}
 	return c, given
 }
@@ -376,7 +322,8 @@ func scale(d time.Duration, f float64) time.Duration {
 // Config), and the error Validate returns. It never modifies c; the
 // constructors do the same, so passing the copy or c to them is the same.
 func (c Config) WithDefaults() (Config, error) {
-	return c.withDefaults()
+	s, err := c.settings()
+	return s.config(), err
 }
 
 // Validate reports whether c, with defaults applied, is usable. Its error
@@ -385,14 +332,14 @@ func (c Config) WithDefaults() (Config, error) {
 // a duration the caller left zero is named as derived, with what it was
 // derived from.
 func (c Config) Validate() error {
-	_, err := c.withDefaults()
+	_, err := c.settings()
 	return err
 }
 
 // validate checks c, whose defaults are applied; given says which
 // durations the caller set. It returns the first problem only: a later one
 // is often a consequence of it.
-func (c Config) validate(given timing) error {
+func (c settings) validate(given timing) error {
 	if err := cmp.Or(ValidateName(c.Name), ValidateID(c.ID), ValidateTable(c.Table)); err != nil {
 		return err
 	}
@@ -405,12 +352,12 @@ func (c Config) validate(given timing) error {
 		lease = describe("lease duration", c.LeaseDuration, false, "3/2 of the renew deadline")
 	}
 	switch {
-	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > MaxLeaseDuration:
+	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > maxLeaseDuration:
 		if given.leaseFromDeadline {
 			return bad("renew deadline %v: must be from %v to %v", c.RenewDeadline,
-				scale(MinLeaseDuration, DefaultRenewDeadlineFraction), scale(MaxLeaseDuration, DefaultRenewDeadlineFraction))
+				scale(MinLeaseDuration, renewDeadlineFraction), scale(maxLeaseDuration, renewDeadlineFraction))
 		}
-		return bad("lease duration %v: must be from %v (MinLeaseDuration) to %v", c.LeaseDuration, MinLeaseDuration, MaxLeaseDuration)
+		return bad("lease duration %v: must be from %v (MinLeaseDuration) to %v", c.LeaseDuration, MinLeaseDuration, maxLeaseDuration)
 	case c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration:
 		return bad("%s: must be positive and less than the %s", deadline, lease)
 	case c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline:
@@ -419,7 +366,7 @@ func (c Config) validate(given timing) error {
 	case c.RetryInterval <= 0:
 		return bad("retry interval %v: must be positive", c.RetryInterval)
 	case !(c.JitterFactor <= 1): // also NaN
-		return bad("jitter factor %v: must be at most 1 (0 for the default %v, negative such as NoJitter for none)", c.JitterFactor, DefaultJitterFactor)
+		return bad("jitter factor %v: must be at most 1 (0 for the default %v, negative for none)", c.JitterFactor, defaultJitterFactor)
 	case c.LockDelay < 0:
 		return bad("lock delay %v: must not be negative", c.LockDelay)
 	case !c.DisableLockDelay && c.LockDelay < c.RenewDeadline:
@@ -461,7 +408,7 @@ func describe(what string, d time.Duration, given bool, derived string) string {
 // digits and . _ - : / @. Its error wraps ErrInvalidConfig.
 func ValidateName(name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: election name %q: must be 1 to %d characters among letters, digits and . _ - : / @", ErrInvalidConfig, name, MaxNameLen)
+		return fmt.Errorf("%w: election name %q: must be 1 to %d characters among letters, digits and . _ - : / @", ErrInvalidConfig, name, maxNameLen)
 	}
 	return nil
 }
@@ -470,10 +417,10 @@ func ValidateName(name string) error {
 // without control characters, not only white space and not ending in a
 // space (see checkIDSpaces). Its error wraps ErrInvalidConfig.
 func ValidateID(id string) error {
-	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= MaxIDLen &&
+	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= maxIDLen &&
 		strings.IndexFunc(id, unicode.IsControl) < 0
 	if !ok {
-		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalidConfig, id, MaxIDLen)
+		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalidConfig, id, maxIDLen)
 	}
 	return checkIDSpaces(id)
 }
@@ -528,7 +475,7 @@ func DefaultID() string {
 }
 
 // leaseMillis is the lease in whole milliseconds, rounded up.
-func (c Config) leaseMillis() int64 { return ceilMillis(c.LeaseDuration) }
+func (c settings) leaseMillis() int64 { return ceilMillis(c.LeaseDuration) }
 
 // ceilMillis is d in whole milliseconds, rounded up.
 func ceilMillis(d time.Duration) int64 {

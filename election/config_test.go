@@ -37,32 +37,32 @@ func TestConfigValidation(t *testing.T) {
 		{"table of 64 characters", func(c *Config) { c.Table = strings.Repeat("t", 64) }, "64 characters, at most 55"},
 		{"qualified table past the length limit", func(c *Config) { c.Table = "app." + strings.Repeat("t", 56) }, "at most 55"},
 		{"database of 64 characters", func(c *Config) { c.Table = strings.Repeat("d", 64) + ".service_election" }, ""},
-		{"lease below renew deadline", func(c *Config) { c.LeaseDuration = 5 * time.Second; c.RenewDeadline = 6 * time.Second }, "renew deadline"},
+		{"lease below renew deadline", func(c *Config) { c.LeaseDuration = 5 * time.Second; c.Tuning.RenewDeadline = 6 * time.Second }, "renew deadline"},
 		{"lease alone scales the rest", func(c *Config) { c.LeaseDuration = 5 * time.Second }, ""},
-		{"renew interval above deadline", func(c *Config) { c.RenewInterval = 11 * time.Second }, "renew interval"},
-		{"negative retry", func(c *Config) { c.RetryInterval = -time.Second }, "retry interval"},
-		{"jitter above one", func(c *Config) { c.JitterFactor = 1.5 }, "jitter factor 1.5: must be at most 1 (0 for the default 0.2, negative such as NoJitter for none)"},
-		{"jitter NaN", func(c *Config) { c.JitterFactor = math.NaN() }, "jitter factor NaN"},
-		{"jitter infinite", func(c *Config) { c.JitterFactor = math.Inf(1) }, "jitter factor +Inf"},
-		{"jitter one", func(c *Config) { c.JitterFactor = 1 }, ""},
-		{"jitter off", func(c *Config) { c.JitterFactor = NoJitter }, ""},
-		{"jitter negative", func(c *Config) { c.JitterFactor = -0.5 }, ""},
-		{"lock delay shorter than deadline", func(c *Config) { c.LockDelay = time.Second }, "lock delay"},
-		{"lock delay disabled", func(c *Config) { c.LockDelay = time.Second; c.DisableLockDelay = true }, ""},
-		{"query timeout above deadline", func(c *Config) { c.QueryTimeout = time.Minute }, "query timeout"},
+		{"renew interval above deadline", func(c *Config) { c.Tuning.RenewInterval = 11 * time.Second }, "renew interval"},
+		{"negative retry", func(c *Config) { c.Tuning.RetryInterval = -time.Second }, "retry interval"},
+		{"jitter above one", func(c *Config) { c.Tuning.JitterFactor = 1.5 }, "jitter factor 1.5: must be at most 1 (0 for the default 0.2, negative for none)"},
+		{"jitter NaN", func(c *Config) { c.Tuning.JitterFactor = math.NaN() }, "jitter factor NaN"},
+		{"jitter infinite", func(c *Config) { c.Tuning.JitterFactor = math.Inf(1) }, "jitter factor +Inf"},
+		{"jitter one", func(c *Config) { c.Tuning.JitterFactor = 1 }, ""},
+		{"jitter off", func(c *Config) { c.Tuning.JitterFactor = -1 }, ""},
+		{"jitter negative", func(c *Config) { c.Tuning.JitterFactor = -0.5 }, ""},
+		{"lock delay shorter than deadline", func(c *Config) { c.Tuning.LockDelay = time.Second }, "lock delay"},
+		{"lock delay disabled", func(c *Config) { c.Tuning.LockDelay = time.Second; c.Tuning.DisableLockDelay = true }, ""},
+		{"query timeout above deadline", func(c *Config) { c.Tuning.QueryTimeout = time.Minute }, "query timeout"},
 		{"tiny lease", func(c *Config) { c.LeaseDuration = time.Microsecond }, "lease duration"},
 		{"lease below the floor", func(c *Config) { c.LeaseDuration = MinLeaseDuration - 1 }, "lease duration"},
 		{"lease at the floor", func(c *Config) { c.LeaseDuration = MinLeaseDuration }, ""},
-		{"lease above the ceiling", func(c *Config) { c.LeaseDuration = MaxLeaseDuration + 1 }, "lease duration"},
+		{"lease above the ceiling", func(c *Config) { c.LeaseDuration = maxLeaseDuration + 1 }, "lease duration"},
 		{"sub-second timings", func(c *Config) {
-			c.LeaseDuration, c.RenewDeadline, c.RenewInterval, c.RetryInterval = time.Second, 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+			c.LeaseDuration, c.Tuning.RenewDeadline, c.Tuning.RenewInterval, c.Tuning.RetryInterval = time.Second, 600*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		}, ""},
 		{"value too long", func(c *Config) { c.Value = strings.Repeat("v", 1025) }, "value"},
-		{"priority negative", func(c *Config) { c.Priority = -1 }, "priority -1: must be from 0 (no preference) to 1000 (MaxPriority)"},
-		{"priority above the maximum", func(c *Config) { c.Priority = MaxPriority + 1 }, "priority 1001: must be from 0"},
-		{"priority at the maximum", func(c *Config) { c.Priority = MaxPriority }, ""},
-		{"negative preference tenure", func(c *Config) { c.Priority = 1; c.PreferenceTenure = -time.Second }, "preference tenure -1s: must not be negative"},
-		{"short preference tenure", func(c *Config) { c.Priority = 1; c.PreferenceTenure = time.Millisecond }, ""},
+		{"priority negative", func(c *Config) { c.Preference.Priority = -1 }, "priority -1: must be from 0 (no preference) to 1000 (MaxPriority)"},
+		{"priority above the maximum", func(c *Config) { c.Preference.Priority = MaxPriority + 1 }, "priority 1001: must be from 0"},
+		{"priority at the maximum", func(c *Config) { c.Preference.Priority = MaxPriority }, ""},
+		{"negative preference tenure", func(c *Config) { c.Preference.Priority = 1; c.Preference.Tenure = -time.Second }, "preference tenure -1s: must not be negative"},
+		{"short preference tenure", func(c *Config) { c.Preference.Priority = 1; c.Preference.Tenure = time.Millisecond }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// TestJitterFactor: zero is the default, a negative value (NoJitter) is
+// TestJitterFactor: zero is the default, a negative value (-1) is
 // kept as given, so that WithDefaults' copy means the same when passed
 // again, and no wait is then jittered; the caller's Config is not changed.
 func TestJitterFactor(t *testing.T) {
@@ -91,22 +91,22 @@ func TestJitterFactor(t *testing.T) {
 		want    float64
 		maxWait time.Duration // bound of a jittered 1s wait; 1s: not jittered
 	}{
-		{"default", 0, DefaultJitterFactor, 1200 * time.Millisecond},
+		{"default", 0, defaultJitterFactor, 1200 * time.Millisecond},
 		{"given", 0.5, 0.5, 1500 * time.Millisecond},
-		{"off", NoJitter, NoJitter, time.Second},
+		{"off", -1, -1, time.Second},
 		{"off, any negative", -0.3, -0.3, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Config{Name: "e", JitterFactor: tc.factor}
+			c := Config{Name: "e", Tuning: TuningConfig{JitterFactor: tc.factor}}
 			d, err := c.WithDefaults()
-			if err != nil || d.JitterFactor != tc.want || c.JitterFactor != tc.factor {
-				t.Fatalf("JitterFactor %v (caller's %v), %v; want %v (caller's %v)", d.JitterFactor, c.JitterFactor, err, tc.want, tc.factor)
+			if err != nil || d.Tuning.JitterFactor != tc.want || c.Tuning.JitterFactor != tc.factor {
+				t.Fatalf("JitterFactor %v (caller's %v), %v; want %v (caller's %v)", d.Tuning.JitterFactor, c.Tuning.JitterFactor, err, tc.want, tc.factor)
 			}
-			if again, _ := d.WithDefaults(); again.JitterFactor != d.JitterFactor {
-				t.Errorf("WithDefaults twice: %v, then %v", d.JitterFactor, again.JitterFactor)
+			if again, _ := d.WithDefaults(); again.Tuning.JitterFactor != d.Tuning.JitterFactor {
+				t.Errorf("WithDefaults twice: %v, then %v", d.Tuning.JitterFactor, again.Tuning.JitterFactor)
 			}
 			for range 1000 {
-				w := jitter(time.Second, d.JitterFactor)
+				w := jitter(time.Second, d.Tuning.JitterFactor)
 				ok := w >= time.Second && w < tc.maxWait
 				if tc.maxWait == time.Second {
 					ok = w == time.Second // no jitter
@@ -127,15 +127,15 @@ func TestPreferenceTenureDefault(t *testing.T) {
 		c    Config
 		want time.Duration
 	}{
-		{"default lease", Config{Name: "e"}, DefaultLeaseDuration * DefaultPreferenceTenureLeases},
+		{"default lease", Config{Name: "e"}, DefaultLeaseDuration},
 		{"given lease", Config{Name: "e", LeaseDuration: 3 * time.Second}, 3 * time.Second},
-		{"lease from the renew deadline", Config{Name: "e", RenewDeadline: 2 * time.Second}, 3 * time.Second},
-		{"given tenure", Config{Name: "e", PreferenceTenure: 42 * time.Second}, 42 * time.Second},
+		{"lease from the renew deadline", Config{Name: "e", Tuning: TuningConfig{RenewDeadline: 2 * time.Second}}, 3 * time.Second},
+		{"given tenure", Config{Name: "e", Preference: PreferenceConfig{Tenure: 42 * time.Second}}, 42 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := tc.c.WithDefaults()
-			if err != nil || c.PreferenceTenure != tc.want {
-				t.Errorf("PreferenceTenure %v, %v; want %v", c.PreferenceTenure, err, tc.want)
+			if err != nil || c.Preference.Tenure != tc.want {
+				t.Errorf("PreferenceTenure %v, %v; want %v", c.Preference.Tenure, err, tc.want)
 			}
 		})
 	}
@@ -164,19 +164,19 @@ func TestConfigErrorMessages(t *testing.T) {
 			p + "lease duration -1s: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
 		{"lease 1ms", Config{Name: "e", LeaseDuration: time.Millisecond},
 			p + "lease duration 1ms: must be from 100ms (MinLeaseDuration) to 24h0m0s"},
-		{"renew deadline alone too short", Config{Name: "e", RenewDeadline: time.Millisecond},
+		{"renew deadline alone too short", Config{Name: "e", Tuning: TuningConfig{RenewDeadline: time.Millisecond}},
 			p + "renew deadline 1ms: must be from 66.666667ms to 16h0m0s"},
-		{"renew deadline above the lease", Config{Name: "e", LeaseDuration: 2 * time.Second, RenewDeadline: 3 * time.Second},
+		{"renew deadline above the lease", Config{Name: "e", LeaseDuration: 2 * time.Second, Tuning: TuningConfig{RenewDeadline: 3 * time.Second}},
 			p + "renew deadline 3s: must be positive and less than the lease duration 2s"},
-		{"negative renew deadline", Config{Name: "e", RenewDeadline: -time.Second},
+		{"negative renew deadline", Config{Name: "e", Tuning: TuningConfig{RenewDeadline: -time.Second}},
 			p + "renew deadline -1s: must be positive and less than the lease duration 15s (default)"},
-		{"renew interval above the default deadline", Config{Name: "e", RenewInterval: 11 * time.Second},
+		{"renew interval above the default deadline", Config{Name: "e", Tuning: TuningConfig{RenewInterval: 11 * time.Second}},
 			p + "renew interval 11s: must be positive and less than the renew deadline 10s (default: 2/3 of the lease)"},
-		{"renew interval above the derived deadline", Config{Name: "e", LeaseDuration: 3 * time.Second, RenewInterval: 2 * time.Second},
+		{"renew interval above the derived deadline", Config{Name: "e", LeaseDuration: 3 * time.Second, Tuning: TuningConfig{RenewInterval: 2 * time.Second}},
 			p + "renew interval 2s: must be positive and less than the renew deadline 2s (default: 2/3 of the lease)"},
-		{"lock delay", Config{Name: "e", LockDelay: time.Second},
+		{"lock delay", Config{Name: "e", Tuning: TuningConfig{LockDelay: time.Second}},
 			p + "lock delay 1s: must be at least the renew deadline 10s (default: 2/3 of the lease), or a deposed leader could still act"},
-		{"query timeout", Config{Name: "e", QueryTimeout: time.Minute},
+		{"query timeout", Config{Name: "e", Tuning: TuningConfig{QueryTimeout: time.Minute}},
 			p + "query timeout 1m0s: must be positive and at most the renew deadline 10s (default: 2/3 of the lease)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,14 +199,14 @@ func TestConfigDerivedDurations(t *testing.T) {
 		{"defaults", Config{}, 15 * time.Second, 10 * time.Second, 2 * time.Second, 2 * time.Second, 15 * time.Second},
 		{"lease", Config{LeaseDuration: 3 * time.Second}, 3 * time.Second, 2 * time.Second, 400 * time.Millisecond, 400 * time.Millisecond, 3 * time.Second},
 		{"minimum lease", Config{LeaseDuration: MinLeaseDuration}, 100 * time.Millisecond, 66666667, 13333333, 13333333, 100 * time.Millisecond},
-		{"renew deadline", Config{RenewDeadline: 4 * time.Second}, 6 * time.Second, 4 * time.Second, 800 * time.Millisecond, 800 * time.Millisecond, 6 * time.Second},
-		{"lease and renew deadline", Config{LeaseDuration: 15 * time.Second, RenewDeadline: time.Second}, 15 * time.Second, time.Second, 200 * time.Millisecond, 2 * time.Second, 15 * time.Second},
-		{"all given", Config{LeaseDuration: 2 * time.Second, RenewDeadline: 1200 * time.Millisecond, RenewInterval: 200 * time.Millisecond, RetryInterval: 300 * time.Millisecond, LockDelay: 5 * time.Second},
+		{"renew deadline", Config{Tuning: TuningConfig{RenewDeadline: 4 * time.Second}}, 6 * time.Second, 4 * time.Second, 800 * time.Millisecond, 800 * time.Millisecond, 6 * time.Second},
+		{"lease and renew deadline", Config{LeaseDuration: 15 * time.Second, Tuning: TuningConfig{RenewDeadline: time.Second}}, 15 * time.Second, time.Second, 200 * time.Millisecond, 2 * time.Second, 15 * time.Second},
+		{"all given", Config{LeaseDuration: 2 * time.Second, Tuning: TuningConfig{RenewDeadline: 1200 * time.Millisecond, RenewInterval: 200 * time.Millisecond, RetryInterval: 300 * time.Millisecond, LockDelay: 5 * time.Second}},
 			2 * time.Second, 1200 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.c.Name = "e"
-			d, err := tc.c.withDefaults()
+			d, err := tc.c.settings()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,23 +219,23 @@ func TestConfigDerivedDurations(t *testing.T) {
 		})
 	}
 	// The documented defaults are the fractions applied to the default lease.
-	if scale(DefaultLeaseDuration, DefaultRenewDeadlineFraction) != DefaultRenewDeadline ||
-		scale(DefaultRenewDeadline, DefaultRenewIntervalFraction) != DefaultRenewInterval ||
-		scale(DefaultLeaseDuration, DefaultRetryIntervalFraction) != DefaultRetryInterval {
+	if scale(DefaultLeaseDuration, renewDeadlineFraction) != (10 * time.Second) ||
+		scale((10 * time.Second), renewIntervalFraction) != (2 * time.Second) ||
+		scale(DefaultLeaseDuration, retryIntervalFraction) != (2 * time.Second) {
 		t.Error("the Default* durations do not follow the Default*Fraction constants")
 	}
 }
 
 func TestConfigDefaultsDoNotMutateCaller(t *testing.T) {
 	c := Config{Name: "orders"}
-	d, err := c.withDefaults()
+	d, err := c.settings()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ID != "" || c.LeaseDuration != 0 || c.Table != "" {
 		t.Fatalf("caller's config changed: %+v", c)
 	}
-	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != DefaultRenewDeadline ||
+	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != (10 * time.Second) ||
 		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" || d.Logger != slog.Default() {
 		t.Fatalf("defaults not applied: %+v", d)
 	}
@@ -256,7 +256,7 @@ func TestLeaseMillisRoundsUp(t *testing.T) {
 		d    time.Duration
 		want int64
 	}{{time.Second, 1000}, {1500 * time.Microsecond, 2}, {time.Millisecond, 1}} {
-		if got := (Config{LeaseDuration: tc.d}).leaseMillis(); got != tc.want {
+		if got := (settings{LeaseDuration: tc.d}).leaseMillis(); got != tc.want {
 			t.Errorf("leaseMillis(%v) = %d, want %d", tc.d, got, tc.want)
 		}
 	}
@@ -286,15 +286,15 @@ func TestHealthCheckDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HealthCheckInterval != DefaultRenewInterval || cfg.HealthCheckTimeout != DefaultRenewDeadline/2 ||
-		cfg.HealthCheckHoldDown != DefaultLeaseDuration {
-		t.Errorf("interval %v timeout %v hold-down %v", cfg.HealthCheckInterval, cfg.HealthCheckTimeout, cfg.HealthCheckHoldDown)
+	if cfg.Health.Interval != (2 * time.Second) || cfg.Health.Timeout != (10 * time.Second)/2 ||
+		cfg.Health.HoldDown != DefaultLeaseDuration {
+		t.Errorf("interval %v timeout %v hold-down %v", cfg.Health.Interval, cfg.Health.Timeout, cfg.Health.HoldDown)
 	}
-	cfg, _ = Config{Name: "e", ID: "me", HealthCheckInterval: 10 * time.Second}.WithDefaults()
-	if cfg.HealthCheckHoldDown != 30*time.Second {
-		t.Errorf("hold-down %v with a 10s interval, want 30s", cfg.HealthCheckHoldDown)
+	cfg, _ = Config{Name: "e", ID: "me", Health: HealthConfig{Interval: 10 * time.Second}}.WithDefaults()
+	if cfg.Health.HoldDown != 30*time.Second {
+		t.Errorf("hold-down %v with a 10s interval, want 30s", cfg.Health.HoldDown)
 	}
-	for _, c := range []Config{{HealthCheckInterval: -1}, {HealthCheckTimeout: -1}, {HealthCheckHoldDown: -1}} {
+	for _, c := range []Config{{Health: HealthConfig{Interval: -1}}, {Health: HealthConfig{Timeout: -1}}, {Health: HealthConfig{HoldDown: -1}}} {
 		c.Name, c.ID = "e", "me"
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: %v, want ErrInvalidConfig", c, err)

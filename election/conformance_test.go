@@ -210,11 +210,11 @@ func TestHeartbeatConformance(t *testing.T) {
 				floor = setFloor(before)
 				return before
 			}
-			e, err := NewTable(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, DisableFastHandover: true})
+			e, err := NewTable(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, Tuning: TuningConfig{DisableFastHandover: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tb := e.c.b.(*tableBackend)
+			tb := e.b.(*tableBackend)
 
 			// The statement: affected rows and the row it leaves.
 			before := set()
@@ -325,7 +325,7 @@ func TestOperatorConformance(t *testing.T) {
 
 // backendOf returns the backend of e, a candidate NewTable or NewLock
 // built.
-func backendOf(e *Candidate) backend { return e.c.b }
+func backendOf(e *Candidate) backend { return e.b }
 
 // TestNoFirstDuringAdoption: during an adoption period a recipe node may
 // have created and led an election without a term floor row (its
@@ -338,7 +338,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	e, err := NewTable(db, Config{Name: "7", ID: "me", LeaseDuration: 10 * time.Second, DisableFastHandover: true})
+	e, err := NewTable(db, Config{Name: "7", ID: "me", LeaseDuration: 10 * time.Second, Tuning: TuningConfig{DisableFastHandover: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expir
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := e.c.b.(*tableBackend)
+	tb := e.b.(*tableBackend)
 	p := tb.params(0)
 	p.Floor = 5000000000000000
 	query, args := tb.stmts.heartbeat.bind(p)

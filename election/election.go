@@ -128,52 +128,6 @@ type Election interface {
 	ID() string
 }
 
-// Candidate is a candidate in one election, of either backend: NewTable
-// and NewLock return one. Its methods are those of Election, documented
-// there; depend on Election (or on your own narrower interface) where a
-// fake must stand in for it, as with etcd's *concurrency.Election and
-// client-go's *LeaderElector. Methods may be added to Candidate; fakes of
-// Election are not broken by that.
-type Candidate struct {
-	c *candidate
-}
-
-var _ Election = (*Candidate)(nil)
-
-// Run implements Election.Run.
-func (c *Candidate) Run(ctx context.Context) error { return c.c.Run(ctx) }
-
-// IsLeader implements Election.IsLeader.
-func (c *Candidate) IsLeader() bool { return c.c.IsLeader() }
-
-// Term implements Election.Term.
-func (c *Candidate) Term() uint64 { return c.c.Term() }
-
-// Leader implements Election.Leader.
-func (c *Candidate) Leader(ctx context.Context) (Record, error) { return c.c.Leader(ctx) }
-
-// Resign implements Election.Resign.
-func (c *Candidate) Resign(ctx context.Context) error { return c.c.Resign(ctx) }
-
-// Fenced implements Election.Fenced.
-func (c *Candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return c.c.Fenced(ctx, fn)
-}
-
-// Transfer implements Election.Transfer.
-func (c *Candidate) Transfer(ctx context.Context, to string) error { return c.c.Transfer(ctx, to) }
-
-// Proclaim implements Election.Proclaim.
-func (c *Candidate) Proclaim(ctx context.Context, value string) error {
-	return c.c.Proclaim(ctx, value)
-}
-
-// Name implements Election.Name.
-func (c *Candidate) Name() string { return c.c.Name() }
-
-// ID implements Election.ID.
-func (c *Candidate) ID() string { return c.c.ID() }
-
 // Callbacks are called as leadership changes. All are optional.
 //
 // The contract:

@@ -71,7 +71,7 @@ func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
 // check runs the fence's check in tx and returns sql.ErrNoRows when the
 // candidate does not hold term with a live lease. The first call finds out
 // which check the server needs (one more query, once).
-func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint64, bound lockBound) error {
+func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term uint64, bound lockBound) error {
 	mode := m.v.Load()
 	if mode == fenceUnknown {
 		cluster, err := certifiedCluster(ctx, tx)
@@ -119,7 +119,7 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 // statement under ctx (tx.Commit cannot be cancelled), so that a commit
 // whose answer does not come (a half-open connection, a stalled Galera
 // cluster) never keeps the caller, and with it OnElected and Run, waiting.
-func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound lockBound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
+func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term uint64, bound lockBound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
@@ -231,6 +231,6 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 // closed, and the server either had committed (before any takeover, by the
 // rules above) or rolls the transaction back. Two statements per call
 // (bounding the session's idle time and putting it back) are the cost.
-func (c *candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (c *Candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), stmtBound(c.b), c.cfg.LeaseDuration, fn)
 }

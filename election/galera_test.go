@@ -105,8 +105,7 @@ func TestFencedGaleraTakeover(t *testing.T) {
 	name := "fenced-galera-" + randHex(4)
 	const lease = 600 * time.Millisecond
 	l, err := election.NewTable(db1, election.Config{Name: name, ID: "L", LeaseDuration: lease,
-		RenewDeadline: 400 * time.Millisecond, RenewInterval: 100 * time.Millisecond,
-		RetryInterval: 50 * time.Millisecond, QueryTimeout: 300 * time.Millisecond, JitterFactor: 0.1})
+		Tuning: election.TuningConfig{RenewDeadline: 400 * time.Millisecond, RenewInterval: 100 * time.Millisecond, RetryInterval: 50 * time.Millisecond, QueryTimeout: 300 * time.Millisecond, JitterFactor: 0.1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,12 +61,12 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		hs := &healthSwitch{}
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
 		const every = 1500 * time.Millisecond // not a multiple of the renew interval
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.HealthCheckInterval = hs.check, every })
+		h := newHarness(t, b, func(c *Config) { c.Health.Check, c.Health.Interval = hs.check, every })
 		synctest.Wait() // the loop and the watchdog wait
 		if !h.c.IsLeader() {
 			t.Fatal("not leading")
 		}
-		wantStatus(t, &Candidate{h.c}, true, false)
+		wantStatus(t, h.c, true, false)
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		hs.set(errors.New("disk full"), false)
 		renewals := renewalsOf(b)
@@ -83,7 +83,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if got, want := h.ev.String(), "leader:me,elected,elected-returned,demoted:unhealthy"; got != want {
 			t.Fatalf("events %q, want %q", got, want)
 		}
-		wantStatus(t, &Candidate{h.c}, false, false)
+		wantStatus(t, h.c, false, false)
 		// Sitting out, then not campaigning; checking every interval.
 		follows, calls := followsOf(b), hs.calls.Load()
 		advance(4 * every)
@@ -98,7 +98,7 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 		if got := followsOf(b); got != follows+1 {
 			t.Fatalf("%d looks once the check passed, want 1 at once", got-follows)
 		}
-		wantStatus(t, &Candidate{h.c}, true, false)
+		wantStatus(t, h.c, true, false)
 	})
 }
 
@@ -140,7 +140,7 @@ func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 		b := &fakeBackend{followB: beat{held: true, term: 5}}
 		m := newRecMetrics()
 		const timeout = 5 * time.Second // more than two renew intervals
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.HealthCheckTimeout, c.Metrics = hs.check, timeout, m })
+		h := newHarness(t, b, func(c *Config) { c.Health.Check, c.Health.Timeout, c.Metrics = hs.check, timeout, m })
 		synctest.Wait() // the loop and the watchdog wait
 		hs.set(nil, true)
 		renewals := renewalsOf(b)
@@ -177,8 +177,7 @@ func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
 		dbNow := time.Unix(1_800_000_000, 0).UTC()
 		seen := Record{Election: "unit", ID: "other", Term: 7, Priority: 1, Since: dbNow.Add(-time.Hour),
 			LastRenewal: dbNow.Add(-100 * time.Millisecond), Lease: time.Second, LeaseLeft: 900 * time.Millisecond}
-		cfg, err := Config{Name: "unit", ID: "me", Priority: 2, HealthCheck: func(context.Context) error { return nil },
-			HealthCheckHoldDown: holdDown}.withDefaults()
+		cfg, err := Config{Name: "unit", ID: "me", Health: HealthConfig{Check: func(context.Context) error { return nil }, HoldDown: holdDown}, Preference: PreferenceConfig{Priority: 2}}.settings()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +227,7 @@ func TestUnhealthyHolderHandsOnItsLockDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hs := &healthSwitch{}
 		b := &fakeBackend{followB: beat{held: true, term: 3, delay: tLease}}
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck = hs.check })
+		h := newHarness(t, b, func(c *Config) { c.Health.Check = hs.check })
 		synctest.Wait()
 		b.set(func(f *fakeBackend) { f.followB = beat{} })
 		hs.set(errors.New("warming up"), false)
@@ -249,7 +248,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		hs := &healthSwitch{err: errors.New("no")}
 		b := &fakeBackend{followB: beat{held: true, term: 3}}
 		m := newRecMetrics()
-		h := newHarness(t, b, func(c *Config) { c.HealthCheck, c.Metrics = hs.check, m })
+		h := newHarness(t, b, func(c *Config) { c.Health.Check, c.Metrics = hs.check, m })
 		waitFor(t, func() bool { return hs.calls.Load() >= 1 })
 		for i := 0; i < 3; i++ {
 			synctest.Wait()
@@ -261,7 +260,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		if p := m.mustProgress(t, "unit"); p.Healthy {
 			t.Error("progress healthy while the check fails")
 		}
-		wantStatus(t, &Candidate{h.c}, false, false)
+		wantStatus(t, h.c, false, false)
 		if n := m.n("health:failed"); n < 3 {
 			t.Errorf("health check failures %d, want at least 3", n)
 		}
@@ -283,7 +282,7 @@ func TestWedgedElectorReported(t *testing.T) {
 		})
 		healthz := func() (int, string) {
 			rec := httptest.NewRecorder()
-			HealthzHandler(&Candidate{h.c}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+			HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 			return rec.Code, rec.Body.String()
 		}
 		<-entered // the loop is held up from now on
@@ -302,7 +301,7 @@ func TestWedgedElectorReported(t *testing.T) {
 		if !m.mustProgress(t, "unit").Wedged {
 			t.Error("progress not wedged")
 		}
-		if st := statusOf(t, &Candidate{h.c}); !st.Wedged || st.Healthy != nil {
+		if st := statusOf(t, h.c); !st.Wedged || st.Healthy != nil {
 			t.Fatalf("status wedged %v healthy %s, want wedged, and healthy absent without a HealthCheck", st.Wedged, fmtBool(st.Healthy))
 		}
 		close(unblock)
@@ -310,7 +309,7 @@ func TestWedgedElectorReported(t *testing.T) {
 		if m.mustProgress(t, "unit").Wedged {
 			t.Error("progress wedged after the loop moved on")
 		}
-		if st := statusOf(t, &Candidate{h.c}); st.Wedged {
+		if st := statusOf(t, h.c); st.Wedged {
 			t.Fatal("status wedged after the loop moved on")
 		}
 		if err := h.stop(); err != nil {
@@ -319,7 +318,7 @@ func TestWedgedElectorReported(t *testing.T) {
 		if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
 			t.Fatalf("healthz %d %q after Run returned", code, body)
 		}
-		if st := statusOf(t, &Candidate{h.c}); st.Wedged {
+		if st := statusOf(t, h.c); st.Wedged {
 			t.Fatal("status wedged after Run returned")
 		}
 	})
@@ -366,7 +365,7 @@ func TestHealthResultAge(t *testing.T) {
 				}
 				b := &fakeBackend{followB: beat{held: true, term: 5}}
 				newHarness(t, b, func(c *Config) {
-					c.HealthCheck, c.HealthCheckInterval, c.HealthCheckTimeout = check, interval, timeout
+					c.Health.Check, c.Health.Interval, c.Health.Timeout = check, interval, timeout
 					c.Callbacks.OnDemoted = func(Demotion) { now := time.Now(); stood.Store(&now) }
 				})
 				advance(5 * time.Second)

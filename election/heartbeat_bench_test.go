@@ -22,7 +22,7 @@ func BenchmarkHeartbeatRenew(b *testing.B) {
 	dsn := testdb.DSN(b)
 	testdb.Migrate(b, dsn)
 	db := testdb.Open(b, dsn)
-	e, err := NewTable(db, Config{Name: "bench", ID: "me", DisableFastHandover: true})
+	e, err := NewTable(db, Config{Name: "bench", ID: "me", Tuning: TuningConfig{DisableFastHandover: true}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func BenchmarkHeartbeatRenew(b *testing.B) {
 VALUES ('bench-other', 'other', NOW(6) + INTERVAL 1 HOUR, 15000)`); err != nil {
 		b.Fatal(err)
 	}
-	f, err := NewTable(db, Config{Name: "bench-other", ID: "me", DisableFastHandover: true})
+	f, err := NewTable(db, Config{Name: "bench-other", ID: "me", Tuning: TuningConfig{DisableFastHandover: true}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func StatusHandler(e Election) http.Handler {
 		defer cancel()
 		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term()}
 		if ce, ok := e.(*Candidate); ok {
-			c := ce.c
+			c := ce
 			st.Wedged = c.wedged()
 			if c.cfg.HealthCheck != nil {
 				healthy := !c.unhealthy.Load()
@@ -104,10 +104,10 @@ func HealthzHandler(e Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		var c *candidate
+		var c *Candidate
 		var down time.Duration
 		if ce, ok := e.(*Candidate); ok {
-			c, down = ce.c, ce.c.unreachableFor()
+			c, down = ce, ce.unreachableFor()
 		}
 		switch {
 		case c == nil:

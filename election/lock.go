@@ -124,11 +124,11 @@ import (
 // db is the caller's: the library never opens or closes it. cfg is copied,
 // defaults filled in and validated; errors wrap ErrInvalidConfig. NewLock does
 // no I/O: Run checks the table and the topology first.
-func NewLock(db *sql.DB, cfg Config) (*Candidate, error) {
+func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
-	cfg, err := cfg.withDefaults()
+	cfg, err := config.settings()
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func NewLock(db *sql.DB, cfg Config) (*Candidate, error) {
 	b.lc.log = b.log
 	c := newCandidate(cfg, b)
 	c.db = db
-	return &Candidate{c}, nil
+	return c, nil
 }
 
 // lockBackend is the GET_LOCK backend. Every method but leader is called from
@@ -153,7 +153,7 @@ func NewLock(db *sql.DB, cfg Config) (*Candidate, error) {
 type lockBackend struct {
 	db  *sql.DB
 	sdb *sqlx.DB
-	cfg Config
+	cfg settings
 	log *slog.Logger
 
 	waitTimeout time.Duration // the lock connection's wait_timeout

@@ -44,7 +44,9 @@ func TestLockHoldEndedPastDeadlineLetsLockGo(t *testing.T) {
 			// beyond the sit-out: the server does not drop an idle
 			// connection, and its lock, meanwhile.
 			const lease, lockDelay, retry = 3 * time.Second, time.Second, 250 * time.Millisecond
-			timing := func(c *election.Config) { c.LeaseDuration, c.LockDelay, c.RetryInterval = lease, lockDelay, retry }
+			timing := func(c *election.Config) {
+				c.LeaseDuration, c.Tuning.LockDelay, c.Tuning.RetryInterval = lease, lockDelay, retry
+			}
 			var sick, slow atomic.Bool
 			demoted := make(chan election.Demotion, 4)
 			a := e.start("a", func(c *election.Config) {
@@ -60,7 +62,7 @@ func TestLockHoldEndedPastDeadlineLetsLockGo(t *testing.T) {
 					inner.OnDemoted(d)
 					demoted <- d
 				}
-				c.HealthCheck = func(context.Context) error {
+				c.Health.Check = func(context.Context) error {
 					if sick.CompareAndSwap(true, false) {
 						return errors.New("sick once")
 					}

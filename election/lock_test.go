@@ -60,7 +60,7 @@ func TestLockName(t *testing.T) {
 	type lock struct{ db, tbl, name string }
 	locks := []lock{
 		{db, tbl, fits + "b"}, {db, tbl, fits + "c"}, // too long: hashed, not truncated into one
-		{db, tbl, strings.Repeat("x", election.MaxNameLen)},
+		{db, tbl, strings.Repeat("x", 128)},
 		{db, tbl, "Jobs"}, {db, tbl, "JOBS"}, {db, tbl, "jobs.Eu"}, // upper case: MySQL folds lock names to lower case
 		{"App", tbl, "jobs"}, {"APP", tbl, "jobs"}, {db, "Service_election", "jobs"}, // so do databases and tables
 		{"my-app", tbl, "jobs"}, {"", tbl, "jobs"}, // not plain identifiers
@@ -162,8 +162,7 @@ func newLockEnv(t *testing.T, timeout time.Duration) *lockEnv {
 
 func (e *lockEnv) config(id string) election.Config {
 	return election.Config{
-		Name: e.name, ID: id, LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout,
+		Name: e.name, ID: id, LeaseDuration: tLease, Tuning: election.TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout},
 		Value: "value-of-" + id, Callbacks: e.rec.callbacks(id),
 	}
 }
@@ -689,8 +688,7 @@ func TestLockRefusesGalera(t *testing.T) {
 
 	for i, db := range []*sql.DB{testdb.Open(t, n1.DSN("sqlelect")), db2} {
 		el, err := election.NewLock(db, election.Config{Name: "jobs", ID: fmt.Sprintf("node-%d", i+1),
-			LeaseDuration: tLease, RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval,
-			RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout})
+			LeaseDuration: tLease, Tuning: election.TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout}})
 		if err != nil {
 			t.Fatal(err)
 		}

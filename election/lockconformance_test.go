@@ -156,11 +156,11 @@ func TestLockConformance(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("lockconf-%d", rand.Uint32())
-			e, err := NewLock(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, RetryInterval: 200 * time.Millisecond})
+			e, err := NewLock(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, Tuning: TuningConfig{RetryInterval: 200 * time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := e.c.b.(*lockBackend)
+			b := e.b.(*lockBackend)
 			if err := b.preflight(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -34,8 +34,8 @@ const (
 // at a time).
 func waitTimings(retry time.Duration) func(*election.Config) {
 	return func(c *election.Config) {
-		c.LeaseDuration, c.RenewDeadline, c.RenewInterval = wLease, wRenewDeadline, wRenewInterval
-		c.RetryInterval, c.QueryTimeout, c.LockDelay = retry, wQueryTimeout, wLease
+		c.LeaseDuration, c.Tuning.RenewDeadline, c.Tuning.RenewInterval = wLease, wRenewDeadline, wRenewInterval
+		c.Tuning.RetryInterval, c.Tuning.QueryTimeout, c.Tuning.LockDelay = retry, wQueryTimeout, wLease
 	}
 }
 

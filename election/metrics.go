@@ -102,7 +102,7 @@ func (NopMetrics) HandoverSkipped(string) {}
 func (NopMetrics) PreferenceRequested(string) {}
 
 // progress reads c's local state for Metrics (see Progress).
-func (c *candidate) progress() Progress {
+func (c *Candidate) progress() Progress {
 	now := c.cfg.Clock.Now()
 	p := Progress{
 		Now:      now,

@@ -287,7 +287,7 @@ func TestMetricsFollowerFromTheStart(t *testing.T) {
 		m.mu.Lock()
 		cfg := m.cfgs["unit"]
 		m.mu.Unlock()
-		if cfg.ID != "me" || cfg.RetryInterval != tRetry || cfg.QueryTimeout == 0 {
+		if cfg.ID != "me" || cfg.Tuning.RetryInterval != tRetry || cfg.Tuning.QueryTimeout == 0 {
 			t.Errorf("Start's Config %+v, want the candidate's with defaults", cfg)
 		}
 	})

@@ -16,11 +16,11 @@ import (
 func TestCallsRacingRunsReturnGetNotRunning(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		call func(c *candidate, ctx context.Context) error
+		call func(c *Candidate, ctx context.Context) error
 	}{
-		{"Resign", func(c *candidate, ctx context.Context) error { return c.Resign(ctx) }},
-		{"Transfer", func(c *candidate, ctx context.Context) error { return c.Transfer(ctx, "other") }},
-		{"Proclaim", func(c *candidate, ctx context.Context) error { return c.Proclaim(ctx, "new value") }},
+		{"Resign", func(c *Candidate, ctx context.Context) error { return c.Resign(ctx) }},
+		{"Transfer", func(c *Candidate, ctx context.Context) error { return c.Transfer(ctx, "other") }},
+		{"Proclaim", func(c *Candidate, ctx context.Context) error { return c.Proclaim(ctx, "new value") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -38,8 +38,8 @@ import (
 // Observe returns nil when ctx ends, see's error, or an error that looking
 // again cannot fix (ErrTableMissing, ErrAccessDenied, ErrSchemaMismatch, an
 // invalid cfg). db is the caller's; Observe never closes it.
-func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error) error) error {
-	cfg, err := cfg.WithDefaults() // a copy: the caller's is not changed
+func Observe(ctx context.Context, db *sql.DB, config Config, see func(Record, error) error) error {
+	cfg, err := config.settings()
 	if err != nil {
 		return err
 	}

@@ -89,8 +89,8 @@ func TestObserve(t *testing.T) {
 			start := func(id string) (elected <-chan struct{}, stop func()) {
 				ch := make(chan struct{})
 				var once sync.Once
-				cfg := election.Config{Name: name, ID: id, LeaseDuration: lease, RetryInterval: 100 * time.Millisecond,
-					DisableLockDelay: true, Callbacks: election.Callbacks{
+				cfg := election.Config{Name: name, ID: id, LeaseDuration: lease, Tuning: election.TuningConfig{RetryInterval: 100 * time.Millisecond, DisableLockDelay: true},
+					Callbacks: election.Callbacks{
 						OnElected: func(context.Context, uint64) { once.Do(func() { close(ch) }) }}}
 				newE := election.NewTable
 				if backend == "lock" {
@@ -114,7 +114,7 @@ func TestObserve(t *testing.T) {
 				octx, ocancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() {
-					done <- election.Observe(octx, db, election.Config{Name: name, RetryInterval: retry, LeaseDuration: lease}, o.see)
+					done <- election.Observe(octx, db, election.Config{Name: name, Tuning: election.TuningConfig{RetryInterval: retry}, LeaseDuration: lease}, o.see)
 				}()
 				return func() {
 					ocancel()

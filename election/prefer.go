@@ -48,7 +48,7 @@ func (r Record) tenure() time.Duration {
 // leadership to a candidate about to stand down as unhealthy). So it asks at most once per look,
 // and once per leadership. An error is counted and logged; the next look
 // tries again.
-func (c *candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
+func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
 	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
 		seen.Acquired == "operator" || seen.Term == c.st.askedTerm || c.heldDown() {
 		return wait

@@ -82,9 +82,9 @@ func TestPreferAsksATermOnce(t *testing.T) {
 // preferCandidate is candidate "me" of election "unit" with the given
 // priority and tenure on a fake backend, and a context for its calls that
 // ends with the test (5 s at most).
-func preferCandidate(t *testing.T, priority int, tenure time.Duration) (*candidate, *fakeBackend, context.Context) {
+func preferCandidate(t *testing.T, priority int, tenure time.Duration) (*Candidate, *fakeBackend, context.Context) {
 	t.Helper()
-	cfg, err := Config{Name: "unit", ID: "me", Priority: priority, PreferenceTenure: tenure}.withDefaults()
+	cfg, err := Config{Name: "unit", ID: "me", Preference: PreferenceConfig{Priority: priority, Tenure: tenure}}.settings()
 	if err != nil {
 		t.Fatal(err)
 	}

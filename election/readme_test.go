@@ -83,7 +83,7 @@ func TestReadmeOperatorSQL(t *testing.T) {
 	elected := make(chan string, 2)
 	for _, name := range []string{delayed, leading} {
 		e, err := election.NewTable(db, election.Config{Name: name, ID: "c", LeaseDuration: 30 * time.Second,
-			RetryInterval: 100 * time.Millisecond, Callbacks: election.Callbacks{
+			Tuning: election.TuningConfig{RetryInterval: 100 * time.Millisecond}, Callbacks: election.Callbacks{
 				OnElected: func(context.Context, uint64) { elected <- name }}})
 		if err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestRestoreWithFreshLease(t *testing.T) {
 			lc, fc := sessionClockConfig(name, "L"), sessionClockConfig(name, "F")
 			// L renews seldom, F looks often: a row restored expired is
 			// F's before L renews it, most times.
-			lc.RenewInterval = tRenewDeadline - tRetryInterval
+			lc.Tuning.RenewInterval = tRenewDeadline - tRetryInterval
 			lc.Callbacks = w.callbacks("L", func() []election.Election { return []election.Election{f} })
 			fc.Callbacks = w.callbacks("F", func() []election.Election { return []election.Election{l} })
 			var err error

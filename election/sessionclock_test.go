@@ -26,9 +26,7 @@ import (
 // sessionClockConfig is the configuration of the tests' candidates: short
 // timings, and no fast handover (it would need a second connection).
 func sessionClockConfig(name, id string) election.Config {
-	return election.Config{Name: name, ID: id, LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout,
-		DisableFastHandover: true}
+	return election.Config{Name: name, ID: id, LeaseDuration: tLease, Tuning: election.TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout, DisableFastHandover: true}}
 }
 
 // onePool opens dsn as a pool of one connection and runs set on that

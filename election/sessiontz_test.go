@@ -135,7 +135,7 @@ func TestSessionDSTZoneOnPool(t *testing.T) {
 			w := newOverlapWatch()
 			var l, f election.Election
 			lc, fc := sessionClockConfig(name, "L"), sessionClockConfig(name, "F")
-			lc.RenewInterval = 450 * time.Millisecond
+			lc.Tuning.RenewInterval = 450 * time.Millisecond
 			lc.Callbacks = w.callbacks("L", func() []election.Election { return []election.Election{f} })
 			fc.Callbacks = w.callbacks("F", func() []election.Election { return []election.Election{l} })
 			sawL := make(chan struct{})
@@ -147,9 +147,9 @@ func TestSessionDSTZoneOnPool(t *testing.T) {
 			}
 			unsafe := &errorLog{target: election.ErrUnsafeSession}
 			if tc.onLeader {
-				lc.Logger = slog.New(unsafe)
+				lc.Tuning.Logger = slog.New(unsafe)
 			} else {
-				fc.Logger = slog.New(unsafe)
+				fc.Tuning.Logger = slog.New(unsafe)
 			}
 			var err error
 			if l, err = election.NewTable(lpool, lc); err != nil {

@@ -80,7 +80,7 @@ type builtStatement struct {
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
 func builtStatements(t *testing.T, table string, bound lockBound, p params) []builtStatement {
 	t.Helper()
-	tb := &tableBackend{cfg: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
+	tb := &tableBackend{cfg: settings{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
 	tb.bound.store(bound)
 	tb.prepareSQL()
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
@@ -370,8 +370,8 @@ func TestLockStatementsAsHandAssembled(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	for _, c := range statementCases() {
 		for _, adopt := range []int64{0, 26000} {
-			l, err := NewLock(db, Config{Table: c.table, Name: c.p.Name, ID: c.p.Me, Value: c.p.Value, Priority: 3,
-				LeaseDuration: 15 * time.Second, PreferenceTenure: 1500 * time.Millisecond})
+			l, err := NewLock(db, Config{Table: c.table, Name: c.p.Name, ID: c.p.Me, Value: c.p.Value, Preference: PreferenceConfig{Priority: 3, Tenure: 1500 * time.Millisecond},
+				LeaseDuration: 15 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

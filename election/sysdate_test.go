@@ -63,7 +63,7 @@ func TestRunRefusesSysdateIsNow(t *testing.T) {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			cfg := sessionClockConfig("sysdate-"+randHex(4), "A")
-			cfg.DisableLockDelay = true
+			cfg.Tuning.DisableLockDelay = true
 			elected := make(chan struct{}, 1)
 			cfg.Callbacks.OnElected = func(context.Context, uint64) {
 				select {

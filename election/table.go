@@ -20,11 +20,11 @@ import (
 // its connections per statement. cfg is copied, defaults filled in and
 // validated; errors wrap ErrInvalidConfig. NewTable does no I/O: Run checks
 // the table first.
-func NewTable(db *sql.DB, cfg Config) (*Candidate, error) {
+func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
-	cfg, err := cfg.withDefaults()
+	cfg, err := config.settings()
 	if err != nil {
 		return nil, err
 	}
@@ -36,12 +36,12 @@ func NewTable(db *sql.DB, cfg Config) (*Candidate, error) {
 		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().Heartbeat(cfg.Name, 0, err) },
 			func() { c.metrics().HandoverSkipped(cfg.Name) })
 	}
-	return &Candidate{c}, nil
+	return c, nil
 }
 
 type tableBackend struct {
 	db   *sqlx.DB
-	cfg  Config
+	cfg  settings
 	wake *wakeup // nil with Config.DisableFastHandover
 	// value is the value the candidate publishes: cfg.Value until
 	// Proclaim changes it (see setValue).

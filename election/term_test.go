@@ -419,7 +419,7 @@ func leadsFirst(t *testing.T, ctx context.Context, db *sql.DB, newElection func(
 func insertWaits(t *testing.T, ctx context.Context, db *sql.DB, newElection func(election.Config) (election.Election, error), name string) {
 	t.Helper()
 	cfg := sessionClockConfig(name, "second")
-	cfg.LockDelay = time.Minute // longer than the test: it must hold without leading
+	cfg.Tuning.LockDelay = time.Minute // longer than the test: it must hold without leading
 	e, err := newElection(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -441,6 +441,6 @@ func insertWaits(t *testing.T, ctx context.Context, db *sql.DB, newElection func
 		}
 	}
 	if e.IsLeader() {
-		t.Fatalf("the insert after a DELETE leads at once; want it to wait out its lock delay (%v)", cfg.LockDelay)
+		t.Fatalf("the insert after a DELETE leads at once; want it to wait out its lock delay (%v)", cfg.Tuning.LockDelay)
 	}
 }

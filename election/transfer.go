@@ -16,7 +16,7 @@ type op struct {
 
 // do runs f on the Run goroutine, between two steps of the campaign, and
 // returns its error; what wraps the errors of do itself.
-func (c *candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
+func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
 	if !c.running.Load() {
 		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 	}
@@ -46,7 +46,7 @@ func (c *candidate) do(ctx context.Context, what string, f func(ctx context.Cont
 func TransferWindow(r time.Duration) time.Duration { return 2 * r }
 
 // Transfer implements Election.
-func (c *candidate) Transfer(ctx context.Context, to string) error {
+func (c *Candidate) Transfer(ctx context.Context, to string) error {
 	if err := ValidateID(to); err != nil {
 		return fmt.Errorf("election: transfer: %w", err)
 	}
@@ -63,7 +63,7 @@ func (c *candidate) Transfer(ctx context.Context, to string) error {
 }
 
 // Proclaim implements Election.
-func (c *candidate) Proclaim(ctx context.Context, value string) error {
+func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 	if len(value) > MaxValueLen || !utf8.ValidString(value) {
 		return fmt.Errorf("election: proclaim: %w: value must be valid UTF-8 of at most %d bytes", ErrInvalidConfig, MaxValueLen)
 	}

@@ -78,7 +78,7 @@ func TestTransferStandsDownThenHandsOver(t *testing.T) {
 }
 
 func TestTransferNeedsRun(t *testing.T) {
-	cfg, err := Config{Name: "unit", ID: "me"}.withDefaults()
+	cfg, err := Config{Name: "unit", ID: "me"}.settings()
 	if err != nil {
 		t.Fatal(err)
 	}

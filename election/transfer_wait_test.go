@@ -33,7 +33,7 @@ func TestNamedCandidateWithPendingRequestWaits(t *testing.T) {
 	reg.MustRegister(m)
 	const retry, window = 100 * time.Millisecond, 800 * time.Millisecond
 	e, err := election.NewTable(db, election.Config{Name: name, ID: "me", LeaseDuration: 3 * time.Second,
-		RenewDeadline: 2 * time.Second, RenewInterval: retry, RetryInterval: retry, Metrics: m})
+		Tuning: election.TuningConfig{RenewDeadline: 2 * time.Second, RenewInterval: retry, RetryInterval: retry}, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

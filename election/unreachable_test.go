@@ -71,10 +71,10 @@ func TestUnreachableLoggedOncePerChange(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs, m := &logLines{}, newRecMetrics()
 				b := &fakeBackend{preErr: tc.pre, followErr: tc.look}
-				h := newHarness(t, b, func(c *Config) { c.Logger, c.Metrics = slog.New(logs), m })
+				h := newHarness(t, b, func(c *Config) { c.Tuning.Logger, c.Metrics = slog.New(logs), m })
 				healthz := func() (int, string) {
 					rec := httptest.NewRecorder()
-					HealthzHandler(&Candidate{h.c}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+					HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 					return rec.Code, rec.Body.String()
 				}
 				synctest.Wait()

@@ -32,7 +32,7 @@ import (
 type wakeup struct {
 	db    *sql.DB
 	sdb   *sqlx.DB
-	cfg   Config
+	cfg   settings
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
 	skip  func()      // counts a hint skipped for want of a spare connection
@@ -49,7 +49,7 @@ type wakeup struct {
 // minAwait is the shortest wait worth a GET_LOCK round trip.
 const minAwait = 5 * time.Millisecond
 
-func newWakeup(db *sql.DB, cfg Config, count func(error), skip func()) *wakeup {
+func newWakeup(db *sql.DB, cfg settings, count func(error), skip func()) *wakeup {
 	return &wakeup{
 		db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		count: count, skip: skip,

@@ -62,8 +62,7 @@ func (p *smallPool) pool(n int) *sql.DB {
 func (p *smallPool) start(db *sql.DB, name, id string, rec *leaderships) *poolCand {
 	p.t.Helper()
 	cfg := election.Config{
-		Name: name, ID: id, LeaseDuration: tLease, RenewDeadline: tRenewDeadline,
-		RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout,
+		Name: name, ID: id, LeaseDuration: tLease, Tuning: election.TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenewInterval, RetryInterval: tRetryInterval, QueryTimeout: tQueryTimeout},
 		Callbacks: rec.callbacks(id),
 	}
 	if id == "a" {

@@ -229,9 +229,7 @@ func (f *fleet) recipeNode(id string) {
 // the recipe's timeout.
 func (f *fleet) candidate(id string) {
 	e, err := election.NewTable(f.db, election.Config{
-		Name: "1", ID: id, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second,
-		RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond,
-		QueryTimeout: time.Second,
+		Name: "1", ID: id, LeaseDuration: 3 * time.Second, Tuning: election.TuningConfig{RenewDeadline: 2 * time.Second, RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond, QueryTimeout: time.Second},
 		Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
 			f.b.begin(id)
 			<-ctx.Done()

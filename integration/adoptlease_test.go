@@ -105,8 +105,7 @@ func TestAdoptLeaseOfLaterRows(t *testing.T) {
 
 				elected := make(chan uint64, 1)
 				cfg := election.Config{
-					Name: "1", ID: "sqlelect-1", RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second,
-					Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
+					Name: "1", ID: "sqlelect-1", Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
 						select {
 						case elected <- term:
 						default:

@@ -23,14 +23,14 @@ func newBatched() func(db *sql.DB, cfg election.Config) (*election.Candidate, er
 		b := batchers[db]
 		if b == nil {
 			var err error
-			if b, err = election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table, QueryTimeout: cfg.QueryTimeout}); err != nil {
+			if b, err = election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table, QueryTimeout: cfg.Tuning.QueryTimeout}); err != nil {
 				mu.Unlock()
 				return nil, err
 			}
 			batchers[db] = b
 		}
 		mu.Unlock()
-		cfg.Batcher = b
+		cfg.Tuning.Batcher = b
 		return election.NewTable(db, cfg)
 	}
 }
@@ -97,11 +97,8 @@ func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *bat
 		var row []election.Election
 		for _, name := range f.names {
 			e, err := election.NewTable(db, election.Config{
-				Name: name, ID: fmt.Sprintf("proc-%d", p), Batcher: b,
-				LeaseDuration: fleetLease, RenewDeadline: fleetRenewDeadline,
-				RenewInterval: interval, RetryInterval: interval,
-				QueryTimeout: fleetQueryTimeout, DisableLockDelay: true,
-				Callbacks: election.Callbacks{
+				Name: name, ID: fmt.Sprintf("proc-%d", p), Tuning: election.TuningConfig{Batcher: b, RenewDeadline: fleetRenewDeadline, RenewInterval: interval, RetryInterval: interval, QueryTimeout: fleetQueryTimeout, DisableLockDelay: true},
+				LeaseDuration: fleetLease, Callbacks: election.Callbacks{
 					OnElected: func(context.Context, uint64) {
 						mu.Lock()
 						counts[name]++

@@ -148,7 +148,7 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	db := startGMS(t, ctx)
-	e, err := election.NewTable(db, election.Config{Name: "gms", LeaseDuration: time.Second, DisableFastHandover: true})
+	e, err := election.NewTable(db, election.Config{Name: "gms", LeaseDuration: time.Second, Tuning: election.TuningConfig{DisableFastHandover: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,11 +35,7 @@ import (
 // longer than the chaos suite's.
 var grTimings = election.Config{
 	LeaseDuration: 2 * time.Second,
-	RenewDeadline: 1500 * time.Millisecond,
-	RenewInterval: 250 * time.Millisecond,
-	RetryInterval: 250 * time.Millisecond,
-	QueryTimeout:  time.Second,
-	LockDelay:     2 * time.Second,
+	Tuning:        election.TuningConfig{RenewDeadline: 1500 * time.Millisecond, RenewInterval: 250 * time.Millisecond, RetryInterval: 250 * time.Millisecond, QueryTimeout: time.Second, LockDelay: 2 * time.Second},
 }
 
 // startGroup starts a group for t, creates database sqlelect with the
@@ -210,7 +206,7 @@ func (r *grRun) start(ctx context.Context, db *sql.DB, id string) {
 	if r.errNums.n == nil {
 		r.errNums = errorNumbers{mu: new(sync.Mutex), n: map[string]int{}, beats: map[string]int{}}
 	}
-	cfg.Logger = slog.New(r.errNums)
+	cfg.Tuning.Logger = slog.New(r.errNums)
 	r.mu.Unlock()
 	cfg.Callbacks = election.Callbacks{
 		OnElected: func(ctx context.Context, term uint64) {
@@ -323,9 +319,9 @@ func (r *grRun) check() chaos.Result {
 	}
 	recs = append(recs, chaos.Record{Event: "run_end", Time: time.Now()})
 	tm := grTimings
-	bound := chaos.Bound(tm.LeaseDuration, tm.LockDelay, tm.RenewInterval, tm.RetryInterval, tm.QueryTimeout,
-		election.DefaultJitterFactor, time.Second)
-	res := chaos.Check(chaos.Config{RenewDeadline: tm.RenewDeadline, Bound: bound, StuckAfter: time.Hour}, recs, nil)
+	bound := chaos.Bound(tm.LeaseDuration, tm.Tuning.LockDelay, tm.Tuning.RenewInterval, tm.Tuning.RetryInterval, tm.Tuning.QueryTimeout,
+		0.2 /* the default Tuning.JitterFactor */, time.Second)
+	res := chaos.Check(chaos.Config{RenewDeadline: tm.Tuning.RenewDeadline, Bound: bound, StuckAfter: time.Hour}, recs, nil)
 	for _, v := range res.Violations {
 		r.t.Errorf("%s: %s", r.name, v)
 	}

@@ -58,8 +58,7 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 				events = append(events, event{kind, time.Now()})
 			}
 			e, err := tc.new(db, election.Config{
-				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, RenewDeadline: 600 * time.Millisecond,
-				RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond,
+				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, Tuning: election.TuningConfig{RenewDeadline: 600 * time.Millisecond, RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond},
 				Callbacks: election.Callbacks{
 					OnElected: func(ctx context.Context, term uint64) {
 						note("elected")

@@ -105,9 +105,8 @@ func TestHeldRowLockLeavesServerUsable(t *testing.T) {
 			}
 			t.Cleanup(func() { db.Close() })
 			e, err := newElection(db, election.Config{Name: name, ID: fmt.Sprintf("%s-%d", name, i),
-				LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond,
-				RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond,
-				QueryTimeout: time.Second})
+				LeaseDuration: 2 * time.Second, Tuning: election.TuningConfig{RenewDeadline: 1500 * time.Millisecond, RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond, QueryTimeout: time.Second},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

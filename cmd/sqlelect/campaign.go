@@ -219,22 +219,14 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	}
 	log := slog.New(h)
 	cfg, err := election.Config{
-		Name:             name,
-		ID:               id,
-		Table:            f.table,
-		LeaseDuration:    f.lease,
-		RenewDeadline:    f.renewDeadline,
-		RenewInterval:    f.renew,
-		RetryInterval:    f.retry,
-		LockDelay:        f.lockDelay,
-		Value:            f.value,
-		Priority:         f.priority,
-		PreferenceTenure: f.preferenceTenure,
-		Logger:           log,
-
-		HealthCheckInterval: f.healthInterval,
-		HealthCheckTimeout:  f.healthTimeout,
-		HealthCheckHoldDown: f.healthHoldDown,
+		Name:          name,
+		ID:            id,
+		Table:         f.table,
+		LeaseDuration: f.lease,
+		Health:        election.HealthConfig{Interval: f.healthInterval, Timeout: f.healthTimeout, HoldDown: f.healthHoldDown},
+		Preference:    election.PreferenceConfig{Priority: f.priority, Tenure: f.preferenceTenure},
+		Tuning:        election.TuningConfig{RenewDeadline: f.renewDeadline, RenewInterval: f.renew, RetryInterval: f.retry, LockDelay: f.lockDelay, Logger: log},
+		Value:         f.value,
 	}.WithDefaults()
 	return cfg, log, err
 }
@@ -417,7 +409,7 @@ func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *
 	var health *healthCmd
 	if f.healthCmd != "" {
 		health = &healthCmd{script: f.healthCmd, name: cfg.Name, id: cfg.ID, ev: ev}
-		cfg.HealthCheck = health.check
+		cfg.Health.Check = health.check
 	}
 	ctx, stopSignals := signalContext(context.Background())
 	e, stopElection, err := c.newElection(ctx, f, cfg, log)

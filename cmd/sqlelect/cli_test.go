@@ -127,8 +127,8 @@ func TestCampaignConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LeaseDuration != 15*time.Second || cfg.RenewDeadline != 10*time.Second ||
-		cfg.RenewInterval != 2*time.Second || cfg.RetryInterval != 2*time.Second || cfg.LockDelay != 15*time.Second {
+	if cfg.LeaseDuration != 15*time.Second || cfg.Tuning.RenewDeadline != 10*time.Second ||
+		cfg.Tuning.RenewInterval != 2*time.Second || cfg.Tuning.RetryInterval != 2*time.Second || cfg.Tuning.LockDelay != 15*time.Second {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	f := base
@@ -136,7 +136,7 @@ func TestCampaignConfig(t *testing.T) {
 	if cfg, _, err = f.config("e", io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RenewDeadline != 2*time.Second || cfg.RenewInterval != 400*time.Millisecond || cfg.RetryInterval != 400*time.Millisecond {
+	if cfg.Tuning.RenewDeadline != 2*time.Second || cfg.Tuning.RenewInterval != 400*time.Millisecond || cfg.Tuning.RetryInterval != 400*time.Millisecond {
 		t.Errorf("scaled: %+v", cfg)
 	}
 	// One error, its first root cause, once prefixed, about what was given.

@@ -124,17 +124,17 @@ func (c *cli) run(cmd *command, args []string) error {
 // and a usage error unless CMD is sure to be dead before another candidate
 // may lead.
 func checkGrace(grace time.Duration, cfg election.Config) (time.Duration, error) {
-	margin := cfg.LeaseDuration - cfg.RenewDeadline
+	margin := cfg.LeaseDuration - cfg.Tuning.RenewDeadline
 	if grace == 0 {
 		grace = margin / 2
 	}
 	if grace <= 0 || grace >= margin {
 		return 0, failf(exitUsage, "--grace %v: must be positive and less than lease - renew-deadline (%v - %v = %v), "+
-			"so that CMD is dead before another candidate may lead", grace, cfg.LeaseDuration, cfg.RenewDeadline, margin)
+			"so that CMD is dead before another candidate may lead", grace, cfg.LeaseDuration, cfg.Tuning.RenewDeadline, margin)
 	}
-	if cfg.LockDelay < cfg.RenewDeadline+grace {
+	if cfg.Tuning.LockDelay < cfg.Tuning.RenewDeadline+grace {
 		return 0, failf(exitUsage, "--lock-delay %v: must be at least renew-deadline + grace (%v), "+
-			"so that a deposed leader's CMD is dead before this one starts", cfg.LockDelay, cfg.RenewDeadline+grace)
+			"so that a deposed leader's CMD is dead before this one starts", cfg.Tuning.LockDelay, cfg.Tuning.RenewDeadline+grace)
 	}
 	return grace, nil
 }

@@ -271,7 +271,7 @@ func (c *cli) watch(cmd *command, args []string) error {
 	// election.Observe times the looks by the database clock (a look when
 	// the lease runs out) and wakes at a table-backend holder's handover.
 	err = election.Observe(ctx, db, election.Config{Name: args[0], Table: co.table,
-		RetryInterval: *interval, JitterFactor: election.NoJitter, QueryTimeout: queryTimeout}, w.see)
+		Tuning: election.TuningConfig{RetryInterval: *interval, JitterFactor: -1, QueryTimeout: queryTimeout}}, w.see)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -23,8 +23,8 @@ func TestWatchProclaim(t *testing.T) {
 	dsn := migrated(t, ctx)
 	name := randomName("wp")
 	e, err := election.NewTable(testdb.Open(t, dsn), election.Config{Name: name, ID: "lib-1", Value: "10.0.0.1:80",
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1200 * time.Millisecond,
-		RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond})
+		LeaseDuration: 2 * time.Second, Tuning: election.TuningConfig{RenewDeadline: 1200 * time.Millisecond, RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

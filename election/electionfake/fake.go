@@ -124,8 +124,8 @@ func New(cfg election.Config) (*Fake, error) {
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = election.DefaultLeaseDuration
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = election.RealClock{}
+	if cfg.Tuning.Clock == nil {
+		cfg.Tuning.Clock = election.RealClock{}
 	}
 	if err := errors.Join(election.ValidateName(cfg.Name), election.ValidateID(cfg.ID)); err != nil {
 		return nil, err
@@ -272,15 +272,15 @@ func (f *Fake) Healthy() bool { return !f.unhealthy.Load() }
 // when set, records its outcome and returns its error wrapped with
 // ErrUnhealthy. Run goroutine only.
 func (f *Fake) check(ctx context.Context) error {
-	if f.cfg.HealthCheck == nil {
+	if f.cfg.Health.Check == nil {
 		return nil
 	}
-	if d := f.cfg.HealthCheckTimeout; d > 0 {
+	if d := f.cfg.Health.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	err := f.cfg.HealthCheck(ctx)
+	err := f.cfg.Health.Check(ctx)
 	f.unhealthy.Store(err != nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnhealthy, err)
@@ -421,7 +421,7 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 		return f.record, fmt.Errorf("%w: election %q has no live lease", election.ErrNoLeader, f.cfg.Name)
 	}
 	rec := f.record
-	rec.LastRenewal = f.cfg.Clock.Now().Round(0)
+	rec.LastRenewal = f.cfg.Tuning.Clock.Now().Round(0)
 	return rec, nil
 }
 
@@ -481,7 +481,7 @@ func (f *Fake) SetDB(db *sql.DB) {
 // with a new term, and reports the change through OnLeaderChanged. It
 // returns the term (0 for nobody). Run goroutine only.
 func (f *Fake) setRecord(r election.Record) uint64 {
-	now := f.cfg.Clock.Now().Round(0)
+	now := f.cfg.Tuning.Clock.Now().Round(0)
 	f.mu.Lock()
 	r.Election = f.cfg.Name
 	if r.ID != "" {
@@ -490,7 +490,7 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value, r.Priority = f.value, f.cfg.Priority
+			r.Value, r.Priority = f.value, f.cfg.Preference.Priority
 		}
 	}
 	f.record = r
@@ -530,7 +530,7 @@ func (f *Fake) demote(reason election.Reason) bool {
 	term := f.term.Load()
 	f.leading.Store(false)
 	f.term.Store(0)
-	until := f.cfg.Clock.Now().Round(0)
+	until := f.cfg.Tuning.Clock.Now().Round(0)
 	f.cancelLead()
 	<-f.leadDone
 	if cb := f.cfg.Callbacks.OnDemoted; cb != nil {

@@ -165,7 +165,7 @@ func TestDriving(t *testing.T) {
 func TestLeaderRecord(t *testing.T) { synctest.Test(t, testLeaderRecord) }
 
 func testLeaderRecord(t *testing.T) {
-	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second, Priority: 7})
+	f, _, ctx := start(t, election.Config{ID: "me", Value: "10.0.0.1:80", LeaseDuration: 3 * time.Second, Preference: election.PreferenceConfig{Priority: 7}})
 	if _, err := f.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Fatalf("Leader() before anyone leads: %v, want ErrNoLeader", err)
 	}
@@ -363,7 +363,7 @@ func TestHealthCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := &healthSwitch{}
-				f, l, ctx := start(t, election.Config{ID: "me", HealthCheck: h.check})
+				f, l, ctx := start(t, election.Config{ID: "me", Health: election.HealthConfig{Check: h.check}})
 				if err := tc.drive(ctx, f, h); err != nil {
 					t.Fatal(err)
 				}

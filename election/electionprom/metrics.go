@@ -167,7 +167,7 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 	if m == nil {
 		return func() {}
 	}
-	c := &candidate{name: cfg.Name, healthCheck: cfg.HealthCheck != nil, progress: progress}
+	c := &candidate{name: cfg.Name, healthCheck: cfg.Health.Check != nil, progress: progress}
 	m.mu.Lock()
 	m.candidates[c] = struct{}{}
 	m.mu.Unlock()
@@ -183,7 +183,7 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 		m.health.WithLabelValues(c.name)
 		m.healthTimeouts.WithLabelValues(c.name)
 	}
-	if cfg.Priority > 0 {
+	if cfg.Preference.Priority > 0 {
 		m.prefers.WithLabelValues(c.name)
 	}
 	return func() {

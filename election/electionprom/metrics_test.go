@@ -157,7 +157,7 @@ func TestMetricsSeries(t *testing.T) {
 	reg := newRegistry(t, m)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	p := election.Progress{Now: now, LastStep: now.Add(-time.Second), Healthy: true}
-	cfg := election.Config{Name: "unit", Priority: 1, HealthCheck: func(context.Context) error { return nil }}
+	cfg := election.Config{Name: "unit", Health: election.HealthConfig{Check: func(context.Context) error { return nil }}, Preference: election.PreferenceConfig{Priority: 1}}
 	stop := m.Start(cfg, func() election.Progress { return p })
 
 	s := gatherMetrics(t, reg)

@@ -23,7 +23,7 @@ func testSameNameTwoDatabases(t *testing.T, s Suite) {
 	a := newCluster(t, s, true)
 	a.name = b.name // the same election name in both databases
 	const retry = 20 * time.Second
-	slow := func(cfg *election.Config) { cfg.RetryInterval = retry }
+	slow := func(cfg *election.Config) { cfg.Tuning.RetryInterval = retry }
 
 	b.startN(2)
 	bl, _ := b.waitLeader(takeoverBound, nil)

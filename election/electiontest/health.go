@@ -31,7 +31,7 @@ func (c *cluster) startHealthChecked(n int) (ms []*member, flags []*atomic.Bool,
 		ok.Store(true)
 		flags[i], failed[i] = ok, bad
 		ms[i] = c.start(idN(i), func(cfg *election.Config) {
-			cfg.HealthCheck = func(context.Context) error {
+			cfg.Health.Check = func(context.Context) error {
 				if !ok.Load() {
 					bad.Add(1)
 					return errUnhealthy
@@ -91,7 +91,7 @@ func testFlappingHealth(t *testing.T, s Suite) {
 	rnd := rand.New(rand.NewPCG(rand.Uint64(), 0))
 	for i := 0; i < 3; i++ {
 		c.start(idN(i), func(cfg *election.Config) {
-			cfg.HealthCheck = func(context.Context) error {
+			cfg.Health.Check = func(context.Context) error {
 				mu.Lock()
 				bad := flapping.Load() && rnd.Float64() < 0.3
 				mu.Unlock()

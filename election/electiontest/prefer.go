@@ -19,7 +19,7 @@ const quietRenewals = int(4 * tenure / RenewInterval)
 
 // withPriority sets a candidate's priority and the suite's tenure.
 func withPriority(p int) func(*election.Config) {
-	return func(cfg *election.Config) { cfg.Priority, cfg.PreferenceTenure = p, tenure }
+	return func(cfg *election.Config) { cfg.Preference.Priority, cfg.Preference.Tenure = p, tenure }
 }
 
 // watchRequests polls the election's row until the test ends and counts

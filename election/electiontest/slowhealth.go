@@ -47,10 +47,10 @@ func slowHealth(d time.Duration) func(context.Context) error {
 // RenewDeadline of slowRenewDeadline.
 func withSlowHealth(d time.Duration, more ...func(*election.Config)) func(*election.Config) {
 	return func(cfg *election.Config) {
-		cfg.HealthCheck = slowHealth(d)
-		cfg.HealthCheckTimeout = slowCheckTimeout
-		cfg.RetryInterval = slowRetryInterval
-		cfg.RenewDeadline = slowRenewDeadline
+		cfg.Health.Check = slowHealth(d)
+		cfg.Health.Timeout = slowCheckTimeout
+		cfg.Tuning.RetryInterval = slowRetryInterval
+		cfg.Tuning.RenewDeadline = slowRenewDeadline
 		for _, f := range more {
 			f(cfg)
 		}
@@ -254,7 +254,7 @@ func testSlowHealthCheckSameForLeader(t *testing.T, s Suite) {
 	const check, renew = 250 * time.Millisecond, 200 * time.Millisecond
 	for i := 0; i < 3; i++ {
 		c.start(idN(i), func(cfg *election.Config) {
-			cfg.HealthCheck, cfg.HealthCheckTimeout, cfg.RenewInterval = slowHealth(check), slowCheckTimeout, renew
+			cfg.Health.Check, cfg.Health.Timeout, cfg.Tuning.RenewInterval = slowHealth(check), slowCheckTimeout, renew
 		}, nil)
 	}
 	l := c.leaderRecorded()
@@ -278,7 +278,7 @@ func testFlappingPreferredHoldDown(t *testing.T, s Suite) {
 	var n atomic.Int64
 	c.start("node-p", func(cfg *election.Config) {
 		withPriority(10)(cfg)
-		cfg.HealthCheck = func(context.Context) error {
+		cfg.Health.Check = func(context.Context) error {
 			if n.Add(1)%2 == 0 {
 				return errUnhealthy
 			}

@@ -182,8 +182,7 @@ func newCluster(t *testing.T, s Suite, migrate bool) *cluster {
 // cfg is the suite's configuration for candidate id.
 func (c *cluster) cfg(id string) election.Config {
 	return election.Config{
-		Name: c.name, ID: id, LeaseDuration: Lease, RenewDeadline: RenewDeadline,
-		RenewInterval: RenewInterval, RetryInterval: RetryInterval, QueryTimeout: 500 * time.Millisecond,
+		Name: c.name, ID: id, LeaseDuration: Lease, Tuning: election.TuningConfig{RenewDeadline: RenewDeadline, RenewInterval: RenewInterval, RetryInterval: RetryInterval, QueryTimeout: 500 * time.Millisecond},
 		Value: "value-of-" + id,
 	}
 }
@@ -247,7 +246,7 @@ func (c *cluster) candidate(id string, mod func(*election.Config), dsnMod func(*
 	c.t.Cleanup(func() { db.Close() })
 	cfg := c.cfg(id)
 	clock := NewFreezableClock()
-	cfg.Clock = clock
+	cfg.Tuning.Clock = clock
 	if mod != nil {
 		mod(&cfg)
 	}

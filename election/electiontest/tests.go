@@ -93,7 +93,7 @@ func testResignWakesFollowers(t *testing.T, s Suite) {
 	}
 	c := newCluster(t, s, true)
 	const retry = 20 * time.Second
-	slow := func(cfg *election.Config) { cfg.RetryInterval = retry }
+	slow := func(cfg *election.Config) { cfg.Tuning.RetryInterval = retry }
 	old := c.start("node-1", nil, nil)
 	c.waitLeader(takeoverBound, nil)
 	f2 := c.start("node-2", slow, nil)

@@ -82,8 +82,7 @@ func runCandidate(dsn, name, id string) error {
 		_ = enc.Encode(e)
 	}
 	e, err := election.NewTable(db, election.Config{
-		Name: name, ID: id, LeaseDuration: lease, RenewDeadline: renewDeadline,
-		RenewInterval: renewInterval, RetryInterval: retryInterval,
+		Name: name, ID: id, LeaseDuration: lease, Tuning: election.TuningConfig{RenewDeadline: renewDeadline, RenewInterval: renewInterval, RetryInterval: retryInterval},
 		Callbacks: election.Callbacks{
 			OnElected: func(ctx context.Context, term uint64) {
 				emit(event{Event: "elected", Term: term})

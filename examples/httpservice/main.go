@@ -135,10 +135,7 @@ func run(o options, logger *slog.Logger) error {
 		ID:            o.id,
 		Value:         addr, // who leads, and where: in /api/status and the table
 		LeaseDuration: o.lease,
-		RenewDeadline: o.renewDeadline,
-		RenewInterval: o.renew,
-		RetryInterval: o.retry,
-		Logger:        logger, // the library adds election and id
+		Tuning:        election.TuningConfig{RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry, Logger: logger},
 		Metrics:       metrics,
 		Callbacks: election.Callbacks{
 			OnElected: func(ctx context.Context, term uint64) {

@@ -103,9 +103,7 @@ func run(o options, logger *slog.Logger) error {
 	var e election.Election
 	e, err = election.NewTable(db, election.Config{
 		Name: o.election, ID: o.id,
-		LeaseDuration: o.lease, RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry,
-		Logger: logger,
-		Callbacks: election.Callbacks{
+		LeaseDuration: o.lease, Tuning: election.TuningConfig{RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry, Logger: logger}, Callbacks: election.Callbacks{
 			OnElected: func(ctx context.Context, term uint64) { schedule(ctx, e, term, o, log.With("term", term)) },
 			OnLeaderChanged: func(r election.Record) {
 				if r.ID != "" && r.ID != o.id {

@@ -55,8 +55,7 @@ func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string)
 		t.Fatal(err)
 	}
 	cfg := func(id string) election.Config {
-		return election.Config{Name: "fenced-long", ID: id, LeaseDuration: tm.Lease, RenewDeadline: tm.RenewDeadline,
-			RenewInterval: tm.RenewInterval, RetryInterval: tm.RetryInterval, QueryTimeout: tm.QueryTimeout}
+		return election.Config{Name: "fenced-long", ID: id, LeaseDuration: tm.Lease, Tuning: election.TuningConfig{RenewDeadline: tm.RenewDeadline, RenewInterval: tm.RenewInterval, RetryInterval: tm.RetryInterval, QueryTimeout: tm.QueryTimeout}}
 	}
 	run := func(e election.Election) {
 		rctx, rcancel := context.WithCancel(ctx)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
@@ -121,7 +120,7 @@ const fenceSlack = 50 * time.Millisecond
 
 func (tm timings) bound() time.Duration {
 	return Bound(tm.Lease, tm.LockDelay, tm.RenewInterval, tm.RetryInterval, tm.QueryTimeout,
-		election.DefaultJitterFactor, boundMargin)
+		0.2 /* the default Tuning.JitterFactor */, boundMargin)
 }
 
 func (tm timings) checkerConfig() Config {

@@ -94,9 +94,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	errc := make(chan error, 1)
 	groups := make([][]election.Election, opts.Candidates)
 	cfgBase := election.Config{
-		LeaseDuration: opts.Lease, RenewDeadline: opts.Lease * 7 / 10,
-		RenewInterval: opts.Lease / 5, RetryInterval: opts.Lease / 5,
-		QueryTimeout: opts.Lease / 5, DisableFastHandover: true,
+		LeaseDuration: opts.Lease, Tuning: election.TuningConfig{RenewDeadline: opts.Lease * 7 / 10, RenewInterval: opts.Lease / 5, RetryInterval: opts.Lease / 5, QueryTimeout: opts.Lease / 5, DisableFastHandover: true},
 		Callbacks: election.Callbacks{
 			OnElected: func(ctx context.Context, _ uint64) { count() },
 			OnDemoted: func(election.Demotion) { count() },
@@ -124,7 +122,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		regs = append(regs, reg)
 		var b *election.Batcher
 		if opts.Batch {
-			if b, err = election.NewBatcher(db, election.BatcherOptions{QueryTimeout: cfgBase.QueryTimeout}); err != nil {
+			if b, err = election.NewBatcher(db, election.BatcherOptions{QueryTimeout: cfgBase.Tuning.QueryTimeout}); err != nil {
 				return res, err
 			}
 		}
@@ -132,7 +130,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			cfg := cfgBase
 			cfg.Name = fmt.Sprintf("shard-%06d", i)
 			cfg.ID = fmt.Sprintf("group-%d", g)
-			cfg.Batcher = b
+			cfg.Tuning.Batcher = b
 			cfg.Metrics = metrics
 			e, err := election.NewTable(db, cfg)
 			if err != nil {
@@ -144,7 +142,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	// Start the candidates spread over one renew interval, as processes
 	// that did not all start in the same millisecond.
 	total := opts.Elections * opts.Candidates
-	spread := cfgBase.RenewInterval
+	spread := cfgBase.Tuning.RenewInterval
 	start := time.Now()
 	n := 0
 	for i := range opts.Elections {

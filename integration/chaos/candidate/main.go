@@ -132,10 +132,9 @@ func main() {
 		hf.watch(sigCtx) // else SIGUSR2 is the session-state fault's (sessionstate.go)
 	}
 	err := run(p, *backend, open, election.Config{
-		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, RenewDeadline: *renewDeadline,
-		RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay,
-		QueryTimeout: *queryTimeout, Value: *id, DisableFastHandover: !*fastHandover,
-		HealthCheck: hf.check, HealthCheckTimeout: *healthTimeout,
+		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, Health: election.HealthConfig{Check: hf.check, Timeout: *healthTimeout},
+		Tuning: election.TuningConfig{RenewDeadline: *renewDeadline, RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay, QueryTimeout: *queryTimeout, DisableFastHandover: !*fastHandover},
+		Value:  *id,
 	}, *elections, *batch, *batchLinger, *fencedEvery, *statsEvery)
 	if err != nil {
 		p.emit(line{Event: "error", Detail: err.Error()})
@@ -173,11 +172,11 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 		if backend != "table" {
 			return fmt.Errorf("--batch needs the table backend")
 		}
-		b, err := election.NewBatcher(db, election.BatcherOptions{Table: base.Table, QueryTimeout: base.QueryTimeout, Linger: linger})
+		b, err := election.NewBatcher(db, election.BatcherOptions{Table: base.Table, QueryTimeout: base.Tuning.QueryTimeout, Linger: linger})
 		if err != nil {
 			return err
 		}
-		base.Batcher = b
+		base.Tuning.Batcher = b
 	}
 	multi := n > 1 || batch
 	es := make([]election.Election, max(n, 1))
