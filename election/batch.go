@@ -53,7 +53,7 @@ type BatcherOptions struct {
 // the leaders' renewals and the followers' reads that arrive while another
 // batch is in flight are combined into one statement, so the number of
 // statements grows with the load's burstiness, not with the number of
-// elections. Set Config.Batcher to use it; every election of a Batcher must
+// elections. Set Config.Tuning.Batcher to use it; every election of a Batcher must
 // use its table.
 //
 // Only the steady state is batched. A renewal takes the rows' locks with
@@ -63,7 +63,7 @@ type BatcherOptions struct {
 // statement, so one stalled row never delays the others, and takeovers,
 // deposition and operator changes are decided exactly as without a
 // Batcher. Followers read the rows of many elections with one SELECT.
-// Fast handover (Config.DisableFastHandover) is off for batched elections:
+// Fast handover (Config.Tuning.DisableFastHandover) is off for batched elections:
 // a handover waits for a follower's next look.
 //
 // The Batcher starts no goroutines: the first caller of each batch runs it.

@@ -20,9 +20,9 @@ type beat struct {
 	inserted bool   // the term began on a new row: the previous one was deleted
 	// delay is how long a new hold must wait before leading, so that a
 	// predecessor that may not know it lost has stood down: 0 after taking
-	// an expired or released row, Config.LockDelay after a new or replaced
+	// an expired or released row, Config.Tuning.LockDelay after a new or replaced
 	// row, what was left of the predecessor's lease when that is known.
-	// Ignored with Config.DisableLockDelay.
+	// Ignored with Config.Tuning.DisableLockDelay.
 	delay time.Duration
 	// requested is set (with held false) when a holder's renewal changed
 	// nothing because an operator asked it to hand over: to the candidate
@@ -195,7 +195,7 @@ type leadership struct {
 //     leadership it ended) and cancels that context when the deadline
 //     passes, even while the Run goroutine is blocked.
 //   - The health goroutine (startHealth, joined when Run returns) runs
-//     Config.HealthCheck and writes checked, unhealthy and lastFailure, and
+//     Config.Health.Check and writes checked, unhealthy and lastFailure, and
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
 //     the backend's await while the Run goroutine only waits.
@@ -222,7 +222,7 @@ type Candidate struct {
 	// statements, as elapsed ns plus one; 0 while it answers (see reached).
 	downSince atomic.Int64
 
-	// The latest result of Config.HealthCheck, written by the health
+	// The latest result of Config.Health.Check, written by the health
 	// goroutine (see watchHealth) and read by the campaign loop: unhealthy
 	// above says it failed; checked that there is one; lastFailure when
 	// the latest failure was recorded, or Run began, as elapsed ns plus one
@@ -722,7 +722,9 @@ func (c *Candidate) maybeLead() {
 	go func() {
 		defer wg.Done()
 		if f := c.cfg.Callbacks.OnElected; f != nil {
-			f(lctx, term)
+			f(lctx, NewLeadership(term, func(ctx context.Context, fn func(*sql.Tx) error) error {
+				return c.fencedFor(ctx, lctx.Done(), term, fn)
+			}))
 		}
 	}()
 	go func() { wg.Wait(); close(done) }()
@@ -1027,7 +1029,7 @@ func (c *Candidate) wedged() bool {
 	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
 }
 
-// healthy reports whether the latest result of Config.HealthCheck lets
+// healthy reports whether the latest result of Config.Health.Check lets
 // the candidate campaign: true without a HealthCheck, false before its
 // first result and while that result is a failure.
 func (c *Candidate) healthy() bool {
@@ -1043,7 +1045,7 @@ func (c *Candidate) heldDown() bool {
 	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.HealthCheckHoldDown)
 }
 
-// startHealth starts the goroutine that runs Config.HealthCheck beside the
+// startHealth starts the goroutine that runs Config.Health.Check beside the
 // campaign loop (see watchHealth), if there is a check; the returned stop
 // cancels it and returns once it has exited (once a run under way has
 // returned).

@@ -148,7 +148,7 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	h := &harness{t: t, b: b, ev: &events{}, done: make(chan error, 1)}
 	cfg := Config{Name: "unit", ID: "me", LeaseDuration: tLease, Tuning: TuningConfig{RenewDeadline: tRenewDeadline, RenewInterval: tRenew, RetryInterval: tRetry, JitterFactor: -1},
 		Callbacks: Callbacks{
-			OnElected: func(ctx context.Context, term uint64) {
+			OnElected: func(ctx context.Context, l Leadership) {
 				h.ev.add("elected")
 				<-ctx.Done()
 				h.ev.add("elected-returned")

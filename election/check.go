@@ -1136,7 +1136,7 @@ func (ch *checker) skipLocked() {
 		ch.add(Finding{Property: PropSkipLocked, Status: CheckWarn, Backends: none,
 			Detail:      fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
 			Consequence: "a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)",
-			Fix:         "do not use a Batcher (Config.Batcher) here"})
+			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
 		return
 	}
 	var gotA []string
@@ -1149,7 +1149,7 @@ func (ch *checker) skipLocked() {
 			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)",
 				gotB, gotA),
 			Consequence: "a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
-			Fix:         "do not use a Batcher (Config.Batcher) here"})
+			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
 	default:
 		ch.add(Finding{Property: PropSkipLocked, Status: CheckPass, Backends: none,
 			Detail: "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took"})

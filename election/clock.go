@@ -5,7 +5,7 @@ import "time"
 // Clock is the package's only source of local time: every reading of the
 // time and every timer of a candidate (its campaign loop, the leadership
 // watchdog, the lock backend's GET_LOCK wait and idle limit) goes through
-// Config.Clock, a Batcher's linger through its own Clock, and nothing else in
+// Config.Tuning.Clock, a Batcher's linger through its own Clock, and nothing else in
 // the package calls time.Now, time.Since or the time package's timers.
 // Statement timeouts are the exception: they are context deadlines, which
 // database/sql counts in real time.

@@ -130,7 +130,7 @@ func offsetOverlap(t *testing.T, ctx context.Context, node1 string, db2 *sql.DB,
 	lc := cfg("L")
 	lc.Callbacks.OnDemoted = func(d election.Demotion) { mu.Lock(); lUntil = d.Until; mu.Unlock() }
 	mc := cfg("M")
-	mc.Callbacks.OnElected = func(context.Context, uint64) { mu.Lock(); mElected = time.Now(); mu.Unlock() }
+	mc.Callbacks.OnElected = func(context.Context, election.Leadership) { mu.Lock(); mElected = time.Now(); mu.Unlock() }
 	l, err := election.NewTable(db1, lc)
 	if err != nil {
 		t.Fatal(err)

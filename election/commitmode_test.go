@@ -159,7 +159,7 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 				cfg.Tuning.DisableLockDelay = true
 				elected := make(chan struct{})
 				var once sync.Once
-				cfg.Callbacks.OnElected = func(context.Context, uint64) { once.Do(func() { close(elected) }) }
+				cfg.Callbacks.OnElected = func(context.Context, election.Leadership) { once.Do(func() { close(elected) }) }
 				newElection := election.NewTable
 				if backend == election.BackendLock {
 					newElection = election.NewLock

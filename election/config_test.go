@@ -219,9 +219,9 @@ func TestConfigDerivedDurations(t *testing.T) {
 		})
 	}
 	// The documented defaults are the fractions applied to the default lease.
-	if scale(DefaultLeaseDuration, renewDeadlineFraction) != (10 * time.Second) ||
-		scale((10 * time.Second), renewIntervalFraction) != (2 * time.Second) ||
-		scale(DefaultLeaseDuration, retryIntervalFraction) != (2 * time.Second) {
+	if scale(DefaultLeaseDuration, renewDeadlineFraction) != (10*time.Second) ||
+		scale((10*time.Second), renewIntervalFraction) != (2*time.Second) ||
+		scale(DefaultLeaseDuration, retryIntervalFraction) != (2*time.Second) {
 		t.Error("the Default* durations do not follow the Default*Fraction constants")
 	}
 }
@@ -235,7 +235,7 @@ func TestConfigDefaultsDoNotMutateCaller(t *testing.T) {
 	if c.ID != "" || c.LeaseDuration != 0 || c.Table != "" {
 		t.Fatalf("caller's config changed: %+v", c)
 	}
-	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != (10 * time.Second) ||
+	if d.LeaseDuration != DefaultLeaseDuration || d.RenewDeadline != (10*time.Second) ||
 		d.LockDelay != DefaultLeaseDuration || d.Table != DefaultTable || d.ID == "" || d.Logger != slog.Default() {
 		t.Fatalf("defaults not applied: %+v", d)
 	}
@@ -286,7 +286,7 @@ func TestHealthCheckDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Health.Interval != (2 * time.Second) || cfg.Health.Timeout != (10 * time.Second)/2 ||
+	if cfg.Health.Interval != (2*time.Second) || cfg.Health.Timeout != (10*time.Second)/2 ||
 		cfg.Health.HoldDown != DefaultLeaseDuration {
 		t.Errorf("interval %v timeout %v hold-down %v", cfg.Health.Interval, cfg.Health.Timeout, cfg.Health.HoldDown)
 	}

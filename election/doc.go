@@ -172,11 +172,11 @@
 // and n or more elections in the process, some of them go without the hint
 // and poll instead of starving every election's renewals (counted by
 // electionprom.Metrics as sqlelect_fast_handover_skipped_total).
-// Config.DisableFastHandover turns it off.
+// Config.Tuning.DisableFastHandover turns it off.
 //
 // # Health
 //
-// Config.HealthCheck ties leadership to the application's health. It runs
+// Config.Health.Check ties leadership to the application's health. It runs
 // beside the campaign loop, as Kubernetes probes and Consul checks do: a
 // goroutine that Run starts and joins runs it every HealthCheckInterval
 // (default RenewInterval), bounded by HealthCheckTimeout (default
@@ -233,7 +233,7 @@
 // # Many elections in one process
 //
 // A service with an election per shard runs thousands of candidates. Each
-// is its own Election, but with a shared Batcher (Config.Batcher) their
+// is its own Election, but with a shared Batcher (Config.Tuning.Batcher) their
 // steady-state statements are combined: one transaction renews many
 // leaders' rows (SELECT … FOR UPDATE SKIP LOCKED, then one UPDATE), one
 // SELECT reads many followers' rows. Anything unusual (a row locked by
@@ -326,7 +326,7 @@
 //
 // # Leadership preference
 //
-// Config.Priority (0 to MaxPriority; 0, the default, is no preference)
+// Config.Preference.Priority (0 to MaxPriority; 0, the default, is no preference)
 // makes some candidates preferred leaders: a bigger machine, the one in the
 // primary's zone. The holder writes its priority into the row (the priority
 // column, schema version 5) whenever it takes the row and on its own
@@ -513,7 +513,7 @@
 // Package electionfake is an in-memory Election with the same callbacks'
 // contract, for the unit tests of code that uses this package; the
 // behaviour suite (electiontest.RunContract) checks the contract against
-// both. It honours Config.HealthCheck where the test drives it (before an
+// both. It honours Config.Health.Check where the test drives it (before an
 // Elect, and in CheckHealth, which stands for a run of the check while
 // leading), bounded by HealthCheckTimeout.
 package election

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"time"
 )
@@ -135,7 +136,8 @@ type Election interface {
 //     one at a time and in order; a slow callback delays the campaign (but
 //     never extends leadership: that ends by the clock).
 //   - OnElected is called in a new goroutine when this candidate starts to
-//     lead, after IsLeader turned true. Its context is cancelled when
+//     lead, after IsLeader turned true, with that Leadership: its term, and
+//     Fenced for writes that must not commit once it ended. Its context is cancelled when
 //     leadership ends, at the latest when the lease runs out by the local
 //     clock, even while the database does not answer. OnElected must return
 //     soon after its context is cancelled: Run waits for it before calling
@@ -154,9 +156,34 @@ type Election interface {
 //     nobody holds a live lease. A candidate waiting out its lock delay sees
 //     itself as holder before OnElected.
 type Callbacks struct {
-	OnElected       func(ctx context.Context, term uint64)
+	OnElected       func(ctx context.Context, l Leadership)
 	OnDemoted       func(d Demotion)
 	OnLeaderChanged func(r Record)
+}
+
+// Leadership is one leadership of a candidate, as OnElected receives it:
+// its term, and Fenced for its leader-only writes.
+type Leadership struct {
+	// Term is the leadership's fencing term (see Election.Term).
+	Term   uint64
+	fenced func(ctx context.Context, fn func(tx *sql.Tx) error) error
+}
+
+// NewLeadership returns the Leadership of term whose Fenced calls fenced:
+// for fakes of Election, such as electionfake's, to pass to OnElected.
+func NewLeadership(term uint64, fenced func(ctx context.Context, fn func(tx *sql.Tx) error) error) Leadership {
+	return Leadership{Term: term, fenced: fenced}
+}
+
+// Fenced runs fn as Election.Fenced does, checking l.Term: it returns an
+// error wrapping ErrNotLeader, without calling fn, once this leadership
+// ended, even when a later leadership of the same candidate has begun.
+// Pass OnElected's context (see Election.Fenced).
+func (l Leadership) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if l.fenced == nil {
+		return fmt.Errorf("%w: no leadership", ErrNotLeader)
+	}
+	return l.fenced(ctx, fn)
 }
 
 // Reason says why leadership ended.
@@ -172,7 +199,7 @@ const (
 	ReasonDeposed Reason = "deposed"
 	// ReasonError: Run stopped on a permanent error.
 	ReasonError Reason = "error"
-	// ReasonUnhealthy: Config.HealthCheck failed or did not answer in
+	// ReasonUnhealthy: Config.Health.Check failed or did not answer in
 	// time; the row was released for a follower to take over at once.
 	ReasonUnhealthy Reason = "unhealthy"
 	// ReasonTransferred: a planned change of leader. Transfer was called,
@@ -232,7 +259,7 @@ type Record struct {
 	// which alone may take it until LeaseLeft runs out.
 	Transfer   bool   `json:"transfer,omitempty"`
 	TransferTo string `json:"transfer_to,omitempty"`
-	// Priority is the holder's Config.Priority as it last wrote it (0 for
+	// Priority is the holder's Config.Preference.Priority as it last wrote it (0 for
 	// no preference, and in a row an operator wrote until its holder
 	// renews it). See "Leadership preference" in the package
 	// documentation.

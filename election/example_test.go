@@ -26,10 +26,10 @@ func Example() {
 		Name:  "orders-scheduler",
 		Value: "10.0.0.7:8080", // published for whoever asks who leads
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) {
+			OnElected: func(ctx context.Context, l election.Leadership) {
 				// Leader-only work; ctx ends when leadership does.
 				for ctx.Err() == nil {
-					log.Printf("leading term %d", term)
+					log.Printf("leading term %d", l.Term)
 					select {
 					case <-ctx.Done():
 					case <-time.After(time.Second):

@@ -234,3 +234,20 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 func (c *Candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), stmtBound(c.b), c.cfg.LeaseDuration, fn)
 }
+
+// fencedFor is Leadership.Fenced for the leadership of term whose elected
+// context's Done channel is ended: it fails once that leadership ended, even
+// when a later leadership of this candidate has begun, with the same term
+// or another.
+func (c *Candidate) fencedFor(ctx context.Context, ended <-chan struct{}, term uint64, fn func(tx *sql.Tx) error) error {
+	now := c.Term() // read before ended: a later leadership starts after ended is closed
+	select {
+	case <-ended:
+		now = 0
+	default:
+	}
+	if now != term {
+		return fmt.Errorf("%w: election %q: the leadership of term %d ended", ErrNotLeader, c.cfg.Name, term)
+	}
+	return fenced(ctx, c.db, c.cfg, &c.fence, term, stmtBound(c.b), c.cfg.LeaseDuration, fn)
+}

@@ -36,7 +36,7 @@ type StatusJSON struct {
 	ID       string `json:"id"`
 	IsLeader bool   `json:"is_leader"`
 	Term     uint64 `json:"term"`
-	// Healthy is, with Config.HealthCheck, whether the check's last run
+	// Healthy is, with Config.Health.Check, whether the check's last run
 	// passed (true before its first run), as sqlelect_healthy; nil (left
 	// out of the JSON) without a HealthCheck.
 	Healthy *bool `json:"healthy,omitempty"`
@@ -95,7 +95,7 @@ func StatusHandler(e Election) http.Handler {
 // HealthCheck that ignores its context). electionprom reports the same as
 // sqlelect_wedged. While the database does not answer (a connection error
 // or a timeout, since the last statement it answered), and when
-// Config.HealthCheck fails, it still answers 200, saying so in the body: the
+// Config.Health.Check fails, it still answers 200, saying so in the body: the
 // elector works (a leader stands down by its own clock), and restarting it
 // would not bring the database back. It reads no database. An Election not
 // made by NewTable or NewLock (a test fake) is reported "ok". Safe for

@@ -52,8 +52,8 @@ func TestLockHoldEndedPastDeadlineLetsLockGo(t *testing.T) {
 			a := e.start("a", func(c *election.Config) {
 				timing(c)
 				inner := c.Callbacks
-				c.Callbacks.OnElected = func(ctx context.Context, term uint64) {
-					inner.OnElected(ctx, term)
+				c.Callbacks.OnElected = func(ctx context.Context, l election.Leadership) {
+					inner.OnElected(ctx, l)
 					if slow.CompareAndSwap(true, false) {
 						time.Sleep(tRenewDeadline + 300*time.Millisecond) // past the hold's deadline
 					}

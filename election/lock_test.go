@@ -308,7 +308,8 @@ type leadership struct {
 
 func (r *leaderships) callbacks(id string) election.Callbacks {
 	return election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, l election.Leadership) {
+			term := l.Term
 			r.mu.Lock()
 			r.ivs = append(r.ivs, &leadership{id: id, term: term, start: time.Now()})
 			r.mu.Unlock()

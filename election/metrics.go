@@ -32,23 +32,23 @@ type Metrics interface {
 	// its renew deadline: it succeeded, but the leadership had already
 	// ended by the local clock.
 	LeaseLost(election string)
-	// HealthCheck reports one result of Config.HealthCheck: err is nil
+	// HealthCheck reports one result of Config.Health.Check: err is nil
 	// when it passed; timedOut when it did not answer within
 	// HealthCheckTimeout (err is then not nil).
 	HealthCheck(election string, err error, timedOut bool)
 	// HandoverSkipped reports that the table backend skipped its fast
 	// handover hint, the pool having no connection to spare (see
-	// Config.DisableFastHandover).
+	// Config.Tuning.DisableFastHandover).
 	HandoverSkipped(election string)
 	// PreferenceRequested reports that this follower asked a leader of
-	// lower Config.Priority to hand over to it.
+	// lower Config.Preference.Priority to hand over to it.
 	PreferenceRequested(election string)
 }
 
 // Progress is a candidate's local state at one instant, as Metrics.Start's
 // progress reads it.
 type Progress struct {
-	// Now is the reading of Config.Clock the other fields refer to.
+	// Now is the reading of Config.Tuning.Clock the other fields refer to.
 	Now time.Time
 	// Leading says whether the candidate leads (IsLeader); Term is its
 	// term then, and LeaseLeft the time before it must stand down without
@@ -66,7 +66,7 @@ type Progress struct {
 	// progress for more than RenewDeadline past when it was due (see
 	// HealthzHandler).
 	Wedged bool
-	// Healthy is false while the latest result of Config.HealthCheck is a
+	// Healthy is false while the latest result of Config.Health.Check is a
 	// failure; true without a HealthCheck and before its first result.
 	Healthy bool
 }

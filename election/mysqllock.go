@@ -76,7 +76,7 @@ func LockName(database, table, name string) string {
 
 // WakeLockName returns the name of the user-level lock (GET_LOCK) the table
 // backend's holder of election name in table of database keeps so that its
-// followers wake as soon as it lets go (see Config.DisableFastHandover):
+// followers wake as soon as it lets go (see Config.Tuning.DisableFastHandover):
 // "sqlelect.wake#" and the first 50 hex digits of the SHA-256 of the
 // database, the table and the name. Database and table are as for LockName
 // (a qualified table names its database; Run uses the connection's default

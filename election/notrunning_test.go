@@ -27,7 +27,7 @@ func TestCallsRacingRunsReturnGetNotRunning(t *testing.T) {
 				release := make(chan struct{})
 				b := &fakeBackend{followB: beat{held: true, term: 5}}
 				h := newHarness(t, b, func(c *Config) {
-					c.Callbacks.OnElected = func(ctx context.Context, _ uint64) {
+					c.Callbacks.OnElected = func(ctx context.Context, _ Leadership) {
 						<-ctx.Done()
 						<-release // Run's stand-down waits for this
 					}

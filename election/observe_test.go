@@ -91,7 +91,7 @@ func TestObserve(t *testing.T) {
 				var once sync.Once
 				cfg := election.Config{Name: name, ID: id, LeaseDuration: lease, Tuning: election.TuningConfig{RetryInterval: 100 * time.Millisecond, DisableLockDelay: true},
 					Callbacks: election.Callbacks{
-						OnElected: func(context.Context, uint64) { once.Do(func() { close(ch) }) }}}
+						OnElected: func(context.Context, election.Leadership) { once.Do(func() { close(ch) }) }}}
 				newE := election.NewTable
 				if backend == "lock" {
 					newE = election.NewLock

@@ -84,7 +84,7 @@ func TestReadmeOperatorSQL(t *testing.T) {
 	for _, name := range []string{delayed, leading} {
 		e, err := election.NewTable(db, election.Config{Name: name, ID: "c", LeaseDuration: 30 * time.Second,
 			Tuning: election.TuningConfig{RetryInterval: 100 * time.Millisecond}, Callbacks: election.Callbacks{
-				OnElected: func(context.Context, uint64) { elected <- name }}})
+				OnElected: func(context.Context, election.Leadership) { elected <- name }}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func newOverlapWatch() *overlapWatch { return &overlapWatch{elected: make(chan s
 // callbacks are candidate id's callbacks; others are the candidates it must
 // never overlap with, read when it is elected.
 func (w *overlapWatch) callbacks(id string, others func() []election.Election) election.Callbacks {
-	return election.Callbacks{OnElected: func(context.Context, uint64) {
+	return election.Callbacks{OnElected: func(context.Context, election.Leadership) {
 		for _, o := range others() {
 			if o.IsLeader() {
 				w.mu.Lock()

@@ -21,7 +21,7 @@ type params struct {
 	Lease    int64    // :lease, a lease in milliseconds
 	Value    string   // :value, the value the candidate publishes
 	To       string   // :to, a transfer's target ('' for anyone)
-	Priority int      // :priority, the candidate's Config.Priority
+	Priority int      // :priority, the candidate's Config.Preference.Priority
 	Term     uint64   // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
 	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
 	Names    []string // :names, a list of elections: expands to one ? each

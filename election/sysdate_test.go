@@ -65,7 +65,7 @@ func TestRunRefusesSysdateIsNow(t *testing.T) {
 			cfg := sessionClockConfig("sysdate-"+randHex(4), "A")
 			cfg.Tuning.DisableLockDelay = true
 			elected := make(chan struct{}, 1)
-			cfg.Callbacks.OnElected = func(context.Context, uint64) {
+			cfg.Callbacks.OnElected = func(context.Context, election.Leadership) {
 				select {
 				case elected <- struct{}{}:
 				default:

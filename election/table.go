@@ -42,7 +42,7 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 type tableBackend struct {
 	db   *sqlx.DB
 	cfg  settings
-	wake *wakeup // nil with Config.DisableFastHandover
+	wake *wakeup // nil with Config.Tuning.DisableFastHandover
 	// value is the value the candidate publishes: cfg.Value until
 	// Proclaim changes it (see setValue).
 	value string
@@ -225,7 +225,7 @@ END`
 // nothing; it then reads the row and acts on the request (see
 // candidate.handOver). Every
 // change clears transfer_to and writes the candidate's priority
-// (Config.Priority).
+// (Config.Preference.Priority).
 //
 // The statement runs in one transaction with the election's term floor
 // (inFloorTx): :floor is the floor, and :insert is 'first' when the

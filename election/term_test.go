@@ -36,7 +36,8 @@ func termBackends(db *sql.DB) []struct {
 func leadTerm(t *testing.T, ctx context.Context, newElection func(election.Config) (election.Election, error), cfg election.Config) uint64 {
 	t.Helper()
 	elected := make(chan uint64, 1)
-	cfg.Callbacks.OnElected = func(_ context.Context, term uint64) {
+	cfg.Callbacks.OnElected = func(_ context.Context, l election.Leadership) {
+		term := l.Term
 		select {
 		case elected <- term:
 		default:

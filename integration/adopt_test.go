@@ -230,7 +230,7 @@ func (f *fleet) recipeNode(id string) {
 func (f *fleet) candidate(id string) {
 	e, err := election.NewTable(f.db, election.Config{
 		Name: "1", ID: id, LeaseDuration: 3 * time.Second, Tuning: election.TuningConfig{RenewDeadline: 2 * time.Second, RenewInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond, QueryTimeout: time.Second},
-		Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
+		Callbacks: election.Callbacks{OnElected: func(ctx context.Context, l election.Leadership) {
 			f.b.begin(id)
 			<-ctx.Done()
 			f.b.finish(id)

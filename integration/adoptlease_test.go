@@ -105,7 +105,8 @@ func TestAdoptLeaseOfLaterRows(t *testing.T) {
 
 				elected := make(chan uint64, 1)
 				cfg := election.Config{
-					Name: "1", ID: "sqlelect-1", Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
+					Name: "1", ID: "sqlelect-1", Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, l election.Leadership) {
+						term := l.Term
 						select {
 						case elected <- term:
 						default:

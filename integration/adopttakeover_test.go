@@ -54,7 +54,7 @@ func TestAdoptLeaseOfTakenOverRows(t *testing.T) {
 			elected := make(chan start, 2)
 			config := func(id string) election.Config {
 				return election.Config{
-					Name: "1", ID: id, Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
+					Name: "1", ID: id, Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, l election.Leadership) {
 						var at time.Time
 						_ = db.QueryRowContext(ctx, "SELECT SYSDATE(6)").Scan(&at) // zero on error: fails the check
 						elected <- start{id, at}
@@ -188,7 +188,7 @@ func TestAdoptionRefusesALongRenewDeadline(t *testing.T) {
 			}{{2500 * time.Millisecond, true}, {2 * time.Second, false}} {
 				elected := make(chan struct{}, 1)
 				e, err := newElection(db, election.Config{Name: "adopt-deadline", ID: "c", LeaseDuration: 4 * time.Second,
-					Tuning: election.TuningConfig{RenewDeadline: tc.deadline, RetryInterval: 100 * time.Millisecond, DisableLockDelay: true}, Callbacks: election.Callbacks{OnElected: func(context.Context, uint64) {
+					Tuning: election.TuningConfig{RenewDeadline: tc.deadline, RetryInterval: 100 * time.Millisecond, DisableLockDelay: true}, Callbacks: election.Callbacks{OnElected: func(context.Context, election.Leadership) {
 						select {
 						case elected <- struct{}{}:
 						default:

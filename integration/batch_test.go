@@ -99,7 +99,7 @@ func startFleet(t *testing.T, dsn string, n, k int, interval time.Duration) *bat
 			e, err := election.NewTable(db, election.Config{
 				Name: name, ID: fmt.Sprintf("proc-%d", p), Tuning: election.TuningConfig{Batcher: b, RenewDeadline: fleetRenewDeadline, RenewInterval: interval, RetryInterval: interval, QueryTimeout: fleetQueryTimeout, DisableLockDelay: true},
 				LeaseDuration: fleetLease, Callbacks: election.Callbacks{
-					OnElected: func(context.Context, uint64) {
+					OnElected: func(context.Context, election.Leadership) {
 						mu.Lock()
 						counts[name]++
 						mu.Unlock()

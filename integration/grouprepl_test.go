@@ -209,7 +209,8 @@ func (r *grRun) start(ctx context.Context, db *sql.DB, id string) {
 	cfg.Tuning.Logger = slog.New(r.errNums)
 	r.mu.Unlock()
 	cfg.Callbacks = election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, l election.Leadership) {
+			term := l.Term
 			r.record(chaos.Record{Event: "elected", ID: id, Term: term})
 			<-ctx.Done()
 		},

@@ -60,7 +60,8 @@ func TestHalfOpenConnectionsDoNotHangRun(t *testing.T) {
 			e, err := tc.new(db, election.Config{
 				Name: "halfopen", ID: "node-1", LeaseDuration: time.Second, Tuning: election.TuningConfig{RenewDeadline: 600 * time.Millisecond, RenewInterval: 100 * time.Millisecond, RetryInterval: 100 * time.Millisecond, QueryTimeout: 300 * time.Millisecond},
 				Callbacks: election.Callbacks{
-					OnElected: func(ctx context.Context, term uint64) {
+					OnElected: func(ctx context.Context, l election.Leadership) {
+						term := l.Term
 						note("elected")
 						for tc.fenced && ctx.Err() == nil {
 							// A transaction in flight when the connection goes

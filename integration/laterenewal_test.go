@@ -45,7 +45,7 @@ func TestLateRenewalDoesNotReviveLeadership(t *testing.T) {
 	e, err := election.NewTable(db, election.Config{
 		Name: "late", ID: "node-1", LeaseDuration: lease, Tuning: election.TuningConfig{RenewDeadline: rd, RenewInterval: ri, RetryInterval: ri, QueryTimeout: 500 * time.Millisecond, DisableFastHandover: true, Clock: clock},
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) { add("elected"); <-ctx.Done() },
+			OnElected: func(ctx context.Context, l election.Leadership) { add("elected"); <-ctx.Done() },
 			OnDemoted: func(d election.Demotion) { add("demoted:" + string(d.Reason)) },
 		},
 	})

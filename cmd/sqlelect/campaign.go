@@ -301,7 +301,8 @@ func (e *events) err() error {
 // nil, runs after the elected line, in OnElected.
 func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) election.Callbacks {
 	return election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, l election.Leadership) {
+			term := l.Term
 			e.write(event{Event: "elected", Term: term})
 			if onElected != nil {
 				onElected(ctx, term)

@@ -21,7 +21,7 @@ const healthWaitDelay = 100 * time.Millisecond
 // healthStderrMax bounds the stderr kept from one run of a health command.
 const healthStderrMax = 4 << 10
 
-// healthCmd is --health-cmd: a shell command run as Config.HealthCheck,
+// healthCmd is --health-cmd: a shell command run as Config.Health.Check,
 // which writes an unhealthy event when the check starts failing and a
 // healthy one when it passes again.
 type healthCmd struct {
@@ -34,7 +34,7 @@ type healthCmd struct {
 	failing bool // the last outcome; the library never runs two checks at once
 }
 
-// check implements Config.HealthCheck: it runs the script with sh -c in a
+// check implements Config.Health.Check: it runs the script with sh -c in a
 // process group of its own, stdin /dev/null, stdout discarded, and
 // SQLELECT_ELECTION and SQLELECT_ID in its environment. When ctx ends
 // first, the group is killed and the check fails.

@@ -20,7 +20,8 @@ func Example() {
 		ID:   "node-1",
 		Callbacks: election.Callbacks{
 			// The code under test: work while leading, stop when told.
-			OnElected: func(ctx context.Context, term uint64) {
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				term := l.Term
 				jobs <- fmt.Sprintf("started (term %d)", term)
 				<-ctx.Done()
 				jobs <- "stopped"

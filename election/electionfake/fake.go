@@ -3,7 +3,7 @@
 // drives the fake directly: it makes this candidate leader (Elect), hands
 // the election to another candidate (SetLeader), ends the leadership with a
 // reason (Depose), fails its health check (CheckHealth, with
-// Config.HealthCheck), makes Fenced fail (FailFenced) and observes the
+// Config.Health.Check), makes Fenced fail (FailFenced) and observes the
 // code's calls to Resign (Resigns, Resigned).
 //
 // The fake keeps the callbacks' contract of the real backends (see
@@ -24,7 +24,7 @@
 //     context, election.ReasonTransferred after Transfer, and
 //     election.ReasonUnhealthy after a CheckHealth that failed.
 //
-// Config.HealthCheck is honoured at the points the test drives. A real
+// Config.Health.Check is honoured at the points the test drives. A real
 // candidate runs it beside its campaign, every HealthCheckInterval, and
 // acts on the latest result; the fake runs it when the test says: a
 // follower campaigns only while its check passes, so Elect (and SetLeader
@@ -41,7 +41,7 @@
 // when the test or the code under test ends it; nothing runs the health
 // check but Elect, SetLeader and CheckHealth, and no hold-down applies), other candidates (each Fake is one
 // candidate; SetLeader names the others, with priority 0, and this
-// candidate never asks for leadership by Config.Priority, which only shows
+// candidate never asks for leadership by Config.Preference.Priority, which only shows
 // in its own records), the elector's own health (election.HealthzHandler
 // answers "ok" for a fake and StatusHandler's JSON leaves healthy out and
 // says wedged false), and the database (Fenced runs fn in a transaction of
@@ -72,7 +72,7 @@ import (
 const Backend = "fake"
 
 // ErrUnhealthy is wrapped, with the check's own error, by the errors of
-// Elect, SetLeader and CheckHealth when Config.HealthCheck fails.
+// Elect, SetLeader and CheckHealth when Config.Health.Check fails.
 var ErrUnhealthy = errors.New("electionfake: health check failing")
 
 // Fake is one candidate of an in-memory election. Create it with New and
@@ -112,8 +112,9 @@ type request struct {
 
 // New returns a fake candidate configured by cfg: Name (required, as for
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
-// HealthCheck and HealthCheckTimeout (see the package documentation), LeaseDuration (shown in records; default election.DefaultLeaseDuration)
-// and Clock (for the records' times and Demotion.Until; default
+// Health.Check and Health.Timeout (see the package documentation),
+// LeaseDuration (shown in records; default election.DefaultLeaseDuration)
+// and Tuning.Clock (for the records' times and Demotion.Until; default
 // election.RealClock{}) are used, the other fields ignored. Like the real
 // constructors it copies cfg and returns an error wrapping
 // election.ErrInvalidConfig for a bad Name, ID or Value.
@@ -202,7 +203,7 @@ func (f *Fake) do(ctx context.Context, fn func()) error {
 // term the fake gave before: OnLeaderChanged names it, IsLeader turns true,
 // and OnElected starts in its own goroutine. It returns the term; when the
 // candidate already leads it changes nothing and returns the current term.
-// With Config.HealthCheck, a candidate that does not lead runs the check
+// With Config.Health.Check, a candidate that does not lead runs the check
 // first, as a real follower does before it campaigns: when it fails,
 // nothing changes and Elect returns an error wrapping ErrUnhealthy. It
 // waits for Run, and returns ctx's error when ctx ends first.
@@ -242,7 +243,7 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 	return term, unhealthy
 }
 
-// CheckHealth runs Config.HealthCheck once, as a real candidate's health
+// CheckHealth runs Config.Health.Check once, as a real candidate's health
 // goroutine does every HealthCheckInterval, and returns nil when it passes
 // (or there is none), else an error wrapping ErrUnhealthy and the check's
 // error. A leader whose check fails stands down as a real one does:
@@ -264,11 +265,11 @@ func (f *Fake) CheckHealth(ctx context.Context) error {
 	return unhealthy
 }
 
-// Healthy reports whether the last run of Config.HealthCheck passed: true
+// Healthy reports whether the last run of Config.Health.Check passed: true
 // before the first run and without a HealthCheck.
 func (f *Fake) Healthy() bool { return !f.unhealthy.Load() }
 
-// check runs Config.HealthCheck, if any, bounded by HealthCheckTimeout
+// check runs Config.Health.Check, if any, bounded by HealthCheckTimeout
 // when set, records its outcome and returns its error wrapped with
 // ErrUnhealthy. Run goroutine only.
 func (f *Fake) check(ctx context.Context) error {
@@ -431,14 +432,29 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 // calling fn. Otherwise it calls fn in a transaction of the *sql.DB given to
 // SetDB (committed when fn returns nil, else rolled back and fn's error
 // returned), or, without one, fn(nil).
+//
+// The Leadership OnElected receives fences the same way, but fails
+// (wrapping election.ErrNotLeader) once that leadership ended.
 func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return f.fenced(ctx, nil, 0, fn)
+}
+
+// fenced is Fenced for the leadership of term (0: the current one) whose
+// elected context's Done channel is ended (nil: none).
+func (f *Fake) fenced(ctx context.Context, ended <-chan struct{}, term uint64, fn func(tx *sql.Tx) error) error {
 	f.mu.Lock()
 	db, ferr := f.db, f.fencedErr
 	f.mu.Unlock()
 	if ferr != nil {
 		return ferr
 	}
-	if !f.IsLeader() {
+	now := f.Term()
+	select {
+	case <-ended:
+		now = 0
+	default:
+	}
+	if now == 0 || term != 0 && now != term {
 		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
 	}
 	if db == nil {
@@ -515,7 +531,9 @@ func (f *Fake) lead(term uint64) {
 	go func() {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
-			cb(lctx, term)
+			cb(lctx, election.NewLeadership(term, func(ctx context.Context, fn func(*sql.Tx) error) error {
+				return f.fenced(ctx, lctx.Done(), term, fn)
+			}))
 		}
 	}()
 }

@@ -61,7 +61,7 @@ func (l *log) String() string {
 
 func (l *log) callbacks() election.Callbacks {
 	return election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, _ election.Leadership) {
 			<-ctx.Done()
 			l.add("elected+returned")
 		},
@@ -283,7 +283,7 @@ func testNewValidates(t *testing.T) {
 	}
 }
 
-// healthSwitch is a Config.HealthCheck whose answer the test sets.
+// healthSwitch is a Config.Health.Check whose answer the test sets.
 type healthSwitch struct {
 	mu  sync.Mutex
 	err error
@@ -299,7 +299,7 @@ func (h *healthSwitch) check(ctx context.Context) error {
 	return h.err
 }
 
-// Config.HealthCheck as a real candidate honours it: a failing leader
+// Config.Health.Check as a real candidate honours it: a failing leader
 // stands down with ReasonUnhealthy and the row is released; a failing
 // follower is not elected; a passing check changes nothing.
 func TestHealthCheck(t *testing.T) {

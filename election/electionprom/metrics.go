@@ -36,10 +36,10 @@ import (
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
 //	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see election.HealthzHandler), else 0
-//	sqlelect_healthy                         with Config.HealthCheck: 1 while its latest result is a pass (or none yet), else 0
-//	sqlelect_health_check_failures_total     with Config.HealthCheck: failed or timed-out checks
-//	sqlelect_health_check_timeouts_total     with Config.HealthCheck: checks that did not answer within HealthCheckTimeout
-//	sqlelect_preference_requests_total       with Config.Priority: requests this follower wrote for a lower-priority leader to hand over to it
+//	sqlelect_healthy                         with Config.Health.Check: 1 while its latest result is a pass (or none yet), else 0
+//	sqlelect_health_check_failures_total     with Config.Health.Check: failed or timed-out checks
+//	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within HealthCheckTimeout
+//	sqlelect_preference_requests_total       with Config.Preference.Priority: requests this follower wrote for a lower-priority leader to hand over to it
 type Metrics struct {
 	changes  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -62,7 +62,7 @@ var _ election.Metrics = (*Metrics)(nil)
 // candidate is one running candidate whose gauges Collect reads.
 type candidate struct {
 	name        string
-	healthCheck bool // its Config.HealthCheck is set: sqlelect_healthy is served
+	healthCheck bool // its Config.Health.Check is set: sqlelect_healthy is served
 	progress    func() election.Progress
 }
 
@@ -85,23 +85,23 @@ func NewMetrics() *Metrics {
 		}, []string{"election", "kind"}),
 		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_fast_handover_skipped_total",
-			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.DisableFastHandover).",
+			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).",
 		}, l),
 		health: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_health_check_failures_total",
-			Help: "Config.HealthCheck calls that failed or did not answer in time.",
+			Help: "Config.Health.Check calls that failed or did not answer in time.",
 		}, l),
 		healthTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_health_check_timeouts_total",
-			Help: "Config.HealthCheck calls that did not answer within HealthCheckTimeout (also counted as failures).",
+			Help: "Config.Health.Check calls that did not answer within HealthCheckTimeout (also counted as failures).",
 		}, l),
 		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_preference_requests_total",
-			Help: "With Config.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
+			Help: "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
 		}, l),
 		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a stand-down), by the local clock.", l, nil),
 		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
-		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.HealthCheck: 1 while its last check passed, else 0.", l, nil),
+		healthyDesc: prometheus.NewDesc("sqlelect_healthy", "With Config.Health.Check: 1 while its last check passed, else 0.", l, nil),
 		leaderDesc:  prometheus.NewDesc("sqlelect_leader", "1 while this process leads the election, else 0.", l, nil),
 		termDesc:    prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
 		leftDesc:    prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),

@@ -287,7 +287,7 @@ func TestMetricsOnServer(t *testing.T) {
 	reg := newRegistry(t, m)
 	elected := make(chan uint64, 1)
 	e, err := election.NewTable(db, election.Config{Name: "prom", LeaseDuration: 3 * time.Second, Metrics: m,
-		Callbacks: election.Callbacks{OnElected: func(_ context.Context, term uint64) { elected <- term }}})
+		Callbacks: election.Callbacks{OnElected: func(_ context.Context, l election.Leadership) { elected <- l.Term }}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,8 @@ func (c *contract) add(ev event) {
 
 func (c *contract) callbacks() election.Callbacks {
 	return election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, l election.Leadership) {
+			term := l.Term
 			c.mu.Lock()
 			c.elected = ctx
 			c.mu.Unlock()

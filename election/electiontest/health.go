@@ -21,7 +21,7 @@ import (
 // errUnhealthy is what the suite's health checks fail with.
 var errUnhealthy = errors.New("electiontest: unhealthy")
 
-// startHealthChecked starts n candidates whose Config.HealthCheck fails
+// startHealthChecked starts n candidates whose Config.Health.Check fails
 // while their flag is false; all start healthy. checks[i] counts the
 // checks of candidate i that failed.
 func (c *cluster) startHealthChecked(n int) (ms []*member, flags []*atomic.Bool, failed []*atomic.Int64) {
@@ -142,8 +142,8 @@ func testWedgedReported(t *testing.T, s Suite) {
 	m := c.start("node-1", func(cfg *election.Config) {
 		cfg.Metrics = metrics
 		elected := cfg.Callbacks.OnElected
-		cfg.Callbacks.OnElected = func(ctx context.Context, term uint64) {
-			elected(ctx, term)
+		cfg.Callbacks.OnElected = func(ctx context.Context, l election.Leadership) {
+			elected(ctx, l)
 			<-unstick // a bug: leader-only work that ignores its context
 		}
 	}, nil)

@@ -532,7 +532,8 @@ func (r *recorder) violation(s string) {
 
 func (r *recorder) callbacks(id string) election.Callbacks {
 	return election.Callbacks{
-		OnElected: func(ctx context.Context, term uint64) {
+		OnElected: func(ctx context.Context, l election.Leadership) {
+			term := l.Term
 			iv := &interval{id: id, term: term, start: time.Now()}
 			r.mu.Lock()
 			for _, o := range r.intervals {

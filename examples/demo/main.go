@@ -84,7 +84,8 @@ func runCandidate(dsn, name, id string) error {
 	e, err := election.NewTable(db, election.Config{
 		Name: name, ID: id, LeaseDuration: lease, Tuning: election.TuningConfig{RenewDeadline: renewDeadline, RenewInterval: renewInterval, RetryInterval: retryInterval},
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) {
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				term := l.Term
 				emit(event{Event: "elected", Term: term})
 				<-ctx.Done()
 			},

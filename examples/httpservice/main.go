@@ -129,8 +129,7 @@ func run(o options, logger *slog.Logger) error {
 	reg.MustRegister(metrics, writes, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	var e election.Election // set before Run; OnElected runs only during Run
-	e, err = election.NewTable(db, election.Config{
+	e, err := election.NewTable(db, election.Config{
 		Name:          o.election,
 		ID:            o.id,
 		Value:         addr, // who leads, and where: in /api/status and the table
@@ -138,8 +137,8 @@ func run(o options, logger *slog.Logger) error {
 		Tuning:        election.TuningConfig{RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry, Logger: logger},
 		Metrics:       metrics,
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) {
-				work(ctx, e, term, o, log.With("term", term), writes)
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				work(ctx, l, o, log.With("term", l.Term), writes)
 			},
 			OnLeaderChanged: func(r election.Record) {
 				if r.ID == "" {
@@ -203,10 +202,10 @@ func shutdown(srv *http.Server, log *slog.Logger) {
 }
 
 // work is the leader-only loop: it runs while this replica leads and returns
-// when ctx (the leadership) ends. Each write goes through e.Fenced, in a
+// when ctx (the leadership) ends. Each write goes through l.Fenced, in a
 // transaction that first checks, under a share lock on the election's row,
 // that this replica still leads with this term.
-func work(ctx context.Context, e election.Election, term uint64, o options, log *slog.Logger, writes *prometheus.CounterVec) {
+func work(ctx context.Context, l election.Leadership, o options, log *slog.Logger, writes *prometheus.CounterVec) {
 	log.Info("leading: work loop started")
 	t := time.NewTicker(o.workEvery)
 	defer t.Stop()
@@ -218,8 +217,8 @@ func work(ctx context.Context, e election.Election, term uint64, o options, log 
 			return
 		case <-t.C:
 		}
-		err := e.Fenced(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO app_jobs (term, who, at) VALUES (?, ?, NOW(6))", term, o.id)
+		err := l.Fenced(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO app_jobs (term, who, at) VALUES (?, ?, NOW(6))", l.Term, o.id)
 			return err
 		})
 		switch {

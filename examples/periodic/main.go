@@ -100,11 +100,13 @@ func run(o options, logger *slog.Logger) error {
 		return fmt.Errorf("create job_runs: %w", err)
 	}
 
-	var e election.Election
-	e, err = election.NewTable(db, election.Config{
-		Name: o.election, ID: o.id,
-		LeaseDuration: o.lease, Tuning: election.TuningConfig{RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry, Logger: logger}, Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) { schedule(ctx, e, term, o, log.With("term", term)) },
+	e, err := election.NewTable(db, election.Config{
+		Name: o.election, ID: o.id, LeaseDuration: o.lease,
+		Tuning: election.TuningConfig{RenewDeadline: o.renewDeadline, RenewInterval: o.renew, RetryInterval: o.retry, Logger: logger},
+		Callbacks: election.Callbacks{
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				schedule(ctx, l, o, log.With("term", l.Term))
+			},
 			OnLeaderChanged: func(r election.Record) {
 				if r.ID != "" && r.ID != o.id {
 					log.Info("following: another replica runs the schedule", "leader", r.ID)
@@ -124,14 +126,14 @@ func run(o options, logger *slog.Logger) error {
 var errSlotTaken = errors.New("slot already ran")
 
 // schedule runs the job once per slot while this replica leads.
-func schedule(ctx context.Context, e election.Election, term uint64, o options, log *slog.Logger) {
+func schedule(ctx context.Context, l election.Leadership, o options, log *slog.Logger) {
 	log.Info("leading: running the schedule")
 	defer log.Info("leadership ended: schedule stopped")
 	period := o.every.Milliseconds()
 	for ctx.Err() == nil {
 		var slot, nowMS int64
 		start := time.Now()
-		err := e.Fenced(ctx, func(tx *sql.Tx) error {
+		err := l.Fenced(ctx, func(tx *sql.Tx) error {
 			// The database clock cuts the slots: every replica agrees.
 			if err := tx.QueryRowContext(ctx, "SELECT FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000)").Scan(&nowMS); err != nil {
 				return err
@@ -139,7 +141,7 @@ func schedule(ctx context.Context, e election.Election, term uint64, o options, 
 			slot = nowMS - nowMS%period
 			// Claim the slot first: a slot that already ran fails here.
 			_, err := tx.ExecContext(ctx, "INSERT INTO job_runs (job, slot, term, who, ran_at) VALUES (?, ?, ?, ?, NOW(6))",
-				o.election, slot, term, o.id)
+				o.election, slot, l.Term, o.id)
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == 1062 { // ER_DUP_ENTRY
 				return errSlotTaken
@@ -153,7 +155,7 @@ func schedule(ctx context.Context, e election.Election, term uint64, o options, 
 		switch {
 		case err == nil:
 			fmt.Printf("run slot=%s id=%s term=%d took=%s\n",
-				time.UnixMilli(slot).UTC().Format("2006-01-02T15:04:05.000Z"), o.id, term, time.Since(start).Round(time.Millisecond))
+				time.UnixMilli(slot).UTC().Format("2006-01-02T15:04:05.000Z"), o.id, l.Term, time.Since(start).Round(time.Millisecond))
 		case errors.Is(err, errSlotTaken):
 			log.Info("slot already ran: skipped", "slot", time.UnixMilli(slot).UTC())
 		case errors.Is(err, election.ErrNotLeader):

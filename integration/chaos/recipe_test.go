@@ -328,7 +328,7 @@ func chaosRecipe(t *testing.T, ctx context.Context, srv *mysqld.Server, backend 
 	for i := 1; i <= 2; i++ {
 		id := fmt.Sprintf("sqlelect-%d", i)
 		e, err := newElection(db, election.Config{
-			Name: "1", ID: id, Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, RenewInterval: 500 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, term uint64) {
+			Name: "1", ID: id, Tuning: election.TuningConfig{RetryInterval: 200 * time.Millisecond, RenewInterval: 500 * time.Millisecond, QueryTimeout: 2 * time.Second}, Callbacks: election.Callbacks{OnElected: func(ctx context.Context, l election.Leadership) {
 				tl.begin(id)
 				<-ctx.Done()
 				tl.end(id)

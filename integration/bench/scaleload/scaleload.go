@@ -96,7 +96,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	cfgBase := election.Config{
 		LeaseDuration: opts.Lease, Tuning: election.TuningConfig{RenewDeadline: opts.Lease * 7 / 10, RenewInterval: opts.Lease / 5, RetryInterval: opts.Lease / 5, QueryTimeout: opts.Lease / 5, DisableFastHandover: true},
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, _ uint64) { count() },
+			OnElected: func(ctx context.Context, _ election.Leadership) { count() },
 			OnDemoted: func(election.Demotion) { count() },
 		},
 	}

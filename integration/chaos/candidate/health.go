@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// healthFault is the candidate's Config.HealthCheck. It passes at once,
+// healthFault is the candidate's Config.Health.Check. It passes at once,
 // until SIGUSR2: then, for --health-fault-for, its runs go in turn slow but
 // passing (8/10 of --health-timeout), failing, slow and passing, and
 // hanging past the timeout until their context ends; then it passes at

@@ -97,11 +97,11 @@ func main() {
 	queryTimeout := flag.Duration("query-timeout", 500*time.Millisecond, "query timeout")
 	fencedEvery := flag.Duration("fenced-every", 0, "while leading, attempt a fenced write into chaos_writes this often (0: never)")
 	statsEvery := flag.Duration("stats-every", time.Second, "print heartbeat error counts this often when they changed (0: only at exit)")
-	fastHandover := flag.Bool("fast-handover", true, "table backend: followers wait for the holder's handover lock (false sets Config.DisableFastHandover)")
+	fastHandover := flag.Bool("fast-handover", true, "table backend: followers wait for the holder's handover lock (false sets Config.Tuning.DisableFastHandover)")
 	elections := flag.Int("elections", 1, "campaign in this many elections: --election, then --election with -2, -3, … appended")
 	batch := flag.Bool("batch", false, "table backend: run the elections through one election.Batcher")
 	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
-	healthTimeout := flag.Duration("health-timeout", 500*time.Millisecond, "Config.HealthCheckTimeout")
+	healthTimeout := flag.Duration("health-timeout", 500*time.Millisecond, "Config.Health.Timeout")
 	healthFaultFor := flag.Duration("health-fault-for", 3*time.Second, "how long a SIGUSR2 makes the health check slow and flapping")
 	flag.StringVar(&sessionStateFile, "session-state-file", "", "on SIGUSR2, leave the statements of this file on the pool's idle connections (see sessionstate.go)")
 	flag.DurationVar(&sessionStateFor, "session-state-for", 2*time.Second, "KILL the connections --session-state-file set this long after")
@@ -189,7 +189,8 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 		}
 		e := &es[i]
 		cfg.Callbacks = election.Callbacks{
-			OnElected: func(ctx context.Context, term uint64) {
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				term := l.Term
 				p.emit(line{Event: "elected", Term: term, Election: tag})
 				if fencedEvery > 0 {
 					writeFenced(ctx, p, *e, cfg.ID, tag, fencedEvery)

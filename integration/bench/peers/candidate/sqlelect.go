@@ -20,7 +20,7 @@ type sqlelectPeer struct {
 }
 
 // newSqlelect makes the table (or lock) backend's candidate; noDelay sets
-// Config.DisableLockDelay (the first election then needs no lock delay).
+// Config.Tuning.DisableLockDelay (the first election then needs no lock delay).
 func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 	db, err := sql.Open("mysql", o.dsn)
 	if err != nil {
