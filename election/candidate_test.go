@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -394,7 +395,11 @@ func TestRenewalLandingAfterTheDeadlineStartsANewLeadership(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inFlight, finish := make(chan struct{}, 1), make(chan struct{})
 		b := &fakeBackend{followB: beat{held: true, term: 7}}
-		h := newHarness(t, b, nil)
+		ls := make(chan Leadership, 2)
+		h := newHarness(t, b, func(c *Config) {
+			inner := c.Callbacks.OnElected
+			c.Callbacks.OnElected = func(ctx context.Context, l Leadership) { ls <- l; inner(ctx, l) }
+		})
 		synctest.Wait()
 		// The renewal's reply comes back late: its statement's timeout,
 		// which ends at the deadline too, does not stop a reply already on
@@ -426,6 +431,14 @@ func TestRenewalLandingAfterTheDeadlineStartsANewLeadership(t *testing.T) {
 		waitFor(t, func() bool { return strings.HasPrefix(h.ev.String(), want) })
 		if !h.c.IsLeader() || h.c.Term() != 7 {
 			t.Fatalf("after the new election: IsLeader %v, term %d", h.c.IsLeader(), h.c.Term())
+		}
+		// The first leadership's Fenced fails, though the same term leads
+		// again (before any statement: the harness has no database).
+		first, second := <-ls, <-ls
+		called := false
+		err := first.Fenced(context.Background(), func(*sql.Tx) error { called = true; return nil })
+		if !errors.Is(err, ErrNotLeader) || called || first.Term != 7 || second.Term != 7 {
+			t.Fatalf("Fenced of the ended leadership of term %d: %v (fn called: %v); new term %d", first.Term, err, called, second.Term)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"time"
 )
 
@@ -81,7 +80,10 @@ type Election interface {
 	// row's last_seen_active forward (extending the lease by the database
 	// clock only). The error wraps ErrNotLeader when the check fails. Keep
 	// fenced transactions shorter than RenewDeadline: the leader's own
-	// renewals wait for them.
+	// renewals wait for them. With sqlx, wrap tx with a Mapper (the Named
+	// methods panic without one): &sqlx.Tx{Tx: tx, Mapper: sdb.Mapper},
+	// sdb being sqlx.NewDb(db, "mysql"). From OnElected, prefer its
+	// Leadership's Fenced, which fences with that leadership's term.
 	Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 	// Transfer hands leadership to candidate to, which leads at once,
@@ -266,48 +268,45 @@ type Record struct {
 	Priority int `json:"priority"`
 }
 
-// recordJSON is the type Record's JSON goes through: Record's fields, names
-// and tags, with each time.Duration an int64 of whole milliseconds.
-var recordJSON = func() reflect.Type {
-	t := reflect.TypeFor[Record]()
-	fields := make([]reflect.StructField, t.NumField())
-	for i := range fields {
-		fields[i] = t.Field(i)
-		if fields[i].Type == reflect.TypeFor[time.Duration]() {
-			fields[i].Type = reflect.TypeFor[int64]()
-		}
-	}
-	return reflect.StructOf(fields)
-}()
+// recordJSON is Record's JSON: Record's fields, names and tags, with Lease
+// and LeaseLeft in whole milliseconds.
+type recordJSON struct {
+	Election     string    `json:"election"`
+	ID           string    `json:"id"`
+	Term         uint64    `json:"term"`
+	Since        time.Time `json:"since"`
+	LastRenewal  time.Time `json:"last_renewal"`
+	Lease        int64     `json:"lease_ms"`
+	LeaseLeft    int64     `json:"lease_left_ms"`
+	Released     bool      `json:"released"`
+	Acquired     string    `json:"acquired"`
+	Value        string    `json:"value"`
+	Backend      string    `json:"backend"`
+	ConnectionID uint64    `json:"connection_id,omitempty"`
+	Transfer     bool      `json:"transfer,omitempty"`
+	TransferTo   string    `json:"transfer_to,omitempty"`
+	Priority     int       `json:"priority"`
+}
 
 // MarshalJSON encodes r by its fields' tags, with Lease and LeaseLeft in
 // whole milliseconds (truncated toward zero).
 func (r Record) MarshalJSON() ([]byte, error) {
-	v, j := reflect.ValueOf(r), reflect.New(recordJSON).Elem()
-	for i := range v.NumField() {
-		if d, ok := v.Field(i).Interface().(time.Duration); ok {
-			j.Field(i).SetInt(d.Milliseconds())
-		} else {
-			j.Field(i).Set(v.Field(i))
-		}
-	}
-	return json.Marshal(j.Interface())
+	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
+		LastRenewal: r.LastRenewal, Lease: r.Lease.Milliseconds(), LeaseLeft: r.LeaseLeft.Milliseconds(),
+		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend,
+		ConnectionID: r.ConnectionID, Transfer: r.Transfer, TransferTo: r.TransferTo, Priority: r.Priority})
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	j := reflect.New(recordJSON)
-	if err := json.Unmarshal(b, j.Interface()); err != nil {
+	var j recordJSON
+	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	v := reflect.ValueOf(r).Elem()
-	for i := range v.NumField() {
-		if f := j.Elem().Field(i); v.Field(i).Type() == reflect.TypeFor[time.Duration]() {
-			v.Field(i).SetInt(f.Int() * int64(time.Millisecond))
-		} else {
-			v.Field(i).Set(f)
-		}
-	}
+	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
+		Lease: time.Duration(j.Lease) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeft) * time.Millisecond,
+		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend,
+		ConnectionID: j.ConnectionID, Transfer: j.Transfer, TransferTo: j.TransferTo, Priority: j.Priority}
 	return nil
 }
 

@@ -213,7 +213,10 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 //     The first Fenced call reads the server's variables to choose (one more
 //     query, once).
 //
-// fn must use tx for the writes to be fenced. Keep the transaction shorter
+// fn must use tx for the writes to be fenced. From sqlx, use tx through a
+// sqlx.Tx that has a Mapper, such as sqlx.NewDb(db, "mysql")'s:
+// &sqlx.Tx{Tx: tx, Mapper: sdb.Mapper} (sqlx's Named methods panic on a
+// sqlx.Tx without one). Keep the transaction shorter
 // than RenewDeadline: this candidate's own renewals wait for it too. On
 // Galera an operator's takeover through another node can lose to a steady
 // stream of fenced writes (see Assume).

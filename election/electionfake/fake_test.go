@@ -412,3 +412,49 @@ func testResignNotRunning(t *testing.T) {
 		t.Fatalf("Resign without Run = %v, want ErrNotRunning", err)
 	}
 }
+
+func TestLeadershipFenced(t *testing.T) { synctest.Test(t, testLeadershipFenced) }
+
+// testLeadershipFenced checks that the Leadership OnElected receives fences
+// while that leadership lasts, and not after it, even when a later one of
+// the same candidate has begun.
+func testLeadershipFenced(t *testing.T) {
+	ls := make(chan election.Leadership, 2)
+	f, err := electionfake.New(election.Config{Name: "e-test", ID: "me", Callbacks: election.Callbacks{
+		OnElected: func(ctx context.Context, l election.Leadership) { ls <- l; <-ctx.Done() }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	elect := func() election.Leadership {
+		if _, err := f.Elect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return <-ls
+	}
+	calls := 0
+	fn := func(*sql.Tx) error { calls++; return nil }
+	first := elect()
+	if first.Term != f.Term() {
+		t.Fatalf("Leadership.Term %d, Term() %d", first.Term, f.Term())
+	}
+	if err := first.Fenced(ctx, fn); err != nil || calls != 1 {
+		t.Fatalf("Fenced of the leadership: %v after %d calls", err, calls)
+	}
+	if err := f.Depose(ctx, election.ReasonDeposed); err != nil {
+		t.Fatal(err)
+	}
+	second := elect()
+	if err := first.Fenced(ctx, fn); !errors.Is(err, election.ErrNotLeader) || calls != 1 {
+		t.Fatalf("Fenced of the ended leadership: %v after %d calls, want ErrNotLeader and none", err, calls)
+	}
+	if err := second.Fenced(ctx, fn); err != nil || calls != 2 {
+		t.Fatalf("Fenced of the second leadership (term %d): %v after %d calls", second.Term, err, calls)
+	}
+	if err := (election.Leadership{}).Fenced(ctx, fn); !errors.Is(err, election.ErrNotLeader) || calls != 2 {
+		t.Fatalf("Fenced of a zero Leadership: %v, want ErrNotLeader", err)
+	}
+}

@@ -81,6 +81,8 @@ func Run(t *testing.T, s Suite) {
 		{"FrozenLeaderFencedWritesRejected", testFrozenFenced},
 		{"TakeoverWaitsForFencedTransaction", testTakeoverWaitsForFenced},
 		{"SilentFencedTransactionDoesNotStallTakeover", testIdleFenced},
+		{"LeadershipFencedEndsWithLeadership", testLeadershipFenced},
+		{"FencedWithSqlx", testFencedSqlx},
 		{"CutOffLeaderThenOperatorThenHolderLetsGo", testCompound},
 		{"ClientFoundRowsNoFalseLeader", testClientFoundRows},
 		{"MissingTable", testMissingTable},
