@@ -4,16 +4,34 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 )
+
+// ObserveOptions says where and how often Observe looks. The zero value of
+// each field means its default.
+type ObserveOptions struct {
+	// Table is the election table. Default DefaultTable.
+	Table string
+	// Interval is the time between two looks. Default 2 s.
+	Interval time.Duration
+	// JitterFactor spreads the looks as Config.Tuning.JitterFactor does.
+	// Default 0.2; negative for none.
+	JitterFactor float64
+	// QueryTimeout bounds each statement. Default DefaultQueryTimeout (5 s).
+	QueryTimeout time.Duration
+	// DisableFastHandover makes Observe poll, without waiting on the table
+	// backend's handover hint (which takes a pooled connection).
+	DisableFastHandover bool
+	// Metrics receives the errors and skipped hints. Default NopMetrics{}.
+	Metrics Metrics
+}
 
 // Observe follows an election without campaigning, as etcd's
 // Election.Observe does: it writes nothing, and reports what it sees of
 // the election's row to see.
 //
-// Of cfg it uses Name, Table, RetryInterval (the time between two looks),
-// QueryTimeout, DisableFastHandover, Clock, Logger and Metrics (errors are
-// reported as Heartbeat, skipped hints as HandoverSkipped), with the defaults of Config; ID
-// is not used (nothing is written), and Callbacks are not called.
+// It follows election name in opts.Table; errors are reported to
+// opts.Metrics as Heartbeat, skipped hints as HandoverSkipped.
 //
 // see is called on Observe's goroutine with the outcome of the first look,
 // then with that of every look that differs from the one before: the live
@@ -24,11 +42,11 @@ import (
 // looking). A non-nil error from see ends Observe, which returns it.
 //
 // Looks are timed by the database clock as a follower's are: every
-// RetryInterval, and also when the live lease runs out by the database
+// opts.Interval, and also when the live lease runs out by the database
 // clock (LeaseLeft), so that a failover is seen within a look of when it
 // may happen. While nobody leads, a look that found the row free, or
 // missing, is followed by looks 10 ms, 20 ms, 40 ms … later, up to
-// RetryInterval, since a candidate usually takes a free row at once. With the table backend a holder keeps a handover hint
+// opts.Interval, since a candidate usually takes a free row at once. With the table backend a holder keeps a handover hint
 // (WakeLockName); Observe waits on it between looks, on a connection of the
 // pool when the pool has one to spare, so that a clean handover (a resign,
 // a transfer) is seen within milliseconds. A lock-backend election has no
@@ -37,9 +55,11 @@ import (
 //
 // Observe returns nil when ctx ends, see's error, or an error that looking
 // again cannot fix (ErrTableMissing, ErrAccessDenied, ErrSchemaMismatch, an
-// invalid cfg). db is the caller's; Observe never closes it.
-func Observe(ctx context.Context, db *sql.DB, config Config, see func(Record, error) error) error {
-	cfg, err := config.settings()
+// invalid name or option). db is the caller's; Observe never closes it.
+func Observe(ctx context.Context, db *sql.DB, name string, opts ObserveOptions, see func(Record, error) error) error {
+	cfg, err := Config{Name: name, Table: opts.Table, Metrics: opts.Metrics, Tuning: TuningConfig{
+		RetryInterval: opts.Interval, JitterFactor: opts.JitterFactor, QueryTimeout: opts.QueryTimeout,
+		DisableFastHandover: opts.DisableFastHandover}}.settings()
 	if err != nil {
 		return err
 	}
@@ -78,22 +98,8 @@ func Observe(ctx context.Context, db *sql.DB, config Config, see func(Record, er
 				return serr
 			}
 		}
-		wait := jitter(cfg.RetryInterval, cfg.JitterFactor)
-		switch {
-		case err == nil && rec.Live():
-			// Look again as soon as the lease may have run out.
-			wait = min(wait, rec.LeaseLeft+minAwait)
-			backoff = minAwait
-		case o.state == "released" || o.state == "expired" || o.state == "missing":
-			// A candidate usually takes a free row within milliseconds
-			// (it was woken too): look again soon, then less often, up to
-			// RetryInterval while nobody leads.
-			if changed {
-				backoff = minAwait
-			}
-			backoff = min(2*backoff, wait)
-			wait = backoff
-		}
+		var wait time.Duration
+		wait, backoff = observeWait(jitter(cfg.RetryInterval, cfg.JitterFactor), rec, err, o, changed, backoff)
 		start := cfg.Clock.Now()
 		if hint != nil && err == nil && rec.Live() && rec.Backend == "table" && wait >= minAwait {
 			actx, acancel := context.WithTimeout(ctx, wait+cfg.QueryTimeout)
@@ -111,6 +117,27 @@ func Observe(ctx context.Context, db *sql.DB, config Config, see func(Record, er
 		case <-t.C():
 		}
 	}
+}
+
+// observeWait returns how long Observe waits after a look (at most wait,
+// the jittered interval) and the next backoff, the wait after a changed look
+// that found nobody leading.
+func observeWait(wait time.Duration, rec Record, err error, o observed, changed bool, backoff time.Duration) (time.Duration, time.Duration) {
+	switch {
+	case err == nil && rec.Live():
+		// Look again as soon as the lease may have run out.
+		return min(wait, rec.LeaseLeft+minAwait), minAwait
+	case o.state == "released" || o.state == "expired" || o.state == "missing":
+		// A candidate usually takes a free row within milliseconds (it was
+		// woken too): look again soon, then less often, up to the interval
+		// while nobody leads.
+		if changed {
+			backoff = minAwait
+		}
+		backoff = min(2*backoff, wait)
+		return backoff, backoff
+	}
+	return wait, backoff
 }
 
 // observed is what Observe compares between two looks.

@@ -114,7 +114,7 @@ func TestObserve(t *testing.T) {
 				octx, ocancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() {
-					done <- election.Observe(octx, db, election.Config{Name: name, Tuning: election.TuningConfig{RetryInterval: retry}, LeaseDuration: lease}, o.see)
+					done <- election.Observe(octx, db, name, election.ObserveOptions{Interval: retry}, o.see)
 				}()
 				return func() {
 					ocancel()
@@ -165,7 +165,7 @@ func TestObserveRefusesWhatLookingCannotFix(t *testing.T) {
 		{"bad name", election.ErrInvalidConfig},
 		{"no-table", election.ErrTableMissing},
 	} {
-		err := election.Observe(ctx, db, election.Config{Name: tc.name}, func(r election.Record, err error) error {
+		err := election.Observe(ctx, db, tc.name, election.ObserveOptions{}, func(r election.Record, err error) error {
 			t.Errorf("%s: see called with %+v, %v", tc.name, r, err)
 			return nil
 		})

@@ -270,8 +270,8 @@ func (c *cli) watch(cmd *command, args []string) error {
 	}
 	// election.Observe times the looks by the database clock (a look when
 	// the lease runs out) and wakes at a table-backend holder's handover.
-	err = election.Observe(ctx, db, election.Config{Name: args[0], Table: co.table,
-		Tuning: election.TuningConfig{RetryInterval: *interval, JitterFactor: -1, QueryTimeout: queryTimeout}}, w.see)
+	err = election.Observe(ctx, db, args[0], election.ObserveOptions{Table: co.table,
+		Interval: *interval, JitterFactor: -1, QueryTimeout: queryTimeout}, w.see)
 	if ctx.Err() != nil {
 		return nil
 	}
