@@ -1033,7 +1033,7 @@ func (c *Candidate) wedged() bool {
 // the candidate campaign: true without a HealthCheck, false before its
 // first result and while that result is a failure.
 func (c *Candidate) healthy() bool {
-	return c.cfg.HealthCheck == nil || (c.checked.Load() && !c.unhealthy.Load())
+	return c.cfg.Health.Check == nil || (c.checked.Load() && !c.unhealthy.Load())
 }
 
 // heldDown reports whether the check failed within HealthCheckHoldDown, or
@@ -1042,7 +1042,7 @@ func (c *Candidate) healthy() bool {
 // priority.
 func (c *Candidate) heldDown() bool {
 	f := c.lastFailure.Load()
-	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.HealthCheckHoldDown)
+	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.Health.HoldDown)
 }
 
 // startHealth starts the goroutine that runs Config.Health.Check beside the
@@ -1050,7 +1050,7 @@ func (c *Candidate) heldDown() bool {
 // cancels it and returns once it has exited (once a run under way has
 // returned).
 func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
-	if c.cfg.HealthCheck == nil {
+	if c.cfg.Health.Check == nil {
 		return func() {}
 	}
 	// No record yet: held down as after a failure (see heldDown), and no
@@ -1074,11 +1074,11 @@ func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
 func (c *Candidate) watchHealth(ctx context.Context) {
 	for {
 		start := c.cfg.Clock.Now()
-		c.checkHealth(ctx, c.cfg.HealthCheckTimeout)
+		c.checkHealth(ctx, c.cfg.Health.Timeout)
 		if ctx.Err() != nil {
 			return
 		}
-		t := c.cfg.Clock.NewTimer(max(c.cfg.HealthCheckInterval-c.cfg.Clock.Now().Sub(start), 0))
+		t := c.cfg.Clock.NewTimer(max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -1099,7 +1099,7 @@ func (c *Candidate) checkHealth(ctx context.Context, d time.Duration) {
 	t := c.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	res := make(chan error, 1)
-	go func() { res <- c.cfg.HealthCheck(hctx) }()
+	go func() { res <- c.cfg.Health.Check(hctx) }()
 	select {
 	case err := <-res:
 		switch {

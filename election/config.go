@@ -163,53 +163,30 @@ type TuningConfig struct {
 }
 
 // settings is a Config with its defaults applied, flattened so that the
-// backends read plain fields.
+// backends read plain fields (Tuning's are promoted).
 type settings struct {
-	Name, ID, Table, Value       string
-	LeaseDuration, RenewDeadline time.Duration
-	RenewInterval, RetryInterval time.Duration
-	LockDelay, QueryTimeout      time.Duration
-	JitterFactor                 float64
-	DisableFastHandover          bool
-	DisableLockDelay             bool
-	Priority                     int
-	PreferenceTenure             time.Duration
-	Callbacks                    Callbacks
-	HealthCheck                  func(ctx context.Context) error
-	HealthCheckInterval          time.Duration
-	HealthCheckTimeout           time.Duration
-	HealthCheckHoldDown          time.Duration
-	Clock                        Clock
-	Logger                       *slog.Logger
-	Metrics                      Metrics
-	Batcher                      *Batcher
+	Name, ID, Table, Value string
+	LeaseDuration          time.Duration
+	Callbacks              Callbacks
+	Metrics                Metrics
+	Health                 HealthConfig
+	Priority               int
+	PreferenceTenure       time.Duration
+	TuningConfig
 }
 
 // flat copies c's fields into a settings, defaults not applied.
 func (c Config) flat() settings {
-	h, p, t := c.Health, c.Preference, c.Tuning
-	return settings{Name: c.Name, ID: c.ID, Table: c.Table, Value: c.Value,
-		LeaseDuration: c.LeaseDuration, RenewDeadline: t.RenewDeadline,
-		RenewInterval: t.RenewInterval, RetryInterval: t.RetryInterval,
-		LockDelay: t.LockDelay, QueryTimeout: t.QueryTimeout, JitterFactor: t.JitterFactor,
-		DisableFastHandover: t.DisableFastHandover, DisableLockDelay: t.DisableLockDelay,
-		Priority: p.Priority, PreferenceTenure: p.Tenure, Callbacks: c.Callbacks,
-		HealthCheck: h.Check, HealthCheckInterval: h.Interval, HealthCheckTimeout: h.Timeout,
-		HealthCheckHoldDown: h.HoldDown, Clock: t.Clock, Logger: t.Logger, Metrics: c.Metrics,
-		Batcher: t.Batcher}
+	return settings{Name: c.Name, ID: c.ID, Table: c.Table, Value: c.Value, LeaseDuration: c.LeaseDuration,
+		Callbacks: c.Callbacks, Metrics: c.Metrics, Health: c.Health, Priority: c.Preference.Priority,
+		PreferenceTenure: c.Preference.Tenure, TuningConfig: c.Tuning}
 }
 
 // config is the Config of s.
 func (s settings) config() Config {
-	return Config{Name: s.Name, ID: s.ID, Table: s.Table, LeaseDuration: s.LeaseDuration,
-		Value: s.Value, Callbacks: s.Callbacks, Metrics: s.Metrics,
-		Health: HealthConfig{Check: s.HealthCheck, Interval: s.HealthCheckInterval,
-			Timeout: s.HealthCheckTimeout, HoldDown: s.HealthCheckHoldDown},
-		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure},
-		Tuning: TuningConfig{RenewDeadline: s.RenewDeadline, RenewInterval: s.RenewInterval,
-			RetryInterval: s.RetryInterval, JitterFactor: s.JitterFactor, LockDelay: s.LockDelay,
-			DisableLockDelay: s.DisableLockDelay, DisableFastHandover: s.DisableFastHandover,
-			QueryTimeout: s.QueryTimeout, Clock: s.Clock, Logger: s.Logger, Batcher: s.Batcher}}
+	return Config{Name: s.Name, ID: s.ID, Table: s.Table, LeaseDuration: s.LeaseDuration, Value: s.Value,
+		Callbacks: s.Callbacks, Metrics: s.Metrics, Health: s.Health, Tuning: s.TuningConfig,
+		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure}}
 }
 
 var (
@@ -273,7 +250,7 @@ func (c settings) withTimingDefaults() (settings, timing) {
 	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
 		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
 		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0,
-		healthInterval: c.HealthCheckInterval != 0, healthTimeout: c.HealthCheckTimeout != 0, holdDown: c.HealthCheckHoldDown != 0}
+		healthInterval: c.Health.Interval != 0, healthTimeout: c.Health.Timeout != 0, holdDown: c.Health.HoldDown != 0}
 	switch {
 	case given.lease:
 	case given.renewDeadline && c.RenewDeadline > 0:
@@ -301,13 +278,13 @@ func (c settings) withTimingDefaults() (settings, timing) {
 		c.PreferenceTenure = c.LeaseDuration
 	}
 	if !given.healthInterval {
-		c.HealthCheckInterval = c.RenewInterval
+		c.Health.Interval = c.RenewInterval
 	}
 	if !given.healthTimeout {
-		c.HealthCheckTimeout = c.RenewDeadline / 2
+		c.Health.Timeout = c.RenewDeadline / 2
 	}
 	if !given.holdDown {
-		c.HealthCheckHoldDown = max(c.PreferenceTenure, holdDownIntervals*c.HealthCheckInterval)
+		c.Health.HoldDown = max(c.PreferenceTenure, holdDownIntervals*c.Health.Interval)
 	}
 	return c, given
 }
@@ -381,12 +358,12 @@ func (c settings) validate(given timing) error {
 		return bad("priority %d: must be from 0 (no preference) to %d (MaxPriority)", c.Priority, MaxPriority)
 	case c.PreferenceTenure < 0:
 		return bad("preference tenure %v: must not be negative", c.PreferenceTenure)
-	case c.HealthCheckInterval < 0:
-		return bad("health check interval %v: must not be negative", c.HealthCheckInterval)
-	case c.HealthCheckTimeout < 0:
-		return bad("health check timeout %v: must not be negative", c.HealthCheckTimeout)
-	case c.HealthCheckHoldDown < 0:
-		return bad("health check hold-down %v: must not be negative", c.HealthCheckHoldDown)
+	case c.Health.Interval < 0:
+		return bad("health check interval %v: must not be negative", c.Health.Interval)
+	case c.Health.Timeout < 0:
+		return bad("health check timeout %v: must not be negative", c.Health.Timeout)
+	case c.Health.HoldDown < 0:
+		return bad("health check hold-down %v: must not be negative", c.Health.HoldDown)
 	}
 	return nil
 }

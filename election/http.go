@@ -64,7 +64,7 @@ func StatusHandler(e Election) http.Handler {
 		if ce, ok := e.(*Candidate); ok {
 			c := ce
 			st.Wedged = c.wedged()
-			if c.cfg.HealthCheck != nil {
+			if c.cfg.Health.Check != nil {
 				healthy := !c.unhealthy.Load()
 				st.Healthy = &healthy
 			}
