@@ -1036,7 +1036,7 @@ func (c *Candidate) healthy() bool {
 	return c.cfg.Health.Check == nil || (c.checked.Load() && !c.unhealthy.Load())
 }
 
-// heldDown reports whether the check failed within HealthCheckHoldDown, or
+// heldDown reports whether the check failed within Health.HoldDown, or
 // Run began within it (a candidate with no record of passing is held down
 // as after a failure): the candidate then does not ask for leadership by
 // priority.
@@ -1067,7 +1067,7 @@ func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// watchHealth runs the check every HealthCheckInterval, start to start
+// watchHealth runs the check every Health.Interval, start to start
 // (or as soon as the previous run returned, when that is later), until ctx
 // ends, and records each result. The campaign loop never waits for it: it
 // acts on the latest result.

@@ -178,8 +178,8 @@
 //
 // Config.Health.Check ties leadership to the application's health. It runs
 // beside the campaign loop, as Kubernetes probes and Consul checks do: a
-// goroutine that Run starts and joins runs it every HealthCheckInterval
-// (default RenewInterval), bounded by HealthCheckTimeout (default
+// goroutine that Run starts and joins runs it every Health.Interval
+// (default RenewInterval), bounded by Health.Timeout (default
 // RenewDeadline/2), the same for a leader and a follower, and the loop acts
 // on its latest result. A check never delays a renewal or a look at the
 // election, so a slow check (within its timeout) changes nothing: a
@@ -196,15 +196,15 @@
 // delay on. The candidate then sits out two retry intervals and does not
 // campaign while its check fails; a follower does not campaign before its
 // first check passed, and campaigns as soon as a failing check passes
-// again. A leader stands down at most HealthCheckTimeout plus the longer
-// of HealthCheckInterval and HealthCheckTimeout after the state its check
+// again. A leader stands down at most Health.Timeout plus the longer
+// of Health.Interval and Health.Timeout after the state its check
 // reads turned bad: the interval plus the timeout while runs take less than
 // the interval, but a slower run delays the next, since runs never overlap
 // (TestHealthResultAge: 1.8 s for runs of 900 ms every 500 ms).
 //
 // A flapping check is held down, as routing protocols damp a flapping
-// route: a candidate whose check failed within HealthCheckHoldDown
-// (default: the longer of PreferenceTenure and three check intervals), or
+// route: a candidate whose check failed within Health.HoldDown
+// (default: the longer of Preference.Tenure and three check intervals), or
 // whose Run began within it, does not ask for leadership by priority (see
 // "Leadership preference"), so that leadership does not move to it only to
 // leave again at its next failure. It still takes a free row, and a row
@@ -335,8 +335,8 @@
 // writes it. A row an operator wrote with plain SQL has priority 0 until
 // its holder writes it. Record.Priority, Leader, Status and the CLI show it.
 //
-// A follower that runs, whose HealthCheck passes and has not failed within
-// HealthCheckHoldDown (see "Health"), and whose Priority is strictly
+// A follower that runs, whose Health.Check passes and has not failed within
+// Health.HoldDown (see "Health"), and whose Priority is strictly
 // greater than the live leader's, asks that leader to hand over to
 // it, with one conditional statement decided by the database:
 //
@@ -373,7 +373,7 @@
 //     lower priority, so candidates of equal priority never ask one another
 //     and a leader is never asked by one it would ask back. Stickiness: a
 //     follower asks only once the leader has led for the follower's
-//     PreferenceTenure (default one lease) by the database clock since its
+//     Preference.Tenure (default one lease) by the database clock since its
 //     term began, so preferences move leadership at most once per tenure;
 //     a preferred candidate that restarts gets leadership back once, a
 //     tenure after the takeover its absence caused, and never again while
@@ -515,5 +515,5 @@
 // behaviour suite (electiontest.RunContract) checks the contract against
 // both. It honours Config.Health.Check where the test drives it (before an
 // Elect, and in CheckHealth, which stands for a run of the check while
-// leading), bounded by HealthCheckTimeout.
+// leading), bounded by Health.Timeout.
 package election

@@ -53,7 +53,7 @@ func releasesOf(b *fakeBackend) ([]uint64, []time.Duration) {
 // recorded, without waiting for its next renewal, releases the row at once
 // (it served its lock delay: no delay handed on), sits out two retry
 // intervals, does not campaign while the check fails (it runs every
-// HealthCheckInterval meanwhile), and campaigns as soon as it passes. It
+// Health.Interval meanwhile), and campaigns as soon as it passes. It
 // was elected at once: a candidate held down (just started) still takes a
 // free row.
 func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
@@ -132,7 +132,7 @@ func fmtBool(b *bool) string {
 }
 
 // A check runs beside the campaign: a leader renews on time while a check
-// that does not answer runs, and the check fails at HealthCheckTimeout,
+// that does not answer runs, and the check fails at Health.Timeout,
 // counted as a failure and a timeout; the leader then stands down.
 func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -168,7 +168,7 @@ func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 	})
 }
 
-// A candidate whose check failed within HealthCheckHoldDown, or that
+// A candidate whose check failed within Health.HoldDown, or that
 // started within it, does not ask for leadership by priority; it asks once
 // the hold-down is over.
 func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
@@ -252,7 +252,7 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 		waitFor(t, func() bool { return hs.calls.Load() >= 1 })
 		for i := 0; i < 3; i++ {
 			synctest.Wait()
-			advance(tRenew) // the default HealthCheckInterval
+			advance(tRenew) // the default Health.Interval
 		}
 		if n := followsOf(b); n != 0 || h.c.IsLeader() {
 			t.Fatalf("an unhealthy follower looked %d times; leader %v", n, h.c.IsLeader())
@@ -324,8 +324,8 @@ func TestWedgedElectorReported(t *testing.T) {
 	})
 }
 
-// TestHealthResultAge: a leader stands down at most HealthCheckTimeout plus
-// the longer of HealthCheckInterval and HealthCheckTimeout after the state
+// TestHealthResultAge: a leader stands down at most Health.Timeout plus
+// the longer of Health.Interval and Health.Timeout after the state
 // its check reads turned bad (doc.go, "Health"): runs never overlap, so a
 // run slower than the interval delays the next, and the interval plus the
 // timeout holds only for runs faster than the interval. Each run reads the

@@ -34,7 +34,7 @@ type Metrics interface {
 	LeaseLost(election string)
 	// HealthCheck reports one result of Config.Health.Check: err is nil
 	// when it passed; timedOut when it did not answer within
-	// HealthCheckTimeout (err is then not nil).
+	// Health.Timeout (err is then not nil).
 	HealthCheck(election string, err error, timedOut bool)
 	// HandoverSkipped reports that the table backend skipped its fast
 	// handover hint, the pool having no connection to spare (see

@@ -34,7 +34,7 @@ func (r Record) tenure() time.Duration {
 
 // prefer asks the leader of seen, the record a look at the election just
 // read, to hand over to this candidate when its Priority is higher than the
-// leader's and the leader has led for PreferenceTenure; it returns the wait
+// leader's and the leader has led for Preference.Tenure; it returns the wait
 // before the next look, wait or less (when the tenure ends sooner, so that
 // the request is not a retry interval late). It writes nothing unless the
 // request may be granted: never with Priority 0, never to a leader whose
@@ -44,7 +44,7 @@ func (r Record) tenure() time.Duration {
 // clears the request and keeps the term: asking again would write at every
 // look), and never of a row an operator assigned that its candidate has
 // not claimed yet (acquired "operator"), and never while its HealthCheck
-// failed within HealthCheckHoldDown (a flapping check would otherwise draw
+// failed within Health.HoldDown (a flapping check would otherwise draw
 // leadership to a candidate about to stand down as unhealthy). So it asks at most once per look,
 // and once per leadership. An error is counted and logged; the next look
 // tries again.

@@ -25,7 +25,7 @@
 //     election.ReasonUnhealthy after a CheckHealth that failed.
 //
 // Config.Health.Check is honoured at the points the test drives. A real
-// candidate runs it beside its campaign, every HealthCheckInterval, and
+// candidate runs it beside its campaign, every Health.Interval, and
 // acts on the latest result; the fake runs it when the test says: a
 // follower campaigns only while its check passes, so Elect (and SetLeader
 // naming this candidate) runs it first and, when it fails, elects nobody
@@ -34,7 +34,7 @@
 // election.ReasonUnhealthy (OnDemoted), and OnLeaderChanged then reports
 // that nobody leads, since a real leader releases the row. Healthy reports
 // the last check's outcome. The check runs on the goroutine running Run,
-// with the driving method's context, bounded by HealthCheckTimeout when
+// with the driving method's context, bounded by Health.Timeout when
 // set.
 //
 // What the fake does not model: leases and clocks (a leadership ends only
@@ -85,7 +85,7 @@ type Fake struct {
 	// Read by IsLeader, Term and Healthy from any goroutine.
 	leading   atomic.Bool
 	term      atomic.Uint64
-	unhealthy atomic.Bool // the last HealthCheck failed
+	unhealthy atomic.Bool // the last Health.Check failed
 
 	mu        sync.Mutex
 	db        *sql.DB
@@ -244,7 +244,7 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 }
 
 // CheckHealth runs Config.Health.Check once, as a real candidate's health
-// goroutine does every HealthCheckInterval, and returns nil when it passes
+// goroutine does every Health.Interval, and returns nil when it passes
 // (or there is none), else an error wrapping ErrUnhealthy and the check's
 // error. A leader whose check fails stands down as a real one does:
 // IsLeader turns false, the elected context is cancelled, OnElected is
@@ -266,10 +266,10 @@ func (f *Fake) CheckHealth(ctx context.Context) error {
 }
 
 // Healthy reports whether the last run of Config.Health.Check passed: true
-// before the first run and without a HealthCheck.
+// before the first run and without a Health.Check.
 func (f *Fake) Healthy() bool { return !f.unhealthy.Load() }
 
-// check runs Config.Health.Check, if any, bounded by HealthCheckTimeout
+// check runs Config.Health.Check, if any, bounded by Health.Timeout
 // when set, records its outcome and returns its error wrapped with
 // ErrUnhealthy. Run goroutine only.
 func (f *Fake) check(ctx context.Context) error {

@@ -12,7 +12,7 @@ import (
 
 // The health checks of these tests are slow, not broken: each run takes
 // slowCheck, well within slowCheckTimeout (the candidates' configured
-// HealthCheckTimeout), and longer than the transfer window of
+// Health.Timeout), and longer than the transfer window of
 // slowRetryInterval. A check of the application must not change who leads
 // unless it fails.
 const (
@@ -42,7 +42,7 @@ func slowHealth(d time.Duration) func(context.Context) error {
 }
 
 // withSlowHealth gives a candidate a check that passes after d, a
-// HealthCheckTimeout of slowCheckTimeout, and a RetryInterval of
+// Health.Timeout of slowCheckTimeout, and a RetryInterval of
 // slowRetryInterval, whose transfer window is shorter than d, and a
 // RenewDeadline of slowRenewDeadline.
 func withSlowHealth(d time.Duration, more ...func(*election.Config)) func(*election.Config) {
