@@ -66,8 +66,7 @@ type Config struct {
 	// DefaultTable.
 	Table string
 	// LeaseDuration is how long a lease lasts after its last renewal, by
-	// the database clock: from MinLeaseDuration to 24 h, stored in whole
-	// milliseconds. Default DefaultLeaseDuration (15 s).
+	// the database clock: MinLeaseDuration to 24 h. Default 15 s.
 	LeaseDuration time.Duration
 	// Value is published in the row while this candidate holds it (an
 	// address, say): at most MaxValueLen bytes of UTF-8. Default empty.
@@ -89,10 +88,11 @@ type Config struct {
 // HealthConfig ties leadership to the application's health (see "Health"
 // in the package documentation and docs/embedding.md): while Check fails, a
 // leader stands down (ReasonUnhealthy) and a follower does not campaign.
+// Check runs on a goroutine of its own and must return soon after its
+// context ends.
 type HealthConfig struct {
-	// Check, when not nil, is run every Interval on a goroutine of its own;
-	// an error, or no answer within Timeout, is a failure. It must return
-	// soon after its context ends. Default nil: no health check.
+	// Check, when not nil, runs every Interval; an error, or no answer
+	// within Timeout, is a failure. Default nil: no health check.
 	Check func(ctx context.Context) error
 	// Interval is the time between the starts of two runs of Check.
 	// Default Tuning.RenewInterval (2 s).
@@ -145,8 +145,8 @@ type TuningConfig struct {
 	// may then overlap after an operator's REPLACE or DELETE (see Fenced).
 	DisableLockDelay bool
 	// DisableFastHandover turns off the table backend's GET_LOCK handover
-	// wakeup, which costs a pooled connection per candidate (see
-	// docs/embedding.md). Default false.
+	// wakeup, which costs a pooled connection per candidate (see "Fast
+	// handover" in the package documentation and README). Default false.
 	DisableFastHandover bool
 	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
 	// (5 s), at most RenewDeadline.
