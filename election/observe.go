@@ -72,15 +72,8 @@ func Observe(ctx context.Context, db *sql.DB, name string, opts ObserveOptions, 
 	var last *observed
 	backoff := minAwait // the wait after a changed look that found nobody leading
 	for {
-		qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
-		rec, err := Status(qctx, db, cfg.Table, cfg.Name)
-		if err == nil && hint != nil && hint.held.lock.name == "" {
-			if perr := hint.preflight(qctx); perr != nil {
-				cfg.Metrics.Heartbeat(cfg.Name, 0, perr)
-				hint = nil // poll: the hint only costs speed
-			}
-		}
-		cancel()
+		var rec Record
+		rec, hint, err = observeLook(ctx, db, cfg, hint)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -117,6 +110,23 @@ func Observe(ctx context.Context, db *sql.DB, name string, opts ObserveOptions, 
 		case <-t.C():
 		}
 	}
+}
+
+// observeLook is one look of Observe: the election's record, and the hint
+// to wait on next, prepared after the first look that succeeded (nil when
+// there is none, or its preparation failed: Observe then polls, as the hint
+// only costs speed).
+func observeLook(ctx context.Context, db *sql.DB, cfg settings, hint *wakeup) (Record, *wakeup, error) {
+	qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
+	defer cancel()
+	rec, err := Status(qctx, db, cfg.Table, cfg.Name)
+	if err == nil && hint != nil && hint.held.lock.name == "" {
+		if perr := hint.preflight(qctx); perr != nil {
+			cfg.Metrics.Heartbeat(cfg.Name, 0, perr)
+			hint = nil
+		}
+	}
+	return rec, hint, err
 }
 
 // observeWait returns how long Observe waits after a look (at most wait,
