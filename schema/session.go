@@ -103,7 +103,8 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&nam
 // still hold the lock.
 func (s *session) close() error {
 	if s.locked.Load() {
-		return s.conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn }) // returns that error, having closed it
+		return nil
 	}
 	return s.conn.Close()
 }
