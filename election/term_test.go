@@ -336,15 +336,11 @@ func TestFirstElectionAfterUpgrade(t *testing.T) {
 	for _, bk := range []string{"table", "lock"} {
 		t.Run(bk, func(t *testing.T) {
 			dsn := testdb.DSN(t)
-			m, err := schema.Open(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			if err := m.Steps(5); err != nil {
-				t.Fatal(err)
-			}
 			db := testdb.Open(t, dsn)
+			m := schema.New(db)
+			if err := m.Steps(ctx, 5); err != nil {
+				t.Fatal(err)
+			}
 			name, kept := "upgrade-"+randHex(4), "kept-"+randHex(4)
 			for _, n := range []string{name, kept} { // two leaders of the old version
 				if _, err := db.ExecContext(ctx, "INSERT INTO service_election (anchor, service_id) VALUES (?, 'old')", n); err != nil {
@@ -354,7 +350,7 @@ func TestFirstElectionAfterUpgrade(t *testing.T) {
 			if _, err := db.ExecContext(ctx, "DELETE FROM service_election WHERE anchor = ?", name); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Up(); err != nil {
+			if err := m.Up(ctx); err != nil {
 				t.Fatal(err)
 			}
 			var sum, floors uint64

@@ -296,7 +296,7 @@ func isRecipe(id string) bool   { return strings.HasPrefix(id, "recipe-") }
 func isSqlelect(id string) bool { return strings.HasPrefix(id, "sqlelect-") }
 
 // recipeDB returns a new database holding the recipe's table, a Migrator
-// on it (closed when t ends) and its DSN.
+// on it and its DSN.
 func recipeDB(t *testing.T, ctx context.Context) (*sql.DB, *schema.Migrator, string) {
 	t.Helper()
 	dsn := testdb.DSN(t)
@@ -304,12 +304,7 @@ func recipeDB(t *testing.T, ctx context.Context) (*sql.DB, *schema.Migrator, str
 	if _, err := db.ExecContext(ctx, recipeTable); err != nil {
 		t.Fatal(err)
 	}
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return db, m, dsn
+	return db, schema.New(db), dsn
 }
 
 func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {

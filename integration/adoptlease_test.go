@@ -62,12 +62,7 @@ func TestAdoptLeaseOfLaterRows(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				m, err := schema.Open(dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { m.Close() })
-				if _, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout}); err != nil {
+				if _, err := schema.New(db).Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout}); err != nil {
 					t.Fatal(err)
 				}
 				if write == "recipe-insert-after-delete" {

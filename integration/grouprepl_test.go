@@ -72,12 +72,7 @@ func startGroup(t *testing.T, ctx context.Context, multi bool) *mysqld.Group {
 		// update-everywhere checks refuses (error 3098): create the
 		// table from schema.DDL, as a user with migrations of their own
 		// would.
-		m, err := schema.Open(g.Nodes[0].DSN("sqlelect"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = m.Up()
-		m.Close()
+		err := schema.New(openQuiet(t, g.Nodes[0].DSN("sqlelect"))).Up(ctx)
 		t.Logf("schema.Up on a multi-primary group: %v", err)
 		ddl := openQuiet(t, g.Nodes[0].DSN("sqlelect")+"&multiStatements=true")
 		if _, err := ddl.ExecContext(ctx, schema.DDL("")); err != nil {

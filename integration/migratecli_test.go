@@ -110,12 +110,7 @@ func TestMigrateCLI(t *testing.T) {
 		if _, _, ok := migrationsRow(t, ctx, db, "schema_migrations"); ok {
 			t.Errorf("the CLI recorded in schema_migrations too")
 		}
-		m, err := schema.Open(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		if err := m.Up(); !errors.Is(err, schema.ErrNoChange) {
+		if err := schema.New(db).Up(ctx); !errors.Is(err, schema.ErrNoChange) {
 			t.Fatalf("sqlelect's migrate up after the CLI's: %v, want no change", err)
 		}
 	})
@@ -146,12 +141,8 @@ func TestMigrateCLI(t *testing.T) {
 			t.Fatalf("migrate up with the default table: %v\n%s", err, out)
 		}
 		intact := holderRow(t, ctx, db)
-		m, err := schema.Open(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		err = m.Up()
+		m := schema.New(db)
+		err := m.Up(ctx)
 		if !errors.Is(err, schema.ErrUnrecorded) || !strings.Contains(err.Error(), fmt.Sprintf("'sqlelect migrate force %d'", latest)) ||
 			!strings.Contains(err.Error(), "x-migrations-table="+schema.MigrationsTable) {
 			t.Fatalf("sqlelect's migrate up: %v, want ErrUnrecorded naming the fix", err)
@@ -161,10 +152,10 @@ func TestMigrateCLI(t *testing.T) {
 		}
 		intact("after the refusal")
 		// The fix the error names.
-		if err := m.Force(latest); err != nil {
+		if err := m.Force(ctx, latest); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Up(); !errors.Is(err, schema.ErrNoChange) {
+		if err := m.Up(ctx); !errors.Is(err, schema.ErrNoChange) {
 			t.Fatalf("migrate up after force %d: %v, want no change", latest, err)
 		}
 		intact("after the fix")

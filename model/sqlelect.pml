@@ -1,5 +1,5 @@
 /*
- * sqlelect.pml: the table backend's protocol (election/doc.go), as a
+ * sqlelect.pml: the table backend's protocol (docs/algorithm.md), as a
  * Promela model for SPIN. See model/README.md for what is modelled, the
  * heartbeat's decision table, the configurations and the mutants; `make
  * model` checks them all.

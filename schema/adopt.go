@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
+
+	"github.com/sqlelect/sqlelect/internal/adoption"
 )
 
 // DefaultRecipeTimeout is the recipe's own timeout ("interval 20 second").
@@ -57,9 +60,8 @@ type Holder struct {
 // recipe's nor sqlelect's, returns ErrNoChange for a table that is already
 // sqlelect's, and needs the version recorded in MigrationsTable to be none
 // or 1 (an older sqlelect's "migrate up" recorded 1 over the recipe's table
-// without changing it). Unadopt reverts it. ctx bounds Adopt's own
-// statements; golang-migrate's take no context.
-func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, error) {
+// without changing it). Unadopt reverts it.
+func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) (hs []Holder, err error) {
 	timeout := opts.RecipeTimeout
 	if timeout == 0 {
 		timeout = DefaultRecipeTimeout
@@ -67,13 +69,17 @@ func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) ([]Holder, erro
 	if err := CheckRecipeTimeout(timeout); err != nil {
 		return nil, err
 	}
-	if err := g.adoptLocked(ctx, timeout); err != nil {
-		return nil, err
-	}
-	if err := g.m.Up(); err != nil && !errors.Is(err, ErrNoChange) {
-		return nil, wrap(err)
-	}
-	return g.holders(ctx)
+	err = run(ctx, g.db, func(s *session, m *migrate.Migrate) error {
+		if err := s.adopt(timeout); err != nil {
+			return err
+		}
+		if err := m.Up(); err != nil && !errors.Is(err, ErrNoChange) {
+			return err
+		}
+		hs, err = s.holders()
+		return err
+	})
+	return hs, err
 }
 
 // CheckRecipeTimeout checks AdoptOptions.RecipeTimeout: whole seconds, from
@@ -85,58 +91,48 @@ func CheckRecipeTimeout(d time.Duration) error {
 	return nil
 }
 
-func (g *Migrator) adoptLocked(ctx context.Context, timeout time.Duration) (err error) {
-	if err := g.drv.Lock(); err != nil {
-		return wrap(err)
+func (s *session) adopt(timeout time.Duration) (err error) {
+	if err := s.Lock(); err != nil {
+		return err
 	}
-	defer func() { err = errors.Join(err, wrap(g.drv.Unlock())) }()
-	v, dirty, err := g.drv.Version()
-	if err != nil {
-		return wrap(err)
-	}
-	if dirty {
-		return fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
-	}
-	if v > int(Latest()) {
-		return newerError(v, "migrate adopt")
-	}
-	l, err := inspect(ctx, g.db, Table)
+	defer func() { err = errors.Join(err, s.Unlock()) }()
+	v, l, err := s.state("migrate adopt")
 	if err != nil {
 		return err
 	}
 	switch {
-	case l.Kind == KindSqlelect:
-		return fmt.Errorf("%w: the table %s is sqlelect's already", ErrNoChange, Table)
-	case l.Kind != KindRecipe:
-		return &LayoutError{Layout: l, Version: v, Action: "adopt"}
+	case l.kind == adoption.KindSqlelect:
+		return fmt.Errorf("%w: the table %s is sqlelect's already", ErrNoChange, tableName)
+	case l.kind != adoption.KindRecipe:
+		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt"}
 	case v > 1:
 		return fmt.Errorf("schema: the table %s is the recipe's but %s records version %d: "+
-			"run 'sqlelect migrate force -1' if no sqlelect migration ran on it, then adopt", Table, MigrationsTable, v)
+			"run 'sqlelect migrate force -1' if no sqlelect migration ran on it, then adopt", tableName, MigrationsTable, v)
 	}
 	var long int
-	if err := g.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+Table+` WHERE CHAR_LENGTH(service_id) > 255`).Scan(&long); err != nil {
+	if err := s.conn.QueryRowContext(s.ctx, `SELECT COUNT(*) FROM `+tableName+` WHERE CHAR_LENGTH(service_id) > 255`).Scan(&long); err != nil {
 		return fmt.Errorf("schema: adopt: %w", err)
 	}
 	if long > 0 {
-		return fmt.Errorf("schema: adopt refused, nothing done: %d rows of %s have a service_id longer than 255 characters", long, Table)
+		return fmt.Errorf("schema: adopt refused, nothing done: %d rows of %s have a service_id longer than 255 characters", long, tableName)
 	}
 	// One statement: the rows keep their holder and last renewal, and get
 	// the recipe's timeout as their lease, atomically. The columns are
 	// those of migration 1 (a test compares SHOW CREATE TABLE).
-	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(adoptSQL, (timeout+time.Second).Milliseconds())); err != nil {
+	if _, err := s.conn.ExecContext(s.ctx, fmt.Sprintf(adoptSQL, (timeout+time.Second).Milliseconds())); err != nil {
 		return fmt.Errorf("schema: adopt: %w", err)
 	}
 	// The column's default stays the adopted lease, marked by the
 	// column's comment, for the rows written later without lease_ms (a
 	// recipe node's INSERT, an operator's REPLACE): migration 3 leaves a
 	// marked default alone, and EndAdoption restores the usual one.
-	return wrap(g.drv.SetVersion(1, false))
+	return s.SetVersion(1, false)
 }
 
 // adoptSQL turns the recipe's table into migration 1's; %d is the lease of
 // the existing rows and the column's default, in milliseconds, and the
 // column's comment marks the adoption period.
-const adoptSQL = `ALTER TABLE ` + Table + `
+const adoptSQL = `ALTER TABLE ` + tableName + `
   MODIFY anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -162,57 +158,66 @@ const adoptSQL = `ALTER TABLE ` + Table + `
 // fail on the recipe's table (a leader stands down within its renew
 // deadline, which must be below the recipe's timeout).
 func (g *Migrator) Unadopt(ctx context.Context) error {
-	v, err := g.unadoptCheck(ctx)
-	if err != nil {
-		return err
-	}
-	if v > 1 {
-		if err := g.m.Migrate(1); err != nil {
-			return wrap(err)
+	return run(ctx, g.db, func(s *session, m *migrate.Migrate) error {
+		v, err := s.unadoptCheck()
+		if err != nil {
+			return err
 		}
-	}
-	if err := g.drv.Lock(); err != nil {
-		return wrap(err)
-	}
-	if _, err = g.db.ExecContext(ctx, unadoptSQL); err == nil {
-		err = wrap(g.drv.SetVersion(database.NilVersion, false))
-	} else {
-		err = fmt.Errorf("schema: unadopt: %w", err)
-	}
-	return errors.Join(err, wrap(g.drv.Unlock()))
+		if v > 1 {
+			if err := m.Migrate(1); err != nil {
+				return err
+			}
+		}
+		if err := s.Lock(); err != nil {
+			return err
+		}
+		if _, err = s.conn.ExecContext(s.ctx, unadoptSQL); err == nil {
+			err = s.SetVersion(database.NilVersion, false)
+		} else {
+			err = fmt.Errorf("schema: unadopt: %w", err)
+		}
+		return errors.Join(err, s.Unlock())
+	})
 }
 
-const unadoptSQL = `ALTER TABLE ` + Table + `
+const unadoptSQL = `ALTER TABLE ` + tableName + `
   DROP COLUMN term, DROP COLUMN term_started_at, DROP COLUMN lease_ms, DROP COLUMN released,
   DROP COLUMN acquired, DROP COLUMN value, DROP COLUMN backend, DROP COLUMN connection_id,
   MODIFY anchor TINYINT(3) UNSIGNED NOT NULL,
   MODIFY service_id VARCHAR(128) NOT NULL,
   MODIFY last_seen_active TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP`
 
-// unadoptCheck returns the recorded version when Unadopt can proceed.
-func (g *Migrator) unadoptCheck(ctx context.Context) (int, error) {
-	v, dirty, err := g.drv.Version()
+// state reads the recorded version, refusing a dirty one and one newer
+// than Latest, and the table's layout.
+func (s *session) state(action string) (int, layout, error) {
+	v, dirty, err := s.Version()
 	switch {
 	case err != nil:
-		return 0, wrap(err)
+		return 0, layout{}, err
 	case dirty:
-		return 0, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+		return 0, layout{}, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
 	case v > int(Latest()):
-		return 0, newerError(v, "migrate unadopt")
+		return 0, layout{}, newerError(v, action)
 	}
-	l, err := inspect(ctx, g.db, Table)
+	l, err := inspect(s.ctx, s.conn)
+	return v, l, err
+}
+
+// unadoptCheck returns the recorded version when Unadopt can proceed.
+func (s *session) unadoptCheck() (int, error) {
+	v, l, err := s.state("migrate unadopt")
 	switch {
 	case err != nil:
 		return 0, err
-	case l.Kind == KindRecipe:
-		return 0, fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, Table)
-	case l.Kind != KindSqlelect:
-		return 0, &LayoutError{Layout: l, Version: v, Action: "unadopt"}
+	case l.kind == adoption.KindRecipe:
+		return 0, fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, tableName)
+	case l.kind != adoption.KindSqlelect:
+		return 0, &LayoutError{layout: l, Table: tableName, Version: v, Action: "unadopt"}
 	}
 	var bad, long string
-	err = g.db.QueryRowContext(ctx, `SELECT
-  COALESCE((SELECT MIN(anchor) FROM `+Table+` WHERE anchor NOT REGEXP '^[0-9]{1,3}$' OR CAST(anchor AS UNSIGNED) > 255), ''),
-  COALESCE((SELECT MIN(anchor) FROM `+Table+` WHERE CHAR_LENGTH(service_id) > 128), '')`).Scan(&bad, &long)
+	err = s.conn.QueryRowContext(s.ctx, `SELECT
+  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE anchor NOT REGEXP '^[0-9]{1,3}$' OR CAST(anchor AS UNSIGNED) > 255), ''),
+  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE CHAR_LENGTH(service_id) > 128), '')`).Scan(&bad, &long)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("schema: unadopt: %w", err)
@@ -227,10 +232,10 @@ func (g *Migrator) unadoptCheck(ctx context.Context) (int, error) {
 }
 
 // holders reads the rows after Adopt.
-func (g *Migrator) holders(ctx context.Context) ([]Holder, error) {
-	rows, err := g.db.QueryContext(ctx, `SELECT anchor, service_id,
+func (s *session) holders() ([]Holder, error) {
+	rows, err := s.conn.QueryContext(s.ctx, `SELECT anchor, service_id,
   TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)
-FROM `+Table+` ORDER BY anchor`)
+FROM `+tableName+` ORDER BY anchor`)
 	if err != nil {
 		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/golang-migrate/migrate/v4"
+
 	"github.com/sqlelect/sqlelect/internal/adoption"
 )
 
@@ -21,7 +23,11 @@ const adoptionComment = adoption.Marker + " period: the default is the recipe ti
 // second, as its lease, instead of the usual default (15 s). ok is false
 // outside the period, and on a table that is not sqlelect's.
 func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
-	lease, ok, err = adoption.Lease(ctx, g.db, Table)
+	return adoptionLease(ctx, g.db)
+}
+
+func adoptionLease(ctx context.Context, q adoption.Queryer) (lease time.Duration, ok bool, err error) {
+	lease, ok, err = adoption.Lease(ctx, q, tableName)
 	if err != nil {
 		return 0, false, fmt.Errorf("schema: %w", err)
 	}
@@ -36,37 +42,32 @@ func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, 
 // less than the recipe's own timeout, would lead beside a sqlelect
 // candidate. The rows that exist keep their lease. It returns ErrNoChange
 // outside an adoption period.
-func (g *Migrator) EndAdoption(ctx context.Context) (err error) {
-	if err := g.drv.Lock(); err != nil {
-		return wrap(err)
+func (g *Migrator) EndAdoption(ctx context.Context) error {
+	return run(ctx, g.db, func(s *session, _ *migrate.Migrate) error { return s.endAdoption() })
+}
+
+func (s *session) endAdoption() (err error) {
+	if err := s.Lock(); err != nil {
+		return err
 	}
-	defer func() { err = errors.Join(err, wrap(g.drv.Unlock())) }()
-	v, dirty, err := g.drv.Version()
-	switch {
-	case err != nil:
-		return wrap(err)
-	case dirty:
-		return fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
-	case v > int(Latest()):
-		return newerError(v, "migrate adopt-end")
-	}
-	l, err := inspect(ctx, g.db, Table)
+	defer func() { err = errors.Join(err, s.Unlock()) }()
+	v, l, err := s.state("migrate adopt-end")
 	if err != nil {
 		return err
 	}
-	if l.Kind != KindSqlelect {
-		return &LayoutError{Layout: l, Version: v, Action: "adopt-end"}
+	if l.kind != adoption.KindSqlelect {
+		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt-end"}
 	}
-	if _, ok, err := g.Adoption(ctx); err != nil {
+	if _, ok, err := adoptionLease(s.ctx, s.conn); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("%w: %s is in no adoption period", ErrNoChange, Table)
+		return fmt.Errorf("%w: %s is in no adoption period", ErrNoChange, tableName)
 	}
 	def := 15000 // migration 3's default
 	if v < 3 {
 		def = 20000 // migration 1's
 	}
-	if _, err := g.db.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s MODIFY lease_ms INT UNSIGNED NOT NULL DEFAULT %d`, Table, def)); err != nil {
+	if _, err := s.conn.ExecContext(s.ctx, fmt.Sprintf(`ALTER TABLE %s MODIFY lease_ms INT UNSIGNED NOT NULL DEFAULT %d`, tableName, def)); err != nil {
 		return fmt.Errorf("schema: adopt-end: %w", err)
 	}
 	return nil

@@ -2,16 +2,12 @@ package schema
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/sqlelect/sqlelect/internal/adoption"
 )
-
-// Table is the table the embedded migrations manage.
-const Table = "service_election"
 
 // Errors of Up, Down, Steps, Adopt and Unadopt that mean nothing was done.
 // The returned error is a *LayoutError (or wraps ErrSchemaNewer) with the
@@ -38,48 +34,30 @@ var (
 	ErrUnrecorded = errors.New("schema: the table is ahead of the version sqlelect_schema_migrations records")
 )
 
-// Kind classifies what a database holds under the name service_election.
-type Kind = adoption.Kind
-
-// The kinds of layout Inspect reports.
-const (
-	KindMissing  = adoption.KindMissing  // no such table
-	KindSqlelect = adoption.KindSqlelect // sqlelect's table (every column of version 1, maybe more)
-	KindRecipe   = adoption.KindRecipe   // the recipe's table: anchor (integer, primary key), service_id (string), last_seen_active (timestamp), nothing else
-	KindForeign  = adoption.KindForeign  // anything else
-)
-
-// Column is a column as information_schema.COLUMNS describes it: Name
-// (COLUMN_NAME), Type (COLUMN_TYPE, e.g. "tinyint(3) unsigned"), Data
-// (DATA_TYPE, e.g. "tinyint") and Key (COLUMN_KEY: "PRI" for a primary key
-// column).
-type Column = adoption.Column
-
-// Layout is the table's columns, in order, and what they make it.
-type Layout struct {
-	Table   string
-	Kind    Kind
-	Columns []Column
+// layout is the table's columns, in order, and what they make it.
+type layout struct {
+	kind    adoption.Kind
+	columns []adoption.Column
 }
 
-// inspect reads the columns of table in the connection's current database.
-func inspect(ctx context.Context, db *sql.DB, table string) (Layout, error) {
-	cols, err := adoption.Columns(ctx, db, table)
+// inspect reads the columns of the table in the connection's current database.
+func inspect(ctx context.Context, q adoption.Queryer) (layout, error) {
+	cols, err := adoption.Columns(ctx, q, tableName)
 	if err != nil {
-		return Layout{}, fmt.Errorf("schema: %w", err)
+		return layout{}, fmt.Errorf("schema: %w", err)
 	}
-	return Layout{Table: table, Kind: adoption.Classify(cols), Columns: cols}, nil
+	return layout{kind: adoption.Classify(cols), columns: cols}, nil
 }
 
 // columnsVersion is the lowest schema version that has every column of l:
 // 7 with decision, 5 with priority, 4 with transfer_to, else 1 (versions 2 and 3 change no
 // column's name). 0 for a table that is not sqlelect's.
-func columnsVersion(l Layout) int {
-	if l.Kind != KindSqlelect {
+func columnsVersion(l layout) int {
+	if l.kind != adoption.KindSqlelect {
 		return 0
 	}
 	v := 1
-	for _, c := range l.Columns {
+	for _, c := range l.columns {
 		switch c.Name {
 		case "transfer_to":
 			v = max(v, 4)
@@ -96,36 +74,37 @@ func columnsVersion(l Layout) int {
 // found and what to do. It wraps ErrRecipeTable, ErrForeignTable or
 // ErrTableMissing.
 type LayoutError struct {
-	Layout
-	Version int // the version recorded by golang-migrate, -1 for none
-	Action  string
+	layout
+	Table   string // service_election
+	Version int    // the version recorded by golang-migrate, -1 for none
+	Action  string // what was refused: "migrate up", "adopt"…
 }
 
 func (e *LayoutError) Unwrap() error {
-	switch e.Kind {
-	case KindRecipe:
+	switch e.kind {
+	case adoption.KindRecipe:
 		return ErrRecipeTable
-	case KindMissing:
+	case adoption.KindMissing:
 		return ErrTableMissing
 	}
 	return ErrForeignTable
 }
 
 func (e *LayoutError) Error() string {
-	switch e.Kind {
-	case KindMissing:
+	switch e.kind {
+	case adoption.KindMissing:
 		if e.Action == "adopt" {
 			return fmt.Sprintf("schema: there is no table %s to adopt: run 'sqlelect migrate up' to create it", e.Table)
 		}
 		return fmt.Sprintf("schema: the table %s is missing but %s records version %d; %s refused, nothing done: "+
 			"run 'sqlelect migrate force -1' (then 'sqlelect migrate up' to create it)", e.Table, MigrationsTable, e.Version, e.Action)
-	case KindRecipe:
+	case adoption.KindRecipe:
 		return fmt.Sprintf("schema: the table %s has the layout of the MySQL-table recipe (%s); %s refused, nothing done: "+
 			"run 'sqlelect migrate adopt' to convert it in place, keeping its current holder "+
 			"(docs/adopting.md, \"Moving from the MySQL-table recipe\")", e.Table, e.columnList(), e.Action)
 	}
 	hint := fmt.Sprintf("rename or drop it (RENAME TABLE %s TO %s_old) or point the DSN at another database", e.Table, e.Table)
-	for _, c := range e.Columns {
+	for _, c := range e.columns {
 		if c.Name == "host" || c.Name == "hostname" {
 			hint = fmt.Sprintf("if it is the recipe's table with the holder in %s: stop the recipe's nodes (their statements name that column), "+
 				"ALTER TABLE %s RENAME COLUMN %s TO service_id, then run 'sqlelect migrate adopt'; otherwise %s", c.Name, e.Table, c.Name, hint)
@@ -136,8 +115,8 @@ func (e *LayoutError) Error() string {
 }
 
 func (e *LayoutError) columnList() string {
-	parts := make([]string, len(e.Columns))
-	for i, c := range e.Columns {
+	parts := make([]string, len(e.columns))
+	for i, c := range e.columns {
 		parts[i] = c.Name + " " + c.Type
 		if c.Key == "PRI" {
 			parts[i] += " primary key"

@@ -39,12 +39,7 @@ func setup(t *testing.T) (context.Context, string, *sql.DB, *schema.Migrator) {
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
 	db := testdb.Open(t, dsn)
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return ctx, dsn, db, m
+	return ctx, dsn, db, schema.New(db)
 }
 
 func exec(t *testing.T, ctx context.Context, db *sql.DB, query string, args ...any) {
@@ -65,7 +60,9 @@ func showCreate(t *testing.T, ctx context.Context, db *sql.DB) string {
 
 func version(t *testing.T, m *schema.Migrator) uint {
 	t.Helper()
-	v, dirty, err := m.Version()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, dirty, err := m.Version(ctx)
 	if err != nil || dirty {
 		t.Fatalf("Version() = %d, %v, %v", v, dirty, err)
 	}
@@ -182,7 +179,7 @@ FROM service_election_floor m WHERE m.anchor = ''`).Scan(&ok)
 	}
 	check(0)
 	for v := uint(1); v <= schema.Latest(); v++ {
-		if err := m.Steps(1); err != nil {
+		if err := m.Steps(ctx, 1); err != nil {
 			t.Fatalf("step up to %d: %v", v, err)
 		}
 		if v == 6 {
@@ -197,20 +194,20 @@ JOIN service_election_floor f ON f.anchor = e.anchor WHERE e.anchor = 'e'`).Scan
 		}
 		check(v)
 	}
-	if err := m.Up(); !errors.Is(err, schema.ErrNoChange) {
+	if err := m.Up(ctx); !errors.Is(err, schema.ErrNoChange) {
 		t.Fatalf("Up at the latest version = %v, want ErrNoChange", err)
 	}
 	for v := schema.Latest(); v > 0; v-- {
-		if err := m.Steps(-1); err != nil {
+		if err := m.Steps(ctx, -1); err != nil {
 			t.Fatalf("step down from %d: %v", v, err)
 		}
 		check(v - 1)
 	}
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check(schema.Latest())
-	if err := m.Down(); err != nil {
+	if err := m.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check(0)
@@ -219,7 +216,7 @@ JOIN service_election_floor f ON f.anchor = e.anchor WHERE e.anchor = 'e'`).Scan
 // TestDDLMatchesMigrations: the script users copy gives the same table.
 func TestDDLMatchesMigrations(t *testing.T) {
 	ctx, dsn, db, m := setup(t)
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := showCreate(t, ctx, db)
@@ -263,8 +260,8 @@ func TestUpRefusesOtherTables(t *testing.T) {
 			ctx, _, db, m := setup(t)
 			exec(t, ctx, db, tc.ddl)
 			before := showCreate(t, ctx, db)
-			for _, run := range []func() error{m.Up, m.Down, func() error { return m.Steps(1) }} {
-				err := run()
+			for _, run := range []func(context.Context) error{m.Up, m.Down, func(ctx context.Context) error { return m.Steps(ctx, 1) }} {
+				err := run(ctx)
 				var le *schema.LayoutError
 				if !errors.Is(err, tc.want) || !errors.As(err, &le) || le.Table != "service_election" {
 					t.Fatalf("got %v, want a *LayoutError wrapping %v", err, tc.want)
@@ -292,11 +289,15 @@ func TestUpRefusesOtherTables(t *testing.T) {
 // would fail half-way.
 func TestUpTableMissingAtVersion(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, ctx, db, "DROP TABLE service_election")
-	for name, run := range map[string]func() error{"up": m.Up, "down": m.Down, "steps": func() error { return m.Steps(-1) }} {
+	for name, run := range map[string]func() error{
+		"up":    func() error { return m.Up(ctx) },
+		"down":  func() error { return m.Down(ctx) },
+		"steps": func() error { return m.Steps(ctx, -1) },
+	} {
 		if err := run(); !errors.Is(err, schema.ErrTableMissing) || !strings.Contains(err.Error(), "migrate force -1") {
 			t.Fatalf("%s = %v, want ErrTableMissing saying to force -1", name, err)
 		}
@@ -304,10 +305,10 @@ func TestUpTableMissingAtVersion(t *testing.T) {
 	if v := version(t, m); v != schema.Latest() {
 		t.Fatalf("version %d after refusals", v)
 	}
-	if err := m.Force(-1); err != nil {
+	if err := m.Force(ctx, -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -315,16 +316,18 @@ func TestUpTableMissingAtVersion(t *testing.T) {
 // TestNewerSchema: a database migrated by a newer sqlelect is left alone.
 func TestNewerSchema(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	newer := int(schema.Latest()) + 1
-	if err := m.Force(newer); err != nil {
+	if err := m.Force(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
 	before := showCreate(t, ctx, db)
 	for name, run := range map[string]func() error{
-		"up": m.Up, "down": m.Down, "steps": func() error { return m.Steps(-1) },
+		"up":      func() error { return m.Up(ctx) },
+		"down":    func() error { return m.Down(ctx) },
+		"steps":   func() error { return m.Steps(ctx, -1) },
 		"adopt":   func() error { _, err := m.Adopt(ctx, schema.AdoptOptions{}); return err },
 		"unadopt": func() error { return m.Unadopt(ctx) },
 	} {
@@ -351,7 +354,7 @@ func TestAdopt(t *testing.T) {
 			inserted := time.Now()
 			exec(t, ctx, db, "INSERT INTO service_election VALUES (1, 'host-a', NOW() - INTERVAL 5 SECOND), (7, 'host-b', NOW() - INTERVAL 60 SECOND)")
 			if recorded {
-				if err := m.Force(1); err != nil {
+				if err := m.Force(ctx, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -401,7 +404,7 @@ JOIN service_election_floor f ON f.anchor = e.anchor AND f.term_floor = e.term`)
 			// default and comment, until the adoption period ends.
 			adopted := showCreate(t, ctx, db)
 			_, _, fdb, fm := setup(t)
-			if err := fm.Up(); err != nil {
+			if err := fm.Up(ctx); err != nil {
 				t.Fatal(err)
 			}
 			fresh := showCreate(t, ctx, fdb)
@@ -462,7 +465,7 @@ JOIN service_election_floor f ON f.anchor = e.anchor AND f.term_floor = e.term`)
 				t.Errorf("after Unadopt: %s at %v, want host-a at %v", id, seen4, seen3)
 			}
 			// Back to the recipe's layout: migrate up refuses it again.
-			if err := m.Up(); !errors.Is(err, schema.ErrRecipeTable) {
+			if err := m.Up(ctx); !errors.Is(err, schema.ErrRecipeTable) {
 				t.Errorf("Up after Unadopt = %v, want ErrRecipeTable", err)
 			}
 		})
@@ -497,13 +500,13 @@ func TestAdoptionPeriodSurvivesMigrations(t *testing.T) {
 		}
 	}
 	for v := schema.Latest(); v > 1; v-- {
-		if err := m.Steps(-1); err != nil {
+		if err := m.Steps(ctx, -1); err != nil {
 			t.Fatal(err)
 		}
 		check(fmt.Sprintf("at version %d, down from %d", v-1, v), "26000")
 	}
 	for v := uint(2); v <= schema.Latest(); v++ {
-		if err := m.Steps(1); err != nil {
+		if err := m.Steps(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		check(fmt.Sprintf("at version %d, up again", v), "26000")
@@ -517,14 +520,14 @@ func TestAdoptionPeriodSurvivesMigrations(t *testing.T) {
 	if lease != 26000 {
 		t.Errorf("the recipe's INSERT got lease_ms %d, want 26000", lease)
 	}
-	if err := m.Steps(-int(schema.Latest() - 2)); err != nil { // version 2: below migration 3
+	if err := m.Steps(ctx, -int(schema.Latest()-2)); err != nil { // version 2: below migration 3
 		t.Fatal(err)
 	}
 	if err := m.EndAdoption(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after EndAdoption at version 2", "20000")
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after EndAdoption and Up", "15000")
@@ -553,7 +556,7 @@ func TestAdoptRefuses(t *testing.T) {
 		t.Errorf("Adopt of a foreign table = %v, want ErrForeignTable", err)
 	}
 	exec(t, ctx, db, "DROP TABLE service_election")
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Adopt(ctx, schema.AdoptOptions{}); !errors.Is(err, schema.ErrNoChange) {

@@ -36,7 +36,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
@@ -178,8 +177,7 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)
 // the library's sentinels first (errors.Is), then the CLI's own exit codes.
 func describe(err error) (int, string) {
 	msg := err.Error()
-	cause := migrateCause(err)
-	is := func(target error) bool { return errors.Is(err, target) || errors.Is(cause, target) }
+	is := func(target error) bool { return errors.Is(err, target) }
 	switch {
 	case is(election.ErrAccessDenied):
 		return exitAccess, msg +
@@ -207,20 +205,6 @@ func describe(err error) (int, string) {
 		return ee.code, msg
 	}
 	return exitError, msg
-}
-
-// migrateCause classifies the server error inside golang-migrate's
-// database.Error, which does not unwrap; nil when there is none.
-func migrateCause(err error) error {
-	var de database.Error
-	if errors.As(err, &de) {
-		return election.Classify(de.OrigErr)
-	}
-	var dp *database.Error
-	if errors.As(err, &dp) {
-		return election.Classify(dp.OrigErr)
-	}
-	return nil
 }
 
 // ---- flags ----------------------------------------------------------------

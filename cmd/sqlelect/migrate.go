@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -65,33 +66,36 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	if err := schema.CheckRecipeTimeout(recipeTimeout); action == "adopt" && err != nil {
 		return wrapf(exitUsage, err, "--recipe-timeout")
 	}
-	m, err := openMigrator(&co)
+	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
+	defer cancel()
+	db, err := openMigrations(ctx, &co)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	before, dirty, err := m.Version()
+	defer db.Close()
+	m := schema.New(db)
+	before, dirty, err := m.Version(ctx)
 	if err != nil {
 		return migrateError(err)
 	}
 
 	switch action {
 	case "version":
-		return c.migrateVersion(m, before, dirty)
+		return c.migrateVersion(ctx, m, before, dirty)
 	case "adopt":
-		return c.adopt(m, before, recipeTimeout, *yes)
+		return c.adopt(ctx, m, before, recipeTimeout, *yes)
 	case "unadopt":
-		return c.unadopt(m, before, *yes)
+		return c.unadopt(ctx, m, before, *yes)
 	case "adopt-end":
-		return c.adoptEnd(m)
+		return c.adoptEnd(ctx, m)
 	case "force":
-		if err := m.Force(forceTo); err != nil {
+		if err := m.Force(ctx, forceTo); err != nil {
 			return migrateError(err)
 		}
 		fmt.Fprintf(c.stdout, "schema version forced from %d to %d (no migration was run)\n", before, forceTo)
 		return nil
 	}
-	return c.migrateStep(m, action, before, *yes)
+	return c.migrateStep(ctx, m, action, before, *yes)
 }
 
 // migrateAction checks migrate's arguments: the action, and N for force.
@@ -116,9 +120,9 @@ func migrateAction(args []string) (action string, forceTo int, err error) {
 	return action, forceTo, nil
 }
 
-// openMigrator checks the connection first, for a precise exit code, and
-// opens the migrations on the DSN's database.
-func openMigrator(co *common) (*schema.Migrator, error) {
+// openMigrations checks the table and the DSN, and connects (a precise
+// exit code when that fails).
+func openMigrations(ctx context.Context, co *common) (*sql.DB, error) {
 	if err := election.ValidateTable(co.table); err != nil {
 		return nil, err
 	}
@@ -126,11 +130,6 @@ func openMigrator(co *common) (*schema.Migrator, error) {
 		return nil, failf(exitUsage, "--table %s: migrate manages the table %s only; for another, copy package schema's DDL(table) into your own migrations",
 			co.table, election.DefaultTable)
 	}
-	db, err := co.connect(context.Background(), nil)
-	if err != nil {
-		return nil, err
-	}
-	db.Close()
 	cfg, _, err := co.dsnConfig()
 	if err != nil {
 		return nil, err
@@ -138,19 +137,13 @@ func openMigrator(co *common) (*schema.Migrator, error) {
 	if cfg.DBName == "" {
 		return nil, failf(exitUsage, "migrate needs a DSN that names a database (…/DBNAME)")
 	}
-	m, err := schema.Open(cfg.FormatDSN())
-	if err != nil {
-		return nil, migrateError(err)
-	}
-	return m, nil
+	return co.connect(ctx, nil)
 }
 
 // migrateVersion prints the schema version; a version newer than this
 // binary's migrations is exit 8.
-func (c *cli) migrateVersion(m *schema.Migrator, before uint, dirty bool) error {
+func (c *cli) migrateVersion(ctx context.Context, m *schema.Migrator, before uint, dirty bool) error {
 	fmt.Fprintf(c.stdout, "schema version %d (latest %d)%s\n", before, schema.Latest(), dirtyNote(before, dirty))
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-	defer cancel()
 	if lease, ok, err := m.Adoption(ctx); err != nil {
 		return migrateError(err)
 	} else if ok {
@@ -165,12 +158,10 @@ func (c *cli) migrateVersion(m *schema.Migrator, before uint, dirty bool) error 
 }
 
 // unadopt turns the table back into the recipe's, after asking.
-func (c *cli) unadopt(m *schema.Migrator, before uint, yes bool) error {
+func (c *cli) unadopt(ctx context.Context, m *schema.Migrator, before uint, yes bool) error {
 	if err := c.confirm(fmt.Sprintf("Really turn %s back into the recipe's table (terms, values and released marks are dropped)?", election.DefaultTable), yes); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-	defer cancel()
 	if err := m.Unadopt(ctx); err != nil {
 		return migrateError(err)
 	}
@@ -180,15 +171,15 @@ func (c *cli) unadopt(m *schema.Migrator, before uint, yes bool) error {
 }
 
 // migrateStep runs up or down (after asking) and prints the versions.
-func (c *cli) migrateStep(m *schema.Migrator, action string, before uint, yes bool) error {
+func (c *cli) migrateStep(ctx context.Context, m *schema.Migrator, action string, before uint, yes bool) error {
 	var err error
 	if action == "down" {
 		if err := c.confirm(fmt.Sprintf("Really drop the table %s and every election in it?", election.DefaultTable), yes); err != nil {
 			return err
 		}
-		err = m.Down()
+		err = m.Down(ctx)
 	} else {
-		err = m.Up()
+		err = m.Up(ctx)
 	}
 	if errors.Is(err, schema.ErrNoChange) {
 		fmt.Fprintf(c.stdout, "schema version %d (latest %d): no change\n", before, schema.Latest())
@@ -197,7 +188,7 @@ func (c *cli) migrateStep(m *schema.Migrator, action string, before uint, yes bo
 	if err != nil {
 		return migrateError(err)
 	}
-	after, dirty, err := m.Version()
+	after, dirty, err := m.Version(ctx)
 	if err != nil {
 		return migrateError(err)
 	}
@@ -213,15 +204,14 @@ func (c *cli) migrateStep(m *schema.Migrator, action string, before uint, yes bo
 // binary's migrations.
 const exitSchemaNewer = 8
 
-// migrateTimeout bounds adopt's and unadopt's own statements.
+// migrateTimeout bounds a migrate command (its connection, migrations and
+// statements).
 const migrateTimeout = 5 * time.Minute
 
-func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes bool) error {
+func (c *cli) adopt(ctx context.Context, m *schema.Migrator, before uint, timeout time.Duration, yes bool) error {
 	if err := c.confirm(fmt.Sprintf("Convert the recipe's table %s in place into sqlelect's (reversible with 'migrate unadopt')?", election.DefaultTable), yes); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-	defer cancel()
 	holders, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: timeout})
 	if errors.Is(err, schema.ErrNoChange) {
 		fmt.Fprintf(c.stdout, "schema version %d (latest %d): no change: %v\n", before, schema.Latest(), err)
@@ -245,9 +235,7 @@ func (c *cli) adopt(m *schema.Migrator, before uint, timeout time.Duration, yes 
 }
 
 // adoptEnd ends the adoption period.
-func (c *cli) adoptEnd(m *schema.Migrator) error {
-	ctx, cancel := context.WithTimeout(context.Background(), migrateTimeout)
-	defer cancel()
+func (c *cli) adoptEnd(ctx context.Context, m *schema.Migrator) error {
 	lease, _, err := m.Adoption(ctx)
 	if err != nil {
 		return migrateError(err)
@@ -287,5 +275,5 @@ func migrateError(err error) error {
 	if errors.As(err, &le) || errors.Is(err, schema.ErrUnrecorded) {
 		return wrapf(exitTable, err, "")
 	}
-	return err
+	return election.Classify(err)
 }

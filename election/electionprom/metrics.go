@@ -38,7 +38,7 @@ import (
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see election.HealthzHandler), else 0
 //	sqlelect_healthy                         with Config.Health.Check: 1 while its latest result is a pass (or none yet), else 0
 //	sqlelect_health_check_failures_total     with Config.Health.Check: failed or timed-out checks
-//	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within HealthCheckTimeout
+//	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within Health.Timeout
 //	sqlelect_preference_requests_total       with Config.Preference.Priority: requests this follower wrote for a lower-priority leader to hand over to it
 type Metrics struct {
 	changes  *prometheus.CounterVec
@@ -93,7 +93,7 @@ func NewMetrics() *Metrics {
 		}, l),
 		healthTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_health_check_timeouts_total",
-			Help: "Config.Health.Check calls that did not answer within HealthCheckTimeout (also counted as failures).",
+			Help: "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).",
 		}, l),
 		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sqlelect_preference_requests_total",

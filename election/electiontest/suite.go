@@ -167,14 +167,9 @@ func newCluster(t *testing.T, s Suite, migrate bool) *cluster {
 	c.admin = admin
 	t.Cleanup(func() { admin.Close() })
 	if migrate {
-		m, err := schema.Open(c.dsn)
-		if err != nil {
+		if err := schema.New(admin).Up(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Up(); err != nil {
-			t.Fatal(err)
-		}
-		m.Close()
 	}
 	go c.sample()
 	t.Cleanup(c.finish)

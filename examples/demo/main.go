@@ -146,22 +146,17 @@ func run(dsn, name string) error {
 		d.say("using SQLELECT_DSN")
 	}
 	d.dsn = dsn
-	m, err := schema.Open(dsn)
-	if err != nil {
-		return err
-	}
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
-		m.Close()
-		return err
-	}
-	v, _, _ := m.Version()
-	m.Close()
-	d.say("migrated the schema to version %d (table service_election)", v)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	m := schema.New(db)
+	if err := m.Up(ctx); err != nil && !errors.Is(err, schema.ErrNoChange) {
+		return err
+	}
+	v, _, _ := m.Version(ctx)
+	d.say("migrated the schema to version %d (table service_election)", v)
 	_, _ = election.Reelect(ctx, db, "", name) // start from a clean slate
 	if d.self, err = os.Executable(); err != nil {
 		return err

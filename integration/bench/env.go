@@ -120,12 +120,12 @@ func (e *env) database(ctx context.Context) (string, error) {
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.InterpolateParams = true
 	dsn := cfg.FormatDSN()
-	m, err := schema.Open(dsn)
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return "", err
 	}
-	defer m.Close()
-	if err := m.Up(); err != nil {
+	defer db.Close()
+	if err := schema.New(db).Up(ctx); err != nil {
 		return "", err
 	}
 	if _, err := e.admin.ExecContext(ctx, "CREATE TABLE "+name+`.seed_election (

@@ -310,12 +310,7 @@ func chaosRecipe(t *testing.T, ctx context.Context, srv *mysqld.Server, backend 
 		t.Fatalf("no recipe leader: %v", err)
 	}
 
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	hs, err := m.Adopt(ctx, schema.AdoptOptions{RecipeTimeout: chaosRecipeTimeout})
+	hs, err := schema.New(db).Adopt(ctx, schema.AdoptOptions{RecipeTimeout: chaosRecipeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

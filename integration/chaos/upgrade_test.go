@@ -99,7 +99,7 @@ func chaosUpgrade(t *testing.T, ctx context.Context, srv *mysqld.Server, backend
 	if err != nil {
 		t.Fatalf("upgrade: DELETE: %v", err)
 	}
-	if err := m.Up(); err != nil {
+	if err := m.Up(ctx); err != nil {
 		t.Fatalf("upgrade: migrate up: %v", err)
 	}
 	migrated := time.Now()
@@ -168,19 +168,15 @@ func chaosUpgrade(t *testing.T, ctx context.Context, srv *mysqld.Server, backend
 func setupSchemaAt(t *testing.T, ctx context.Context, rootDSN, db string, version int) (*sql.DB, *schema.Migrator) {
 	t.Helper()
 	cfg := createDatabase(t, ctx, rootDSN, db)
-	m, err := schema.Open(cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	if err := m.Steps(version); err != nil {
-		t.Fatalf("migrate to version %d: %v", version, err)
-	}
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.Close() })
+	m := schema.New(admin)
+	if err := m.Steps(ctx, version); err != nil {
+		t.Fatalf("migrate to version %d: %v", version, err)
+	}
 	createWrites(t, ctx, admin)
 	return admin, m
 }

@@ -22,11 +22,17 @@ import (
 // timeout plus one second.
 const Marker = "sqlelect adoption"
 
+// Queryer is a *sql.DB, *sql.Conn or *sql.Tx.
+type Queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // Lease reads the adoption period of table (a name, optionally qualified by
 // a database; unqualified, in the connection's default database): the
 // adopted lease, and ok false outside a period, or when the table has no
 // lease_ms (missing, or not sqlelect's). One information_schema read.
-func Lease(ctx context.Context, db *sql.DB, table string) (lease time.Duration, ok bool, err error) {
+func Lease(ctx context.Context, db Queryer, table string) (lease time.Duration, ok bool, err error) {
 	cond, args := tableCond(table)
 	var def sql.NullString
 	err = db.QueryRowContext(ctx, `SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS

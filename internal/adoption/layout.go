@@ -2,7 +2,6 @@ package adoption
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -43,7 +42,7 @@ func tableCond(table string) (string, []any) {
 
 // Columns reads the columns of table (see tableCond), in order; none when
 // there is no such table.
-func Columns(ctx context.Context, db *sql.DB, table string) ([]Column, error) {
+func Columns(ctx context.Context, db Queryer, table string) ([]Column, error) {
 	cond, args := tableCond(table)
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, COLUMN_KEY
 FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args...)

@@ -316,14 +316,6 @@ func DSN(t testing.TB) string {
 // table is as if migrated long ago. It fails t on any error.
 func Migrate(t testing.TB, dsn string) {
 	t.Helper()
-	m, err := schema.Open(dsn)
-	if err != nil {
-		t.Fatalf("testdb: migrate: %v", err)
-	}
-	defer m.Close()
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
-		t.Fatalf("testdb: migrate: %v", err)
-	}
 	// A pool of its own, closed now: one left open for the test would
 	// fail its Close at the end after a server restart (a chaos fault).
 	db, err := sql.Open("mysql", dsn)
@@ -331,6 +323,11 @@ func Migrate(t testing.TB, dsn string) {
 		t.Fatalf("testdb: migrate: %v", err)
 	}
 	defer db.Close() //nolint:errcheck // nothing is pending on it
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := schema.New(db).Up(ctx); err != nil && !errors.Is(err, schema.ErrNoChange) {
+		t.Fatalf("testdb: migrate: %v", err)
+	}
 	IntactFloor(t, db)
 }
 

@@ -50,7 +50,7 @@ func DSN(ctx context.Context) (dsn string, cleanup func(), err error) {
 		}
 		dsn = srv.DSN(Database)
 	}
-	if err := Migrate(dsn); err != nil {
+	if err := Migrate(ctx, dsn); err != nil {
 		return "", cleanup, err
 	}
 	return dsn, cleanup, nil
@@ -58,13 +58,13 @@ func DSN(ctx context.Context) (dsn string, cleanup func(), err error) {
 
 // Migrate creates or updates the election table with package schema. Several
 // processes may migrate at once: golang-migrate serializes them with a lock.
-func Migrate(dsn string) error {
-	m, err := schema.Open(dsn)
+func Migrate(ctx context.Context, dsn string) error {
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	if err := m.Up(); err != nil && !errors.Is(err, schema.ErrNoChange) {
+	defer db.Close()
+	if err := schema.New(db).Up(ctx); err != nil && !errors.Is(err, schema.ErrNoChange) {
 		return err
 	}
 	return nil

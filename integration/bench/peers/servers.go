@@ -94,12 +94,12 @@ func (m *mariadb) database(ctx context.Context, params map[string]string) (strin
 	}
 	cfg.InterpolateParams = true
 	dsn := cfg.FormatDSN()
-	mg, err := schema.Open(dsn)
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return "", err
 	}
-	defer mg.Close()
-	if err := mg.Up(); err != nil {
+	defer db.Close()
+	if err := schema.New(db).Up(ctx); err != nil {
 		return "", err
 	}
 	for _, q := range []string{

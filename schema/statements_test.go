@@ -1,0 +1,66 @@
+package schema
+
+import (
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sqlelect/sqlelect/migrations"
+)
+
+// TestStatements: a script splits at the semicolons outside quotes and
+// comments, and what holds no code is dropped.
+func TestStatements(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         []string
+	}{
+		{"one", "SELECT 1;", []string{"SELECT 1"}},
+		{"no final semicolon", "SELECT 1; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
+		{"quotes", `SELECT 'a;b', "c;d", ` + "`e;f`" + `; SELECT 'it''s;', 'x\';'`,
+			[]string{`SELECT 'a;b', "c;d", ` + "`e;f`", `SELECT 'it''s;', 'x\';'`}},
+		{"comments", "-- a; b\n# c; d\n/* e; f */ SELECT 1; -- trailing;\n",
+			[]string{"-- a; b\n# c; d\n/* e; f */ SELECT 1"}},
+		{"minus is no comment", "SELECT 1--1;", []string{"SELECT 1--1"}},
+		{"only comments", "-- nothing;\n/* here; */\n", nil},
+		{"empty statements", " ; ;SELECT 1;;", []string{"SELECT 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := statements(tc.script); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("statements(%q) = %q, want %q", tc.script, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStatementsOfMigrations: every embedded migration splits into as
+// many statements as it has lines that end one (the files' layout), and
+// no statement is only a comment (the server refuses an empty query).
+func TestStatementsOfMigrations(t *testing.T) {
+	names, err := fs.Glob(migrations.FS(), "*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no migrations: %v", err)
+	}
+	for _, name := range names {
+		data, err := fs.ReadFile(migrations.FS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasSuffix(l, ";") && !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				want++
+			}
+		}
+		got := statements(string(data))
+		if len(got) != want || want == 0 {
+			t.Errorf("%s: %d statements, want %d:\n%s", name, len(got), want, strings.Join(got, "\n----\n"))
+		}
+		for _, q := range got {
+			if strings.HasSuffix(q, ";") || len(statements(q)) != 1 {
+				t.Errorf("%s: statement %q is not one statement", name, q)
+			}
+		}
+	}
+}
