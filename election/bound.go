@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // serverFlavor is the kind of server, as far as bounding a statement's lock
@@ -155,7 +157,7 @@ type rowQuerier interface {
 func serverVariable(ctx context.Context, q rowQuerier, name string) (val string, ok bool, err error) {
 	var v sql.NullString
 	err = q.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
-	if mysqlErrno(err) == erUnknownSystemVariable {
+	if mysqlerr.Errno(err) == mysqlerr.UnknownSystemVariable {
 		return "", false, nil
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -169,7 +170,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	took := time.Since(start)
 	_ = ftx.Rollback()
 	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).
-	if n := mysqlErrno(err); n != 1205 && n != 3024 || took > 5*time.Second {
+	if n := mysqlerr.Errno(err); n != 1205 && n != 3024 || took > 5*time.Second {
 		t.Fatalf("fenced check on a locked row: %v after %v; want Error 1205 or 3024 after about 1 s", err, took)
 	}
 	t.Logf("fenced check on a locked row: %v after %v", err, took)
@@ -180,7 +181,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	start = time.Now()
 	_, err = conn.ExecContext(ctx, heartbeatSQL, heartbeatArgs...)
 	took = time.Since(start)
-	if mysqlErrno(err) != 1205 || took > 5*time.Second {
+	if mysqlerr.Errno(err) != 1205 || took > 5*time.Second {
 		t.Fatalf("heartbeat on a locked row: %v after %v; want Error 1205 after about 1 s", err, took)
 	}
 	t.Logf("heartbeat on a locked row: %v after %v", err, took)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // ErrUnsafeServer means the server answered a statement the way no MySQL or
@@ -308,7 +309,7 @@ func (ch *checker) privileges() error {
 			ctx, cancel := ch.step(0)
 			defer cancel()
 			return explainLayout(ctx, ch.db, ch.cfg.Table, classify(err, ch.cfg.Table))
-		case mysqlErrno(err) == erOptionPreventsStatement:
+		case mysqlerr.Errno(err) == erOptionPreventsStatement:
 			ch.noWrites = true
 			readOnly = append(readOnly, p.name)
 		default:
@@ -430,7 +431,7 @@ func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	rows, err := ch.db.QueryContext(ctx, `SHOW REPLICA STATUS`)
-	if err != nil && mysqlErrno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
+	if err != nil && mysqlerr.Errno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
 		rows, err = ch.db.QueryContext(ctx, `SHOW SLAVE STATUS`)
 	}
 	if err != nil {
@@ -630,7 +631,7 @@ func (p heartbeatProbe) problem() string {
 // isCheckViolation reports whether err is a CHECK constraint's refusal
 // (MariaDB's 4025, MySQL's 3819).
 func isCheckViolation(err error) bool {
-	n := mysqlErrno(err)
+	n := mysqlerr.Errno(err)
 	return n == 4025 || n == 3819
 }
 
@@ -726,7 +727,7 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	p, err := probeHeartbeat(ctx, tx, quoteTable(table), ScratchPrefix+hex.EncodeToString(b[:]))
-	switch n := mysqlErrno(err); {
+	switch n := mysqlerr.Errno(err); {
 	case err == nil:
 	case serverCause(err) == ErrAccessDenied:
 		return false, classify(err, table)
@@ -1192,8 +1193,8 @@ func (ch *checker) statementBounds() {
 	took := ch.cfg.Clock.Now().Sub(start).Round(time.Millisecond)
 	var st CheckStatus
 	var detail string
-	switch n := mysqlErrno(err); {
-	case n == erLockWaitTimeout || n == erQueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
+	switch n := mysqlerr.Errno(err); {
+	case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
 		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", boundKind(bound), took, n)
 	case err == nil:
 		st, detail = CheckWarn, "a locking read of a row another transaction holds returned at once"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -434,7 +435,7 @@ VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expir
 	var n int64
 	if err == nil {
 		n, _ = res.RowsAffected()
-	} else if mysqlErrno(err) != 4025 {
+	} else if mysqlerr.Errno(err) != 4025 {
 		t.Fatalf("heartbeat under SIMULTANEOUS_ASSIGNMENT: %v; want no error or the CHECK constraint's (4025)", err)
 	}
 	var id string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // The term floor (migration 6; doc.go, "Terms"): per election, the highest
@@ -311,9 +312,9 @@ func firstElection(ctx context.Context, c *sql.Conn, f floorStmts) (first, marke
 func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floorStmts) error {
 	if _, err := db.ExecContext(ctx, f.peek); err != nil {
 		what := "is missing (schema version 6)"
-		switch mysqlErrno(err) {
-		case erNoSuchTable:
-		case erBadField:
+		switch mysqlerr.Errno(err) {
+		case mysqlerr.NoSuchTable:
+		case mysqlerr.BadField:
 			what = "has no column marked_at (schema version 8)"
 		default:
 			return classify(err, FloorTable(table))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // NewLock returns a candidate of the GET_LOCK backend: the election is the
@@ -751,7 +752,7 @@ func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt, p par
 		p.Floor, p.First = floor, first
 		query, args := s.bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
-		if mysqlErrno(err) == erDupEntry {
+		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
 			return 0, nil
 		}
 		if err != nil {

@@ -13,15 +13,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // Lock names.
@@ -165,7 +164,7 @@ func readLockSite(ctx context.Context, db *sql.DB, table string) (lockSite, erro
 // rounds the timeout to whole seconds (0.4 returns at once, 0.5 waits a
 // second), so there the call waits whole seconds, rounded up, and
 // MAX_EXECUTION_TIME ends the statement after d with error 3024 (see
-// erQueryTimeout), leaving the connection usable. Either way a waiter queued
+// mysqlerr.QueryTimeout), leaving the connection usable. Either way a waiter queued
 // in GET_LOCK gets the lock the moment it is released.
 func getLockCall(lock string, d time.Duration, mariadb bool) (hint, call string) {
 	if mariadb {
@@ -174,24 +173,6 @@ func getLockCall(lock string, d time.Duration, mariadb bool) (hint, call string)
 	secs := max(int64((d+time.Second-1)/time.Second), 1)
 	return fmt.Sprintf("/*+ MAX_EXECUTION_TIME(%d) */ ", max(d.Milliseconds(), 1)),
 		fmt.Sprintf("GET_LOCK(%s, %d)", lock, secs)
-}
-
-// MySQL and MariaDB error numbers of user-level locks and of the lock
-// backend.
-const (
-	erDupEntry              = 1062 // ER_DUP_ENTRY
-	erUnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
-	erGlobalVariable        = 1229 // ER_GLOBAL_VARIABLE
-	erIncorrectGlobalLocal  = 1238 // ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
-	erQueryTimeout          = 3024 // ER_QUERY_TIMEOUT (MySQL): MAX_EXECUTION_TIME exceeded
-)
-
-func mysqlErrno(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
 }
 
 // userLock is one user-level lock and its statements, compiled once. Its
@@ -301,10 +282,10 @@ func (c *lockConn) trySessionKeepalive(ctx context.Context, idle time.Duration) 
 		"SET SESSION tcp_keepalive_probes = 3",
 	} {
 		_, err := c.conn.ExecContext(ctx, s)
-		switch n := mysqlErrno(err); {
+		switch n := mysqlerr.Errno(err); {
 		case err == nil:
 			continue
-		case n == erUnknownSystemVariable || n == erGlobalVariable || n == erIncorrectGlobalLocal || n == erSpecificAccessDenied:
+		case n == mysqlerr.UnknownSystemVariable || n == mysqlerr.GlobalVariable || n == mysqlerr.IncorrectGlobalLocal || n == mysqlerr.SpecificAccessDenied:
 		default:
 			c.debug("setting the session TCP keepalive failed", "err", err)
 		}
@@ -334,7 +315,7 @@ func (c *lockConn) scan(ctx context.Context, s stmt) (sql.NullInt64, error) {
 // killed thread, for one): that is an error too.
 func (c *lockConn) get(ctx context.Context, s stmt) (bool, error) {
 	r, err := c.scan(ctx, s)
-	if mysqlErrno(err) == erQueryTimeout {
+	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
 		// Should that have raced with getting the lock, this connection
 		// holds it: ask, so that the state here matches the server's.
@@ -391,7 +372,7 @@ const (
 // the server, even if its client no longer reads (a frozen process).
 func (c *lockConn) passOn(ctx context.Context, s stmt) (int64, error) {
 	r, err := c.scan(ctx, s)
-	if mysqlErrno(err) == erQueryTimeout {
+	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
 		// MySQL ended the wait (see getLockCall): the holder kept the
 		// lock. Should the end have come between GET_LOCK and
 		// RELEASE_LOCK, this connection holds it: let it go.
