@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Defaults of BatcherOptions.
@@ -82,11 +83,11 @@ type Batcher struct {
 
 	// lockStmt locks the rows a batch of renewals may renew, renewStmt
 	// renews them (execRenew).
-	lockStmt, renewStmt stmt
+	lockStmt, renewStmt stmt.Stmt
 	// readSQL reads rows (execRead); read is readSQL compiled with the
 	// bound of the server's lock waits, detected at the first read.
 	readSQL     string
-	readBounded atomic.Pointer[stmt]
+	readBounded atomic.Pointer[stmt.Stmt]
 	// boundSQL bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restoreSQL puts back what it had.
 	boundSQL, restoreSQL string
@@ -141,19 +142,19 @@ func (b *Batcher) prepareSQL() {
 	tbl := quoteTable(b.table)
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
-	b.lockStmt = mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
+	b.lockStmt = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
 		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
-	b.renewStmt = mustStmt(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
+	b.renewStmt = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
 	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
-	n := lockWaitSecs(b.opts.QueryTimeout)
-	b.boundSQL, b.restoreSQL = sessionSQL(true, sessionVar{"wait_timeout", n},
-		sessionVar{"innodb_lock_wait_timeout", n}, sessionVar{"lock_wait_timeout", n})
+	n := stmt.WaitSecs(b.opts.QueryTimeout)
+	b.boundSQL, b.restoreSQL = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: n}, stmt.SessionVar{Name: "lock_wait_timeout", Value: n})
 }
 
 // renew renews term of candidate id in election name if the row still says
@@ -234,7 +235,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 			ServiceID string `db:"service_id"`
 			Term      uint64 `db:"term"`
 		}
-		query, args := b.lockStmt.bind(params{Names: uniqueNames(reqs)})
+		query, args := b.lockStmt.Bind(stmt.Params{Names: uniqueNames(reqs)})
 		if err := conn.SelectContext(ctx, &rows, query, args...); err != nil {
 			return err
 		}
@@ -258,7 +259,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = b.renewStmt.bind(params{Names: renew})
+		query, args = b.renewStmt.Bind(stmt.Params{Names: renew})
 		_, err := conn.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -282,7 +283,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	if err != nil {
 		return nil, err
 	}
-	query, args := read.bind(params{Names: names})
+	query, args := read.Bind(stmt.Params{Names: names})
 	rows, err := b.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(err, b.table)
@@ -308,15 +309,15 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 
 // readStmt returns the reads' statement, bounded for the server (see
 // lockBound), reading the server's version at the first call.
-func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
+func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
 	if p := b.readBounded.Load(); p != nil {
 		return *p, nil
 	}
-	bound, err := detectBound(ctx, b.db, b.opts.QueryTimeout)
+	bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
 	if err != nil {
-		return stmt{}, err
+		return stmt.Stmt{}, err
 	}
-	read := bound.stmt(b.readSQL)
+	read := bound.Stmt(b.readSQL)
 	b.readBounded.Store(&read)
 	return read, nil
 }

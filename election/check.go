@@ -20,6 +20,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // ErrUnsafeServer means the server answered a statement the way no MySQL or
@@ -354,7 +355,7 @@ func cmpErr(first, err error) error {
 func (ch *checker) variable(name string) (val string, ok bool, err error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	return serverVariable(ctx, ch.db, name)
+	return stmt.ServerVariable(ctx, ch.db, name)
 }
 
 // readOnly: a read-only server, or a replica, takes no heartbeat (or, with
@@ -367,7 +368,7 @@ func (ch *checker) readOnly() {
 			ch.unverified(PropReadOnly, both, "read_only", err)
 			return
 		}
-		if ok && isOn(val) {
+		if ok && stmt.IsOn(val) {
 			why = append(why, strings.TrimPrefix(v, "global.")+"=ON")
 		}
 	}
@@ -414,7 +415,7 @@ func (ch *checker) binlogFormat() {
 		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both,
 			Detail: fmt.Sprintf("could not check (the binary log's format): %v", err), Consequence: "unverified",
 			Fix: "make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"})
-	case isOn(logBin) && strings.EqualFold(format, "STATEMENT"):
+	case stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"):
 		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both,
 			Detail:      "the server writes its binary log as statements (binlog_format=STATEMENT)",
 			Consequence: "a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
@@ -510,7 +511,7 @@ type preflightCheck struct {
 func preflightChecks() []preflightCheck {
 	return []preflightCheck{
 		{PropFloorTable, both, func(ctx context.Context, db *sql.DB, table string) error {
-			return checkFloorTable(ctx, db, table, newFloorStmts(table, lockBound{}, 0))
+			return checkFloorTable(ctx, db, table, newFloorStmts(table, stmt.Bound{}, 0))
 		}, "the term floor table exists, and the user may read and write it",
 			"every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
 			"run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
@@ -646,9 +647,9 @@ func isCheckViolation(err error) bool {
 // and deletes the row.
 func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string) (heartbeatProbe, error) {
 	var p heartbeatProbe
-	hb := mustStmt(heartbeatSQL(tbl))
-	run := func(i int, s stmt, pa params) (sql.Result, error) {
-		query, args := s.bind(pa)
+	hb := stmt.Must(heartbeatSQL(tbl))
+	run := func(i int, s stmt.Stmt, pa stmt.Params) (sql.Result, error) {
+		query, args := s.Bind(pa)
 		res, err := ex.ExecContext(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, probeSteps[i], err)
@@ -656,7 +657,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 		p.counts[i], err = res.RowsAffected()
 		return res, err
 	}
-	a := params{Name: name, Me: probeA, Lease: 60000}
+	a := stmt.Params{Name: name, Me: probeA, Lease: 60000}
 	res, err := run(0, hb, a)
 	if err != nil {
 		return p, err
@@ -669,7 +670,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	}
 	renewed, _ := res.LastInsertId()
 	p.renewed = uint64(renewed)
-	b := params{Name: name, Me: probeB, Lease: 60000}
+	b := stmt.Params{Name: name, Me: probeB, Lease: 60000}
 	if _, err := run(2, hb, b); err != nil {
 		return p, err
 	}
@@ -678,7 +679,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	// expiry later).
 	expire := `UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
 WHERE anchor = :name AND ` + holdsCond
-	if _, err := run(3, mustStmt(expire), a); err != nil {
+	if _, err := run(3, stmt.Must(expire), a); err != nil {
 		return p, err
 	}
 	if res, err = run(4, hb, b); err != nil {
@@ -687,7 +688,7 @@ WHERE anchor = :name AND ` + holdsCond
 	took, _ := res.LastInsertId()
 	p.took = uint64(took)
 	// A decision written by another statement must be refused.
-	q, args := mustStmt(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).bind(b)
+	q, args := stmt.Must(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).Bind(b)
 	switch _, err = ex.ExecContext(ctx, q, args...); {
 	case err == nil:
 		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
@@ -967,7 +968,7 @@ func (ch *checker) openLock(lock userLock) (*lockConn, error) {
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
 // returns whether it got the lock and how long it took.
-func (ch *checker) lockGet(c *lockConn, s stmt, extra time.Duration) (bool, time.Duration, error) {
+func (ch *checker) lockGet(c *lockConn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
 	start := ch.cfg.Clock.Now()
@@ -1165,8 +1166,8 @@ func (ch *checker) statementBounds() {
 		ch.skipped(PropStatementBounds, none)
 		return
 	}
-	bound := newLockBound(ch.site.flavor, time.Second)
-	if bound.flavor == flavorOther {
+	bound := stmt.NewBound(ch.site.flavor, time.Second)
+	if bound.Flavor == stmt.FlavorOther {
 		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none,
 			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
 			Consequence: "a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
@@ -1189,7 +1190,7 @@ func (ch *checker) statementBounds() {
 	defer cancel()
 	start := ch.cfg.Clock.Now()
 	var got string
-	err = c.QueryRowContext(ctx, bound.wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
+	err = c.QueryRowContext(ctx, bound.Wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
 	took := ch.cfg.Clock.Now().Sub(start).Round(time.Millisecond)
 	var st CheckStatus
 	var detail string
@@ -1201,10 +1202,10 @@ func (ch *checker) statementBounds() {
 	default:
 		st, detail = CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", boundKind(bound), took, err)
 	}
-	if st == CheckPass && bound.flavor == flavorMySQL {
+	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
 		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
 		secs, _ := strconv.ParseInt(v, 10, 64)
-		if err == nil && secs > 2*lockWaitSecs(ch.cfg.QueryTimeout) {
+		if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.QueryTimeout) {
 			st = CheckWarn
 			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 		}
@@ -1214,8 +1215,8 @@ func (ch *checker) statementBounds() {
 		Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5: the driver sets it on every connection)"})
 }
 
-func boundKind(b lockBound) string {
-	if b.flavor == flavorMariaDB {
+func boundKind(b stmt.Bound) string {
+	if b.Flavor == stmt.FlavorMariaDB {
 		return "SET STATEMENT innodb_lock_wait_timeout"
 	}
 	return "MAX_EXECUTION_TIME"
@@ -1241,11 +1242,11 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	bound, _ := sessionSQL(false, sessionVar{"wait_timeout", leaseSecs})
+	bound, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: leaseSecs})
 	_, err = c.ExecContext(ctx, bound)
 	if err == nil {
 		var v string
-		v, _, err = serverVariable(ctx, c, "session.wait_timeout")
+		v, _, err = stmt.ServerVariable(ctx, c, "session.wait_timeout")
 		set, _ = strconv.ParseInt(v, 10, 64)
 	}
 	switch {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // fencedCond matches election :name's row while it names the candidate
@@ -57,21 +59,21 @@ const (
 // multi-primary mode), where only writes conflict across nodes. A server
 // without such a variable is not; any other error is returned.
 func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
-	v, ok, err := serverVariable(ctx, tx, "global.wsrep_on")
-	if err != nil || (ok && isOn(v)) {
-		return ok && isOn(v), err
+	v, ok, err := stmt.ServerVariable(ctx, tx, "global.wsrep_on")
+	if err != nil || (ok && stmt.IsOn(v)) {
+		return ok && stmt.IsOn(v), err
 	}
-	v, ok, err = serverVariable(ctx, tx, "global.group_replication_single_primary_mode")
+	v, ok, err = stmt.ServerVariable(ctx, tx, "global.group_replication_single_primary_mode")
 	if err != nil {
 		return false, err
 	}
-	return ok && !isOn(v), nil
+	return ok && !stmt.IsOn(v), nil
 }
 
 // check runs the fence's check in tx and returns sql.ErrNoRows when the
 // candidate does not hold term with a live lease. The first call finds out
 // which check the server needs (one more query, once).
-func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint64, bound lockBound) error {
+func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint64, bound stmt.Bound) error {
 	mode := m.v.Load()
 	if mode == fenceUnknown {
 		cluster, err := certifiedCluster(ctx, tx)
@@ -84,9 +86,9 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		}
 		m.v.Store(mode)
 	}
-	p := params{Name: cfg.Name, Me: cfg.ID, Hold: term}
+	p := stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: term}
 	if mode == fenceWrite {
-		query, args := bound.stmt(fencedWriteSQL(quoteTable(cfg.Table))).bind(p)
+		query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -99,7 +101,7 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 		return nil
 	}
 	var one int
-	query, args := bound.stmt(fencedCheckSQL(quoteTable(cfg.Table))).bind(p)
+	query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
 	return tx.QueryRowContext(ctx, query, args...).Scan(&one)
 }
 
@@ -119,7 +121,7 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 // statement under ctx (tx.Commit cannot be cancelled), so that a commit
 // whose answer does not come (a half-open connection, a stalled Galera
 // cluster) never keeps the caller, and with it OnElected and Run, waiting.
-func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound lockBound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
+func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term uint64, bound stmt.Bound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
@@ -131,8 +133,8 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 	// completion_type NO_CHAIN meanwhile: database/sql's ROLLBACK that ends
 	// the *sql.Tx would otherwise open the next transaction, and leave it
 	// on the pool (issue 31).
-	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)},
-		sessionVar{"completion_type", "'NO_CHAIN'"})
+	idleSQL, restore := stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: max(int64((idle+time.Second-1)/time.Second), 1)},
+		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)

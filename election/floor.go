@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // The term floor (migration 6; doc.go, "Terms"): per election, the highest
@@ -52,20 +53,20 @@ func FloorTable(table string) string {
 // floorStmts are the statements on an election's floor row.
 type floorStmts struct {
 	// read locks election :name's floor row and reads it.
-	read stmt
+	read stmt.Stmt
 	// raise raises election :name's floor to :term (creating its row).
-	raise stmt
+	raise stmt.Stmt
 	// marker locks the marker and reads its sum and whether it was
 	// written at least the lock delay ago.
-	marker stmt
+	marker stmt.Stmt
 	// sum is the sum of CRC32(anchor) over the floor rows.
-	sum stmt
+	sum stmt.Stmt
 	// count adds election :name's new floor row to the marker's sum.
-	count stmt
+	count stmt.Stmt
 	// seed gives every election row a floor row, at its term.
-	seed stmt
+	seed stmt.Stmt
 	// mark writes the marker: sum :term, written now.
-	mark stmt
+	mark stmt.Stmt
 	// peek reads nothing: preflight's check that the table exists, with
 	// the marker's column.
 	peek string
@@ -73,20 +74,20 @@ type floorStmts struct {
 
 // newFloorStmts returns the floor statements of election table table,
 // bounded by b, for a candidate whose lock delay is lockDelay.
-func newFloorStmts(table string, b lockBound, lockDelay time.Duration) floorStmts {
+func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floorStmts {
 	tbl, ftbl := quoteTable(cmp.Or(table, DefaultTable)), quoteTable(FloorTable(table))
 	return floorStmts{
-		read: b.stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
+		read: b.Stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
 		// No VALUES() (deprecated on MySQL): :term again.
-		raise: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
+		raise: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
-		marker: b.stmt(`SELECT term_floor, IFNULL(marked_at + ` + strconv.FormatInt(lockDelay.Microseconds(), 10) + ` <= ` + termNowSQL + `, 0)
+		marker: b.Stmt(`SELECT term_floor, IFNULL(marked_at + ` + strconv.FormatInt(lockDelay.Microseconds(), 10) + ` <= ` + termNowSQL + `, 0)
 FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
-		sum:   b.stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
-		count: b.stmt(`UPDATE ` + ftbl + ` SET term_floor = term_floor + CRC32(:name) WHERE anchor = ''`),
-		seed: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT anchor, term FROM ` + tbl + `
+		sum:   b.Stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
+		count: b.Stmt(`UPDATE ` + ftbl + ` SET term_floor = term_floor + CRC32(:name) WHERE anchor = ''`),
+		seed: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT anchor, term FROM ` + tbl + `
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
-		mark: b.stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNowSQL + `)
+		mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNowSQL + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNowSQL),
 		peek: `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`,
 	}
@@ -197,8 +198,8 @@ func inConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 // a transaction of the library's (inConnTx), which commits whatever the
 // session's mode. A statement that matches no row anyway costs that second
 // try too: rare (the row is no longer the candidate's).
-func execCommitted(ctx context.Context, db *sql.DB, s rowStmt, p params) (int64, error) {
-	query, args := s.pool.bind(p)
+func execCommitted(ctx context.Context, db *sql.DB, s rowStmt, p stmt.Params) (int64, error) {
+	query, args := s.pool.Bind(p)
 	res, err := db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
@@ -213,7 +214,7 @@ func execCommitted(ctx context.Context, db *sql.DB, s rowStmt, p params) (int64,
 	defer done()
 	var n int64
 	err = inConnTx(ctx, c, func() error {
-		query, args := s.conn.bind(p)
+		query, args := s.conn.Bind(p)
 		res, err := c.ExecContext(ctx, query, args...)
 		if err == nil {
 			n, err = res.RowsAffected()
@@ -250,12 +251,12 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, wr
 	if err != nil || term <= floor {
 		return err
 	}
-	query, args := f.raise.bind(params{Name: name, Term: term})
+	query, args := f.raise.Bind(stmt.Params{Name: name, Term: term})
 	if _, err := c.ExecContext(ctx, query, args...); err != nil || !missing {
 		return err
 	}
 	// A new floor row (the read's lock kept others from creating it).
-	query, args = f.count.bind(params{Name: name})
+	query, args = f.count.Bind(stmt.Params{Name: name})
 	_, err = c.ExecContext(ctx, query, args...)
 	return err
 }
@@ -263,7 +264,7 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f floorStmts, name string, wr
 // readFloor locks election name's floor row and reads it: missing when
 // there is none (floor 0).
 func readFloor(ctx context.Context, c *sql.Conn, f floorStmts, name string) (floor uint64, missing bool, err error) {
-	query, args := f.read.bind(params{Name: name})
+	query, args := f.read.Bind(stmt.Params{Name: name})
 	err = c.QueryRowContext(ctx, query, args...).Scan(&floor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, true, nil
@@ -278,28 +279,28 @@ func readFloor(ctx context.Context, c *sql.Conn, f floorStmts, name string) (flo
 // row: first elections then wait their lock delay out for one lock delay.
 func firstElection(ctx context.Context, c *sql.Conn, f floorStmts) (first, marked bool, err error) {
 	var want, sum uint64
-	query, args := f.marker.bind(params{})
+	query, args := f.marker.Bind(stmt.Params{})
 	err = c.QueryRowContext(ctx, query, args...).Scan(&want, &first)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, false, err
 	}
 	found := err == nil
-	query, args = f.sum.bind(params{})
+	query, args = f.sum.Bind(stmt.Params{})
 	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
 		return false, false, err
 	}
 	if found && sum == want {
 		return first, false, nil
 	}
-	query, args = f.seed.bind(params{})
+	query, args = f.seed.Bind(stmt.Params{})
 	if _, err := c.ExecContext(ctx, query, args...); err != nil {
 		return false, false, err
 	}
-	query, args = f.sum.bind(params{})
+	query, args = f.sum.Bind(stmt.Params{})
 	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
 		return false, false, err
 	}
-	query, args = f.mark.bind(params{Term: sum})
+	query, args = f.mark.Bind(stmt.Params{Term: sum})
 	_, err = c.ExecContext(ctx, query, args...)
 	return false, true, err
 }

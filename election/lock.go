@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // NewLock returns a candidate of the GET_LOCK backend: the election is the
@@ -175,7 +176,7 @@ type lockBackend struct {
 
 	// bound limits lock waits of statements on pooled connections (the
 	// lock connection's session has the same limits); set by preflight.
-	bound atomicBound
+	bound stmt.AtomicBound
 
 	sql lockStmts // compiled by prepare
 }
@@ -186,23 +187,23 @@ type lockBackend struct {
 // statements that need nothing else have them in their text and bind no
 // parameter, so they go over the text protocol in one round trip.
 type lockStmts struct {
-	session stmt   // the lock connection's session limits
-	read    stmt   // the election's row
-	peek    string // no row, but fails unless the table has the columns
-	pass    stmt   // waits lockWait for the lock's holder to let go (userLock.pass)
+	session stmt.Stmt // the lock connection's session limits
+	read    stmt.Stmt // the election's row
+	peek    string    // no row, but fails unless the table has the columns
+	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (userLock.pass)
 
 	// The statements that assign a term, run in one transaction with the
 	// term floor (see writeTerm): :floor and :insert come from it.
-	take        stmt // takes the row read with term :term as :acquired, unless it changed since
-	insert      stmt // writes a new row naming this candidate
-	placeholder stmt // a new row naming this candidate but no lock connection (see placeholder)
+	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
+	insert      stmt.Stmt // writes a new row naming this candidate
+	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
 	// floor are the statements on the election's term floor row, run on
 	// the lock connection (whose session bounds their lock waits).
 	floor floorStmts
 
 	// renew renews the row where it still names this candidate's term
 	// :hold.
-	renew stmt
+	renew stmt.Stmt
 	// The statements that write the row of term :hold, run on the lock
 	// connection, or on a pooled one when there is none (see rowStmt).
 	release  rowStmt // marks it released
@@ -217,16 +218,16 @@ type lockStmts struct {
 // the lock waits; a pooled one in a transaction of the library's) and as a
 // pooled connection runs it on its own: bounded (see lockBound), and only
 // on a session that commits it (commitsSQL; see execCommitted).
-type rowStmt struct{ conn, pool stmt }
+type rowStmt struct{ conn, pool stmt.Stmt }
 
-func newRowStmt(sql string, conn, pool lockBound) rowStmt {
-	return rowStmt{conn: conn.stmt(sql), pool: pool.stmt(sql + ` AND ` + commitsSQL)}
+func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
+	return rowStmt{conn: conn.Stmt(sql), pool: pool.Stmt(sql + ` AND ` + commitsSQL)}
 }
 
 // prepare compiles the statements and sets the limits of the lock
 // connection, for the lock lock; bound bounds the statements run on a
 // pooled connection.
-func (b *lockBackend) prepare(lock userLock, bound lockBound) {
+func (b *lockBackend) prepare(lock userLock, bound stmt.Bound) {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	b.waitTimeout = time.Duration(secs) * time.Second
@@ -238,17 +239,17 @@ func (b *lockBackend) prepare(lock userLock, bound lockBound) {
 	// The session's lock waits end with the client's QueryTimeout (see
 	// lockBound): a statement the client gave up on does not keep the
 	// server thread waiting for a row or metadata lock.
-	wait := lockWaitSecs(cfg.QueryTimeout)
+	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	// The connection comes from the caller's pool with whatever session
 	// state the application left on it: its clock (timestamp), time
 	// zone and commit mode are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
-		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
-		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"},
-		sessionVar{"autocommit", 1}, sessionVar{"completion_type", "'NO_CHAIN'"})
-	s.session = mustStmt(session)
-	s.read = mustStmt(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
+	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
+		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
+		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
+	s.session = stmt.Must(session)
+	s.read = stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
 	s.pass = lock.pass(b.lockWait)
 
@@ -256,20 +257,20 @@ func (b *lockBackend) prepare(lock userLock, bound lockBound) {
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
 	// Every new term is above the election's term floor (termNewSQL).
-	s.take = mustStmt(`UPDATE ` + tbl + ` SET service_id = :me,
+	s.take = stmt.Must(`UPDATE ` + tbl + ` SET service_id = :me,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
   term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
   acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND term = :term`)
 	// last_seen_active after term_started_at, as in the table backend's
 	// insert (SYSDATE(6) is read at each call).
-	s.insert = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
+	s.insert = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
-	s.placeholder = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = newFloorStmts(cfg.Table, lockBound{}, cfg.LockDelay)
+	s.floor = newFloorStmts(cfg.Table, stmt.Bound{}, cfg.LockDelay)
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -279,7 +280,7 @@ VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
-	s.renew = mustStmt(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)
@@ -288,23 +289,23 @@ WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
 	// on a pooled one (see giveUp), on a session whose time zone has no
 	// daylight saving time only (heldCond).
 	held := heldRowStatements(tbl)
-	s.release = newRowStmt(held.release, lockBound{}, bound)
-	s.handOff = newRowStmt(held.handOff, lockBound{}, bound)
-	s.handOver = newRowStmt(held.handOver, lockBound{}, bound)
-	s.proclaim = newRowStmt(held.proclaim, lockBound{}, bound)
-	s.prefer = newRowStmt(held.prefer, lockBound{}, bound)
+	s.release = newRowStmt(held.release, stmt.Bound{}, bound)
+	s.handOff = newRowStmt(held.handOff, stmt.Bound{}, bound)
+	s.handOver = newRowStmt(held.handOver, stmt.Bound{}, bound)
+	s.proclaim = newRowStmt(held.proclaim, stmt.Bound{}, bound)
+	s.prefer = newRowStmt(held.prefer, stmt.Bound{}, bound)
 }
 
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
-func (b *lockBackend) params(hold uint64) params {
-	return params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+func (b *lockBackend) params(hold uint64) stmt.Params {
+	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
 		Value: b.value, Priority: b.cfg.Priority}
 }
 
 // takeParams are the params of a take of the row read with term term, as
 // acquired.
-func (b *lockBackend) takeParams(acquired string, term uint64) params {
+func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
 	p := b.params(0)
 	p.Acquired, p.Term = acquired, term
 	return p
@@ -313,7 +314,7 @@ func (b *lockBackend) takeParams(acquired string, term uint64) params {
 // releaseStmt is the statement, and its params, that gives the row of term
 // hold up: marks it released, or with an unserved lock delay leaves it to
 // expire when the delay ends.
-func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, params) {
+func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, stmt.Params) {
 	p := b.params(hold)
 	if unserved > 0 {
 		// During an adoption period, never less than the adopted lease.
@@ -326,15 +327,15 @@ func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt,
 // handOverStmt is the statement, and its params, that gives the row of
 // term hold up for a planned change: marks it released and reserved for to
 // (anyone when empty) for window.
-func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, params) {
+func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, stmt.Params) {
 	p := b.params(hold)
 	p.To, p.Lease = to, ceilMillis(window)
 	return b.sql.handOver, p
 }
 
 // exec runs s with p on c.
-func exec(ctx context.Context, c *sqlx.Conn, s stmt, p params) (sql.Result, error) {
-	query, args := s.bind(p)
+func exec(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+	query, args := s.Bind(p)
 	return c.ExecContext(ctx, query, args...)
 }
 
@@ -346,7 +347,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
 		return err
 	}
-	bound := newLockBound(site.flavor, b.cfg.QueryTimeout)
+	bound := stmt.NewBound(site.flavor, b.cfg.QueryTimeout)
 	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor), bound)
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
@@ -363,7 +364,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}
-	b.bound.store(bound)
+	b.bound.Store(bound)
 	return nil
 }
 
@@ -374,7 +375,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 			ErrUnsupportedTopology, why)
 	}
 	variable := func(name string) (string, bool, error) {
-		v, ok, err := serverVariable(ctx, db, "global."+name)
+		v, ok, err := stmt.ServerVariable(ctx, db, "global."+name)
 		if err != nil {
 			return "", false, fmt.Errorf("election: checking the topology: %w", err)
 		}
@@ -386,7 +387,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && isOn(v) {
+	if ok && stmt.IsOn(v) {
 		return refuse("the server is a Galera cluster node (wsrep_on=ON)")
 	}
 	v, ok, err = variable("wsrep_provider")
@@ -402,7 +403,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && !isOn(v) {
+	if ok && !stmt.IsOn(v) {
 		var online int
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 		var me *mysql.MySQLError
@@ -474,7 +475,7 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
-	query, args := b.sql.read.bind(b.params(0))
+	query, args := b.sql.read.Bind(b.params(0))
 	err = rec.scan(c.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
@@ -718,7 +719,7 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 
 // claim runs the take with p, and reports the hold it began, with lock
 // delay delay; none when an operator wrote the row first.
-func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p params, delay time.Duration) (Record, beat, time.Duration, error) {
+func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p stmt.Params, delay time.Duration) (Record, beat, time.Duration, error) {
 	term, _, err := b.write(ctx, c, b.sql.take, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
@@ -730,7 +731,7 @@ func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p par
 // when an operator wrote the row first (the take changed no row, or the
 // insert found one), and whether the election had no term floor row (an
 // insert is then acquired = 'first').
-func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params) (uint64, bool, error) {
+func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (uint64, bool, error) {
 	term, first, err := b.writeTerm(ctx, c, s, p)
 	if err != nil {
 		return 0, false, b.fail(err)
@@ -744,13 +745,13 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params)
 // writeTerm runs s with p on c in one transaction with the election's term
 // floor (inFloorTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
-func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt, p params) (term uint64, first bool, err error) {
+func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
 		p.Floor, p.First = floor, first
-		query, args := s.bind(p)
+		query, args := s.Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
 			return 0, nil
@@ -896,7 +897,7 @@ func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, wind
 // giveUp runs s with p, which ends the row's term, on the lock connection
 // and then releases the lock; without a lock connection (it failed) it runs
 // s on a pooled one.
-func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p params) error {
+func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p stmt.Params) error {
 	if b.lc.conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
@@ -937,7 +938,7 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 // execRow runs s with p, an UPDATE of the election's row, on the lock
 // connection, or on a pooled one when there is none, and reports whether
 // it changed the row.
-func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p params) (bool, error) {
+func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bool, error) {
 	defer b.touch()
 	if b.lc.conn == nil {
 		n, err := execCommitted(ctx, b.db, s, p)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -290,8 +291,8 @@ func TestLockConformance(t *testing.T) {
 			if tc.want.n >= 0 {
 				connect()
 				before := set()
-				var s stmt
-				var p params
+				var s stmt.Stmt
+				var p stmt.Params
 				switch tc.step {
 				case follow:
 					switch {

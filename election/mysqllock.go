@@ -21,6 +21,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Lock names.
@@ -132,8 +133,8 @@ func sqlString(s string) string { return "'" + s + "'" }
 // lockSite is what an election's lock names and GET_LOCK calls depend on,
 // read from the server by readLockSite.
 type lockSite struct {
-	database, table string       // as LockName and WakeLockName take them
-	flavor          serverFlavor // of VERSION()
+	database, table string      // as LockName and WakeLockName take them
+	flavor          stmt.Flavor // of VERSION()
 }
 
 // readLockSite reads the database and the table an election's lock names
@@ -150,7 +151,7 @@ func readLockSite(ctx context.Context, db *sql.DB, table string) (lockSite, erro
 	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
 		return lockSite{}, fmt.Errorf("election: reading the default database and the server version: %w", err)
 	}
-	s := lockSite{flavor: flavorOf(version)}
+	s := lockSite{flavor: stmt.FlavorOf(version)}
 	s.database, s.table = lockScope(cur.String, table)
 	if fold != 0 {
 		s.database, s.table = strings.ToLower(s.database), strings.ToLower(s.table)
@@ -184,21 +185,21 @@ type userLock struct {
 	name    string
 	mariadb bool // the server honours fractional GET_LOCK timeouts
 
-	tryLock stmt // takes it if it is free, at once
-	isMine  stmt // 1 when the connection holds it
-	holder  stmt // IS_USED_LOCK: the holder's connection id, NULL when free
-	release stmt // RELEASE_LOCK: 1 when the connection held it
+	tryLock stmt.Stmt // takes it if it is free, at once
+	isMine  stmt.Stmt // 1 when the connection holds it
+	holder  stmt.Stmt // IS_USED_LOCK: the holder's connection id, NULL when free
+	release stmt.Stmt // RELEASE_LOCK: 1 when the connection held it
 }
 
-func newUserLock(name string, f serverFlavor) userLock {
+func newUserLock(name string, f stmt.Flavor) userLock {
 	lit := sqlString(name)
 	return userLock{
 		name:    name,
-		mariadb: f == flavorMariaDB,
-		tryLock: mustStmt(`SELECT GET_LOCK(` + lit + `, 0)`),
-		isMine:  mustStmt(`SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`),
-		holder:  mustStmt(`SELECT IS_USED_LOCK(` + lit + `)`),
-		release: mustStmt(`SELECT RELEASE_LOCK(` + lit + `)`),
+		mariadb: f == stmt.FlavorMariaDB,
+		tryLock: stmt.Must(`SELECT GET_LOCK(` + lit + `, 0)`),
+		isMine:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`),
+		holder:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `)`),
+		release: stmt.Must(`SELECT RELEASE_LOCK(` + lit + `)`),
 	}
 }
 
@@ -206,18 +207,18 @@ func newUserLock(name string, f serverFlavor) userLock {
 // when taken, 0 when the wait ended first. Candidates never queue for a
 // lock this way (a frozen waiter would capture it, see pass); Check uses it
 // to see how the server times GET_LOCK waits.
-func (l userLock) wait(d time.Duration) stmt {
+func (l userLock) wait(d time.Duration) stmt.Stmt {
 	hint, call := getLockCall(sqlString(l.name), d, l.mariadb)
-	return mustStmt(`SELECT ` + hint + call)
+	return stmt.Must(`SELECT ` + hint + call)
 }
 
 // pass returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
 // passed on), 0 when the wait ended first; lockConn.pass runs it.
-func (l userLock) pass(d time.Duration) stmt {
+func (l userLock) pass(d time.Duration) stmt.Stmt {
 	lit := sqlString(l.name)
 	hint, call := getLockCall(lit, d, l.mariadb)
-	return mustStmt(`SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
+	return stmt.Must(`SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
   WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`)
 }
 
@@ -255,7 +256,7 @@ func (c *lockConn) open(ctx context.Context, db *sqlx.DB) error {
 // uncommitted, a renewal's too (issue 31): it is rolled back, as the
 // server would at the end of the session; the connection never goes back
 // to the pool.
-func (c *lockConn) setup(ctx context.Context, session stmt, keepalive time.Duration) error {
+func (c *lockConn) setup(ctx context.Context, session stmt.Stmt, keepalive time.Duration) error {
 	if _, err := c.conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
 		return c.fail(err)
 	}
@@ -296,16 +297,16 @@ func (c *lockConn) trySessionKeepalive(ctx context.Context, idle time.Duration) 
 
 // exec runs s, a statement of the lock's (no parameters), on the
 // connection.
-func (c *lockConn) exec(ctx context.Context, s stmt) (sql.Result, error) {
-	query, args := s.bind(params{})
+func (c *lockConn) exec(ctx context.Context, s stmt.Stmt) (sql.Result, error) {
+	query, args := s.Bind(stmt.Params{})
 	return c.conn.ExecContext(ctx, query, args...)
 }
 
 // scan runs s, a statement of the lock's returning one number (no
 // parameters), on the connection.
-func (c *lockConn) scan(ctx context.Context, s stmt) (sql.NullInt64, error) {
+func (c *lockConn) scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
 	var r sql.NullInt64
-	query, args := s.bind(params{})
+	query, args := s.Bind(stmt.Params{})
 	err := c.conn.QueryRowContext(ctx, query, args...).Scan(&r)
 	return r, err
 }
@@ -313,7 +314,7 @@ func (c *lockConn) scan(ctx context.Context, s stmt) (sql.NullInt64, error) {
 // get runs s, a GET_LOCK statement of the lock (tryLock, wait), and reports
 // whether the connection got the lock. GET_LOCK returns NULL on an error (a
 // killed thread, for one): that is an error too.
-func (c *lockConn) get(ctx context.Context, s stmt) (bool, error) {
+func (c *lockConn) get(ctx context.Context, s stmt.Stmt) (bool, error) {
 	r, err := c.scan(ctx, s)
 	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see getLockCall).
@@ -354,7 +355,7 @@ func (c *lockConn) release(ctx context.Context) (bool, error) {
 // pass runs s, a wait of the lock's pass statement (userLock.pass), which
 // waits for the lock and lets it go at once: it reports whether a holder
 // let it go meanwhile. It returns false at once when nobody holds the lock.
-func (c *lockConn) pass(ctx context.Context, s stmt) (bool, error) {
+func (c *lockConn) pass(ctx context.Context, s stmt.Stmt) (bool, error) {
 	r, err := c.passOn(ctx, s)
 	return r == passLetGo, err
 }
@@ -370,7 +371,7 @@ const (
 // that ended (passTimeout). The connection never keeps the lock: a waiter
 // that the server hands the lock to lets it go in the same statement, on
 // the server, even if its client no longer reads (a frozen process).
-func (c *lockConn) passOn(ctx context.Context, s stmt) (int64, error) {
+func (c *lockConn) passOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 	r, err := c.scan(ctx, s)
 	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
 		// MySQL ended the wait (see getLockCall): the holder kept the

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Assume forces candidate id to lead election name: the operator's REPLACE
@@ -41,12 +43,12 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 		return Record{}, err
 	}
 	tbl := quoteTable(op.table)
-	assume, read := bound.stmt(assumeSQL(tbl)), bound.stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
+	assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
 	// it in the same transaction (see inFloorTx).
 	write := func(tx floorTx, floor uint64, _ bool) (uint64, error) {
-		query, args := assume.bind(params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
+		query, args := assume.Bind(stmt.Params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return 0, err
@@ -56,7 +58,7 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 			return 0, nil
 		}
 		var term uint64
-		query, args = read.bind(params{Name: name})
+		query, args = read.Bind(stmt.Params{Name: name})
 		err = tx.QueryRowContext(ctx, query, args...).Scan(&term)
 		return term, err
 	}
@@ -124,7 +126,7 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, err
 	}
-	res, err := op.exec(ctx, reelectSQL(quoteTable(op.table)), params{Name: name})
+	res, err := op.exec(ctx, reelectSQL(quoteTable(op.table)), stmt.Params{Name: name})
 	if err != nil {
 		return Record{}, err
 	}
@@ -196,7 +198,7 @@ func requestSQL(tbl string) string {
 // request asks election name's live leader to hand over to to ("" for
 // anyone).
 func (o operation) request(ctx context.Context, name, to string) (Record, error) {
-	res, err := o.exec(ctx, requestSQL(quoteTable(o.table)), params{Name: name, To: to})
+	res, err := o.exec(ctx, requestSQL(quoteTable(o.table)), stmt.Params{Name: name, To: to})
 	if err != nil {
 		return Record{}, err
 	}
@@ -242,12 +244,12 @@ func newOperation(db *sql.DB, table, name string, ids ...string) (operation, err
 // exec runs the action's statement, text with named parameters taken from p,
 // bounded by operatorBound, and retried on write conflicts
 // (execRetryingConflicts).
-func (o operation) exec(ctx context.Context, text string, p params) (sql.Result, error) {
+func (o operation) exec(ctx context.Context, text string, p stmt.Params) (sql.Result, error) {
 	bound, err := operatorBound(ctx, o.db)
 	if err != nil {
 		return nil, err
 	}
-	query, args := bound.stmt(text).bind(p)
+	query, args := bound.Stmt(text).Bind(p)
 	res, err := execRetryingConflicts(ctx, o.db, query, args...)
 	if err != nil {
 		return nil, classify(err, o.table)

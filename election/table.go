@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // NewTable returns a candidate of the table backend: the election is the row
@@ -48,7 +49,7 @@ type tableBackend struct {
 	value string
 	// bound limits the statements' server-side lock waits; set by
 	// preflight, which then prepares the statements again.
-	bound atomicBound
+	bound stmt.AtomicBound
 	// adopt is the adopted lease in milliseconds during an adoption
 	// period (see adoptedMillis), 0 outside one; set by preflight.
 	adopt int64
@@ -59,7 +60,7 @@ type tableBackend struct {
 // tableStmts are the table backend's statements, compiled by prepareSQL;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat, renew, check                      stmt
+	heartbeat, renew, check                      stmt.Stmt
 	release, handOff, handOver, proclaim, prefer rowStmt
 	peek                                         string
 	floor                                        floorStmts
@@ -293,12 +294,12 @@ WHERE anchor = :name AND ` + renewCond + ` AND ` + trustedSQL + ` AND ` + commit
 // preflight once it detected the server. Every statement that can wait for a
 // lock is wrapped by t.bound (a no-op until then).
 func (t *tableBackend) prepareSQL() {
-	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
+	tbl, bound := quoteTable(t.cfg.Table), t.bound.Load()
 	held := heldRowStatements(tbl)
 	t.stmts = tableStmts{
-		heartbeat: bound.stmt(heartbeatSQL(tbl)),
-		renew:     bound.stmt(renewSQL(tbl)),
-		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
+		heartbeat: bound.Stmt(heartbeatSQL(tbl)),
+		renew:     bound.Stmt(renewSQL(tbl)),
+		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		release:   newRowStmt(held.release, bound, bound),
 		handOff:   newRowStmt(held.handOff, bound, bound),
 		handOver:  newRowStmt(held.handOver, bound, bound),
@@ -330,14 +331,14 @@ func heldRowStatements(tbl string) heldRowSQL {
 
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
-func (t *tableBackend) params(hold uint64) params {
-	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
+func (t *tableBackend) params(hold uint64) stmt.Params {
+	return stmt.Params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
 		Priority: t.cfg.Priority}
 }
 
 // exec runs s with p.
-func (t *tableBackend) exec(ctx context.Context, s stmt, p params) (sql.Result, error) {
-	query, args := s.bind(p)
+func (t *tableBackend) exec(ctx context.Context, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+	query, args := s.Bind(p)
 	return t.db.ExecContext(ctx, query, args...)
 }
 
@@ -365,11 +366,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	t.adopt = adopt
-	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
+	bound, err := stmt.DetectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
 	}
-	t.bound.store(bound)
+	t.bound.Store(bound)
 	t.prepareSQL()
 	if t.wake != nil {
 		return t.wake.preflight(ctx)
@@ -387,7 +388,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
+		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
 	}
 	return nil
@@ -512,7 +513,7 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, er
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		p.Floor, p.First = floor, first && t.adopt == 0
-		query, args := t.stmts.heartbeat.bind(p)
+		query, args := t.stmts.heartbeat.Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return 0, err
@@ -568,7 +569,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		Acquired   string         `db:"acquired"`
 		TransferTo sql.NullString `db:"transfer_to"`
 	}
-	query, args := t.stmts.check.bind(t.params(hold))
+	query, args := t.stmts.check.Bind(t.params(hold))
 	err = t.db.GetContext(ctx, &row, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return beat{}, nil
