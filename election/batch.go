@@ -308,7 +308,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 }
 
 // readStmt returns the reads' statement, bounded for the server (see
-// lockBound), reading the server's version at the first call.
+// stmt.Bound), reading the server's version at the first call.
 func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
 	if p := b.readBounded.Load(); p != nil {
 		return *p, nil

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -185,7 +186,7 @@ func Check(ctx context.Context, db *sql.DB, cfg Config) (Report, error) {
 	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: quoteTable(cfg.Table),
 		name: cfg.Name, name2: cfg.Name + "/2"}
 	qctx, cancel := ch.step(0)
-	site, err := readLockSite(qctx, db, cfg.Table)
+	site, err := getlock.ReadSite(qctx, db, cfg.Table)
 	if err == nil {
 		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
 	}
@@ -221,7 +222,7 @@ type checker struct {
 	cfg          Config
 	tbl          string // quoted
 	name, name2  string // the scratch elections
-	site         lockSite
+	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
 	simultaneous bool // the session assigns simultaneously (assignment_order failed)
 	report       Report
@@ -930,67 +931,67 @@ func (ch *checker) clock() {
 // release of a lock when its session ends, on a scratch lock held by one
 // connection (a) and tried by another (b).
 func (ch *checker) locks() {
-	lock := newUserLock(LockName(ch.site.database, ch.site.table, ch.name), ch.site.flavor)
+	lock := getlock.NewLock(LockName(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 	a, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a connection", err)
 		return
 	}
-	defer a.discard()
+	defer a.Discard()
 	b, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a second connection", err)
 		return
 	}
-	defer b.discard()
+	defer b.Discard()
 	if !ch.getLock(lock, a, b) {
 		return
 	}
 	ch.isUsedLock(lock, a, b)
-	a.discard()
+	a.Discard()
 	ch.lockSessionEnd(lock, b)
 }
 
 // openLock opens a connection of the checker's own for lock, and reads its
 // CONNECTION_ID().
-func (ch *checker) openLock(lock userLock) (*lockConn, error) {
-	c := &lockConn{lock: lock}
+func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
+	c := &getlock.Conn{Lock: lock}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	if err := c.open(ctx, ch.sdb); err != nil {
+	if err := c.Open(ctx, ch.sdb); err != nil {
 		return nil, err
 	}
-	if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
-		return nil, c.fail(err)
+	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
+		return nil, c.Fail(err)
 	}
 	return c, nil
 }
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
 // returns whether it got the lock and how long it took.
-func (ch *checker) lockGet(c *lockConn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
+func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
 	start := ch.cfg.Clock.Now()
-	ok, err := c.get(ctx, s)
+	ok, err := c.Get(ctx, s)
 	return ok, ch.cfg.Clock.Now().Sub(start), err
 }
 
 // getLock: a takes the free lock at once; b's zero and fractional waits
 // must not get it, and must wait about what they asked. It returns false
 // when a could not take the lock (nothing else can be checked).
-func (ch *checker) getLock(lock userLock, a, b *lockConn) bool {
+func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	const frac = 300 * time.Millisecond
 	var problems, notes []string
 	fail := false
-	if ok, _, err := ch.lockGet(a, lock.tryLock, 0); err != nil || !ok {
+	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
 		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
 		return false
 	}
-	ok0, d0, err0 := ch.lockGet(b, lock.tryLock, 0)
+	ok0, d0, err0 := ch.lockGet(b, lock.TryLock, 0)
 	okF, dF, errF := false, time.Duration(0), error(nil)
 	if err0 == nil {
-		okF, dF, errF = ch.lockGet(b, lock.wait(frac), frac)
+		okF, dF, errF = ch.lockGet(b, lock.Wait(frac), frac)
 	}
 	switch {
 	case err0 != nil || errF != nil:
@@ -1030,29 +1031,29 @@ func (ch *checker) getLock(lock userLock, a, b *lockConn) bool {
 }
 
 // isUsedLock: IS_USED_LOCK, asked by b, names a, the holder.
-func (ch *checker) isUsedLock(lock userLock, a, b *lockConn) {
+func (ch *checker) isUsedLock(lock getlock.Lock, a, b *getlock.Conn) {
 	ctx, cancel := ch.step(0)
-	holder, err := b.scan(ctx, lock.holder)
+	holder, err := b.Scan(ctx, lock.Holder)
 	cancel()
 	switch {
 	case err != nil:
 		ch.unverified(PropIsUsedLock, lockOnly, "IS_USED_LOCK", err)
-	case !holder.Valid || uint64(holder.Int64) != a.id:
+	case !holder.Valid || uint64(holder.Int64) != a.ID:
 		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly,
-			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.id),
+			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.ID),
 			Consequence: "the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
 			Fix:         "use the table backend on this server"})
 	default:
 		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly,
-			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.id)})
+			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID)})
 	}
 }
 
 // lockSessionEnd: a lock is released when its session ends: once the
 // holder's connection closed, b's wait gets it.
-func (ch *checker) lockSessionEnd(lock userLock, b *lockConn) {
+func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
 	const wait = 3 * time.Second
-	ok, d, err := ch.lockGet(b, lock.wait(wait), wait)
+	ok, d, err := ch.lockGet(b, lock.Wait(wait), wait)
 	switch {
 	case err != nil:
 		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)
@@ -1159,14 +1160,14 @@ func (ch *checker) skipLocked() {
 }
 
 // statementBounds: a locking read wrapped by the bound of the server's
-// flavour (lockBound) ends within about a second while another transaction
+// flavour (stmt.Bound) ends within about a second while another transaction
 // holds the row, instead of waiting for the client to give up.
 func (ch *checker) statementBounds() {
 	if ch.noWrites {
 		ch.skipped(PropStatementBounds, none)
 		return
 	}
-	bound := stmt.NewBound(ch.site.flavor, time.Second)
+	bound := stmt.NewBound(ch.site.Flavor, time.Second)
 	if bound.Flavor == stmt.FlavorOther {
 		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none,
 			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",

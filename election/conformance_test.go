@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
@@ -365,7 +366,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	}
 	lb := backendOf(l).(*lockBackend)
 	lb.adopt = 26000
-	lb.prepare(userLock{}, stmt.Bound{})
+	lb.prepare(getlock.Lock{}, stmt.Bound{})
 	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg Config, term uint
 // fenced runs fn in a transaction on db that first checks, under a share
 // lock on the election's row (a write of the row on a certification-based
 // cluster, see fenceMode), that candidate id still holds term. bound limits
-// the check's wait for the row lock (see lockBound).
+// the check's wait for the row lock (see stmt.Bound).
 //
 // The transaction runs on a connection of its own whose session may idle at
 // most idle (whole seconds, at least 1) before the server drops it: a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -144,7 +145,7 @@ func NewLock(db *sql.DB, cfg Config) (*Candidate, error) {
 		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 		value: cfg.Value,
 	}
-	b.lc.log = b.log
+	b.lc.Log = b.log
 	c := newCandidate(cfg, b)
 	c.db = db
 	return &Candidate{c}, nil
@@ -166,7 +167,7 @@ type lockBackend struct {
 
 	// lc is the lock connection, on the lock LockName(database, cfg.Table,
 	// cfg.Name), set by preflight.
-	lc       lockConn
+	lc       getlock.Conn
 	wrote    uint64    // the term lc's connection last wrote naming this candidate
 	lastUsed time.Time // end of lc's last statement, for the idle limit
 
@@ -183,14 +184,14 @@ type lockBackend struct {
 
 // lockStmts are the lock backend's statements, compiled once by prepare;
 // they take their arguments from lockBackend.params. The election name and
-// the lock name are safe literals (see plainLockName and ValidateName):
+// the lock name are safe literals (see getlock.Name and ValidateName):
 // statements that need nothing else have them in their text and bind no
 // parameter, so they go over the text protocol in one round trip.
 type lockStmts struct {
 	session stmt.Stmt // the lock connection's session limits
 	read    stmt.Stmt // the election's row
 	peek    string    // no row, but fails unless the table has the columns
-	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (userLock.pass)
+	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
 
 	// The statements that assign a term, run in one transaction with the
 	// term floor (see writeTerm): :floor and :insert come from it.
@@ -216,7 +217,7 @@ type lockStmts struct {
 // rowStmt is a statement on the election's row as a connection whose
 // session commits runs it (the lock connection, whose session also bounds
 // the lock waits; a pooled one in a transaction of the library's) and as a
-// pooled connection runs it on its own: bounded (see lockBound), and only
+// pooled connection runs it on its own: bounded (see stmt.Bound), and only
 // on a session that commits it (commitsSQL; see execCommitted).
 type rowStmt struct{ conn, pool stmt.Stmt }
 
@@ -227,17 +228,17 @@ func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
 // prepare compiles the statements and sets the limits of the lock
 // connection, for the lock lock; bound bounds the statements run on a
 // pooled connection.
-func (b *lockBackend) prepare(lock userLock, bound stmt.Bound) {
+func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	b.waitTimeout = time.Duration(secs) * time.Second
 	b.lockWait = min(cfg.RetryInterval, cfg.QueryTimeout/2)
-	b.lc.lock = lock
+	b.lc.Lock = lock
 
-	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
 	s := &b.sql
 	// The session's lock waits end with the client's QueryTimeout (see
-	// lockBound): a statement the client gave up on does not keep the
+	// stmt.Bound): a statement the client gave up on does not keep the
 	// server thread waiting for a row or metadata lock.
 	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	// The connection comes from the caller's pool with whatever session
@@ -251,7 +252,7 @@ func (b *lockBackend) prepare(lock userLock, bound stmt.Bound) {
 	s.session = stmt.Must(session)
 	s.read = stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
-	s.pass = lock.pass(b.lockWait)
+	s.pass = lock.Pass(b.lockWait)
 
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
@@ -340,15 +341,15 @@ func exec(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (sql.Re
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
-	site, err := readLockSite(ctx, b.db, b.cfg.Table)
+	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
 		return err
 	}
 	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
 		return err
 	}
-	bound := stmt.NewBound(site.flavor, b.cfg.QueryTimeout)
-	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor), bound)
+	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
+	b.prepare(getlock.NewLock(LockName(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
@@ -424,28 +425,28 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 // half its wait_timeout is replaced first, before the server drops it.
 // Errors are not classified.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sqlx.Conn, error) {
-	if b.lc.conn != nil && !b.lc.locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
-		b.lc.discard()
+	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
+		b.lc.Discard()
 	}
-	if b.lc.conn != nil {
-		return b.lc.conn, nil
+	if b.lc.Conn != nil {
+		return b.lc.Conn, nil
 	}
-	if err := b.lc.open(ctx, b.sdb); err != nil {
+	if err := b.lc.Open(ctx, b.sdb); err != nil {
 		return nil, err
 	}
 	b.wrote = 0
-	if err := b.lc.setup(ctx, b.sql.session, b.waitTimeout); err != nil {
+	if err := b.lc.Setup(ctx, b.sql.session, b.waitTimeout); err != nil {
 		return nil, err
 	}
 	b.lastUsed = b.cfg.Clock.Now()
-	b.log.Debug("lock connection opened", "connection_id", b.lc.id, "wait_timeout", b.waitTimeout)
-	return b.lc.conn, nil
+	b.log.Debug("lock connection opened", "connection_id", b.lc.ID, "wait_timeout", b.waitTimeout)
+	return b.lc.Conn, nil
 }
 
 // fail discards the lock connection after an error on it and returns the
 // error classified.
 func (b *lockBackend) fail(err error) error {
-	return classify(b.lc.fail(err), b.cfg.Table)
+	return classify(b.lc.Fail(err), b.cfg.Table)
 }
 
 // followFailed is follow's result after an error on the lock connection.
@@ -455,19 +456,19 @@ func (b *lockBackend) followFailed(err error) (Record, beat, time.Duration, erro
 
 // touch records that the lock connection was just used.
 func (b *lockBackend) touch() {
-	if b.lc.conn != nil {
+	if b.lc.Conn != nil {
 		b.lastUsed = b.cfg.Clock.Now()
 	}
 }
 
 // releaseLock releases the lock held by the lock connection.
 func (b *lockBackend) releaseLock(ctx context.Context) error {
-	if b.lc.conn == nil || !b.lc.locked {
+	if b.lc.Conn == nil || !b.lc.Locked {
 		return nil
 	}
-	held, err := b.lc.release(ctx)
+	held, err := b.lc.Release(ctx)
 	if err == nil && !held {
-		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lc.lock.name, "connection_id", b.lc.id)
+		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lc.Lock.Name, "connection_id", b.lc.ID)
 	}
 	return err
 }
@@ -495,7 +496,7 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	if err != nil {
 		return Record{}, beat{}, 0, b.fail(err)
 	}
-	if !b.lc.locked {
+	if !b.lc.Locked {
 		start := b.cfg.Clock.Now()
 		got, woke, err := b.acquire(ctx)
 		if err != nil {
@@ -538,14 +539,14 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 // lock go, and the election would wait for the server to drop its idle
 // connection, about a lease, after a Resign or a Transfer.
 func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
-	if got, err = b.lc.get(ctx, b.lc.lock.tryLock); err != nil || got {
+	if got, err = b.lc.Get(ctx, b.lc.Lock.TryLock); err != nil || got {
 		return got, false, err
 	}
-	r, err := b.lc.passOn(ctx, b.sql.pass)
-	if err != nil || r == passTimeout {
+	r, err := b.lc.PassOn(ctx, b.sql.pass)
+	if err != nil || r == getlock.PassTimeout {
 		return false, false, err
 	}
-	got, err = b.lc.get(ctx, b.lc.lock.tryLock)
+	got, err = b.lc.Get(ctx, b.lc.Lock.TryLock)
 	return got, !got, err
 }
 
@@ -637,7 +638,7 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 	// yet, unless this very connection held the lock since it wrote the row.
 	var delay time.Duration
 	switch {
-	case rec.ConnectionID == b.lc.id && rec.Term == b.wrote:
+	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote:
 		// This very connection wrote the row and held the lock since:
 		// nobody else can have led, and this candidate stood down.
 		delay = 0
@@ -794,7 +795,7 @@ func newTerm(ctx context.Context, tx floorTx, res sql.Result) (uint64, error) {
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	defer b.touch()
 	bt, err := b.renewOnce(ctx, hold)
-	if err != nil && b.lc.conn == nil && ctx.Err() == nil && !permanent(err) {
+	if err != nil && b.lc.Conn == nil && ctx.Err() == nil && !permanent(err) {
 		// The lock connection failed (and was discarded): the lock may
 		// have gone with it. Try once on a fresh connection, which keeps
 		// the term only if it gets the lock back at once.
@@ -830,8 +831,8 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 // keepLock reports whether the lock connection holds the lock, taking it
 // back at once if it lost it (with its connection) and nobody took it.
 func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
-	if !b.lc.locked {
-		got, err := b.lc.get(ctx, b.lc.lock.tryLock)
+	if !b.lc.Locked {
+		got, err := b.lc.Get(ctx, b.lc.Lock.TryLock)
 		if err != nil {
 			return false, b.fail(err)
 		}
@@ -840,12 +841,12 @@ func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 		}
 		return got, nil
 	}
-	mine, err := b.lc.mine(ctx)
+	mine, err := b.lc.Mine(ctx)
 	if err != nil {
 		return false, b.fail(err)
 	}
 	if !mine {
-		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.id)
+		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.ID)
 	}
 	return mine, nil
 }
@@ -898,13 +899,13 @@ func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, wind
 // and then releases the lock; without a lock connection (it failed) it runs
 // s on a pooled one.
 func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p stmt.Params) error {
-	if b.lc.conn == nil {
+	if b.lc.Conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
 		_, err := execCommitted(ctx, b.db, s, p)
 		return classify(err, b.cfg.Table)
 	}
-	if _, err := exec(ctx, b.lc.conn, s.conn, p); err != nil {
+	if _, err := exec(ctx, b.lc.Conn, s.conn, p); err != nil {
 		return b.fail(err)
 	}
 	return b.failIf(b.releaseLock(ctx))
@@ -940,11 +941,11 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 // it changed the row.
 func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bool, error) {
 	defer b.touch()
-	if b.lc.conn == nil {
+	if b.lc.Conn == nil {
 		n, err := execCommitted(ctx, b.db, s, p)
 		return n == 1, classify(err, b.cfg.Table)
 	}
-	res, err := exec(ctx, b.lc.conn, s.conn, p)
+	res, err := exec(ctx, b.lc.Conn, s.conn, p)
 	if err != nil {
 		return false, b.fail(err)
 	}
@@ -957,15 +958,15 @@ func (b *lockBackend) leader(ctx context.Context) (Record, error) {
 }
 
 func (b *lockBackend) close() {
-	if b.lc.conn == nil {
+	if b.lc.Conn == nil {
 		return
 	}
-	if b.lc.locked {
+	if b.lc.Locked {
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.QueryTimeout)
 		if err := b.releaseLock(ctx); err != nil {
 			b.log.Debug("RELEASE_LOCK failed; closing the connection frees the lock", "err", err)
 		}
 		cancel()
 	}
-	b.lc.discard()
+	b.lc.Discard()
 }

@@ -27,7 +27,7 @@ import (
 //
 // It returns the record as written. table may be empty for DefaultTable.
 // The statement waits for a row lock on the server no longer than ctx
-// allows (DefaultQueryTimeout without a deadline; see lockBound). On Galera
+// allows (DefaultQueryTimeout without a deadline; see stmt.Bound). On Galera
 // the REPLACE can lose certification to the leader's renewal or fenced
 // write on another node (error 1213; 3101 on a multi-primary Group
 // Replication group): it is tried up to three times, and

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -341,7 +342,7 @@ func TestLockStatementsAsHandAssembled(t *testing.T) {
 			}
 			b := backendOf(l).(*lockBackend)
 			b.adopt = adopt
-			lock := newUserLock(LockName("app", c.table, c.p.Name), c.bound.Flavor)
+			lock := getlock.NewLock(LockName("app", c.table, c.p.Name), c.bound.Flavor)
 			b.prepare(lock, c.bound)
 			built := builtLockStatements(b, c.p)
 			legacy := legacyLockStatements(b, lock, c.bound, c.p)
@@ -409,11 +410,11 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 	add("read", b.sql.read, b.params(0))
 	add("peek", stmt.Must(b.sql.peek), stmt.Params{})
 	add("pass", b.sql.pass, stmt.Params{})
-	add("try lock", b.lc.lock.tryLock, stmt.Params{})
-	add("is mine", b.lc.lock.isMine, stmt.Params{})
-	add("holder", b.lc.lock.holder, stmt.Params{})
-	add("release lock", b.lc.lock.release, stmt.Params{})
-	add("wait", b.lc.lock.wait(300*time.Millisecond), stmt.Params{})
+	add("try lock", b.lc.Lock.TryLock, stmt.Params{})
+	add("is mine", b.lc.Lock.IsMine, stmt.Params{})
+	add("holder", b.lc.Lock.Holder, stmt.Params{})
+	add("release lock", b.lc.Lock.Release, stmt.Params{})
+	add("wait", b.lc.Lock.Wait(300*time.Millisecond), stmt.Params{})
 	tp := b.takeParams("claimed", p.Hold)
 	tp.Floor, tp.First = p.Floor, false
 	add("take", b.sql.take, tp)
@@ -449,24 +450,24 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 // legacyLockStatements are the statements of builtLockStatements as
 // lockBackend.prepare and newUserLock assembled them before issue 22, with
 // b's configuration, lock and bound.
-func legacyLockStatements(b *lockBackend, l userLock, bound stmt.Bound, p stmt.Params) []builtStatement {
+func legacyLockStatements(b *lockBackend, l getlock.Lock, bound stmt.Bound, p stmt.Params) []builtStatement {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
-	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
 	lease := max(cfg.leaseMillis(), b.adopt)
 	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
 		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
 		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
 		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"}) // issue 31
-	lit := sqlString(l.name)
+	lit := getlock.Literal(l.Name)
 	passSQL := func(d time.Duration) string {
-		hint, call := getLockCall(lit, d, l.mariadb)
+		hint, call := getlock.Call(lit, d, l.MariaDB)
 		return `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
   WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`
 	}
 	waitSQL := func(d time.Duration) string {
-		hint, call := getLockCall(lit, d, l.mariadb)
+		hint, call := getlock.Call(lit, d, l.MariaDB)
 		return `SELECT ` + hint + call
 	}
 	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
