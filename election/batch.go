@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -229,7 +230,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 	if _, err := conn.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`); err != nil {
 		return err
 	}
-	return inConnTx(ctx, conn.Conn, func() error {
+	return floor.InConnTx(ctx, conn.Conn, func() error {
 		var rows []struct {
 			Anchor    string `db:"anchor"`
 			ServiceID string `db:"service_id"`

@@ -185,35 +185,9 @@ func unsafeSession(err error) error {
 	return err
 }
 
-// haErrLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in
-// the 1180 that MySQL Group Replication returns at COMMIT for a local
-// transaction that a remote one's certified write set aborted: "Got error
-// 149 - 'Lock deadlock; Retry transaction' during COMMIT".
-const haErrLockDeadlock = "Got error 149 "
-
-// writeConflict reports whether err is a deadlock or a write conflict
-// detected at commit, after which the transaction was rolled back and may be
-// tried again: a deadlock (1213, also Galera's certification conflict), and
-// Group Replication's certification conflicts (3101, the transaction lost
-// certification; 1180 with engine error 149, a remote transaction aborted
-// it). Other 1180s (a commit that failed for another engine error) are not.
-func writeConflict(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case mysqlerr.LockDeadlock, mysqlerr.RollbackDuringCommit:
-		return true
-	case mysqlerr.ErrorDuringCommit:
-		return strings.HasPrefix(me.Message, haErrLockDeadlock)
-	}
-	return false
-}
-
 // ErrorKind is a low-cardinality label for a heartbeat error, for
 // metrics (see Metrics.Heartbeat) and logs: timeout, connection, deadlock (deadlocks and the write
-// conflicts of certification-based clusters: see writeConflict), lock_wait,
+// conflicts of certification-based clusters: see mysqlerr.WriteConflict), lock_wait,
 // access, schema, server (any other server error).
 func ErrorKind(err error) string {
 	var me *mysql.MySQLError
@@ -226,7 +200,7 @@ func ErrorKind(err error) string {
 		return "access"
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return "timeout"
-	case writeConflict(err):
+	case mysqlerr.WriteConflict(err):
 		return "deadlock"
 	case errors.As(err, &me) && me.Number == mysqlerr.LockWaitTimeout:
 		return "lock_wait"

@@ -152,8 +152,8 @@ func TestErrorKind(t *testing.T) {
 		if got := ErrorKind(tc.err); got != tc.want {
 			t.Errorf("ErrorKind(%v) = %q, want %q", tc.err, got, tc.want)
 		}
-		if got := writeConflict(tc.err); got != tc.conflict {
-			t.Errorf("writeConflict(%v) = %v, want %v", tc.err, got, tc.conflict)
+		if got := mysqlerr.WriteConflict(tc.err); got != tc.conflict {
+			t.Errorf("mysqlerr.WriteConflict(%v) = %v, want %v", tc.err, got, tc.conflict)
 		}
 	}
 }

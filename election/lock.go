@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -200,7 +201,7 @@ type lockStmts struct {
 	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
 	// floor are the statements on the election's term floor row, run on
 	// the lock connection (whose session bounds their lock waits).
-	floor floorStmts
+	floor floor.Stmts
 
 	// renew renews the row where it still names this candidate's term
 	// :hold.
@@ -747,7 +748,7 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p st
 // floor (inFloorTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
 func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
-	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {
+	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
@@ -783,7 +784,7 @@ func (b *lockBackend) failIf(err error) error {
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
 // back in the OK packet, else the row is read (nobody else writes it while
 // this connection holds the lock but operators).
-func newTerm(ctx context.Context, tx floorTx, res sql.Result) (uint64, error) {
+func newTerm(ctx context.Context, tx floor.Tx, res sql.Result) (uint64, error) {
 	if id, err := res.LastInsertId(); err == nil && id > 0 {
 		return uint64(id), nil
 	}
@@ -902,7 +903,7 @@ func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p stmt.Params) erro
 	if b.lc.Conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := execCommitted(ctx, b.db, s, p)
+		_, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 		return classify(err, b.cfg.Table)
 	}
 	if _, err := exec(ctx, b.lc.Conn, s.conn, p); err != nil {
@@ -942,7 +943,7 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bool, error) {
 	defer b.touch()
 	if b.lc.Conn == nil {
-		n, err := execCommitted(ctx, b.db, s, p)
+		n, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 		return n == 1, classify(err, b.cfg.Table)
 	}
 	res, err := exec(ctx, b.lc.Conn, s.conn, p)

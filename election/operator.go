@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -47,7 +49,7 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
 	// it in the same transaction (see inFloorTx).
-	write := func(tx floorTx, floor uint64, _ bool) (uint64, error) {
+	write := func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
 		query, args := assume.Bind(stmt.Params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
@@ -65,8 +67,8 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	// Assume inserts no row: no lock delay to judge a first election by.
 	f := newFloorStmts(op.table, bound, 0)
 	for try := 1; ; try++ { // see execRetryingConflicts
-		err = inFloorTxOnce(ctx, db, f, name, write)
-		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
+		err = floor.InTxOnce(ctx, db, f, name, write)
+		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
 			break
 		}
 	}
@@ -265,7 +267,7 @@ func (o operation) exec(ctx context.Context, text string, p stmt.Params) (sql.Re
 func execRetryingConflicts(ctx context.Context, db *sql.DB, query string, args ...any) (sql.Result, error) {
 	for try := 1; ; try++ {
 		res, err := db.ExecContext(ctx, query, args...)
-		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
+		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
 			return res, err
 		}
 	}

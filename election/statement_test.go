@@ -71,9 +71,9 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("release in a transaction", tb.stmts.release.conn, tb.params(p.Hold))
 	add("handOff", tb.stmts.handOff.pool, tb.params(p.Hold))
 	add("peek", stmt.Must(tb.stmts.peek), p)
-	add("floor read", tb.stmts.floor.read, p)
-	add("floor raise", tb.stmts.floor.raise, p)
-	add("floor peek", stmt.Must(tb.stmts.floor.peek), p)
+	add("floor read", tb.stmts.floor.Read, p)
+	add("floor raise", tb.stmts.floor.Raise, p)
+	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
 	add("batch bound", stmt.Must(b.boundSQL), p)
 	add("batch restore", stmt.Must(b.restoreSQL), p)
 	add("batch lock", b.lockStmt, p)
@@ -162,7 +162,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
 	}
 	f := newFloorStmts(DefaultTable, stmt.Bound{}, time.Second)
-	for _, s := range []stmt.Stmt{f.marker, f.sum, f.count, f.seed, f.mark} {
+	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {
 		q, _ := s.Bind(stmt.Params{})
 		all = append(all, builtStatement{what: "the floor's marker", sql: q})
 	}

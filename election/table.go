@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -63,7 +64,7 @@ type tableStmts struct {
 	heartbeat, renew, check                      stmt.Stmt
 	release, handOff, handOver, proclaim, prefer rowStmt
 	peek                                         string
-	floor                                        floorStmts
+	floor                                        floor.Stmts
 }
 
 // The database clock, and the session state sqlelect did not set.
@@ -508,7 +509,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 // the election's term floor (inFloorTx), and returns its affected rows and
 // LAST_INSERT_ID: the row's term (an insert's new one).
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
-	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floorTx, floor uint64, first bool) (uint64, error) {
+	err = floor.InTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
@@ -624,7 +625,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 		// a recipe node that takes the row over keeps its lease_ms.
 		s, p.Lease = t.stmts.handOff, max(ceilMillis(unserved), t.adopt)
 	}
-	_, err := execCommitted(ctx, t.db.DB, s, p)
+	_, err := floor.ExecCommitted(ctx, t.db.DB, s.pool, s.conn, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}
@@ -634,7 +635,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
 	p := t.params(hold)
 	p.To, p.Lease = to, ceilMillis(window)
-	_, err := execCommitted(ctx, t.db.DB, t.stmts.handOver, p)
+	_, err := floor.ExecCommitted(ctx, t.db.DB, t.stmts.handOver.pool, t.stmts.handOver.conn, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers look
 	}
@@ -644,7 +645,7 @@ func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, win
 func (t *tableBackend) setValue(v string) { t.value = v }
 
 func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
-	n, err := execCommitted(ctx, t.db.DB, t.stmts.proclaim, t.params(hold))
+	n, err := floor.ExecCommitted(ctx, t.db.DB, t.stmts.proclaim.pool, t.stmts.proclaim.conn, t.params(hold))
 	return n == 1, classify(err, t.cfg.Table)
 }
 

@@ -4,6 +4,7 @@ package mysqlerr
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -40,4 +41,30 @@ func Errno(err error) uint16 {
 		return me.Number
 	}
 	return 0
+}
+
+// haLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in
+// the 1180 that MySQL Group Replication returns at COMMIT for a local
+// transaction that a remote one's certified write set aborted: "Got error
+// 149 - 'Lock deadlock; Retry transaction' during COMMIT".
+const haLockDeadlock = "Got error 149 "
+
+// WriteConflict reports whether err is a deadlock or a write conflict
+// detected at commit, after which the transaction was rolled back and may be
+// tried again: a deadlock (1213, also Galera's certification conflict), and
+// Group Replication's certification conflicts (3101, the transaction lost
+// certification; 1180 with engine error 149, a remote transaction aborted
+// it). Other 1180s (a commit that failed for another engine error) are not.
+func WriteConflict(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case LockDeadlock, RollbackDuringCommit:
+		return true
+	case ErrorDuringCommit:
+		return strings.HasPrefix(me.Message, haLockDeadlock)
+	}
+	return false
 }
