@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/batch"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -79,8 +77,8 @@ type Batcher struct {
 	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
 	serverProbed atomic.Bool
 
-	renews *combiner[renewReq, bool]
-	reads  *combiner[string, readResult]
+	renews *batch.Combiner[renewReq, bool]
+	reads  *batch.Combiner[string, readResult]
 
 	// lockStmt locks the rows a batch of renewals may renew, renewStmt
 	// renews them (execRenew).
@@ -133,8 +131,13 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	}
 	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
 	b.prepareSQL()
-	b.renews = newCombiner(opts, b.execRenew)
-	b.reads = newCombiner(opts, b.execRead)
+	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
+		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := opts.Clock.NewTimer(d)
+			return t.C(), t.Stop
+		}}
+	b.renews = batch.New(bo, b.execRenew)
+	b.reads = batch.New(bo, b.execRead)
 	return b, nil
 }
 
@@ -162,12 +165,12 @@ func (b *Batcher) prepareSQL() {
 // so and is not locked by another transaction: renewed is false otherwise,
 // and the caller decides with its own heartbeat.
 func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (renewed bool, err error) {
-	return b.renews.do(ctx, renewReq{name: name, id: id, term: term})
+	return b.renews.Do(ctx, renewReq{name: name, id: id, term: term})
 }
 
 // read reads election name's row; found is false when there is none.
 func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
-	r, err := b.reads.do(ctx, name)
+	r, err := b.reads.Do(ctx, name)
 	return r.rec, r.found, err
 }
 
@@ -321,95 +324,4 @@ func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
 	read := bound.Stmt(b.readSQL)
 	b.readBounded.Store(&read)
 	return read, nil
-}
-
-// combiner runs requests in batches: a request joins the batch that is
-// filling, if any; the first request of each batch waits out the linger (or
-// until the batch is full) and a free slot, then runs the whole batch, so no
-// goroutine of its own is needed.
-type combiner[Req, Res any] struct {
-	mu      sync.Mutex
-	cur     *batch[Req, Res]
-	slots   chan struct{}
-	max     int
-	timeout time.Duration
-	linger  time.Duration
-	clock   Clock
-	exec    func(ctx context.Context, reqs []Req) ([]Res, error)
-}
-
-type batch[Req, Res any] struct {
-	reqs []Req
-	res  []Res
-	err  error
-	full chan struct{} // closed when the batch reached the maximum size
-	done chan struct{} // closed when it ran
-}
-
-func newCombiner[Req, Res any](o BatcherOptions, exec func(context.Context, []Req) ([]Res, error)) *combiner[Req, Res] {
-	return &combiner[Req, Res]{slots: make(chan struct{}, o.MaxInFlight), max: o.MaxBatch, timeout: o.QueryTimeout,
-		linger: o.Linger, clock: o.Clock, exec: exec}
-}
-
-// errBatchShort is a batch that returned fewer results than requests.
-var errBatchShort = errors.New("election: batch returned too few results")
-
-func (c *combiner[Req, Res]) do(ctx context.Context, r Req) (Res, error) {
-	var zero Res
-	c.mu.Lock()
-	b := c.cur
-	first := b == nil
-	if first {
-		b = &batch[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
-		c.cur = b
-	}
-	i := len(b.reqs)
-	b.reqs = append(b.reqs, r)
-	if len(b.reqs) >= c.max {
-		c.cur = nil // full: later requests start another batch
-		close(b.full)
-	}
-	c.mu.Unlock()
-
-	if first {
-		// Let others join for the linger and until a slot is free
-		// (bounded by the running batches' timeouts), then close the
-		// batch and run it. It runs even if this caller's context ends:
-		// others wait for it.
-		if c.linger > 0 {
-			t := c.clock.NewTimer(c.linger)
-			select {
-			case <-t.C():
-			case <-b.full:
-				t.Stop()
-			}
-		}
-		c.slots <- struct{}{}
-		c.mu.Lock()
-		if c.cur == b {
-			c.cur = nil
-		}
-		c.mu.Unlock()
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-		b.res, b.err = c.exec(ectx, b.reqs)
-		cancel()
-		if b.err == nil && len(b.res) < len(b.reqs) {
-			b.err = fmt.Errorf("%w: %d of %d", errBatchShort, len(b.res), len(b.reqs))
-		}
-		<-c.slots
-		close(b.done)
-	} else {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		}
-	}
-	if ctx.Err() != nil {
-		return zero, ctx.Err()
-	}
-	if b.err != nil {
-		return zero, b.err
-	}
-	return b.res[i], nil
 }
