@@ -217,7 +217,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	return out, nil
 }
 
-// renewLocked renews, in one transaction on conn (inConnTx: its COMMIT
+// renewLocked renews, in one transaction on conn (floor.InConnTx: its COMMIT
 // too ends with ctx), the rows of reqs that it can lock at once and that
 // still name their request's candidate and term, and sets out[i] for each
 // request renewed.

@@ -154,7 +154,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg Config, mode *fenceMode, term u
 	}
 	// COMMIT as a statement of the transaction, under ctx; finishFenced's
 	// Rollback then only ends the *sql.Tx (nothing is left to roll back).
-	if _, err = tx.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil { // see inConnTx
+	if _, err = tx.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil { // see floor.InConnTx
 		return fmt.Errorf("election: fenced: commit: %w", err)
 	}
 	return nil

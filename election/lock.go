@@ -219,7 +219,7 @@ type lockStmts struct {
 // session commits runs it (the lock connection, whose session also bounds
 // the lock waits; a pooled one in a transaction of the library's) and as a
 // pooled connection runs it on its own: bounded (see stmt.Bound), and only
-// on a session that commits it (commitsSQL; see execCommitted).
+// on a session that commits it (commitsSQL; see floor.ExecCommitted).
 type rowStmt struct{ conn, pool stmt.Stmt }
 
 func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
@@ -745,7 +745,7 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p st
 }
 
 // writeTerm runs s with p on c in one transaction with the election's term
-// floor (inFloorTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
+// floor (floor.InTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
 func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {

@@ -48,7 +48,7 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 	assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
-	// it in the same transaction (see inFloorTx).
+	// it in the same transaction (see floor.InTx).
 	write := func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
 		query, args := assume.Bind(stmt.Params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
 		res, err := tx.ExecContext(ctx, query, args...)

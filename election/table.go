@@ -102,7 +102,7 @@ type tableStmts struct {
 //
 //   - Every take, and every heartbeat, runs in a transaction the library
 //     begins and ends with COMMIT AND NO CHAIN
-//     (inConnTx): BEGIN ends whatever transaction the session had open, and
+//     (floor.InConnTx): BEGIN ends whatever transaction the session had open, and
 //     the COMMIT commits whatever the session's autocommit and
 //     completion_type. Or on the lock backend's own connection, whose
 //     session sets autocommit and completion_type itself.
@@ -158,7 +158,7 @@ const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + 
 const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `)*1000000)`
 
 // termNewSQL is a new term: the database clock in microseconds, and above
-// the election's term floor :floor (see inFloorTx), so above every term
+// the election's term floor :floor (see floor.InTx), so above every term
 // issued before whatever the clock says.
 const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
 
@@ -230,7 +230,7 @@ END`
 // (Config.Priority).
 //
 // The statement runs in one transaction with the election's term floor
-// (inFloorTx): :floor is the floor, and :insert is 'first' when the
+// (floor.InTx): :floor is the floor, and :insert is 'first' when the
 // election has no floor row, it never existed (an insert then leads
 // without the lock delay), else 'insert'. Every term it writes is above :floor.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
@@ -506,7 +506,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 }
 
 // beat runs the heartbeat statement for term hold in one transaction with
-// the election's term floor (inFloorTx), and returns its affected rows and
+// the election's term floor (floor.InTx), and returns its affected rows and
 // LAST_INSERT_ID: the row's term (an insert's new one).
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
 	err = floor.InTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
