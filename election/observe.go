@@ -54,7 +54,7 @@ func Observe(ctx context.Context, db *sql.DB, cfg Config, see func(Record, error
 	for {
 		qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
 		rec, err := Status(qctx, db, cfg.Table, cfg.Name)
-		if err == nil && hint != nil && hint.held.lock.name == "" {
+		if err == nil && hint != nil && hint.held.Lock.Name == "" {
 			if perr := hint.preflight(qctx); perr != nil {
 				cfg.Metrics.Heartbeat(cfg.Name, 0, perr)
 				hint = nil // poll: the hint only costs speed
