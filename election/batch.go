@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/batch"
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Defaults of BatcherOptions.
@@ -77,16 +77,16 @@ type Batcher struct {
 	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
 	serverProbed atomic.Bool
 
-	renews *combiner[renewReq, bool]
-	reads  *combiner[string, readResult]
+	renews *batch.Combiner[renewReq, bool]
+	reads  *batch.Combiner[string, readResult]
 
 	// lockStmt locks the rows a batch of renewals may renew, renewStmt
 	// renews them (execRenew).
-	lockStmt, renewStmt stmt
+	lockStmt, renewStmt stmt.Stmt
 	// readSQL reads rows (execRead); read is readSQL compiled with the
 	// bound of the server's lock waits, detected at the first read.
 	readSQL     string
-	readBounded atomic.Pointer[stmt]
+	readBounded atomic.Pointer[stmt.Stmt]
 	// boundSQL bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restoreSQL puts back what it had.
 	boundSQL, restoreSQL string
@@ -131,8 +131,13 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	}
 	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
 	b.prepareSQL()
-	b.renews = newCombiner(opts, b.execRenew)
-	b.reads = newCombiner(opts, b.execRead)
+	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
+		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := opts.Clock.NewTimer(d)
+			return t.C(), t.Stop
+		}}
+	b.renews = batch.New(bo, b.execRenew)
+	b.reads = batch.New(bo, b.execRead)
 	return b, nil
 }
 
@@ -141,31 +146,31 @@ func (b *Batcher) prepareSQL() {
 	tbl := quoteTable(b.table)
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
-	b.lockStmt = mustStmt(`SELECT anchor, service_id, term FROM ` + tbl +
+	b.lockStmt = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
 		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
-	b.renewStmt = mustStmt(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
+	b.renewStmt = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
 	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
-	n := lockWaitSecs(b.opts.QueryTimeout)
-	b.boundSQL, b.restoreSQL = sessionSQL(true, sessionVar{"wait_timeout", n},
-		sessionVar{"innodb_lock_wait_timeout", n}, sessionVar{"lock_wait_timeout", n})
+	n := stmt.WaitSecs(b.opts.QueryTimeout)
+	b.boundSQL, b.restoreSQL = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: n}, stmt.SessionVar{Name: "lock_wait_timeout", Value: n})
 }
 
 // renew renews term of candidate id in election name if the row still says
 // so and is not locked by another transaction: renewed is false otherwise,
 // and the caller decides with its own heartbeat.
 func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (renewed bool, err error) {
-	return b.renews.do(ctx, renewReq{name: name, id: id, term: term})
+	return b.renews.Do(ctx, renewReq{name: name, id: id, term: term})
 }
 
 // read reads election name's row; found is false when there is none.
 func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
-	r, err := b.reads.do(ctx, name)
+	r, err := b.reads.Do(ctx, name)
 	return r.rec, r.found, err
 }
 
@@ -212,7 +217,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	return out, nil
 }
 
-// renewLocked renews, in one transaction on conn (inConnTx: its COMMIT
+// renewLocked renews, in one transaction on conn (floor.InConnTx: its COMMIT
 // too ends with ctx), the rows of reqs that it can lock at once and that
 // still name their request's candidate and term, and sets out[i] for each
 // request renewed.
@@ -228,13 +233,13 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 	if _, err := conn.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`); err != nil {
 		return err
 	}
-	return inConnTx(ctx, conn.Conn, func() error {
+	return floor.InConnTx(ctx, conn.Conn, func() error {
 		var rows []struct {
 			Anchor    string `db:"anchor"`
 			ServiceID string `db:"service_id"`
 			Term      uint64 `db:"term"`
 		}
-		query, args := b.lockStmt.bind(params{Names: uniqueNames(reqs)})
+		query, args := b.lockStmt.Bind(stmt.Params{Names: uniqueNames(reqs)})
 		if err := conn.SelectContext(ctx, &rows, query, args...); err != nil {
 			return err
 		}
@@ -258,7 +263,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renew
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = b.renewStmt.bind(params{Names: renew})
+		query, args = b.renewStmt.Bind(stmt.Params{Names: renew})
 		_, err := conn.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -282,7 +287,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	if err != nil {
 		return nil, err
 	}
-	query, args := read.bind(params{Names: names})
+	query, args := read.Bind(stmt.Params{Names: names})
 	rows, err := b.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(err, b.table)
@@ -307,107 +312,16 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 }
 
 // readStmt returns the reads' statement, bounded for the server (see
-// lockBound), reading the server's version at the first call.
-func (b *Batcher) readStmt(ctx context.Context) (stmt, error) {
+// stmt.Bound), reading the server's version at the first call.
+func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
 	if p := b.readBounded.Load(); p != nil {
 		return *p, nil
 	}
-	bound, err := detectBound(ctx, b.db, b.opts.QueryTimeout)
+	bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
 	if err != nil {
-		return stmt{}, err
+		return stmt.Stmt{}, err
 	}
-	read := bound.stmt(b.readSQL)
+	read := bound.Stmt(b.readSQL)
 	b.readBounded.Store(&read)
 	return read, nil
-}
-
-// combiner runs requests in batches: a request joins the batch that is
-// filling, if any; the first request of each batch waits out the linger (or
-// until the batch is full) and a free slot, then runs the whole batch, so no
-// goroutine of its own is needed.
-type combiner[Req, Res any] struct {
-	mu      sync.Mutex
-	cur     *batch[Req, Res]
-	slots   chan struct{}
-	max     int
-	timeout time.Duration
-	linger  time.Duration
-	clock   Clock
-	exec    func(ctx context.Context, reqs []Req) ([]Res, error)
-}
-
-type batch[Req, Res any] struct {
-	reqs []Req
-	res  []Res
-	err  error
-	full chan struct{} // closed when the batch reached the maximum size
-	done chan struct{} // closed when it ran
-}
-
-func newCombiner[Req, Res any](o BatcherOptions, exec func(context.Context, []Req) ([]Res, error)) *combiner[Req, Res] {
-	return &combiner[Req, Res]{slots: make(chan struct{}, o.MaxInFlight), max: o.MaxBatch, timeout: o.QueryTimeout,
-		linger: o.Linger, clock: o.Clock, exec: exec}
-}
-
-// errBatchShort is a batch that returned fewer results than requests.
-var errBatchShort = errors.New("election: batch returned too few results")
-
-func (c *combiner[Req, Res]) do(ctx context.Context, r Req) (Res, error) {
-	var zero Res
-	c.mu.Lock()
-	b := c.cur
-	first := b == nil
-	if first {
-		b = &batch[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
-		c.cur = b
-	}
-	i := len(b.reqs)
-	b.reqs = append(b.reqs, r)
-	if len(b.reqs) >= c.max {
-		c.cur = nil // full: later requests start another batch
-		close(b.full)
-	}
-	c.mu.Unlock()
-
-	if first {
-		// Let others join for the linger and until a slot is free
-		// (bounded by the running batches' timeouts), then close the
-		// batch and run it. It runs even if this caller's context ends:
-		// others wait for it.
-		if c.linger > 0 {
-			t := c.clock.NewTimer(c.linger)
-			select {
-			case <-t.C():
-			case <-b.full:
-				t.Stop()
-			}
-		}
-		c.slots <- struct{}{}
-		c.mu.Lock()
-		if c.cur == b {
-			c.cur = nil
-		}
-		c.mu.Unlock()
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-		b.res, b.err = c.exec(ectx, b.reqs)
-		cancel()
-		if b.err == nil && len(b.res) < len(b.reqs) {
-			b.err = fmt.Errorf("%w: %d of %d", errBatchShort, len(b.res), len(b.reqs))
-		}
-		<-c.slots
-		close(b.done)
-	} else {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		}
-	}
-	if ctx.Err() != nil {
-		return zero, ctx.Err()
-	}
-	if b.err != nil {
-		return zero, b.err
-	}
-	return b.res[i], nil
 }

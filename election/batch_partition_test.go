@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
@@ -87,7 +88,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Logf("rows free %v after the partition", since.Round(10*time.Millisecond))
 			return
 		}
-		if mysqlErrno(err) != 1205 {
+		if mysqlerr.Errno(err) != 1205 {
 			t.Fatal(err)
 		}
 		if since > limit {

@@ -3,215 +3,33 @@ package election
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// serverFlavor is the kind of server, as far as bounding a statement's lock
-// waits goes.
-type serverFlavor uint8
-
-const (
-	flavorOther   serverFlavor = iota // unknown, or MySQL before 8.0: statements are left as they are
-	flavorMariaDB                     // SET STATEMENT … FOR
-	flavorMySQL                       // MySQL 8.0.3 and later: SET_VAR optimizer hints
-)
-
-// lockBound bounds how long one statement may wait, on the server, for a
-// row lock (innodb_lock_wait_timeout) or a metadata lock
-// (lock_wait_timeout). Without it a statement whose client gave up (its
-// context ended: the driver closes the connection) keeps its server thread,
-// and its connection slot, waiting up to innodb_lock_wait_timeout (50 s by
-// default) for a lock someone holds, while the client retries on fresh
-// connections: a row lock held for long enough fills max_connections.
-//
-// The zero value bounds nothing. A lockBound is a small value, safe to copy
-// and to share.
-type lockBound struct {
-	flavor serverFlavor
-	secs   int64 // the bound in whole seconds, at least 1
-}
-
-// newLockBound bounds lock waits of a server of the given flavour to d,
-// rounded down to whole seconds (the variables' unit) and at least 1 s:
-// about the client's own timeout, so that the server gives up when the
-// client does.
-func newLockBound(f serverFlavor, d time.Duration) lockBound {
-	return lockBound{flavor: f, secs: lockWaitSecs(d)}
-}
-
-// lockWaitSecs is d in whole seconds, rounded down, at least 1.
-func lockWaitSecs(d time.Duration) int64 {
-	return max(int64(d/time.Second), 1)
-}
-
-// wrap returns stmt so that its lock waits end after the bound:
-//
-//   - MariaDB: SET STATEMENT innodb_lock_wait_timeout=N,lock_wait_timeout=N FOR stmt
-//   - MySQL 8.0.3+: optimizer hints right after the statement's first
-//     keyword (SELECT, INSERT, REPLACE, UPDATE or DELETE, where MySQL reads
-//     hints): SET_VAR(lock_wait_timeout=N) for metadata locks and, on a
-//     SELECT, MAX_EXECUTION_TIME(N000), which also ends a locking read's
-//     wait for a row lock (Error 3024). MySQL refuses
-//     SET_VAR(innodb_lock_wait_timeout) (Warning 3637 on 9.7, the hint is
-//     ignored) and MAX_EXECUTION_TIME on anything but a SELECT: on MySQL an
-//     INSERT, UPDATE, REPLACE or DELETE on a pooled connection still waits
-//     for a row lock up to the server's innodb_lock_wait_timeout. Sessions
-//     the library owns (sessionSQL: the lock backend's connection, a
-//     Batcher's renewal) are bounded on every server.
-//
-// Either form sets the variables for that one statement only: the pooled
-// connection's session is left as it was. stmt must begin with its keyword
-// (no leading space or comment). Any other server gets stmt unchanged.
-func (b lockBound) wrap(stmt string) string {
-	n := strconv.FormatInt(b.secs, 10)
-	switch b.flavor {
-	case flavorMariaDB:
-		return "SET STATEMENT innodb_lock_wait_timeout=" + n + ",lock_wait_timeout=" + n + " FOR " + stmt
-	case flavorMySQL:
-		kw, rest, _ := strings.Cut(stmt, " ")
-		hint := "SET_VAR(lock_wait_timeout=" + n + ")"
-		if strings.EqualFold(kw, "SELECT") {
-			// Locking reads included; MySQL warns (3125) and
-			// ignores it on anything but a SELECT.
-			hint = "MAX_EXECUTION_TIME(" + n + "000) " + hint
-		}
-		return kw + " /*+ " + hint + " */ " + rest
-	}
-	return stmt
-}
-
-// sessionVar is a session variable and the value a session the library
-// bounds gives it: a number, or SQL text (DEFAULT, a quoted string).
-type sessionVar struct {
-	name  string
-	value any
-}
-
-// sessionSQL returns set, the statement that gives a session the values of
-// vars. With keep, set first saves the session's own values in user
-// variables (@sqlelect_<name>, evaluated before the assignments that
-// follow) and restore is the statement that puts them back, for a pooled
-// connection that returns to the pool after a bounded while (a Batcher's
-// renewal, a fenced transaction); without keep restore is "" (the lock
-// backend's connection, which never returns to the pool).
-func sessionSQL(keep bool, vars ...sessionVar) (set, restore string) {
-	var sets, restores []string
-	for _, v := range vars {
-		if keep {
-			sets = append(sets, "@sqlelect_"+v.name+" = @@session."+v.name)
-			restores = append(restores, "SESSION "+v.name+" = @sqlelect_"+v.name)
-		}
-	}
-	for _, v := range vars {
-		sets = append(sets, fmt.Sprintf("SESSION %s = %v", v.name, v.value))
-	}
-	set = "SET " + strings.Join(sets, ",\n  ")
-	if keep {
-		restore = "SET " + strings.Join(restores, ",\n  ")
-	}
-	return set, restore
-}
-
-// flavorOf tells the flavour from VERSION(): "10.11.6-MariaDB-…" is
-// MariaDB, "8.0.36", "8.4.2-log" or "9.7.4" MySQL 8.0.3+; anything else
-// (MySQL 5.7, unknown forks) gets no bounds.
-func flavorOf(version string) serverFlavor {
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		return flavorMariaDB
-	}
-	parts := strings.SplitN(version, ".", 3)
-	if len(parts) < 3 {
-		return flavorOther
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return flavorOther
-	}
-	digits := parts[2]
-	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		digits = digits[:i]
-	}
-	patch, _ := strconv.Atoi(digits) // 0 when none
-	if major > 8 || major == 8 && (minor > 0 || patch >= 3) {
-		return flavorMySQL
-	}
-	return flavorOther
-}
-
-// rowQuerier is a *sql.DB, *sql.Conn, *sql.Tx or their sqlx forms.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// serverVariable reads the server variable name, with its scope
-// (global.wsrep_on, session.wait_timeout), through q: its value (NULL reads
-// as ""), and ok false when the server has no such variable (it is not that
-// kind of server). It is the library's one reader of server variables.
-func serverVariable(ctx context.Context, q rowQuerier, name string) (val string, ok bool, err error) {
-	var v sql.NullString
-	err = q.QueryRowContext(ctx, `SELECT @@`+name).Scan(&v)
-	if mysqlErrno(err) == erUnknownSystemVariable {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("reading @@%s: %w", name, err)
-	}
-	return v.String, true, nil
-}
-
-// isOn reports whether a boolean variable's value is on.
-func isOn(v string) bool { return v == "1" || strings.EqualFold(v, "ON") }
-
-// detectBound reads the server's VERSION() with q and returns the bound of d
-// for its flavour.
-func detectBound(ctx context.Context, q rowQuerier, d time.Duration) (lockBound, error) {
-	var v string
-	if err := q.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&v); err != nil {
-		return lockBound{}, fmt.Errorf("election: reading the server version: %w", err)
-	}
-	return newLockBound(flavorOf(v), d), nil
-}
-
-// atomicBound is a lockBound set once by preflight (the Run goroutine) and
-// read by Fenced from any goroutine.
-type atomicBound struct{ p atomic.Pointer[lockBound] }
-
-func (a *atomicBound) load() lockBound {
-	if b := a.p.Load(); b != nil {
-		return *b
-	}
-	return lockBound{}
-}
-
-func (a *atomicBound) store(b lockBound) { a.p.Store(&b) }
-
-// stmtBounder is a backend that knows its server's lockBound once its
+// stmtBounder is a backend that knows its server's stmt.Bound once its
 // preflight ran.
-type stmtBounder interface{ stmtBound() lockBound }
+type stmtBounder interface{ stmtBound() stmt.Bound }
 
-// stmtBound returns b's lockBound, or the zero bound (none).
-func stmtBound(b backend) lockBound {
+// stmtBound returns b's stmt.Bound, or the zero bound (none).
+func stmtBound(b backend) stmt.Bound {
 	if sb, ok := b.(stmtBounder); ok {
 		return sb.stmtBound()
 	}
-	return lockBound{}
+	return stmt.Bound{}
 }
 
-func (t *tableBackend) stmtBound() lockBound { return t.bound.load() }
-func (b *lockBackend) stmtBound() lockBound  { return b.bound.load() }
+func (t *tableBackend) stmtBound() stmt.Bound { return t.bound.Load() }
+func (b *lockBackend) stmtBound() stmt.Bound  { return b.bound.Load() }
 
 // operatorBound is the bound for an operator's statement (Assume, Reelect):
 // the time left before ctx's deadline, DefaultQueryTimeout without one. It
 // costs one round trip (SELECT VERSION()).
-func operatorBound(ctx context.Context, db *sql.DB) (lockBound, error) {
+func operatorBound(ctx context.Context, db *sql.DB) (stmt.Bound, error) {
 	d := DefaultQueryTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}
-	return detectBound(ctx, db, d)
+	return stmt.DetectBound(ctx, db, d)
 }

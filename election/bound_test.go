@@ -8,52 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
-
-func TestFlavorOf(t *testing.T) {
-	for v, want := range map[string]serverFlavor{
-		"10.11.6-MariaDB-0+deb12u1":    flavorMariaDB,
-		"5.5.5-10.11.6-MariaDB":        flavorMariaDB,
-		"11.8.6-MariaDB-log":           flavorMariaDB,
-		"8.0.36":                       flavorMySQL,
-		"8.0.3-rc-log":                 flavorMySQL,
-		"8.0.2-dmr":                    flavorOther,
-		"8.4.2-log":                    flavorMySQL,
-		"9.7.4":                        flavorMySQL,
-		"5.7.44-log":                   flavorOther,
-		"":                             flavorOther,
-		"garbage":                      flavorOther,
-		"8.0.36-0ubuntu0.22.04.1-log":  flavorMySQL,
-		"10.6.16-MariaDB-1:10.6.16+ma": flavorMariaDB,
-	} {
-		if got := flavorOf(v); got != want {
-			t.Errorf("flavorOf(%q) = %d, want %d", v, got, want)
-		}
-	}
-}
-
-func TestLockBoundWrap(t *testing.T) {
-	const stmt = "UPDATE t SET a = 1 WHERE b = ?"
-	mysqlSelect := newLockBound(flavorMySQL, 3*time.Second).wrap("SELECT 1 FROM t FOR UPDATE")
-	if want := "SELECT /*+ MAX_EXECUTION_TIME(3000) SET_VAR(lock_wait_timeout=3) */ 1 FROM t FOR UPDATE"; mysqlSelect != want {
-		t.Errorf("MySQL SELECT: %q, want %q", mysqlSelect, want)
-	}
-	for _, c := range []struct {
-		b    lockBound
-		want string
-	}{
-		{lockBound{}, stmt},
-		{newLockBound(flavorOther, 5*time.Second), stmt},
-		{newLockBound(flavorMariaDB, 5*time.Second), "SET STATEMENT innodb_lock_wait_timeout=5,lock_wait_timeout=5 FOR " + stmt},
-		{newLockBound(flavorMySQL, 2500*time.Millisecond), "UPDATE /*+ SET_VAR(lock_wait_timeout=2) */ t SET a = 1 WHERE b = ?"},
-		{newLockBound(flavorMariaDB, 100*time.Millisecond), "SET STATEMENT innodb_lock_wait_timeout=1,lock_wait_timeout=1 FOR " + stmt},
-	} {
-		if got := c.b.wrap(stmt); got != c.want {
-			t.Errorf("%+v.wrap = %q, want %q", c.b, got, c.want)
-		}
-	}
-}
 
 // TestLockBoundOnServer runs every bounded statement of the table backend
 // and of Fenced on the test server: none may warn (an ignored hint or
@@ -80,9 +38,9 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	heartbeatSQL, heartbeatArgs := tb.stmts.heartbeat.bind(tb.params(0))
+	heartbeatSQL, heartbeatArgs := tb.stmts.heartbeat.Bind(tb.params(0))
 	t.Logf("server %s: bound %+v; heartbeat begins %q", version, bound, heartbeatSQL[:min(len(heartbeatSQL), 90)])
-	if bound.flavor == flavorOther || bound.secs != 1 {
+	if bound.Flavor == stmt.FlavorOther || bound.Secs != 1 {
 		t.Fatalf("bound = %+v, want a flavour and 1 s", bound)
 	}
 
@@ -118,7 +76,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	var term uint64
 	var acquired string
 	var transferTo sql.NullString
-	checkSQL, checkArgs := tb.stmts.check.bind(tb.params(0))
+	checkSQL, checkArgs := tb.stmts.check.Bind(tb.params(0))
 	if err := conn.QueryRowContext(ctx, checkSQL, checkArgs...).Scan(&term, &acquired, &transferTo); err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -127,7 +85,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fencedSQL, fencedArgs := bound.stmt(fencedCheckSQL(quoteTable(DefaultTable))).bind(params{Name: "bound", Me: "me", Hold: term})
+	fencedSQL, fencedArgs := bound.Stmt(fencedCheckSQL(quoteTable(DefaultTable))).Bind(stmt.Params{Name: "bound", Me: "me", Hold: term})
 	var one int
 	if err := tx.QueryRowContext(ctx, fencedSQL, fencedArgs...).Scan(&one); err != nil {
 		t.Fatalf("fenced check: %v", err)
@@ -135,7 +93,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	releaseSQL, releaseArgs := tb.stmts.release.pool.bind(tb.params(term))
+	releaseSQL, releaseArgs := tb.stmts.release.pool.Bind(tb.params(term))
 	if _, err := conn.ExecContext(ctx, releaseSQL, releaseArgs...); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -169,18 +127,18 @@ func TestLockBoundOnServer(t *testing.T) {
 	took := time.Since(start)
 	_ = ftx.Rollback()
 	// MariaDB: ER_LOCK_WAIT_TIMEOUT; MySQL: ER_QUERY_TIMEOUT (3024).
-	if n := mysqlErrno(err); n != 1205 && n != 3024 || took > 5*time.Second {
+	if n := mysqlerr.Errno(err); n != 1205 && n != 3024 || took > 5*time.Second {
 		t.Fatalf("fenced check on a locked row: %v after %v; want Error 1205 or 3024 after about 1 s", err, took)
 	}
 	t.Logf("fenced check on a locked row: %v after %v", err, took)
-	if bound.flavor != flavorMariaDB {
+	if bound.Flavor != stmt.FlavorMariaDB {
 		t.Logf("%s: a write's row lock wait cannot be bounded per statement here", version)
 		return
 	}
 	start = time.Now()
 	_, err = conn.ExecContext(ctx, heartbeatSQL, heartbeatArgs...)
 	took = time.Since(start)
-	if mysqlErrno(err) != 1205 || took > 5*time.Second {
+	if mysqlerr.Errno(err) != 1205 || took > 5*time.Second {
 		t.Fatalf("heartbeat on a locked row: %v after %v; want Error 1205 after about 1 s", err, took)
 	}
 	t.Logf("heartbeat on a locked row: %v after %v", err, took)
@@ -245,7 +203,7 @@ VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
 	}
 	cfg := settings{Table: DefaultTable, Name: "f", ID: "me"}
 	var inside int64
-	err := fenced(ctx, db, cfg, &fenceMode{}, 7, lockBound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
+	err := fenced(ctx, db, cfg, &fenceMode{}, 7, stmt.Bound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&inside)
 	})
 	if err != nil {

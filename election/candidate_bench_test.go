@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/batch"
 )
 
 func BenchmarkIsLeader(b *testing.B) {
@@ -62,14 +64,14 @@ func BenchmarkLeadershipContext(b *testing.B) {
 // BenchmarkBatcherCombine is the in-process cost of one request through a
 // Batcher's combiner (the statement itself excluded), with 8 goroutines.
 func BenchmarkBatcherCombine(b *testing.B) {
-	c := newCombiner(BatcherOptions{MaxBatch: 500, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
+	c := batch.New(batch.Options{MaxBatch: 500, MaxInFlight: 1, Timeout: time.Second, Linger: -1},
 		func(_ context.Context, reqs []int) ([]int, error) { return reqs, nil })
 	ctx := context.Background()
 	b.SetParallelism(4)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := c.do(ctx, 1); err != nil {
+			if _, err := c.Do(ctx, 1); err != nil {
 				b.Fatal(err)
 			}
 		}

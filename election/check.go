@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // ErrUnsafeServer means the server answered a statement the way no MySQL or
@@ -183,7 +186,7 @@ func Check(ctx context.Context, db *sql.DB, config Config) (Report, error) {
 	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: quoteTable(cfg.Table),
 		name: cfg.Name, name2: cfg.Name + "/2"}
 	qctx, cancel := ch.step(0)
-	site, err := readLockSite(qctx, db, cfg.Table)
+	site, err := getlock.ReadSite(qctx, db, cfg.Table)
 	if err == nil {
 		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
 	}
@@ -219,7 +222,7 @@ type checker struct {
 	cfg          settings
 	tbl          string // quoted
 	name, name2  string // the scratch elections
-	site         lockSite
+	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
 	simultaneous bool // the session assigns simultaneously (assignment_order failed)
 	report       Report
@@ -308,7 +311,7 @@ func (ch *checker) privileges() error {
 			ctx, cancel := ch.step(0)
 			defer cancel()
 			return explainLayout(ctx, ch.db, ch.cfg.Table, classify(err, ch.cfg.Table))
-		case mysqlErrno(err) == erOptionPreventsStatement:
+		case mysqlerr.Errno(err) == erOptionPreventsStatement:
 			ch.noWrites = true
 			readOnly = append(readOnly, p.name)
 		default:
@@ -353,7 +356,7 @@ func cmpErr(first, err error) error {
 func (ch *checker) variable(name string) (val string, ok bool, err error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	return serverVariable(ctx, ch.db, name)
+	return stmt.ServerVariable(ctx, ch.db, name)
 }
 
 // readOnly: a read-only server, or a replica, takes no heartbeat (or, with
@@ -366,7 +369,7 @@ func (ch *checker) readOnly() {
 			ch.unverified(PropReadOnly, both, "read_only", err)
 			return
 		}
-		if ok && isOn(val) {
+		if ok && stmt.IsOn(val) {
 			why = append(why, strings.TrimPrefix(v, "global.")+"=ON")
 		}
 	}
@@ -413,7 +416,7 @@ func (ch *checker) binlogFormat() {
 		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both,
 			Detail: fmt.Sprintf("could not check (the binary log's format): %v", err), Consequence: "unverified",
 			Fix: "make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"})
-	case isOn(logBin) && strings.EqualFold(format, "STATEMENT"):
+	case stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"):
 		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both,
 			Detail:      "the server writes its binary log as statements (binlog_format=STATEMENT)",
 			Consequence: "a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
@@ -430,7 +433,7 @@ func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	rows, err := ch.db.QueryContext(ctx, `SHOW REPLICA STATUS`)
-	if err != nil && mysqlErrno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
+	if err != nil && mysqlerr.Errno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
 		rows, err = ch.db.QueryContext(ctx, `SHOW SLAVE STATUS`)
 	}
 	if err != nil {
@@ -509,7 +512,7 @@ type preflightCheck struct {
 func preflightChecks() []preflightCheck {
 	return []preflightCheck{
 		{PropFloorTable, both, func(ctx context.Context, db *sql.DB, table string) error {
-			return checkFloorTable(ctx, db, table, newFloorStmts(table, lockBound{}, 0))
+			return checkFloorTable(ctx, db, table, newFloorStmts(table, stmt.Bound{}, 0))
 		}, "the term floor table exists, and the user may read and write it",
 			"every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
 			"run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
@@ -630,7 +633,7 @@ func (p heartbeatProbe) problem() string {
 // isCheckViolation reports whether err is a CHECK constraint's refusal
 // (MariaDB's 4025, MySQL's 3819).
 func isCheckViolation(err error) bool {
-	n := mysqlErrno(err)
+	n := mysqlerr.Errno(err)
 	return n == 4025 || n == 3819
 }
 
@@ -645,9 +648,9 @@ func isCheckViolation(err error) bool {
 // and deletes the row.
 func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string) (heartbeatProbe, error) {
 	var p heartbeatProbe
-	hb := mustStmt(heartbeatSQL(tbl))
-	run := func(i int, s stmt, pa params) (sql.Result, error) {
-		query, args := s.bind(pa)
+	hb := stmt.Must(heartbeatSQL(tbl))
+	run := func(i int, s stmt.Stmt, pa stmt.Params) (sql.Result, error) {
+		query, args := s.Bind(pa)
 		res, err := ex.ExecContext(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, probeSteps[i], err)
@@ -655,7 +658,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 		p.counts[i], err = res.RowsAffected()
 		return res, err
 	}
-	a := params{Name: name, Me: probeA, Lease: 60000}
+	a := stmt.Params{Name: name, Me: probeA, Lease: 60000}
 	res, err := run(0, hb, a)
 	if err != nil {
 		return p, err
@@ -668,7 +671,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	}
 	renewed, _ := res.LastInsertId()
 	p.renewed = uint64(renewed)
-	b := params{Name: name, Me: probeB, Lease: 60000}
+	b := stmt.Params{Name: name, Me: probeB, Lease: 60000}
 	if _, err := run(2, hb, b); err != nil {
 		return p, err
 	}
@@ -677,7 +680,7 @@ func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string
 	// expiry later).
 	expire := `UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
 WHERE anchor = :name AND ` + holdsCond
-	if _, err := run(3, mustStmt(expire), a); err != nil {
+	if _, err := run(3, stmt.Must(expire), a); err != nil {
 		return p, err
 	}
 	if res, err = run(4, hb, b); err != nil {
@@ -686,7 +689,7 @@ WHERE anchor = :name AND ` + holdsCond
 	took, _ := res.LastInsertId()
 	p.took = uint64(took)
 	// A decision written by another statement must be refused.
-	q, args := mustStmt(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).bind(b)
+	q, args := stmt.Must(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).Bind(b)
 	switch _, err = ex.ExecContext(ctx, q, args...); {
 	case err == nil:
 		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
@@ -726,7 +729,7 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	p, err := probeHeartbeat(ctx, tx, quoteTable(table), ScratchPrefix+hex.EncodeToString(b[:]))
-	switch n := mysqlErrno(err); {
+	switch n := mysqlerr.Errno(err); {
 	case err == nil:
 	case serverCause(err) == ErrAccessDenied:
 		return false, classify(err, table)
@@ -928,67 +931,67 @@ func (ch *checker) clock() {
 // release of a lock when its session ends, on a scratch lock held by one
 // connection (a) and tried by another (b).
 func (ch *checker) locks() {
-	lock := newUserLock(LockName(ch.site.database, ch.site.table, ch.name), ch.site.flavor)
+	lock := getlock.NewLock(LockName(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 	a, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a connection", err)
 		return
 	}
-	defer a.discard()
+	defer a.Discard()
 	b, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a second connection", err)
 		return
 	}
-	defer b.discard()
+	defer b.Discard()
 	if !ch.getLock(lock, a, b) {
 		return
 	}
 	ch.isUsedLock(lock, a, b)
-	a.discard()
+	a.Discard()
 	ch.lockSessionEnd(lock, b)
 }
 
 // openLock opens a connection of the checker's own for lock, and reads its
 // CONNECTION_ID().
-func (ch *checker) openLock(lock userLock) (*lockConn, error) {
-	c := &lockConn{lock: lock}
+func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
+	c := &getlock.Conn{Lock: lock}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	if err := c.open(ctx, ch.sdb); err != nil {
+	if err := c.Open(ctx, ch.sdb); err != nil {
 		return nil, err
 	}
-	if err := c.conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.id); err != nil {
-		return nil, c.fail(err)
+	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
+		return nil, c.Fail(err)
 	}
 	return c, nil
 }
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
 // returns whether it got the lock and how long it took.
-func (ch *checker) lockGet(c *lockConn, s stmt, extra time.Duration) (bool, time.Duration, error) {
+func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
 	start := ch.cfg.Clock.Now()
-	ok, err := c.get(ctx, s)
+	ok, err := c.Get(ctx, s)
 	return ok, ch.cfg.Clock.Now().Sub(start), err
 }
 
 // getLock: a takes the free lock at once; b's zero and fractional waits
 // must not get it, and must wait about what they asked. It returns false
 // when a could not take the lock (nothing else can be checked).
-func (ch *checker) getLock(lock userLock, a, b *lockConn) bool {
+func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	const frac = 300 * time.Millisecond
 	var problems, notes []string
 	fail := false
-	if ok, _, err := ch.lockGet(a, lock.tryLock, 0); err != nil || !ok {
+	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
 		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
 		return false
 	}
-	ok0, d0, err0 := ch.lockGet(b, lock.tryLock, 0)
+	ok0, d0, err0 := ch.lockGet(b, lock.TryLock, 0)
 	okF, dF, errF := false, time.Duration(0), error(nil)
 	if err0 == nil {
-		okF, dF, errF = ch.lockGet(b, lock.wait(frac), frac)
+		okF, dF, errF = ch.lockGet(b, lock.Wait(frac), frac)
 	}
 	switch {
 	case err0 != nil || errF != nil:
@@ -1028,29 +1031,29 @@ func (ch *checker) getLock(lock userLock, a, b *lockConn) bool {
 }
 
 // isUsedLock: IS_USED_LOCK, asked by b, names a, the holder.
-func (ch *checker) isUsedLock(lock userLock, a, b *lockConn) {
+func (ch *checker) isUsedLock(lock getlock.Lock, a, b *getlock.Conn) {
 	ctx, cancel := ch.step(0)
-	holder, err := b.scan(ctx, lock.holder)
+	holder, err := b.Scan(ctx, lock.Holder)
 	cancel()
 	switch {
 	case err != nil:
 		ch.unverified(PropIsUsedLock, lockOnly, "IS_USED_LOCK", err)
-	case !holder.Valid || uint64(holder.Int64) != a.id:
+	case !holder.Valid || uint64(holder.Int64) != a.ID:
 		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly,
-			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.id),
+			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.ID),
 			Consequence: "the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
 			Fix:         "use the table backend on this server"})
 	default:
 		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly,
-			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.id)})
+			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID)})
 	}
 }
 
 // lockSessionEnd: a lock is released when its session ends: once the
 // holder's connection closed, b's wait gets it.
-func (ch *checker) lockSessionEnd(lock userLock, b *lockConn) {
+func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
 	const wait = 3 * time.Second
-	ok, d, err := ch.lockGet(b, lock.wait(wait), wait)
+	ok, d, err := ch.lockGet(b, lock.Wait(wait), wait)
 	switch {
 	case err != nil:
 		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)
@@ -1157,15 +1160,15 @@ func (ch *checker) skipLocked() {
 }
 
 // statementBounds: a locking read wrapped by the bound of the server's
-// flavour (lockBound) ends within about a second while another transaction
+// flavour (stmt.Bound) ends within about a second while another transaction
 // holds the row, instead of waiting for the client to give up.
 func (ch *checker) statementBounds() {
 	if ch.noWrites {
 		ch.skipped(PropStatementBounds, none)
 		return
 	}
-	bound := newLockBound(ch.site.flavor, time.Second)
-	if bound.flavor == flavorOther {
+	bound := stmt.NewBound(ch.site.Flavor, time.Second)
+	if bound.Flavor == stmt.FlavorOther {
 		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none,
 			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
 			Consequence: "a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
@@ -1188,22 +1191,22 @@ func (ch *checker) statementBounds() {
 	defer cancel()
 	start := ch.cfg.Clock.Now()
 	var got string
-	err = c.QueryRowContext(ctx, bound.wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
+	err = c.QueryRowContext(ctx, bound.Wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
 	took := ch.cfg.Clock.Now().Sub(start).Round(time.Millisecond)
 	var st CheckStatus
 	var detail string
-	switch n := mysqlErrno(err); {
-	case n == erLockWaitTimeout || n == erQueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
+	switch n := mysqlerr.Errno(err); {
+	case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
 		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", boundKind(bound), took, n)
 	case err == nil:
 		st, detail = CheckWarn, "a locking read of a row another transaction holds returned at once"
 	default:
 		st, detail = CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", boundKind(bound), took, err)
 	}
-	if st == CheckPass && bound.flavor == flavorMySQL {
+	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
 		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
 		secs, _ := strconv.ParseInt(v, 10, 64)
-		if err == nil && secs > 2*lockWaitSecs(ch.cfg.QueryTimeout) {
+		if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.QueryTimeout) {
 			st = CheckWarn
 			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 		}
@@ -1213,8 +1216,8 @@ func (ch *checker) statementBounds() {
 		Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5: the driver sets it on every connection)"})
 }
 
-func boundKind(b lockBound) string {
-	if b.flavor == flavorMariaDB {
+func boundKind(b stmt.Bound) string {
+	if b.Flavor == stmt.FlavorMariaDB {
 		return "SET STATEMENT innodb_lock_wait_timeout"
 	}
 	return "MAX_EXECUTION_TIME"
@@ -1240,11 +1243,11 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	bound, _ := sessionSQL(false, sessionVar{"wait_timeout", leaseSecs})
+	bound, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: leaseSecs})
 	_, err = c.ExecContext(ctx, bound)
 	if err == nil {
 		var v string
-		v, _, err = serverVariable(ctx, c, "session.wait_timeout")
+		v, _, err = stmt.ServerVariable(ctx, c, "session.wait_timeout")
 		set, _ = strconv.ParseInt(v, 10, 64)
 	}
 	switch {

@@ -15,6 +15,8 @@ import (
 
 	"crypto/rand"
 	"encoding/hex"
+
+	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 // Defaults and limits of Config. The other defaults are derived from the
@@ -406,7 +408,7 @@ func ValidateID(id string) error {
 // $ (not starting with a digit or $), optionally qualified by a database
 // name of the same form; the database name at most 64 characters, the
 // table's at most 55, so that the names the schema derives from it (its
-// CHECK constraint <table>_decision and FloorTable) fit MySQL's 64. Its
+// CHECK constraint <table>_decision and floor.Table) fit MySQL's 64. Its
 // error wraps ErrInvalidConfig.
 func ValidateTable(table string) error {
 	parts := strings.Split(table, ".")
@@ -419,7 +421,7 @@ func ValidateTable(table string) error {
 	}
 	if t := parts[len(parts)-1]; len(t) > maxTableLen {
 		return fmt.Errorf("%w: table %q: %d characters, at most %d: the schema names its CHECK constraint %s_decision and its term floor table %s, and MySQL's identifiers have at most 64",
-			ErrInvalidConfig, table, len(t), maxTableLen, t, FloorTable(t))
+			ErrInvalidConfig, table, len(t), maxTableLen, t, floor.Table(t))
 	}
 	return nil
 }

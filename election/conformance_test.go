@@ -11,6 +11,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -363,7 +366,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	}
 	lb := backendOf(l).(*lockBackend)
 	lb.adopt = 26000
-	lb.prepare(userLock{}, lockBound{})
+	lb.prepare(getlock.Lock{}, stmt.Bound{})
 	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +429,7 @@ VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expir
 	tb := e.b.(*tableBackend)
 	p := tb.params(0)
 	p.Floor = 5000000000000000
-	query, args := tb.stmts.heartbeat.bind(p)
+	query, args := tb.stmts.heartbeat.Bind(p)
 	// MariaDB keeps the first of two assignments to decision there: the
 	// row would keep a decision, which the CHECK constraint refuses, and
 	// the statement fails (error 4025). Either way, nothing changes.
@@ -434,7 +437,7 @@ VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expir
 	var n int64
 	if err == nil {
 		n, _ = res.RowsAffected()
-	} else if mysqlErrno(err) != 4025 {
+	} else if mysqlerr.Errno(err) != 4025 {
 		t.Fatalf("heartbeat under SIMULTANEOUS_ASSIGNMENT: %v; want no error or the CHECK constraint's (4025)", err)
 	}
 	var id string

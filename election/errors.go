@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // Sentinel errors. Check them with errors.Is: the package wraps them with
@@ -100,25 +101,6 @@ type subError struct {
 func (e *subError) Error() string { return e.msg }
 func (e *subError) Unwrap() error { return e.parent }
 
-// MySQL and MariaDB error numbers the package classifies.
-const (
-	erAccessDenied         = 1045 // ER_ACCESS_DENIED_ERROR
-	erAccessDeniedNoPass   = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (unix_socket / auth_socket users over TCP)
-	erDBAccessDenied       = 1044 // ER_DBACCESS_DENIED_ERROR
-	erTableAccessDenied    = 1142 // ER_TABLEACCESS_DENIED_ERROR
-	erColumnAccessDenied   = 1143 // ER_COLUMNACCESS_DENIED_ERROR
-	erSpecificAccessDenied = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
-	erNoSuchTable          = 1146 // ER_NO_SUCH_TABLE
-	erBadDB                = 1049 // ER_BAD_DB_ERROR
-	erBadField             = 1054 // ER_BAD_FIELD_ERROR
-	erLockDeadlock         = 1213 // ER_LOCK_DEADLOCK
-	erErrorDuringCommit    = 1180 // ER_ERROR_DURING_COMMIT
-	erRollbackDuringCommit = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT
-	erLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT
-	erUnknownTimeZone      = 1298 // ER_UNKNOWN_TIME_ZONE
-	erBadNull              = 1048 // ER_BAD_NULL_ERROR
-)
-
 // classify turns a driver error into a package error: permanent problems
 // (missing table, missing privilege, outdated schema) wrap a sentinel so that
 // Run can stop and say what to do; everything else is returned as it is and
@@ -158,15 +140,15 @@ func serverCause(err error) error {
 		return nil
 	}
 	switch me.Number {
-	case erNoSuchTable:
+	case mysqlerr.NoSuchTable:
 		return ErrTableMissing
-	case erBadDB:
+	case mysqlerr.BadDB:
 		return ErrUnknownDatabase
-	case erAccessDenied, erAccessDeniedNoPass, erDBAccessDenied, erTableAccessDenied, erColumnAccessDenied, erSpecificAccessDenied:
+	case mysqlerr.AccessDenied, mysqlerr.AccessDeniedNoPass, mysqlerr.DBAccessDenied, mysqlerr.TableAccessDenied, mysqlerr.ColumnAccessDenied, mysqlerr.SpecificAccessDenied:
 		return ErrAccessDenied
-	case erBadField:
+	case mysqlerr.BadField:
 		return ErrSchemaMismatch
-	case erUnknownTimeZone:
+	case mysqlerr.UnknownTimeZone:
 		return ErrUnknownTimeZone
 	}
 	return nil
@@ -197,41 +179,15 @@ func migrateHint(err error, table string) error {
 // session check refused it (the heartbeat's NULL anchor, see
 // unsafeSessionSQL: error 1048); other errors are returned as they are.
 func unsafeSession(err error) error {
-	if mysqlErrno(err) == erBadNull {
+	if mysqlerr.Errno(err) == mysqlerr.BadNull {
 		return fmt.Errorf("%w: %w", ErrUnsafeSession, err)
 	}
 	return err
 }
 
-// haErrLockDeadlock is the storage engine's error (HA_ERR_LOCK_DEADLOCK) in
-// the 1180 that MySQL Group Replication returns at COMMIT for a local
-// transaction that a remote one's certified write set aborted: "Got error
-// 149 - 'Lock deadlock; Retry transaction' during COMMIT".
-const haErrLockDeadlock = "Got error 149 "
-
-// writeConflict reports whether err is a deadlock or a write conflict
-// detected at commit, after which the transaction was rolled back and may be
-// tried again: a deadlock (1213, also Galera's certification conflict), and
-// Group Replication's certification conflicts (3101, the transaction lost
-// certification; 1180 with engine error 149, a remote transaction aborted
-// it). Other 1180s (a commit that failed for another engine error) are not.
-func writeConflict(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case erLockDeadlock, erRollbackDuringCommit:
-		return true
-	case erErrorDuringCommit:
-		return strings.HasPrefix(me.Message, haErrLockDeadlock)
-	}
-	return false
-}
-
 // ErrorKind is a low-cardinality label for a heartbeat error, for
 // metrics (see Metrics.Heartbeat) and logs: timeout, connection, deadlock (deadlocks and the write
-// conflicts of certification-based clusters: see writeConflict), lock_wait,
+// conflicts of certification-based clusters: see mysqlerr.WriteConflict), lock_wait,
 // access, schema, server (any other server error).
 func ErrorKind(err error) string {
 	var me *mysql.MySQLError
@@ -244,9 +200,9 @@ func ErrorKind(err error) string {
 		return "access"
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return "timeout"
-	case writeConflict(err):
+	case mysqlerr.WriteConflict(err):
 		return "deadlock"
-	case errors.As(err, &me) && me.Number == erLockWaitTimeout:
+	case errors.As(err, &me) && me.Number == mysqlerr.LockWaitTimeout:
 		return "lock_wait"
 	case errors.As(err, &me):
 		return "server"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -151,8 +152,8 @@ func TestErrorKind(t *testing.T) {
 		if got := ErrorKind(tc.err); got != tc.want {
 			t.Errorf("ErrorKind(%v) = %q, want %q", tc.err, got, tc.want)
 		}
-		if got := writeConflict(tc.err); got != tc.conflict {
-			t.Errorf("writeConflict(%v) = %v, want %v", tc.err, got, tc.conflict)
+		if got := mysqlerr.WriteConflict(tc.err); got != tc.conflict {
+			t.Errorf("mysqlerr.WriteConflict(%v) = %v, want %v", tc.err, got, tc.conflict)
 		}
 	}
 }
@@ -161,8 +162,8 @@ func TestErrorKind(t *testing.T) {
 // not service_election, which `sqlelect migrate` does not manage, says what
 // to apply instead; other errors and tables are left alone.
 func TestMigrateHint(t *testing.T) {
-	missing := classify(&mysql.MySQLError{Number: erNoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
-	deadlock := &mysql.MySQLError{Number: erLockDeadlock, Message: "Deadlock"}
+	missing := classify(&mysql.MySQLError{Number: mysqlerr.NoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
+	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock"}
 	for _, tc := range []struct {
 		table string
 		err   error

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // fencedCond matches election :name's row while it names the candidate
@@ -57,21 +59,21 @@ const (
 // multi-primary mode), where only writes conflict across nodes. A server
 // without such a variable is not; any other error is returned.
 func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
-	v, ok, err := serverVariable(ctx, tx, "global.wsrep_on")
-	if err != nil || (ok && isOn(v)) {
-		return ok && isOn(v), err
+	v, ok, err := stmt.ServerVariable(ctx, tx, "global.wsrep_on")
+	if err != nil || (ok && stmt.IsOn(v)) {
+		return ok && stmt.IsOn(v), err
 	}
-	v, ok, err = serverVariable(ctx, tx, "global.group_replication_single_primary_mode")
+	v, ok, err = stmt.ServerVariable(ctx, tx, "global.group_replication_single_primary_mode")
 	if err != nil {
 		return false, err
 	}
-	return ok && !isOn(v), nil
+	return ok && !stmt.IsOn(v), nil
 }
 
 // check runs the fence's check in tx and returns sql.ErrNoRows when the
 // candidate does not hold term with a live lease. The first call finds out
 // which check the server needs (one more query, once).
-func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term uint64, bound lockBound) error {
+func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term uint64, bound stmt.Bound) error {
 	mode := m.v.Load()
 	if mode == fenceUnknown {
 		cluster, err := certifiedCluster(ctx, tx)
@@ -84,9 +86,9 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term ui
 		}
 		m.v.Store(mode)
 	}
-	p := params{Name: cfg.Name, Me: cfg.ID, Hold: term}
+	p := stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: term}
 	if mode == fenceWrite {
-		query, args := bound.stmt(fencedWriteSQL(quoteTable(cfg.Table))).bind(p)
+		query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -99,14 +101,14 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term ui
 		return nil
 	}
 	var one int
-	query, args := bound.stmt(fencedCheckSQL(quoteTable(cfg.Table))).bind(p)
+	query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
 	return tx.QueryRowContext(ctx, query, args...).Scan(&one)
 }
 
 // fenced runs fn in a transaction on db that first checks, under a share
 // lock on the election's row (a write of the row on a certification-based
 // cluster, see fenceMode), that candidate id still holds term. bound limits
-// the check's wait for the row lock (see lockBound).
+// the check's wait for the row lock (see stmt.Bound).
 //
 // The transaction runs on a connection of its own whose session may idle at
 // most idle (whole seconds, at least 1) before the server drops it: a
@@ -119,7 +121,7 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term ui
 // statement under ctx (tx.Commit cannot be cancelled), so that a commit
 // whose answer does not come (a half-open connection, a stalled Galera
 // cluster) never keeps the caller, and with it OnElected and Run, waiting.
-func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term uint64, bound lockBound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
+func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term uint64, bound stmt.Bound, idle time.Duration, fn func(tx *sql.Tx) error) (err error) {
 	if term == 0 {
 		return ErrNotLeader
 	}
@@ -131,8 +133,8 @@ func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term
 	// completion_type NO_CHAIN meanwhile: database/sql's ROLLBACK that ends
 	// the *sql.Tx would otherwise open the next transaction, and leave it
 	// on the pool (issue 31).
-	idleSQL, restore := sessionSQL(true, sessionVar{"wait_timeout", max(int64((idle+time.Second-1)/time.Second), 1)},
-		sessionVar{"completion_type", "'NO_CHAIN'"})
+	idleSQL, restore := stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: max(int64((idle+time.Second-1)/time.Second), 1)},
+		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
@@ -152,7 +154,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term
 	}
 	// COMMIT as a statement of the transaction, under ctx; finishFenced's
 	// Rollback then only ends the *sql.Tx (nothing is left to roll back).
-	if _, err = tx.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil { // see inConnTx
+	if _, err = tx.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil { // see floor.InConnTx
 		return fmt.Errorf("election: fenced: commit: %w", err)
 	}
 	return nil

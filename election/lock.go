@@ -12,6 +12,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // NewLock returns a candidate of the GET_LOCK backend: the election is the
@@ -142,7 +146,7 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 		value: cfg.Value,
 	}
-	b.lc.log = b.log
+	b.lc.Log = b.log
 	c := newCandidate(cfg, b)
 	c.db = db
 	return c, nil
@@ -164,7 +168,7 @@ type lockBackend struct {
 
 	// lc is the lock connection, on the lock LockName(database, cfg.Table,
 	// cfg.Name), set by preflight.
-	lc       lockConn
+	lc       getlock.Conn
 	wrote    uint64    // the term lc's connection last wrote naming this candidate
 	lastUsed time.Time // end of lc's last statement, for the idle limit
 
@@ -174,34 +178,34 @@ type lockBackend struct {
 
 	// bound limits lock waits of statements on pooled connections (the
 	// lock connection's session has the same limits); set by preflight.
-	bound atomicBound
+	bound stmt.AtomicBound
 
 	sql lockStmts // compiled by prepare
 }
 
 // lockStmts are the lock backend's statements, compiled once by prepare;
 // they take their arguments from lockBackend.params. The election name and
-// the lock name are safe literals (see plainLockName and ValidateName):
+// the lock name are safe literals (see getlock.Name and ValidateName):
 // statements that need nothing else have them in their text and bind no
 // parameter, so they go over the text protocol in one round trip.
 type lockStmts struct {
-	session stmt   // the lock connection's session limits
-	read    stmt   // the election's row
-	peek    string // no row, but fails unless the table has the columns
-	pass    stmt   // waits lockWait for the lock's holder to let go (userLock.pass)
+	session stmt.Stmt // the lock connection's session limits
+	read    stmt.Stmt // the election's row
+	peek    string    // no row, but fails unless the table has the columns
+	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
 
 	// The statements that assign a term, run in one transaction with the
 	// term floor (see writeTerm): :floor and :insert come from it.
-	take        stmt // takes the row read with term :term as :acquired, unless it changed since
-	insert      stmt // writes a new row naming this candidate
-	placeholder stmt // a new row naming this candidate but no lock connection (see placeholder)
+	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
+	insert      stmt.Stmt // writes a new row naming this candidate
+	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
 	// floor are the statements on the election's term floor row, run on
 	// the lock connection (whose session bounds their lock waits).
-	floor floorStmts
+	floor floor.Stmts
 
 	// renew renews the row where it still names this candidate's term
 	// :hold.
-	renew stmt
+	renew stmt.Stmt
 	// The statements that write the row of term :hold, run on the lock
 	// connection, or on a pooled one when there is none (see rowStmt).
 	release  rowStmt // marks it released
@@ -214,61 +218,61 @@ type lockStmts struct {
 // rowStmt is a statement on the election's row as a connection whose
 // session commits runs it (the lock connection, whose session also bounds
 // the lock waits; a pooled one in a transaction of the library's) and as a
-// pooled connection runs it on its own: bounded (see lockBound), and only
-// on a session that commits it (commitsSQL; see execCommitted).
-type rowStmt struct{ conn, pool stmt }
+// pooled connection runs it on its own: bounded (see stmt.Bound), and only
+// on a session that commits it (commitsSQL; see floor.ExecCommitted).
+type rowStmt struct{ conn, pool stmt.Stmt }
 
-func newRowStmt(sql string, conn, pool lockBound) rowStmt {
-	return rowStmt{conn: conn.stmt(sql), pool: pool.stmt(sql + ` AND ` + commitsSQL)}
+func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
+	return rowStmt{conn: conn.Stmt(sql), pool: pool.Stmt(sql + ` AND ` + commitsSQL)}
 }
 
 // prepare compiles the statements and sets the limits of the lock
 // connection, for the lock lock; bound bounds the statements run on a
 // pooled connection.
-func (b *lockBackend) prepare(lock userLock, bound lockBound) {
+func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	b.waitTimeout = time.Duration(secs) * time.Second
 	b.lockWait = min(cfg.RetryInterval, cfg.QueryTimeout/2)
-	b.lc.lock = lock
+	b.lc.Lock = lock
 
-	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
 	s := &b.sql
 	// The session's lock waits end with the client's QueryTimeout (see
-	// lockBound): a statement the client gave up on does not keep the
+	// stmt.Bound): a statement the client gave up on does not keep the
 	// server thread waiting for a row or metadata lock.
-	wait := lockWaitSecs(cfg.QueryTimeout)
+	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	// The connection comes from the caller's pool with whatever session
 	// state the application left on it: its clock (timestamp), time
 	// zone and commit mode are set here, since sqlelect does not trust session state it
 	// did not set. The connection never goes back to the pool.
-	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
-		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
-		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"},
-		sessionVar{"autocommit", 1}, sessionVar{"completion_type", "'NO_CHAIN'"})
-	s.session = mustStmt(session)
-	s.read = mustStmt(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
+	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
+		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
+		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
+	s.session = stmt.Must(session)
+	s.read = stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
 	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
-	s.pass = lock.pass(b.lockWait)
+	s.pass = lock.Pass(b.lockWait)
 
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
 	// Every new term is above the election's term floor (termNewSQL).
-	s.take = mustStmt(`UPDATE ` + tbl + ` SET service_id = :me,
+	s.take = stmt.Must(`UPDATE ` + tbl + ` SET service_id = :me,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
   term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
   acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND term = :term`)
 	// last_seen_active after term_started_at, as in the table backend's
 	// insert (SYSDATE(6) is read at each call).
-	s.insert = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
+	s.insert = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
-	s.placeholder = mustStmt(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = newFloorStmts(cfg.Table, lockBound{}, cfg.LockDelay)
+	s.floor = newFloorStmts(cfg.Table, stmt.Bound{}, cfg.LockDelay)
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -278,7 +282,7 @@ VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
-	s.renew = mustStmt(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)
@@ -287,23 +291,23 @@ WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
 	// on a pooled one (see giveUp), on a session whose time zone has no
 	// daylight saving time only (heldCond).
 	held := heldRowStatements(tbl)
-	s.release = newRowStmt(held.release, lockBound{}, bound)
-	s.handOff = newRowStmt(held.handOff, lockBound{}, bound)
-	s.handOver = newRowStmt(held.handOver, lockBound{}, bound)
-	s.proclaim = newRowStmt(held.proclaim, lockBound{}, bound)
-	s.prefer = newRowStmt(held.prefer, lockBound{}, bound)
+	s.release = newRowStmt(held.release, stmt.Bound{}, bound)
+	s.handOff = newRowStmt(held.handOff, stmt.Bound{}, bound)
+	s.handOver = newRowStmt(held.handOver, stmt.Bound{}, bound)
+	s.proclaim = newRowStmt(held.proclaim, stmt.Bound{}, bound)
+	s.prefer = newRowStmt(held.prefer, stmt.Bound{}, bound)
 }
 
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
-func (b *lockBackend) params(hold uint64) params {
-	return params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+func (b *lockBackend) params(hold uint64) stmt.Params {
+	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
 		Value: b.value, Priority: b.cfg.Priority}
 }
 
 // takeParams are the params of a take of the row read with term term, as
 // acquired.
-func (b *lockBackend) takeParams(acquired string, term uint64) params {
+func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
 	p := b.params(0)
 	p.Acquired, p.Term = acquired, term
 	return p
@@ -312,7 +316,7 @@ func (b *lockBackend) takeParams(acquired string, term uint64) params {
 // releaseStmt is the statement, and its params, that gives the row of term
 // hold up: marks it released, or with an unserved lock delay leaves it to
 // expire when the delay ends.
-func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, params) {
+func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, stmt.Params) {
 	p := b.params(hold)
 	if unserved > 0 {
 		// During an adoption period, never less than the adopted lease.
@@ -325,28 +329,28 @@ func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt,
 // handOverStmt is the statement, and its params, that gives the row of
 // term hold up for a planned change: marks it released and reserved for to
 // (anyone when empty) for window.
-func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, params) {
+func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, stmt.Params) {
 	p := b.params(hold)
 	p.To, p.Lease = to, ceilMillis(window)
 	return b.sql.handOver, p
 }
 
 // exec runs s with p on c.
-func exec(ctx context.Context, c *sqlx.Conn, s stmt, p params) (sql.Result, error) {
-	query, args := s.bind(p)
+func exec(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+	query, args := s.Bind(p)
 	return c.ExecContext(ctx, query, args...)
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
-	site, err := readLockSite(ctx, b.db, b.cfg.Table)
+	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
 		return err
 	}
 	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
 		return err
 	}
-	bound := newLockBound(site.flavor, b.cfg.QueryTimeout)
-	b.prepare(newUserLock(LockName(site.database, site.table, b.cfg.Name), site.flavor), bound)
+	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
+	b.prepare(getlock.NewLock(LockName(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}
@@ -362,7 +366,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkLockTopology(ctx, b.db); err != nil {
 		return err
 	}
-	b.bound.store(bound)
+	b.bound.Store(bound)
 	return nil
 }
 
@@ -373,7 +377,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 			ErrUnsupportedTopology, why)
 	}
 	variable := func(name string) (string, bool, error) {
-		v, ok, err := serverVariable(ctx, db, "global."+name)
+		v, ok, err := stmt.ServerVariable(ctx, db, "global."+name)
 		if err != nil {
 			return "", false, fmt.Errorf("election: checking the topology: %w", err)
 		}
@@ -385,7 +389,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && isOn(v) {
+	if ok && stmt.IsOn(v) {
 		return refuse("the server is a Galera cluster node (wsrep_on=ON)")
 	}
 	v, ok, err = variable("wsrep_provider")
@@ -401,7 +405,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if ok && !isOn(v) {
+	if ok && !stmt.IsOn(v) {
 		var online int
 		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 		var me *mysql.MySQLError
@@ -422,28 +426,28 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 // half its wait_timeout is replaced first, before the server drops it.
 // Errors are not classified.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sqlx.Conn, error) {
-	if b.lc.conn != nil && !b.lc.locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
-		b.lc.discard()
+	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
+		b.lc.Discard()
 	}
-	if b.lc.conn != nil {
-		return b.lc.conn, nil
+	if b.lc.Conn != nil {
+		return b.lc.Conn, nil
 	}
-	if err := b.lc.open(ctx, b.sdb); err != nil {
+	if err := b.lc.Open(ctx, b.sdb); err != nil {
 		return nil, err
 	}
 	b.wrote = 0
-	if err := b.lc.setup(ctx, b.sql.session, b.waitTimeout); err != nil {
+	if err := b.lc.Setup(ctx, b.sql.session, b.waitTimeout); err != nil {
 		return nil, err
 	}
 	b.lastUsed = b.cfg.Clock.Now()
-	b.log.Debug("lock connection opened", "connection_id", b.lc.id, "wait_timeout", b.waitTimeout)
-	return b.lc.conn, nil
+	b.log.Debug("lock connection opened", "connection_id", b.lc.ID, "wait_timeout", b.waitTimeout)
+	return b.lc.Conn, nil
 }
 
 // fail discards the lock connection after an error on it and returns the
 // error classified.
 func (b *lockBackend) fail(err error) error {
-	return classify(b.lc.fail(err), b.cfg.Table)
+	return classify(b.lc.Fail(err), b.cfg.Table)
 }
 
 // followFailed is follow's result after an error on the lock connection.
@@ -453,19 +457,19 @@ func (b *lockBackend) followFailed(err error) (Record, beat, time.Duration, erro
 
 // touch records that the lock connection was just used.
 func (b *lockBackend) touch() {
-	if b.lc.conn != nil {
+	if b.lc.Conn != nil {
 		b.lastUsed = b.cfg.Clock.Now()
 	}
 }
 
 // releaseLock releases the lock held by the lock connection.
 func (b *lockBackend) releaseLock(ctx context.Context) error {
-	if b.lc.conn == nil || !b.lc.locked {
+	if b.lc.Conn == nil || !b.lc.Locked {
 		return nil
 	}
-	held, err := b.lc.release(ctx)
+	held, err := b.lc.Release(ctx)
 	if err == nil && !held {
-		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lc.lock.name, "connection_id", b.lc.id)
+		b.log.Warn("RELEASE_LOCK found the lock not held by this connection", "lock", b.lc.Lock.Name, "connection_id", b.lc.ID)
 	}
 	return err
 }
@@ -473,7 +477,7 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
-	query, args := b.sql.read.bind(b.params(0))
+	query, args := b.sql.read.Bind(b.params(0))
 	err = rec.scan(c.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
@@ -493,7 +497,7 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	if err != nil {
 		return Record{}, beat{}, 0, b.fail(err)
 	}
-	if !b.lc.locked {
+	if !b.lc.Locked {
 		start := b.cfg.Clock.Now()
 		got, woke, err := b.acquire(ctx)
 		if err != nil {
@@ -536,14 +540,14 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 // lock go, and the election would wait for the server to drop its idle
 // connection, about a lease, after a Resign or a Transfer.
 func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
-	if got, err = b.lc.get(ctx, b.lc.lock.tryLock); err != nil || got {
+	if got, err = b.lc.Get(ctx, b.lc.Lock.TryLock); err != nil || got {
 		return got, false, err
 	}
-	r, err := b.lc.passOn(ctx, b.sql.pass)
-	if err != nil || r == passTimeout {
+	r, err := b.lc.PassOn(ctx, b.sql.pass)
+	if err != nil || r == getlock.PassTimeout {
 		return false, false, err
 	}
-	got, err = b.lc.get(ctx, b.lc.lock.tryLock)
+	got, err = b.lc.Get(ctx, b.lc.Lock.TryLock)
 	return got, !got, err
 }
 
@@ -635,7 +639,7 @@ func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (R
 	// yet, unless this very connection held the lock since it wrote the row.
 	var delay time.Duration
 	switch {
-	case rec.ConnectionID == b.lc.id && rec.Term == b.wrote:
+	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote:
 		// This very connection wrote the row and held the lock since:
 		// nobody else can have led, and this candidate stood down.
 		delay = 0
@@ -717,7 +721,7 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 
 // claim runs the take with p, and reports the hold it began, with lock
 // delay delay; none when an operator wrote the row first.
-func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p params, delay time.Duration) (Record, beat, time.Duration, error) {
+func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p stmt.Params, delay time.Duration) (Record, beat, time.Duration, error) {
 	term, _, err := b.write(ctx, c, b.sql.take, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
@@ -729,7 +733,7 @@ func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p par
 // when an operator wrote the row first (the take changed no row, or the
 // insert found one), and whether the election had no term floor row (an
 // insert is then acquired = 'first').
-func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params) (uint64, bool, error) {
+func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (uint64, bool, error) {
 	term, first, err := b.writeTerm(ctx, c, s, p)
 	if err != nil {
 		return 0, false, b.fail(err)
@@ -741,17 +745,17 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt, p params)
 }
 
 // writeTerm runs s with p on c in one transaction with the election's term
-// floor (inFloorTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
+// floor (floor.InTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
-func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt, p params) (term uint64, first bool, err error) {
-	err = inFloorTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floorTx, floor uint64, none bool) (uint64, error) {
+func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
+	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
 		p.Floor, p.First = floor, first
-		query, args := s.bind(p)
+		query, args := s.Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
-		if mysqlErrno(err) == erDupEntry {
+		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
 			return 0, nil
 		}
 		if err != nil {
@@ -780,7 +784,7 @@ func (b *lockBackend) failIf(err error) error {
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
 // back in the OK packet, else the row is read (nobody else writes it while
 // this connection holds the lock but operators).
-func newTerm(ctx context.Context, tx floorTx, res sql.Result) (uint64, error) {
+func newTerm(ctx context.Context, tx floor.Tx, res sql.Result) (uint64, error) {
 	if id, err := res.LastInsertId(); err == nil && id > 0 {
 		return uint64(id), nil
 	}
@@ -792,7 +796,7 @@ func newTerm(ctx context.Context, tx floorTx, res sql.Result) (uint64, error) {
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	defer b.touch()
 	bt, err := b.renewOnce(ctx, hold)
-	if err != nil && b.lc.conn == nil && ctx.Err() == nil && !permanent(err) {
+	if err != nil && b.lc.Conn == nil && ctx.Err() == nil && !permanent(err) {
 		// The lock connection failed (and was discarded): the lock may
 		// have gone with it. Try once on a fresh connection, which keeps
 		// the term only if it gets the lock back at once.
@@ -828,8 +832,8 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 // keepLock reports whether the lock connection holds the lock, taking it
 // back at once if it lost it (with its connection) and nobody took it.
 func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
-	if !b.lc.locked {
-		got, err := b.lc.get(ctx, b.lc.lock.tryLock)
+	if !b.lc.Locked {
+		got, err := b.lc.Get(ctx, b.lc.Lock.TryLock)
 		if err != nil {
 			return false, b.fail(err)
 		}
@@ -838,12 +842,12 @@ func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 		}
 		return got, nil
 	}
-	mine, err := b.lc.mine(ctx)
+	mine, err := b.lc.Mine(ctx)
 	if err != nil {
 		return false, b.fail(err)
 	}
 	if !mine {
-		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.id)
+		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.ID)
 	}
 	return mine, nil
 }
@@ -895,14 +899,14 @@ func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, wind
 // giveUp runs s with p, which ends the row's term, on the lock connection
 // and then releases the lock; without a lock connection (it failed) it runs
 // s on a pooled one.
-func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p params) error {
-	if b.lc.conn == nil {
+func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p stmt.Params) error {
+	if b.lc.Conn == nil {
 		// The lock went with its connection; still say the term is over,
 		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := execCommitted(ctx, b.db, s, p)
+		_, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 		return classify(err, b.cfg.Table)
 	}
-	if _, err := exec(ctx, b.lc.conn, s.conn, p); err != nil {
+	if _, err := exec(ctx, b.lc.Conn, s.conn, p); err != nil {
 		return b.fail(err)
 	}
 	return b.failIf(b.releaseLock(ctx))
@@ -936,13 +940,13 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 // execRow runs s with p, an UPDATE of the election's row, on the lock
 // connection, or on a pooled one when there is none, and reports whether
 // it changed the row.
-func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p params) (bool, error) {
+func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bool, error) {
 	defer b.touch()
-	if b.lc.conn == nil {
-		n, err := execCommitted(ctx, b.db, s, p)
+	if b.lc.Conn == nil {
+		n, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 		return n == 1, classify(err, b.cfg.Table)
 	}
-	res, err := exec(ctx, b.lc.conn, s.conn, p)
+	res, err := exec(ctx, b.lc.Conn, s.conn, p)
 	if err != nil {
 		return false, b.fail(err)
 	}
@@ -955,15 +959,15 @@ func (b *lockBackend) leader(ctx context.Context) (Record, error) {
 }
 
 func (b *lockBackend) close() {
-	if b.lc.conn == nil {
+	if b.lc.Conn == nil {
 		return
 	}
-	if b.lc.locked {
+	if b.lc.Locked {
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.QueryTimeout)
 		if err := b.releaseLock(ctx); err != nil {
 			b.log.Debug("RELEASE_LOCK failed; closing the connection frees the lock", "err", err)
 		}
 		cancel()
 	}
-	b.lc.discard()
+	b.lc.Discard()
 }

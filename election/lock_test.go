@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -53,7 +54,7 @@ func TestLockName(t *testing.T) {
 		t.Errorf("LockName(other, app.service_election, jobs) = %q, want the qualifier as the database", got)
 	}
 	// 64 characters: still plain; one more and it is hashed.
-	fits := strings.Repeat("a", election.MaxLockNameLen-len(scope))
+	fits := strings.Repeat("a", getlock.MaxNameLen-len(scope))
 	if got := election.LockName(db, tbl, fits); got != scope+fits {
 		t.Errorf("LockName(%d chars) = %q, want the name as it is", len(fits), got)
 	}
@@ -69,7 +70,7 @@ func TestLockName(t *testing.T) {
 	seen := map[string]lock{}
 	for _, l := range []lock{{db, tbl, "jobs"}, {db, tbl, fits}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "x.service_election:jobs"}} {
 		got := election.LockName(l.db, l.tbl, l.name)
-		if !strings.HasPrefix(got, prefix) || len(got) > election.MaxLockNameLen {
+		if !strings.HasPrefix(got, prefix) || len(got) > getlock.MaxNameLen {
 			t.Errorf("LockName(%q, %q, %q) = %q, want it readable", l.db, l.tbl, l.name, got)
 		}
 		if prev, dup := seen[got]; dup {
@@ -79,8 +80,8 @@ func TestLockName(t *testing.T) {
 	}
 	for _, l := range locks {
 		got := election.LockName(l.db, l.tbl, l.name)
-		if len(got) != election.MaxLockNameLen || !strings.HasPrefix(got, hashPrefix) {
-			t.Errorf("LockName(%q, %q, %q) = %q: want %q and hex, %d characters", l.db, l.tbl, l.name, got, hashPrefix, election.MaxLockNameLen)
+		if len(got) != getlock.MaxNameLen || !strings.HasPrefix(got, hashPrefix) {
+			t.Errorf("LockName(%q, %q, %q) = %q: want %q and hex, %d characters", l.db, l.tbl, l.name, got, hashPrefix, getlock.MaxNameLen)
 		}
 		if strings.ToLower(got) != got {
 			t.Errorf("LockName(%q, %q, %q) = %q is not lower case", l.db, l.tbl, l.name, got)
@@ -106,7 +107,7 @@ func TestLockName(t *testing.T) {
 	wake := map[string]lock{}
 	for _, l := range []lock{{db, tbl, "jobs"}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "jobs2"}, {"App", tbl, "jobs"}} {
 		got := election.WakeLockName(l.db, l.tbl, l.name)
-		if len(got) != election.MaxLockNameLen || strings.ToLower(got) != got || got == election.LockName(l.db, l.tbl, l.name) {
+		if len(got) != getlock.MaxNameLen || strings.ToLower(got) != got || got == election.LockName(l.db, l.tbl, l.name) {
 			t.Errorf("WakeLockName(%q, %q, %q) = %q", l.db, l.tbl, l.name, got)
 		}
 		if prev, dup := wake[got]; dup {

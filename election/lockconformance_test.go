@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -165,7 +166,7 @@ func TestLockConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(b.close)
-			lockName := b.lc.lock.name
+			lockName := b.lc.Lock.Name
 
 			// The lock: this candidate's connection, another's, or nobody's.
 			var holder *sql.Conn
@@ -184,8 +185,8 @@ func TestLockConformance(t *testing.T) {
 				if _, err := b.ensureConn(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if tc.lockBy == me && !b.lc.locked {
-					if got, err := b.lc.get(ctx, b.lc.lock.tryLock); err != nil || !got {
+				if tc.lockBy == me && !b.lc.Locked {
+					if got, err := b.lc.Get(ctx, b.lc.Lock.TryLock); err != nil || !got {
 						t.Fatalf("GET_LOCK: %v, %v", got, err)
 					}
 				}
@@ -221,7 +222,7 @@ func TestLockConformance(t *testing.T) {
 				}
 				switch r.conn {
 				case "me":
-					conn = b.lc.id
+					conn = b.lc.ID
 				case "gone":
 					conn = uint64(goneConn)
 				}
@@ -268,7 +269,7 @@ func TestLockConformance(t *testing.T) {
 				}
 				gotConn := ""
 				switch {
-				case conn.Valid && b.lc.conn != nil && uint64(conn.Int64) == b.lc.id:
+				case conn.Valid && b.lc.Conn != nil && uint64(conn.Int64) == b.lc.ID:
 					gotConn = "me"
 				case conn.Valid && conn.Int64 == goneConn:
 					gotConn = "gone"
@@ -290,8 +291,8 @@ func TestLockConformance(t *testing.T) {
 			if tc.want.n >= 0 {
 				connect()
 				before := set()
-				var s stmt
-				var p params
+				var s stmt.Stmt
+				var p stmt.Params
 				switch tc.step {
 				case follow:
 					switch {
@@ -321,7 +322,7 @@ func TestLockConformance(t *testing.T) {
 					rs, rp := b.handOverStmt(before, "x", 2*time.Second)
 					s, p = rs.conn, rp
 				}
-				res, err := exec(ctx, b.lc.conn, s, p)
+				res, err := exec(ctx, b.lc.Conn, s, p)
 				if err != nil {
 					t.Fatalf("statement: %v", err)
 				}
@@ -341,7 +342,7 @@ func TestLockConformance(t *testing.T) {
 			if tc.lockBy == me {
 				b.close()
 			}
-			b.lc.discard()
+			b.lc.Discard()
 			connect()
 			before := set()
 			var bt beat
@@ -356,7 +357,7 @@ func TestLockConformance(t *testing.T) {
 			case renew:
 				bt, err = b.renew(ctx, before)
 			case renewFresh:
-				b.lc.discard() // the lock connection failed
+				b.lc.Discard() // the lock connection failed
 				bt, err = b.renew(ctx, before)
 			case release:
 				err = b.release(ctx, before, 0)
@@ -375,7 +376,7 @@ func TestLockConformance(t *testing.T) {
 			if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName).Scan(&holderID); err != nil {
 				t.Fatal(err)
 			}
-			mine := holderID.Valid && b.lc.conn != nil && uint64(holderID.Int64) == b.lc.id
+			mine := holderID.Valid && b.lc.Conn != nil && uint64(holderID.Int64) == b.lc.ID
 			if tc.step != takeChanged && mine != tc.want.lockMine {
 				t.Errorf("%s: the lock held by this connection: %v, want %v", tc.step, mine, tc.want.lockMine)
 			}

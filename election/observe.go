@@ -120,7 +120,7 @@ func observeLook(ctx context.Context, db *sql.DB, cfg settings, hint *wakeup) (R
 	qctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
 	defer cancel()
 	rec, err := Status(qctx, db, cfg.Table, cfg.Name)
-	if err == nil && hint != nil && hint.held.lock.name == "" {
+	if err == nil && hint != nil && hint.held.Lock.Name == "" {
 		if perr := hint.preflight(qctx); perr != nil {
 			cfg.Metrics.Heartbeat(cfg.Name, 0, perr)
 			hint = nil

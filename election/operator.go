@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Assume forces candidate id to lead election name: the operator's REPLACE
@@ -25,7 +29,7 @@ import (
 //
 // It returns the record as written. table may be empty for DefaultTable.
 // The statement waits for a row lock on the server no longer than ctx
-// allows (DefaultQueryTimeout without a deadline; see lockBound). On Galera
+// allows (DefaultQueryTimeout without a deadline; see stmt.Bound). On Galera
 // the REPLACE can lose certification to the leader's renewal or fenced
 // write on another node (error 1213; 3101 on a multi-primary Group
 // Replication group): it is tried up to three times, and
@@ -41,12 +45,12 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 		return Record{}, err
 	}
 	tbl := quoteTable(op.table)
-	assume, read := bound.stmt(assumeSQL(tbl)), bound.stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
+	assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
-	// it in the same transaction (see inFloorTx).
-	write := func(tx floorTx, floor uint64, _ bool) (uint64, error) {
-		query, args := assume.bind(params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
+	// it in the same transaction (see floor.InTx).
+	write := func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
+		query, args := assume.Bind(stmt.Params{Name: name, Me: id, Lease: DefaultLeaseDuration.Milliseconds(), Floor: floor})
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return 0, err
@@ -56,15 +60,15 @@ func Assume(ctx context.Context, db *sql.DB, table, name, id string) (Record, er
 			return 0, nil
 		}
 		var term uint64
-		query, args = read.bind(params{Name: name})
+		query, args = read.Bind(stmt.Params{Name: name})
 		err = tx.QueryRowContext(ctx, query, args...).Scan(&term)
 		return term, err
 	}
 	// Assume inserts no row: no lock delay to judge a first election by.
 	f := newFloorStmts(op.table, bound, 0)
 	for try := 1; ; try++ { // see execRetryingConflicts
-		err = inFloorTxOnce(ctx, db, f, name, write)
-		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
+		err = floor.InTxOnce(ctx, db, f, name, write)
+		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
 			break
 		}
 	}
@@ -124,7 +128,7 @@ func Reelect(ctx context.Context, db *sql.DB, table, name string) (Record, error
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, err
 	}
-	res, err := op.exec(ctx, reelectSQL(quoteTable(op.table)), params{Name: name})
+	res, err := op.exec(ctx, reelectSQL(quoteTable(op.table)), stmt.Params{Name: name})
 	if err != nil {
 		return Record{}, err
 	}
@@ -196,7 +200,7 @@ func requestSQL(tbl string) string {
 // request asks election name's live leader to hand over to to ("" for
 // anyone).
 func (o operation) request(ctx context.Context, name, to string) (Record, error) {
-	res, err := o.exec(ctx, requestSQL(quoteTable(o.table)), params{Name: name, To: to})
+	res, err := o.exec(ctx, requestSQL(quoteTable(o.table)), stmt.Params{Name: name, To: to})
 	if err != nil {
 		return Record{}, err
 	}
@@ -242,12 +246,12 @@ func newOperation(db *sql.DB, table, name string, ids ...string) (operation, err
 // exec runs the action's statement, text with named parameters taken from p,
 // bounded by operatorBound, and retried on write conflicts
 // (execRetryingConflicts).
-func (o operation) exec(ctx context.Context, text string, p params) (sql.Result, error) {
+func (o operation) exec(ctx context.Context, text string, p stmt.Params) (sql.Result, error) {
 	bound, err := operatorBound(ctx, o.db)
 	if err != nil {
 		return nil, err
 	}
-	query, args := bound.stmt(text).bind(p)
+	query, args := bound.Stmt(text).Bind(p)
 	res, err := execRetryingConflicts(ctx, o.db, query, args...)
 	if err != nil {
 		return nil, classify(err, o.table)
@@ -263,7 +267,7 @@ func (o operation) exec(ctx context.Context, text string, p params) (sql.Result,
 func execRetryingConflicts(ctx context.Context, db *sql.DB, query string, args ...any) (sql.Result, error) {
 	for try := 1; ; try++ {
 		res, err := db.ExecContext(ctx, query, args...)
-		if try == 3 || !writeConflict(err) || ctx.Err() != nil {
+		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
 			return res, err
 		}
 	}

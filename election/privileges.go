@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // CheckPrivileges checks that the user of db may campaign in table (empty
@@ -45,7 +47,7 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 			continue
 		}
 		if !errors.Is(serverCause(err), ErrAccessDenied) {
-			if ctx.Err() != nil || mysqlErrno(err) == 0 {
+			if ctx.Err() != nil || mysqlerr.Errno(err) == 0 {
 				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
 			}
 			continue // not a privilege: the campaign will say

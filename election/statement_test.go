@@ -9,45 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestCompileStmt(t *testing.T) {
-	p := params{Name: "e", Me: "me", Hold: 7, Lease: 1500, Value: "v", Names: []string{"a", "b", "c"}, Acquired: "lock"}
-	for _, c := range []struct {
-		sql      string
-		wantSQL  string
-		wantArgs []any
-	}{
-		{"SELECT 1", "SELECT 1", []any{}},
-		{"UPDATE t SET a = :value WHERE anchor = :name AND term = :hold AND b = :lease",
-			"UPDATE t SET a = ? WHERE anchor = ? AND term = ? AND b = ?", []any{"v", "e", uint64(7), int64(1500)}},
-		{"SELECT ':me', ':x?' FROM t WHERE s = :me AND t = :me", "SELECT ':me', ':x?' FROM t WHERE s = ? AND t = ?", []any{"me", "me"}},
-		{"SELECT 1 FROM t WHERE a IN (:names) AND b = :me", "SELECT 1 FROM t WHERE a IN (?,?,?) AND b = ?", []any{"a", "b", "c", "me"}},
-		{"SELECT `a:me`, \"b:me\" FROM t WHERE a = :me", "SELECT `a:me`, \"b:me\" FROM t WHERE a = ?", []any{"me"}},
-		{"SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = :name", "SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = ?", []any{"e"}},
-		{"UPDATE t SET acquired = :acquired WHERE anchor = 'x:me' AND term = :term", "UPDATE t SET acquired = ? WHERE anchor = 'x:me' AND term = ?", []any{"lock", uint64(0)}},
-		{"SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", "SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", []any{}},
-	} {
-		s, err := compileStmt(c.sql)
-		if err != nil {
-			t.Errorf("compileStmt(%q): %v", c.sql, err)
-			continue
-		}
-		gotSQL, gotArgs := s.bind(p)
-		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
-			t.Errorf("compileStmt(%q).bind = %q %#v, want %q %#v", c.sql, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
-		}
-	}
-	for _, bad := range []string{
-		"SELECT 1 FROM t WHERE a = ?",       // positional
-		"SELECT 1 FROM t WHERE a = :nobody", // unknown name
-		"SELECT 'unterminated FROM t",
-	} {
-		if _, err := compileStmt(bad); err == nil {
-			t.Errorf("compileStmt(%q) succeeded, want an error", bad)
-		}
-	}
-}
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
 
 // countPlaceholders counts the ? outside single quotes.
 func countPlaceholders(sql string) int {
@@ -78,10 +43,10 @@ type builtStatement struct {
 // builtStatements builds every statement of the table backend, the Batcher
 // and the operators for table, bound by bound, with arguments from p
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
-func builtStatements(t *testing.T, table string, bound lockBound, p params) []builtStatement {
+func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	t.Helper()
 	tb := &tableBackend{cfg: settings{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
-	tb.bound.store(bound)
+	tb.bound.Store(bound)
 	tb.prepareSQL()
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
@@ -93,8 +58,8 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 		t.Fatal(err)
 	}
 	var out []builtStatement
-	add := func(what string, s stmt, p params) {
-		q, args := s.bind(p)
+	add := func(what string, s stmt.Stmt, p stmt.Params) {
+		q, args := s.Bind(p)
 		out = append(out, builtStatement{what, q, args})
 	}
 	hp := tb.params(p.Hold)
@@ -105,17 +70,17 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 	add("release", tb.stmts.release.pool, tb.params(p.Hold))
 	add("release in a transaction", tb.stmts.release.conn, tb.params(p.Hold))
 	add("handOff", tb.stmts.handOff.pool, tb.params(p.Hold))
-	add("peek", mustStmt(tb.stmts.peek), p)
-	add("floor read", tb.stmts.floor.read, p)
-	add("floor raise", tb.stmts.floor.raise, p)
-	add("floor peek", mustStmt(tb.stmts.floor.peek), p)
-	add("batch bound", mustStmt(b.boundSQL), p)
-	add("batch restore", mustStmt(b.restoreSQL), p)
+	add("peek", stmt.Must(tb.stmts.peek), p)
+	add("floor read", tb.stmts.floor.Read, p)
+	add("floor raise", tb.stmts.floor.Raise, p)
+	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
+	add("batch bound", stmt.Must(b.boundSQL), p)
+	add("batch restore", stmt.Must(b.restoreSQL), p)
 	add("batch lock", b.lockStmt, p)
 	add("batch renew", b.renewStmt, p)
-	add("batch read", bound.stmt(b.readSQL), p)
-	add("Assume", bound.stmt(assumeSQL(quoteTable(table))), p)
-	add("Reelect", bound.stmt(reelectSQL(quoteTable(table))), p)
+	add("batch read", bound.Stmt(b.readSQL), p)
+	add("Assume", bound.Stmt(assumeSQL(quoteTable(table))), p)
+	add("Reelect", bound.Stmt(reelectSQL(quoteTable(table))), p)
 	return out
 }
 
@@ -123,8 +88,8 @@ func builtStatements(t *testing.T, table string, bound lockBound, p params) []bu
 // with.
 type statementCase struct {
 	table string
-	bound lockBound
-	p     params
+	bound stmt.Bound
+	p     stmt.Params
 }
 
 // statementCases are the cases the statement tests build every statement
@@ -132,8 +97,8 @@ type statementCase struct {
 func statementCases() []statementCase {
 	var out []statementCase
 	for _, table := range []string{DefaultTable, "db1.elections"} {
-		for _, bound := range []lockBound{{}, newLockBound(flavorMariaDB, 5*time.Second), newLockBound(flavorMySQL, 3*time.Second)} {
-			for _, p := range []params{
+		for _, bound := range []stmt.Bound{{}, stmt.NewBound(stmt.FlavorMariaDB, 5*time.Second), stmt.NewBound(stmt.FlavorMySQL, 3*time.Second)} {
+			for _, p := range []stmt.Params{
 				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: "", Names: []string{"e1"}},
 				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1", Names: []string{"a", "b", "c", "d", "e"},
 					Floor: 1763790000123457, First: true, Term: 1763790000123458},
@@ -196,9 +161,9 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
 	}
-	f := newFloorStmts(DefaultTable, lockBound{}, time.Second)
-	for _, s := range []stmt{f.marker, f.sum, f.count, f.seed, f.mark} {
-		q, _ := s.bind(params{})
+	f := newFloorStmts(DefaultTable, stmt.Bound{}, time.Second)
+	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {
+		q, _ := s.Bind(stmt.Params{})
 		all = append(all, builtStatement{what: "the floor's marker", sql: q})
 	}
 	for _, s := range all {
@@ -229,10 +194,10 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 // NOW(6) <= SYSDATE(6) AND trustedSQL) is trustedSQL alone. Since issue 31 the
 // statements a pooled connection runs outside a transaction also check
 // commitsSQL, and release has a variant without it, for a transaction.
-func legacyStatements(table string, bound lockBound, p params) []builtStatement {
+func legacyStatements(table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
-	heartbeatSQL := bound.wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
+	heartbeatSQL := bound.Wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
 VALUES (IF(` + trustedSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
 decision = CASE
@@ -255,14 +220,14 @@ lease_ms = IF(decision, ?, lease_ms),
 last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
 priority = IF(decision, ?, priority),
 decision = NULL`)
-	checkSQL := bound.wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
+	checkSQL := bound.Wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL
-	releaseSQL := bound.wrap(releaseTxSQL + ` AND ` + commitsSQL)
-	handOffSQL := bound.wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL + ` AND ` + commitsSQL)
+	releaseSQL := bound.Wrap(releaseTxSQL + ` AND ` + commitsSQL)
+	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL + ` AND ` + commitsSQL)
 	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
-	args := []any{p.Name, me, p.Floor, lease, p.insert(), val, p.Priority, // the insert
+	args := []any{p.Name, me, p.Floor, lease, p.Insert(), val, p.Priority, // the insert
 		me, hold, me, // R
 		me,      // transferred
 		me,      // claimed
@@ -275,16 +240,16 @@ decision = NULL`)
 	}
 	return []builtStatement{
 		{"heartbeat", heartbeatSQL, args},
-		{"renew", bound.wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
+		{"renew", bound.Wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
 WHERE anchor = ? AND ` + r + ` AND ` + trustedSQL + ` AND ` + commitsSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
-		{"release in a transaction", bound.wrap(releaseTxSQL), []any{p.Name, me, hold}},
+		{"release in a transaction", bound.Wrap(releaseTxSQL), []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},
 		{"peek", peekSQL, []any{}},
-		{"floor read", bound.wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
-		{"floor raise", bound.wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (?, ?)
+		{"floor read", bound.Wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
+		{"floor raise", bound.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.Term, p.Term}},
 		{"floor peek", `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, []any{}}, // marked_at: schema version 8
 		{"batch bound", `SET @sqlelect_wait_timeout = @@session.wait_timeout,
@@ -298,14 +263,14 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
 			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
-		{"batch read", bound.wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
+		{"batch read", bound.Wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
-		{"Assume", bound.wrap(`REPLACE INTO ` + tbl + ` (anchor, service_id, last_seen_active, term,
+		{"Assume", bound.Wrap(`REPLACE INTO ` + tbl + ` (anchor, service_id, last_seen_active, term,
   term_started_at, lease_ms, released, acquired, value, backend, connection_id)
 SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `,
   COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
 FROM ` + tbl + ` WHERE anchor = ? HAVING ` + trustedSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
-		{"Reelect", bound.wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
+		{"Reelect", bound.Wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
 	}
 }
 
@@ -315,7 +280,7 @@ FROM ` + tbl + ` WHERE anchor = ? HAVING ` + trustedSQL), []any{p.Name, me, p.Fl
 // one CASE that decides, and the expiry judged in at most two of its
 // branches.
 func TestHeartbeatSize(t *testing.T) {
-	q, args := mustStmt(heartbeatSQL(quoteTable("service_election"))).bind(params{})
+	q, args := stmt.Must(heartbeatSQL(quoteTable("service_election"))).Bind(stmt.Params{})
 	t.Logf("heartbeat: %d bytes as written, %d placeholders, %d NOW(6), %d SYSDATE(6)",
 		len(q), len(args), strings.Count(q, "NOW(6)"), strings.Count(q, "SYSDATE(6)"))
 	if len(q) > 1536 {
@@ -331,10 +296,10 @@ func TestHeartbeatSize(t *testing.T) {
 	// and the values of a candidate with the default ID on this host,
 	// election "default", a term and a floor of 16 digits.
 	id := DefaultID()
-	for _, b := range []lockBound{{flavor: flavorMariaDB, secs: 5}, {flavor: flavorMySQL, secs: 5}} {
+	for _, b := range []stmt.Bound{{Flavor: stmt.FlavorMariaDB, Secs: 5}, {Flavor: stmt.FlavorMySQL, Secs: 5}} {
 		const term = 1795604384494302
-		q, args := mustStmt(b.wrap(heartbeatSQL(quoteTable("service_election")))).bind(
-			params{Name: "default", Me: id, Hold: term, Lease: 15000, Floor: term})
+		q, args := stmt.Must(b.Wrap(heartbeatSQL(quoteTable("service_election")))).Bind(
+			stmt.Params{Name: "default", Me: id, Hold: term, Lease: 15000, Floor: term})
 		t.Logf("heartbeat as sent (%+v, ID %q): %d bytes", b, id, sentSize(q, args))
 	}
 }
@@ -370,14 +335,14 @@ func TestLockStatementsAsHandAssembled(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	for _, c := range statementCases() {
 		for _, adopt := range []int64{0, 26000} {
-			l, err := NewLock(db, Config{Table: c.table, Name: c.p.Name, ID: c.p.Me, Value: c.p.Value, Preference: PreferenceConfig{Priority: 3, Tenure: 1500 * time.Millisecond},
-				LeaseDuration: 15 * time.Second})
+			l, err := NewLock(db, Config{Table: c.table, Name: c.p.Name, ID: c.p.Me, Value: c.p.Value,
+				LeaseDuration: 15 * time.Second, Preference: PreferenceConfig{Priority: 3, Tenure: 1500 * time.Millisecond}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			b := backendOf(l).(*lockBackend)
 			b.adopt = adopt
-			lock := newUserLock(LockName("app", c.table, c.p.Name), c.bound.flavor)
+			lock := getlock.NewLock(LockName("app", c.table, c.p.Name), c.bound.Flavor)
 			b.prepare(lock, c.bound)
 			built := builtLockStatements(b, c.p)
 			legacy := legacyLockStatements(b, lock, c.bound, c.p)
@@ -435,21 +400,21 @@ func interpolate(sql string, args []any) string {
 // builtLockStatements binds every statement of the lock backend b with
 // arguments from p (p.Hold the term held and the term read, p.Lease the
 // unserved delay and the transfer window in milliseconds).
-func builtLockStatements(b *lockBackend, p params) []builtStatement {
+func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 	var out []builtStatement
-	add := func(what string, s stmt, p params) {
-		q, args := s.bind(p)
+	add := func(what string, s stmt.Stmt, p stmt.Params) {
+		q, args := s.Bind(p)
 		out = append(out, builtStatement{what, q, args})
 	}
-	add("session", b.sql.session, params{})
+	add("session", b.sql.session, stmt.Params{})
 	add("read", b.sql.read, b.params(0))
-	add("peek", mustStmt(b.sql.peek), params{})
-	add("pass", b.sql.pass, params{})
-	add("try lock", b.lc.lock.tryLock, params{})
-	add("is mine", b.lc.lock.isMine, params{})
-	add("holder", b.lc.lock.holder, params{})
-	add("release lock", b.lc.lock.release, params{})
-	add("wait", b.lc.lock.wait(300*time.Millisecond), params{})
+	add("peek", stmt.Must(b.sql.peek), stmt.Params{})
+	add("pass", b.sql.pass, stmt.Params{})
+	add("try lock", b.lc.Lock.TryLock, stmt.Params{})
+	add("is mine", b.lc.Lock.IsMine, stmt.Params{})
+	add("holder", b.lc.Lock.Holder, stmt.Params{})
+	add("release lock", b.lc.Lock.Release, stmt.Params{})
+	add("wait", b.lc.Lock.Wait(300*time.Millisecond), stmt.Params{})
 	tp := b.takeParams("claimed", p.Hold)
 	tp.Floor, tp.First = p.Floor, false
 	add("take", b.sql.take, tp)
@@ -461,16 +426,16 @@ func builtLockStatements(b *lockBackend, p params) []builtStatement {
 	for _, s := range []struct {
 		what string
 		rs   rowStmt
-		p    params
+		p    stmt.Params
 	}{
 		{"release", b.sql.release, b.params(p.Hold)},
-		{"handOff", b.sql.handOff, func() params { _, q := b.releaseStmt(p.Hold, time.Duration(p.Lease)*time.Millisecond); return q }()},
-		{"handOver", b.sql.handOver, func() params {
+		{"handOff", b.sql.handOff, func() stmt.Params { _, q := b.releaseStmt(p.Hold, time.Duration(p.Lease)*time.Millisecond); return q }()},
+		{"handOver", b.sql.handOver, func() stmt.Params {
 			_, q := b.handOverStmt(p.Hold, p.To, time.Duration(p.Lease)*time.Millisecond)
 			return q
 		}()},
 		{"proclaim", b.sql.proclaim, b.params(p.Hold)},
-		{"prefer", b.sql.prefer, func() params {
+		{"prefer", b.sql.prefer, func() stmt.Params {
 			q := b.params(0)
 			q.Term, q.Tenure = p.Hold, ceilMillis(b.cfg.PreferenceTenure)
 			return q
@@ -485,24 +450,24 @@ func builtLockStatements(b *lockBackend, p params) []builtStatement {
 // legacyLockStatements are the statements of builtLockStatements as
 // lockBackend.prepare and newUserLock assembled them before issue 22, with
 // b's configuration, lock and bound.
-func legacyLockStatements(b *lockBackend, l userLock, bound lockBound, p params) []builtStatement {
+func legacyLockStatements(b *lockBackend, l getlock.Lock, bound stmt.Bound, p stmt.Params) []builtStatement {
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
-	tbl, anchor := quoteTable(cfg.Table), sqlString(cfg.Name)
+	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
 	lease := max(cfg.leaseMillis(), b.adopt)
-	wait := lockWaitSecs(cfg.QueryTimeout)
-	session, _ := sessionSQL(false, sessionVar{"wait_timeout", secs}, sessionVar{"interactive_timeout", secs},
-		sessionVar{"innodb_lock_wait_timeout", wait}, sessionVar{"lock_wait_timeout", wait},
-		sessionVar{"timestamp", "DEFAULT"}, sessionVar{"time_zone", "'+00:00'"},
-		sessionVar{"autocommit", 1}, sessionVar{"completion_type", "'NO_CHAIN'"}) // issue 31
-	lit := sqlString(l.name)
+	wait := stmt.WaitSecs(cfg.QueryTimeout)
+	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
+		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
+		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"}) // issue 31
+	lit := getlock.Literal(l.Name)
 	passSQL := func(d time.Duration) string {
-		hint, call := getLockCall(lit, d, l.mariadb)
+		hint, call := getlock.Call(lit, d, l.MariaDB)
 		return `SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
   WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`
 	}
 	waitSQL := func(d time.Duration) string {
-		hint, call := getLockCall(lit, d, l.mariadb)
+		hint, call := getlock.Call(lit, d, l.MariaDB)
 		return `SELECT ` + hint + call
 	}
 	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
@@ -523,10 +488,10 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
 	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
-	handOff := mustStmt(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
+	handOff := stmt.Must(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
 	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held
 	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
-	prefer := mustStmt(preferSQL(tbl))
+	prefer := stmt.Must(preferSQL(tbl))
 
 	// The anchor was a literal: it is now the first argument.
 	lit1 := func(q string, args ...any) builtStatement {
@@ -539,8 +504,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	}
 	named := func(what string, s builtStatement) builtStatement { s.what = what; return s }
 	hold, value := p.Hold, b.value
-	handOffQ, handOffArgs := handOff.bind(params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(p.Lease, b.adopt)})
-	preferQ, preferArgs := prefer.bind(params{Name: cfg.Name, Me: cfg.ID, Term: hold, Priority: cfg.Priority,
+	handOffQ, handOffArgs := handOff.Bind(stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(p.Lease, b.adopt)})
+	preferQ, preferArgs := prefer.Bind(stmt.Params{Name: cfg.Name, Me: cfg.ID, Term: hold, Priority: cfg.Priority,
 		Tenure: ceilMillis(cfg.PreferenceTenure)})
 	out := []builtStatement{
 		{"session", session, nil},
@@ -553,8 +518,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
 		{"wait", waitSQL(300 * time.Millisecond), nil},
 		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Priority, hold)),
-		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.insert(), value, cfg.Priority)),
-		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.insert(), cfg.Priority)),
+		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.Insert(), value, cfg.Priority)),
+		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.Insert(), cfg.Priority)),
 		named("renew", litAt(renew, 3, lease, value, cfg.Priority, cfg.ID, hold)),
 	}
 	for _, s := range []builtStatement{
@@ -565,7 +530,7 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"prefer", preferQ, preferArgs},
 	} {
 		// Since issue 31 the pooled ones check commitsSQL.
-		out = append(out, s, builtStatement{s.what + " pooled", bound.wrap(s.sql + ` AND ` + commitsSQL), s.args})
+		out = append(out, s, builtStatement{s.what + " pooled", bound.Wrap(s.sql + ` AND ` + commitsSQL), s.args})
 	}
 	return out
 }

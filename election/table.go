@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // NewTable returns a candidate of the table backend: the election is the row
@@ -48,7 +50,7 @@ type tableBackend struct {
 	value string
 	// bound limits the statements' server-side lock waits; set by
 	// preflight, which then prepares the statements again.
-	bound atomicBound
+	bound stmt.AtomicBound
 	// adopt is the adopted lease in milliseconds during an adoption
 	// period (see adoptedMillis), 0 outside one; set by preflight.
 	adopt int64
@@ -59,10 +61,10 @@ type tableBackend struct {
 // tableStmts are the table backend's statements, compiled by prepareSQL;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat, renew, check                      stmt
+	heartbeat, renew, check                      stmt.Stmt
 	release, handOff, handOver, proclaim, prefer rowStmt
 	peek                                         string
-	floor                                        floorStmts
+	floor                                        floor.Stmts
 }
 
 // The database clock, and the session state sqlelect did not set.
@@ -100,7 +102,7 @@ type tableStmts struct {
 //
 //   - Every take, and every heartbeat, runs in a transaction the library
 //     begins and ends with COMMIT AND NO CHAIN
-//     (inConnTx): BEGIN ends whatever transaction the session had open, and
+//     (floor.InConnTx): BEGIN ends whatever transaction the session had open, and
 //     the COMMIT commits whatever the session's autocommit and
 //     completion_type. Or on the lock backend's own connection, whose
 //     session sets autocommit and completion_type itself.
@@ -156,7 +158,7 @@ const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + 
 const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `)*1000000)`
 
 // termNewSQL is a new term: the database clock in microseconds, and above
-// the election's term floor :floor (see inFloorTx), so above every term
+// the election's term floor :floor (see floor.InTx), so above every term
 // issued before whatever the clock says.
 const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
 
@@ -228,7 +230,7 @@ END`
 // (Config.Preference.Priority).
 //
 // The statement runs in one transaction with the election's term floor
-// (inFloorTx): :floor is the floor, and :insert is 'first' when the
+// (floor.InTx): :floor is the floor, and :insert is 'first' when the
 // election has no floor row, it never existed (an insert then leads
 // without the lock delay), else 'insert'. Every term it writes is above :floor.
 // Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
@@ -293,12 +295,12 @@ WHERE anchor = :name AND ` + renewCond + ` AND ` + trustedSQL + ` AND ` + commit
 // preflight once it detected the server. Every statement that can wait for a
 // lock is wrapped by t.bound (a no-op until then).
 func (t *tableBackend) prepareSQL() {
-	tbl, bound := quoteTable(t.cfg.Table), t.bound.load()
+	tbl, bound := quoteTable(t.cfg.Table), t.bound.Load()
 	held := heldRowStatements(tbl)
 	t.stmts = tableStmts{
-		heartbeat: bound.stmt(heartbeatSQL(tbl)),
-		renew:     bound.stmt(renewSQL(tbl)),
-		check:     bound.stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
+		heartbeat: bound.Stmt(heartbeatSQL(tbl)),
+		renew:     bound.Stmt(renewSQL(tbl)),
+		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		release:   newRowStmt(held.release, bound, bound),
 		handOff:   newRowStmt(held.handOff, bound, bound),
 		handOver:  newRowStmt(held.handOver, bound, bound),
@@ -330,14 +332,14 @@ func heldRowStatements(tbl string) heldRowSQL {
 
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
-func (t *tableBackend) params(hold uint64) params {
-	return params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
+func (t *tableBackend) params(hold uint64) stmt.Params {
+	return stmt.Params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
 		Priority: t.cfg.Priority}
 }
 
 // exec runs s with p.
-func (t *tableBackend) exec(ctx context.Context, s stmt, p params) (sql.Result, error) {
-	query, args := s.bind(p)
+func (t *tableBackend) exec(ctx context.Context, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+	query, args := s.Bind(p)
 	return t.db.ExecContext(ctx, query, args...)
 }
 
@@ -365,11 +367,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	t.adopt = adopt
-	bound, err := detectBound(ctx, t.db, t.cfg.QueryTimeout)
+	bound, err := stmt.DetectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
 	}
-	t.bound.store(bound)
+	t.bound.Store(bound)
 	t.prepareSQL()
 	if t.wake != nil {
 		return t.wake.preflight(ctx)
@@ -387,7 +389,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		tz, _, _ := serverVariable(ctx, db, "session.time_zone")
+		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
 		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
 	}
 	return nil
@@ -504,15 +506,15 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 }
 
 // beat runs the heartbeat statement for term hold in one transaction with
-// the election's term floor (inFloorTx), and returns its affected rows and
+// the election's term floor (floor.InTx), and returns its affected rows and
 // LAST_INSERT_ID: the row's term (an insert's new one).
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
-	err = inFloorTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floorTx, floor uint64, first bool) (uint64, error) {
+	err = floor.InTx(ctx, t.db.DB, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		p.Floor, p.First = floor, first && t.adopt == 0
-		query, args := t.stmts.heartbeat.bind(p)
+		query, args := t.stmts.heartbeat.Bind(p)
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return 0, err
@@ -568,7 +570,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		Acquired   string         `db:"acquired"`
 		TransferTo sql.NullString `db:"transfer_to"`
 	}
-	query, args := t.stmts.check.bind(t.params(hold))
+	query, args := t.stmts.check.Bind(t.params(hold))
 	err = t.db.GetContext(ctx, &row, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return beat{}, nil
@@ -623,7 +625,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 		// a recipe node that takes the row over keeps its lease_ms.
 		s, p.Lease = t.stmts.handOff, max(ceilMillis(unserved), t.adopt)
 	}
-	_, err := execCommitted(ctx, t.db.DB, s, p)
+	_, err := floor.ExecCommitted(ctx, t.db.DB, s.pool, s.conn, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers take it
 	}
@@ -633,7 +635,7 @@ func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.D
 func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
 	p := t.params(hold)
 	p.To, p.Lease = to, ceilMillis(window)
-	_, err := execCommitted(ctx, t.db.DB, t.stmts.handOver, p)
+	_, err := floor.ExecCommitted(ctx, t.db.DB, t.stmts.handOver.pool, t.stmts.handOver.conn, p)
 	if t.wake != nil {
 		t.wake.letGo(ctx) // after the row says released: woken followers look
 	}
@@ -643,7 +645,7 @@ func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, win
 func (t *tableBackend) setValue(v string) { t.value = v }
 
 func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
-	n, err := execCommitted(ctx, t.db.DB, t.stmts.proclaim, t.params(hold))
+	n, err := floor.ExecCommitted(ctx, t.db.DB, t.stmts.proclaim.pool, t.stmts.proclaim.conn, t.params(hold))
 	return n == 1, classify(err, t.cfg.Table)
 }
 

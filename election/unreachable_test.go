@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // logLines is a slog handler that keeps each record's level and message.
@@ -53,7 +54,7 @@ func (l *logLines) above(level slog.Level) string {
 // level only, and counted as kind deadlock.
 func TestUnreachableLoggedOncePerChange(t *testing.T) {
 	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
-	deadlock := &mysql.MySQLError{Number: erLockDeadlock, Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock found when trying to get lock; try restarting transaction"}
 	const retries = 10
 	for _, tc := range []struct {
 		name      string

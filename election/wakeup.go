@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
 // wakeup is the table backend's handover hint. The holder keeps the lock on
@@ -41,7 +42,7 @@ type wakeup struct {
 
 	// held is the holder's connection while it holds the lock, on the
 	// lock WakeLockName(database, cfg.Table, cfg.Name) set by preflight.
-	held     lockConn
+	held     getlock.Conn
 	checkDue int // renewals until the holder checks its lock is still there
 	every    int // renewals between such checks
 }
@@ -60,11 +61,11 @@ func newWakeup(db *sql.DB, cfg settings, count func(error), skip func()) *wakeup
 // preflight names the lock after the election's database and learns
 // whether the server takes fractional lock timeouts.
 func (w *wakeup) preflight(ctx context.Context) error {
-	site, err := readLockSite(ctx, w.db, w.cfg.Table)
+	site, err := getlock.ReadSite(ctx, w.db, w.cfg.Table)
 	if err != nil {
 		return err
 	}
-	w.held.lock = newUserLock(WakeLockName(site.database, site.table, w.cfg.Name), site.flavor)
+	w.held.Lock = getlock.NewLock(WakeLockName(site.Database, site.Table, w.cfg.Name), site.Flavor)
 	return nil
 }
 
@@ -73,12 +74,12 @@ func (w *wakeup) preflight(ctx context.Context) error {
 // may have it for an instant while passing a wakeup along; the next renewal
 // tries again.
 func (w *wakeup) hold(ctx context.Context) {
-	if w.held.conn != nil {
+	if w.held.Conn != nil {
 		if w.checkDue--; w.checkDue > 0 {
 			return
 		}
 		w.checkDue = w.every
-		mine, err := w.held.mine(ctx)
+		mine, err := w.held.Mine(ctx)
 		if err != nil {
 			w.count(err) // the connection is gone: start again next time
 			return
@@ -86,7 +87,7 @@ func (w *wakeup) hold(ctx context.Context) {
 		if mine {
 			return
 		}
-		w.held.discard() // its lock is gone: start again
+		w.held.Discard() // its lock is gone: start again
 	}
 	if ok, err := w.take(ctx, &w.held); !ok {
 		if err != nil {
@@ -94,13 +95,13 @@ func (w *wakeup) hold(ctx context.Context) {
 		}
 		return
 	}
-	got, err := w.held.get(ctx, w.held.lock.tryLock)
+	got, err := w.held.Get(ctx, w.held.Lock.TryLock)
 	if err != nil {
 		w.count(err)
 		return
 	}
 	if !got {
-		w.held.giveBack()
+		w.held.GiveBack()
 		return
 	}
 	w.checkDue = w.every
@@ -109,16 +110,16 @@ func (w *wakeup) hold(ctx context.Context) {
 // take opens c on a connection from the pool for the hint, unless the pool
 // would have none left for the elections' statements: then it counts the
 // skip and returns false and no error.
-func (w *wakeup) take(ctx context.Context, c *lockConn) (bool, error) {
+func (w *wakeup) take(ctx context.Context, c *getlock.Conn) (bool, error) {
 	if !w.spare(2) {
 		w.skipped()
 		return false, nil
 	}
-	if err := c.open(ctx, w.sdb); err != nil {
+	if err := c.Open(ctx, w.sdb); err != nil {
 		return false, err
 	}
 	if !w.spare(1) { // others took theirs meanwhile
-		c.giveBack()
+		c.GiveBack()
 		w.skipped()
 		return false, nil
 	}
@@ -145,17 +146,17 @@ func (w *wakeup) skipped() {
 // letGo gives the lock up, waking the followers; called after the row was
 // released, or when the hold ended otherwise.
 func (w *wakeup) letGo(ctx context.Context) {
-	if w.held.conn == nil {
+	if w.held.Conn == nil {
 		return
 	}
-	if _, err := w.held.release(ctx); err != nil {
+	if _, err := w.held.Release(ctx); err != nil {
 		w.count(err) // the connection was discarded, which frees the lock too
 		return
 	}
-	w.held.giveBack()
+	w.held.GiveBack()
 }
 
-func (w *wakeup) close() { w.held.discard() }
+func (w *wakeup) close() { w.held.Discard() }
 
 // await waits up to about d for the holder to let go, and reports whether
 // it did. It returns false at once when nobody keeps the lock (no holder, or
@@ -167,11 +168,11 @@ func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	if timeout < minAwait {
 		return false
 	}
-	c := lockConn{lock: w.held.lock}
+	c := getlock.Conn{Lock: w.held.Lock}
 	ok, err := w.take(ctx, &c)
 	if ok {
-		defer c.giveBack()
-		ok, err = c.pass(ctx, c.lock.pass(timeout))
+		defer c.GiveBack()
+		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
 	}
 	if err != nil && ctx.Err() == nil {
 		w.count(err) // and the caller's timer decides

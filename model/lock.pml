@@ -1,5 +1,5 @@
 /*
- * lock.pml: the lock backend's protocol (election/lock.go, mysqllock.go,
+ * lock.pml: the lock backend's protocol (election/lock.go, internal/getlock,
  * on candidate.go's state machine), as a Promela model for SPIN. See
  * model/README.md ("The lock backend") for what is modelled, the decision
  * table, the configurations and the mutants; `make model` checks them.
@@ -186,7 +186,7 @@ inline standDown(c) {
 	demote(c); hold[c] = 0; hd[c] = 0; cancelled[c] = 0
 }
 
-/* ---- the lock connection (mysqllock.go) ---- */
+/* ---- the lock connection (internal/getlock) ---- */
 
 /* discard: the client closes the connection; the server ends the session
  * later (see the server's steps): a lock it holds is kept meanwhile */

@@ -1,0 +1,139 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// queued returns how many requests wait in the batch that is filling.
+func (c *Combiner[Req, Res]) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return 0
+	}
+	return len(c.cur.reqs)
+}
+
+// The combiner's tests run in synctest bubbles: synctest.Wait returns once
+// every request started is blocked (running, queued in a batch, or waiting
+// for a slot), the state each step checks, with no polling.
+func TestCombinerBatchesWhileBusy(t *testing.T) {
+	synctest.Test(t, testCombinerBatchesWhileBusy)
+}
+
+func testCombinerBatchesWhileBusy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	c := New(Options{MaxBatch: 3, MaxInFlight: 1, Timeout: time.Second, Linger: -1},
+		func(ctx context.Context, reqs []int) ([]int, error) {
+			mu.Lock()
+			sizes = append(sizes, len(reqs))
+			first := len(sizes) == 1
+			mu.Unlock()
+			if first {
+				<-release
+			}
+			out := make([]int, len(reqs))
+			for i, r := range reqs {
+				out[i] = r * 10
+			}
+			return out, nil
+		})
+	var wg sync.WaitGroup
+	results := make([]int, 6)
+	errs := make([]error, 6)
+	do := func(i int) {
+		defer wg.Done()
+		results[i], errs[i] = c.Do(ctx, i)
+	}
+	wg.Add(1)
+	go do(0)
+	synctest.Wait()
+	if c.queued() != 0 || len(c.slots) == 0 {
+		t.Fatalf("request 0 not running: %d queued, %d slots taken", c.queued(), len(c.slots))
+	}
+	// 1..5 wait: a batch of 3 (full) and a batch of 2. Each request joins
+	// before the next starts.
+	for i, want := range []int{1, 2, 0, 1, 2} { // 0: the third filled the batch
+		wg.Add(1)
+		go do(i + 1)
+		synctest.Wait()
+		if got := c.queued(); got != want {
+			t.Fatalf("request %d: %d queued, want %d", i+1, got, want)
+		}
+	}
+	close(release)
+	wg.Wait()
+	for i := range 6 {
+		if errs[i] != nil || results[i] != i*10 {
+			t.Errorf("request %d: %d, %v; want %d", i, results[i], errs[i], i*10)
+		}
+	}
+	if len(sizes) != 3 || sizes[0] != 1 || sizes[1]+sizes[2] != 5 || max(sizes[1], sizes[2]) != 3 {
+		t.Errorf("batch sizes %v, want [1 3 2] or [1 2 3]", sizes)
+	}
+}
+
+func TestCombinerErrorsAndCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name string
+		exec func(context.Context, []int) ([]int, error)
+		want error
+	}{
+		{"error reaches every request", func(context.Context, []int) ([]int, error) { return nil, boom }, boom},
+		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, ErrShort},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Options{MaxBatch: 10, MaxInFlight: 1, Timeout: time.Second, Linger: -1}, tc.exec)
+			if _, err := c.Do(ctx, 1); !errors.Is(err, tc.want) {
+				t.Errorf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("a waiter's context ends", func(t *testing.T) { synctest.Test(t, testCombinerWaiterContextEnds) })
+}
+
+func testCombinerWaiterContextEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	c := New(Options{MaxBatch: 10, MaxInFlight: 1, Timeout: 5 * time.Second, Linger: -1},
+		func(ctx context.Context, reqs []int) ([]int, error) {
+			<-release
+			return reqs, nil
+		})
+	done := make(chan error, 2)
+	go func() { _, err := c.Do(ctx, 1); done <- err }()
+	synctest.Wait()
+	if len(c.slots) == 0 {
+		t.Fatal("request 1 does not run")
+	}
+	go func() { _, err := c.Do(ctx, 2); done <- err }()
+	synctest.Wait()
+	if c.queued() != 1 {
+		t.Fatalf("%d queued, want request 2, which opened the next batch and waits for the slot", c.queued())
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer wcancel()
+	if _, err := c.Do(wctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiter: %v, want deadline exceeded", err)
+	}
+	close(release)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Errorf("request: %v", err)
+		}
+	}
+}

@@ -1,0 +1,300 @@
+// Package floor keeps the term floor (migration 6; election/doc.go,
+// "Terms"): per election, the highest term the library issued, in the
+// table Table(table), which an operator's DELETE or REPLACE of the
+// election's row does not touch. Every
+// statement that assigns a term (the table backend's heartbeat, the lock
+// backend's take and insert, Assume) runs in one transaction with the
+// election's floor row (InTx): it locks the row, writes a term of at
+// least the floor plus one, and raises the floor to it. So every term a
+// candidate takes is above every term issued before it, across a DELETE, a
+// REPLACE and a database clock set back. And an election with no floor row
+// never had a term: its first insert is acquired = 'first', and leads
+// without the lock delay; the floor row it creates makes every later insert
+// (after a DELETE) an 'insert', which waits the delay out.
+//
+// That holds only while the floor table keeps its history: a TRUNCATE, a
+// DELETE of a floor row, or the table created (migration 6) just after a
+// DELETE of a row whose leader still runs, would make an insert 'first'
+// while that leader believes. So 'first' also needs the floor table's
+// marker (migration 8: the row whose anchor is empty): its term_floor the sum
+// of CRC32(anchor) over the other floor rows (each floor row the library
+// creates is added in the same transaction), its marked_at at least
+// LockDelay ago. A transaction that finds it missing or wrong writes it
+// again, after a floor row for every election row (model/README.md, "Issue
+// 31 item 1").
+package floor
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// Table returns the name of the term floor table of election table table
+// (not empty): table with "_floor" appended, in the same database
+// (service_election_floor for the default). Migration 6 creates it for the
+// default table; schema.DDL(table) renames both.
+func Table(table string) string { return table + "_floor" }
+
+// Stmts are the statements on an election's floor row.
+type Stmts struct {
+	// Read locks election :name's floor row and reads it.
+	Read stmt.Stmt
+	// Raise raises election :name's floor to :term (creating its row).
+	Raise stmt.Stmt
+	// Marker locks the marker and reads its sum and whether it was
+	// written at least the lock delay ago.
+	Marker stmt.Stmt
+	// Sum is the sum of CRC32(anchor) over the floor rows.
+	Sum stmt.Stmt
+	// Count adds election :name's new floor row to the marker's sum.
+	Count stmt.Stmt
+	// Seed gives every election row a floor row, at its term.
+	Seed stmt.Stmt
+	// Mark writes the marker: sum :term, written now.
+	Mark stmt.Stmt
+	// Peek reads nothing: preflight's check that the table exists, with
+	// the marker's column.
+	Peek string
+}
+
+// NewStmts returns the floor statements of election table tbl and floor
+// table ftbl (both quoted), bounded by b, for a candidate whose lock delay is
+// lockDelay; termNow is the SQL of a new term from the database clock.
+func NewStmts(tbl, ftbl string, b stmt.Bound, lockDelay time.Duration, termNow string) Stmts {
+	return Stmts{
+		Read: b.Stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
+		// No VALUES() (deprecated on MySQL): :term again.
+		Raise: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
+		Marker: b.Stmt(`SELECT term_floor, IFNULL(marked_at + ` + strconv.FormatInt(lockDelay.Microseconds(), 10) + ` <= ` + termNow + `, 0)
+FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
+		Sum:   b.Stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
+		Count: b.Stmt(`UPDATE ` + ftbl + ` SET term_floor = term_floor + CRC32(:name) WHERE anchor = ''`),
+		Seed: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT anchor, term FROM ` + tbl + `
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
+		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
+ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
+		Peek: `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`,
+	}
+}
+
+// Beginner is where a floor transaction runs: a pool (*sql.DB: one of
+// its connections) or one connection (*sqlx.Conn, the lock connection).
+type Beginner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Tx is the transaction a Write runs its statements in: one
+// connection, every statement (BEGIN and COMMIT included) under the
+// caller's context (see InConnTx).
+type Tx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// connOf returns the connection of src a floor transaction runs on and
+// the function that gives it back.
+func connOf(ctx context.Context, src Beginner) (*sql.Conn, func(), error) {
+	switch s := src.(type) {
+	case *sql.DB:
+		c, err := s.Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() { c.Close() }, nil //nolint:errcheck // returned to the pool
+	case *sqlx.Conn:
+		return s.Conn, func() {}, nil
+	case *sql.Conn:
+		return s, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("floor: transaction on %T", src)
+}
+
+// Write is a statement that may assign election's term, run by
+// InTx in its transaction with the floor (0 when the election has no
+// floor row) and first (it never existed: see firstElection). It returns the
+// term the floor must be raised to (the term it wrote, or the row's), 0 for
+// none.
+type Write func(tx Tx, floor uint64, first bool) (term uint64, err error)
+
+// InTx runs write in one transaction with election name's floor row:
+// SELECT … FOR UPDATE, write, then the floor raised to the term write
+// returns when it is above the floor (or the row is missing), COMMIT. The
+// floor row's lock orders every term assignment of the election. Two
+// candidates locking the same missing floor row (the election's first
+// start) can deadlock on InnoDB's gap locks, and so can two first starts
+// of neighbouring names, which both wait for the floor's marker
+// (firstElection): the loser is tried once more, and then finds the
+// winner's rows.
+func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+	err := InTxOnce(ctx, db, f, name, write)
+	if mysqlerr.WriteConflict(err) && ctx.Err() == nil {
+		err = InTxOnce(ctx, db, f, name, write)
+	}
+	return err
+}
+
+func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+	c, done, err := connOf(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return InConnTx(ctx, c, func() error { return floorTxBody(ctx, c, f, name, write) })
+}
+
+// InConnTx runs body, which runs its statements on c, in one transaction:
+// BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
+// under ctx. database/sql's Tx.Commit takes no context, and a COMMIT can
+// wait for seconds (a Galera cluster stalls every commit until it evicts a
+// dead node): a heartbeat, or a Batcher's renewal, must not. The library's
+// transactions (InTx, a Batcher's renewal) all run so.
+//
+// A connection that cannot be rolled back (its context ended, or it broke)
+// or whose COMMIT failed is discarded: never handed back to the pool with
+// the transaction and its locks still open.
+func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
+	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	if err := body(); err != nil {
+		if ctx.Err() != nil {
+			discard(c)
+		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); rerr != nil {
+			discard(c)
+		}
+		return err
+	}
+	// NO CHAIN: with completion_type=CHAIN a plain COMMIT opens the next
+	// transaction, and the statements after it on this connection (the
+	// application's, or a renewal) would stay uncommitted. NO RELEASE:
+	// with completion_type=RELEASE it would end the session.
+	if _, err := c.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil {
+		discard(c) // committed or not: the reply is lost
+		return err
+	}
+	return nil
+}
+
+// ExecCommitted runs pool with p, a write of the election's row, on a
+// connection of db, and returns its affected rows. pool changes nothing
+// on a session that would not commit it (commitsSQL: autocommit=0, or a
+// transaction left open by COMMIT AND CHAIN); then conn, the same write, runs once more in
+// a transaction of the library's (InConnTx), which commits whatever the
+// session's mode. A statement that matches no row anyway costs that second
+// try too: rare (the row is no longer the candidate's).
+func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt.Params) (int64, error) {
+	query, args := pool.Bind(p)
+	res, err := db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return n, err
+	}
+	c, done, err := connOf(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var n int64
+	err = InConnTx(ctx, c, func() error {
+		query, args := conn.Bind(p)
+		res, err := c.ExecContext(ctx, query, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
+	return n, err
+}
+
+// discard closes c's driver connection: database/sql drops a connection
+// whose Raw returns driver.ErrBadConn.
+func discard(c *sql.Conn) {
+	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+func floorTxBody(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write) error {
+	floor, missing, err := readFloor(ctx, c, f, name)
+	if err != nil {
+		return err
+	}
+	first := false
+	if missing {
+		var marked bool
+		if first, marked, err = firstElection(ctx, c, f); err != nil {
+			return err
+		}
+		if marked { // the election's row, if any, got a floor row
+			if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
+				return err
+			}
+		}
+	}
+	term, err := write(c, floor, first)
+	if err != nil || term <= floor {
+		return err
+	}
+	query, args := f.Raise.Bind(stmt.Params{Name: name, Term: term})
+	if _, err := c.ExecContext(ctx, query, args...); err != nil || !missing {
+		return err
+	}
+	// A new floor row (the read's lock kept others from creating it).
+	query, args = f.Count.Bind(stmt.Params{Name: name})
+	_, err = c.ExecContext(ctx, query, args...)
+	return err
+}
+
+// readFloor locks election name's floor row and reads it: missing when
+// there is none (floor 0).
+func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor uint64, missing bool, err error) {
+	query, args := f.Read.Bind(stmt.Params{Name: name})
+	err = c.QueryRowContext(ctx, query, args...).Scan(&floor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, true, nil
+	}
+	return floor, false, err
+}
+
+// firstElection reports whether an election with no floor row never
+// existed (first): the floor table's marker exists, its sum is the floor
+// rows', and it was written at least the lock delay ago. A marker missing
+// or wrong is written again (marked), after a floor row for every election
+// row: first elections then wait their lock delay out for one lock delay.
+func firstElection(ctx context.Context, c *sql.Conn, f Stmts) (first, marked bool, err error) {
+	var want, sum uint64
+	query, args := f.Marker.Bind(stmt.Params{})
+	err = c.QueryRowContext(ctx, query, args...).Scan(&want, &first)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, false, err
+	}
+	found := err == nil
+	query, args = f.Sum.Bind(stmt.Params{})
+	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+		return false, false, err
+	}
+	if found && sum == want {
+		return first, false, nil
+	}
+	query, args = f.Seed.Bind(stmt.Params{})
+	if _, err := c.ExecContext(ctx, query, args...); err != nil {
+		return false, false, err
+	}
+	query, args = f.Sum.Bind(stmt.Params{})
+	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+		return false, false, err
+	}
+	query, args = f.Mark.Bind(stmt.Params{Term: sum})
+	_, err = c.ExecContext(ctx, query, args...)
+	return false, true, err
+}

@@ -1,0 +1,390 @@
+// Package getlock owns MySQL user-level locks (GET_LOCK), which two parts of
+// package election hold: the lock backend (lock.go), whose election is such a lock,
+// and the table backend's fast handover (wakeup.go), whose holder keeps one
+// so that followers wake the moment it lets go. Here: how the locks are
+// named, the statements that take, check and release one, and the
+// connection one is held on.
+package getlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// ErrNull is a GET_LOCK that returned NULL (a killed thread, for one).
+var ErrNull = errors.New("getlock: GET_LOCK returned NULL")
+
+// Lock names.
+const (
+	// MaxNameLen is the longest user-level lock name MySQL accepts.
+	MaxNameLen  = 64
+	plainPrefix = "sqlelect:"
+	hashPrefix  = "sqlelect#" // '#' never occurs in an election name
+	// wakePrefix starts the name of the table backend's handover lock.
+	wakePrefix = "sqlelect.wake#"
+)
+
+// Name returns the GET_LOCK name of the lock backend's election name in
+// table (not empty; qualified, its qualifier is the database) of database:
+// "sqlelect:" database "." table ":" name when that fits and is plain, else
+// "sqlelect#" and hex of a SHA-256 (see election.LockName, which documents
+// the naming for operators).
+func Name(database, table, name string) string {
+	database, table = scope(database, table)
+	plain := plainPrefix + database + "." + table + ":" + name
+	if len(plain) <= MaxNameLen && plainIdent(database) && plainIdent(table) && plainName(name) {
+		return plain
+	}
+	return hashedName(hashPrefix, database, table, name)
+}
+
+// WakeName returns the name of the user-level lock the table backend's
+// holder keeps for its followers' fast handover: "sqlelect.wake#" and hex
+// of a SHA-256 of database, table and name, as for Name (see
+// election.WakeLockName).
+func WakeName(database, table, name string) string {
+	database, table = scope(database, table)
+	return hashedName(wakePrefix, database, table, name)
+}
+
+// hashedName is prefix and the hex SHA-256 of database, table and name,
+// cut to MaxNameLen.
+func hashedName(prefix, database, table, name string) string {
+	sum := sha256.Sum256([]byte(database + "\x00" + table + "\x00" + name))
+	return (prefix + hex.EncodeToString(sum[:]))[:MaxNameLen]
+}
+
+// scope splits a qualified table into its database and table.
+func scope(database, table string) (string, string) {
+	if db, t, ok := strings.Cut(table, "."); ok {
+		database, table = db, t
+	}
+	return database, table
+}
+
+// plainIdent reports whether a database or table name may be used as it is
+// in a lock name: not empty, and only lower-case letters, digits, _ and $.
+func plainIdent(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789_$") == ""
+}
+
+// plainName reports whether name may be used as it is in a lock name:
+// not empty, and only lower-case letters, digits and . _ : / @ -, so that it
+// is the same for every server and safe inside a SQL string literal.
+func plainName(name string) bool {
+	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789._:/@-") == ""
+}
+
+// Literal quotes s, which holds only characters safe in a SQL string
+// literal (lock names, validated election names: no quotes, no
+// backslashes), as a SQL string.
+func Literal(s string) string { return "'" + s + "'" }
+
+// Site is what an election's lock names and GET_LOCK calls depend on,
+// read from the server by ReadSite.
+type Site struct {
+	Database, Table string      // as Name and WakeName take them
+	Flavor          stmt.Flavor // of VERSION()
+}
+
+// ReadSite reads the database and the table an election's lock names
+// are made of (see Name): table's qualifier, else the connection's
+// default database (DATABASE(); empty when there is none, and then the
+// election's statements fail anyway), and the server's flavour. Where the
+// server compares database and table names without case
+// (lower_case_table_names 1 or 2), both are folded to lower case, so that
+// candidates that spell them differently still share the lock.
+func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
+	var cur sql.NullString
+	var fold int
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
+		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
+	}
+	s := Site{Flavor: stmt.FlavorOf(version)}
+	s.Database, s.Table = scope(cur.String, table)
+	if fold != 0 {
+		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
+	}
+	return s, nil
+}
+
+// Call returns a GET_LOCK call that waits about d for lock (a SQL
+// expression), and the optimizer hint that must follow the SELECT keyword of
+// its statement. MariaDB honours a fractional timeout. MySQL does not: it
+// rounds the timeout to whole seconds (0.4 returns at once, 0.5 waits a
+// second), so there the call waits whole seconds, rounded up, and
+// MAX_EXECUTION_TIME ends the statement after d with error 3024 (see
+// mysqlerr.QueryTimeout), leaving the connection usable. Either way a waiter queued
+// in GET_LOCK gets the lock the moment it is released.
+func Call(lock string, d time.Duration, mariadb bool) (hint, call string) {
+	if mariadb {
+		return "", fmt.Sprintf("GET_LOCK(%s, %.6f)", lock, d.Seconds())
+	}
+	secs := max(int64((d+time.Second-1)/time.Second), 1)
+	return fmt.Sprintf("/*+ MAX_EXECUTION_TIME(%d) */ ", max(d.Milliseconds(), 1)),
+		fmt.Sprintf("GET_LOCK(%s, %d)", lock, secs)
+}
+
+// Lock is one user-level lock and its statements, compiled once. Its
+// name is a safe SQL literal (Name and WakeName make only such
+// names), written into the statements' text: they bind no parameter, so
+// they go over the text protocol in one round trip. A Lock is a small
+// value, safe to copy and to share.
+type Lock struct {
+	Name    string
+	MariaDB bool // the server honours fractional GET_LOCK timeouts
+
+	TryLock stmt.Stmt // takes it if it is free, at once
+	IsMine  stmt.Stmt // 1 when the connection holds it
+	Holder  stmt.Stmt // IS_USED_LOCK: the holder's connection id, NULL when free
+	Release stmt.Stmt // RELEASE_LOCK: 1 when the connection held it
+}
+
+func NewLock(name string, f stmt.Flavor) Lock {
+	lit := Literal(name)
+	return Lock{
+		Name:    name,
+		MariaDB: f == stmt.FlavorMariaDB,
+		TryLock: stmt.Must(`SELECT GET_LOCK(` + lit + `, 0)`),
+		IsMine:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`),
+		Holder:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `)`),
+		Release: stmt.Must(`SELECT RELEASE_LOCK(` + lit + `)`),
+	}
+}
+
+// Wait returns a statement that waits about d for the lock and keeps it: 1
+// when taken, 0 when the wait ended first. Candidates never queue for a
+// lock this way (a frozen waiter would capture it, see Pass); the doctor uses it
+// to see how the server times GET_LOCK waits.
+func (l Lock) Wait(d time.Duration) stmt.Stmt {
+	hint, call := Call(Literal(l.Name), d, l.MariaDB)
+	return stmt.Must(`SELECT ` + hint + call)
+}
+
+// Pass returns a statement that waits about d for the lock and lets it go
+// at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
+// passed on), 0 when the wait ended first; Conn.Pass runs it.
+func (l Lock) Pass(d time.Duration) stmt.Stmt {
+	lit := Literal(l.Name)
+	hint, call := Call(lit, d, l.MariaDB)
+	return stmt.Must(`SELECT ` + hint + `CASE WHEN IS_USED_LOCK(` + lit + `) IS NULL THEN -1
+  WHEN ` + call + ` = 1 THEN RELEASE_LOCK(` + lit + `) ELSE 0 END`)
+}
+
+// Conn is a connection that holds, or waits for, a user-level lock: one
+// taken from the caller's pool for that purpose alone. After an error on it
+// the connection is discarded, never given back to the pool (closing it
+// frees a lock it held): its state on the server is then unknown. Not safe
+// for concurrent use.
+type Conn struct {
+	Lock Lock
+	Log  *slog.Logger // nil: no logging
+
+	Conn   *sqlx.Conn // nil when none is open
+	ID     uint64     // its CONNECTION_ID(), once Setup read it
+	Locked bool       // it holds the lock (once: GET_LOCK is re-entrant)
+
+	noKeepalive bool // the server refused the session keepalive variables
+}
+
+// Open takes a connection from db for the lock; c.Conn must be nil.
+func (c *Conn) Open(ctx context.Context, db *sqlx.DB) error {
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return err
+	}
+	c.Conn, c.ID, c.Locked = conn, 0, false
+	return nil
+}
+
+// Setup ends any transaction the connection came from the pool with, runs
+// session (SET SESSION statements) on it, asks for TCP keepalive probes
+// after keepalive of silence (see trySessionKeepalive) and reads the
+// connection's id. A transaction left open (by COMMIT AND CHAIN, or a BEGIN
+// sent as a statement) would hold every later statement's change
+// uncommitted, a renewal's too (issue 31): it is rolled back, as the
+// server would at the end of the session; the connection never goes back
+// to the pool.
+func (c *Conn) Setup(ctx context.Context, session stmt.Stmt, keepalive time.Duration) error {
+	if _, err := c.Conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
+		return c.Fail(err)
+	}
+	if _, err := c.Exec(ctx, session); err != nil {
+		return c.Fail(err)
+	}
+	if !c.noKeepalive {
+		c.trySessionKeepalive(ctx, keepalive)
+	}
+	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
+		return c.Fail(err)
+	}
+	return nil
+}
+
+// trySessionKeepalive asks for TCP keepalive probes on the connection so
+// that the server notices a vanished client while a statement runs, where a
+// session may set them (MariaDB has them, global only in current versions;
+// MySQL has none). Refusals are remembered and not retried.
+func (c *Conn) trySessionKeepalive(ctx context.Context, idle time.Duration) {
+	for _, s := range []string{
+		"SET SESSION tcp_keepalive_time = " + strconv.FormatInt(int64(idle/time.Second), 10),
+		"SET SESSION tcp_keepalive_interval = 1",
+		"SET SESSION tcp_keepalive_probes = 3",
+	} {
+		_, err := c.Conn.ExecContext(ctx, s)
+		switch n := mysqlerr.Errno(err); {
+		case err == nil:
+			continue
+		case n == mysqlerr.UnknownSystemVariable || n == mysqlerr.GlobalVariable || n == mysqlerr.IncorrectGlobalLocal || n == mysqlerr.SpecificAccessDenied:
+		default:
+			c.debug("setting the session TCP keepalive failed", "err", err)
+		}
+		c.noKeepalive = true
+		return
+	}
+}
+
+// Exec runs s, a statement of the lock's (no parameters), on the
+// connection.
+func (c *Conn) Exec(ctx context.Context, s stmt.Stmt) (sql.Result, error) {
+	query, args := s.Bind(stmt.Params{})
+	return c.Conn.ExecContext(ctx, query, args...)
+}
+
+// Scan runs s, a statement of the lock's returning one number (no
+// parameters), on the connection.
+func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
+	var r sql.NullInt64
+	query, args := s.Bind(stmt.Params{})
+	err := c.Conn.QueryRowContext(ctx, query, args...).Scan(&r)
+	return r, err
+}
+
+// Get runs s, a GET_LOCK statement of the lock (tryLock, wait), and reports
+// whether the connection got the lock. GET_LOCK returns NULL on an error (a
+// killed thread, for one): that is an error too.
+func (c *Conn) Get(ctx context.Context, s stmt.Stmt) (bool, error) {
+	r, err := c.Scan(ctx, s)
+	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+		// MySQL ended the wait (MAX_EXECUTION_TIME, see Call).
+		// Should that have raced with getting the lock, this connection
+		// holds it: ask, so that the state here matches the server's.
+		return c.Mine(ctx)
+	}
+	if err != nil {
+		return false, c.Fail(err)
+	}
+	if !r.Valid {
+		return false, c.Fail(fmt.Errorf("%w: GET_LOCK(%q)", ErrNull, c.Lock.Name))
+	}
+	c.Locked = r.Int64 == 1
+	return c.Locked, nil
+}
+
+// Mine reports whether the connection holds the lock.
+func (c *Conn) Mine(ctx context.Context) (bool, error) {
+	r, err := c.Scan(ctx, c.Lock.IsMine)
+	if err != nil {
+		return false, c.Fail(err)
+	}
+	c.Locked = r.Valid && r.Int64 == 1
+	return c.Locked, nil
+}
+
+// Release releases the lock and reports whether the connection held it.
+func (c *Conn) Release(ctx context.Context) (bool, error) {
+	r, err := c.Scan(ctx, c.Lock.Release)
+	if err != nil {
+		return false, c.Fail(err)
+	}
+	c.Locked = false
+	return r.Valid && r.Int64 == 1, nil
+}
+
+// Pass runs s, a wait of the lock's pass statement (Lock.pass), which
+// waits for the lock and lets it go at once: it reports whether a holder
+// let it go meanwhile. It returns false at once when nobody holds the lock.
+func (c *Conn) Pass(ctx context.Context, s stmt.Stmt) (bool, error) {
+	r, err := c.PassOn(ctx, s)
+	return r == PassLetGo, err
+}
+
+// What passOn saw.
+const (
+	PassFree    = -1 // nobody held the lock
+	PassTimeout = 0  // the holder kept it for the whole wait
+	PassLetGo   = 1  // the holder let go, and the lock was passed on
+)
+
+// PassOn is pass, telling a lock that nobody held (PassFree) from a wait
+// that ended (PassTimeout). The connection never keeps the lock: a waiter
+// that the server hands the lock to lets it go in the same statement, on
+// the server, even if its client no longer reads (a frozen process).
+func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
+	r, err := c.Scan(ctx, s)
+	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+		// MySQL ended the wait (see Call): the holder kept the
+		// lock. Should the end have come between GET_LOCK and
+		// RELEASE_LOCK, this connection holds it: let it go.
+		had, err := c.Release(ctx) // it had the lock: the holder had let go
+		if had {
+			return PassLetGo, err
+		}
+		return PassTimeout, err
+	}
+	if err != nil {
+		return PassTimeout, c.Fail(err)
+	}
+	if !r.Valid {
+		return PassTimeout, nil
+	}
+	return r.Int64, nil
+}
+
+// Fail discards the connection after err on it, and returns err.
+func (c *Conn) Fail(err error) error {
+	c.Discard()
+	return err
+}
+
+// Discard closes the connection without returning it to the pool
+// (database/sql discards a connection whose Raw returns driver.ErrBadConn);
+// the server frees a lock it held.
+func (c *Conn) Discard() {
+	if c.Conn == nil {
+		return
+	}
+	_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.Conn.Close()
+	c.debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+	c.Conn, c.ID, c.Locked = nil, 0, false
+}
+
+// GiveBack returns the connection, which holds no lock, to the pool.
+func (c *Conn) GiveBack() {
+	if c.Conn == nil {
+		return
+	}
+	_ = c.Conn.Close()
+	c.Conn, c.ID, c.Locked = nil, 0, false
+}
+
+func (c *Conn) debug(msg string, args ...any) {
+	if c.Log != nil {
+		c.Log.Debug(msg, args...)
+	}
+}

@@ -1,0 +1,44 @@
+package stmt
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestCompileStmt(t *testing.T) {
+	p := Params{Name: "e", Me: "me", Hold: 7, Lease: 1500, Value: "v", Names: []string{"a", "b", "c"}, Acquired: "lock"}
+	for _, c := range []struct {
+		sql      string
+		wantSQL  string
+		wantArgs []any
+	}{
+		{"SELECT 1", "SELECT 1", []any{}},
+		{"UPDATE t SET a = :value WHERE anchor = :name AND term = :hold AND b = :lease",
+			"UPDATE t SET a = ? WHERE anchor = ? AND term = ? AND b = ?", []any{"v", "e", uint64(7), int64(1500)}},
+		{"SELECT ':me', ':x?' FROM t WHERE s = :me AND t = :me", "SELECT ':me', ':x?' FROM t WHERE s = ? AND t = ?", []any{"me", "me"}},
+		{"SELECT 1 FROM t WHERE a IN (:names) AND b = :me", "SELECT 1 FROM t WHERE a IN (?,?,?) AND b = ?", []any{"a", "b", "c", "me"}},
+		{"SELECT `a:me`, \"b:me\" FROM t WHERE a = :me", "SELECT `a:me`, \"b:me\" FROM t WHERE a = ?", []any{"me"}},
+		{"SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = :name", "SELECT /*+ SET_VAR(lock_wait_timeout=1) */ 1 FROM t WHERE a = ?", []any{"e"}},
+		{"UPDATE t SET acquired = :acquired WHERE anchor = 'x:me' AND term = :term", "UPDATE t SET acquired = ? WHERE anchor = 'x:me' AND term = ?", []any{"lock", uint64(0)}},
+		{"SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", "SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", []any{}},
+	} {
+		s, err := Compile(c.sql)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", c.sql, err)
+			continue
+		}
+		gotSQL, gotArgs := s.Bind(p)
+		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
+			t.Errorf("Compile(%q).Bind = %q %#v, want %q %#v", c.sql, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
+		}
+	}
+	for _, bad := range []string{
+		"SELECT 1 FROM t WHERE a = ?",       // positional
+		"SELECT 1 FROM t WHERE a = :nobody", // unknown name
+		"SELECT 'unterminated FROM t",
+	} {
+		if _, err := Compile(bad); err == nil {
+			t.Errorf("Compile(%q) succeeded, want an error", bad)
+		}
+	}
+}
