@@ -151,23 +151,23 @@ func (r Report) Find(property string) (Finding, bool) {
 	return Finding{}, false
 }
 
-// ScratchPrefix starts the names of the scratch elections Check works in.
-const ScratchPrefix = "sqlelect-doctor-"
+// scratchPrefix starts the names of the scratch elections Check works in.
+const scratchPrefix = "sqlelect-doctor-"
 
 // Check tells whether the server behind db keeps the promises the backends
 // rely on: one Finding per property (see the Prop* constants), each pass,
 // warn or fail with the consequence and the fix. Report.Safe tells whether
 // a backend is safe there.
 //
-// cfg is the configuration of the candidates that will run (the lease, the
+// config is the configuration of the candidates that will run (the lease, the
 // renew deadline and interval, the query timeout and the table count; its
 // Name is ignored); zero fields get their defaults, and errors wrap
-// ErrInvalidConfig. Check works in a scratch election of cfg.Table named
-// ScratchPrefix and random hex digits (and the same followed by "/2"),
+// ErrInvalidConfig. Check works in a scratch election of config.Table named
+// "sqlelect-doctor-" and random hex digits (and the same followed by "/2"),
 // whose rows it deletes before it returns, even after a failure; its user
 // locks are released with its connections. Every statement is bounded by
-// cfg.QueryTimeout (a few wait on purpose: about four seconds in all). It
-// holds at most three connections of db at once (two of its own, and one
+// config.Tuning.QueryTimeout (a few wait on purpose: about four seconds in
+// all). It holds at most three connections of db at once (two of its own, and one
 // from the pool): with SetMaxOpenConns(n) leave it that many.
 //
 // The error is for what stops the check itself: an invalid cfg, a server
@@ -178,7 +178,7 @@ func Check(ctx context.Context, db *sql.DB, config Config) (Report, error) {
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	config.Name = ScratchPrefix + hex.EncodeToString(b[:])
+	config.Name = scratchPrefix + hex.EncodeToString(b[:])
 	cfg, err := config.settings()
 	if err != nil {
 		return Report{}, err
@@ -728,7 +728,7 @@ func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool
 	defer func() { _ = tx.Rollback() }()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	p, err := probeHeartbeat(ctx, tx, quoteTable(table), ScratchPrefix+hex.EncodeToString(b[:]))
+	p, err := probeHeartbeat(ctx, tx, quoteTable(table), scratchPrefix+hex.EncodeToString(b[:]))
 	switch n := mysqlerr.Errno(err); {
 	case err == nil:
 	case serverCause(err) == ErrAccessDenied:
@@ -1314,6 +1314,6 @@ func (ch *checker) cleanup() {
 		ch.add(Finding{Property: PropCleanup, Status: CheckWarn, Backends: none,
 			Detail:      fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
 			Consequence: "two stale rows in the election table (status lists them)",
-			Fix:         "DELETE FROM " + ch.tbl + " WHERE anchor LIKE '" + ScratchPrefix + "%'"})
+			Fix:         "DELETE FROM " + ch.tbl + " WHERE anchor LIKE '" + scratchPrefix + "%'"})
 	}
 }

@@ -97,7 +97,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), ScratchPrefix+"guard")
+	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), scratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil || !p.guarded || p.problem() != "" {
 		t.Fatalf("probe with the constraint: %+v, %v; want guarded, no problem", p, err)
@@ -107,7 +107,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), ScratchPrefix+"guard")
+	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), scratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil {
 		t.Fatal(err)
