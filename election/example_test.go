@@ -13,9 +13,63 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 )
 
-// The basic use: campaign until the process is told to stop, do leader-only
-// work while elected, and hand over at once on shutdown.
+// The main path, on a throwaway database: campaign, lead, write fenced by the
+// leadership's term, and resign so that another replica leads at once.
 func Example() {
+	db, done := exampleDB() // your *sql.DB: the library never opens or closes it
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE jobs (term BIGINT UNSIGNED NOT NULL, job TEXT)"); err != nil {
+		log.Fatal(err)
+	}
+
+	wrote := make(chan struct{})
+	e, err := election.NewTable(db, election.Config{
+		Name: "orders-scheduler",
+		Callbacks: election.Callbacks{
+			OnElected: func(ctx context.Context, l election.Leadership) {
+				// Leader-only work; ctx ends when this leadership does, and
+				// l.Fenced commits only while it lasts.
+				err := l.Fenced(ctx, func(tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, "INSERT INTO jobs (term, job) VALUES (?, 'nightly report')", l.Term)
+					return err
+				})
+				fmt.Println("elected; fenced write:", err)
+				close(wrote)
+				<-ctx.Done()
+			},
+			OnDemoted: func(d election.Demotion) { fmt.Println("demoted:", d.Reason) },
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(runCtx) }()
+
+	<-wrote
+	if err := e.Resign(ctx); err != nil { // hand over now, not after a lease
+		log.Fatal(err)
+	}
+	stop()
+	fmt.Println("run:", <-ran)
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM jobs").Scan(&n); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("jobs written:", n)
+	// Output:
+	// elected; fenced write: <nil>
+	// demoted: resigned
+	// run: <nil>
+	// jobs written: 1
+}
+
+// A service's whole life: campaign until the process is told to stop, then
+// resign on the way out so that another replica leads at once.
+func ExampleNewTable() {
 	db, err := sql.Open("mysql", os.Getenv("SQLELECT_DSN")) // yours: the library never opens or closes it
 	if err != nil {
 		log.Fatal(err)
@@ -26,16 +80,7 @@ func Example() {
 		Name:  "orders-scheduler",
 		Value: "10.0.0.7:8080", // published for whoever asks who leads
 		Callbacks: election.Callbacks{
-			OnElected: func(ctx context.Context, l election.Leadership) {
-				// Leader-only work; ctx ends when leadership does.
-				for ctx.Err() == nil {
-					log.Printf("leading term %d", l.Term)
-					select {
-					case <-ctx.Done():
-					case <-time.After(time.Second):
-					}
-				}
-			},
+			OnElected: func(ctx context.Context, l election.Leadership) { runScheduler(ctx, l) },
 			OnDemoted: func(d election.Demotion) { log.Printf("term %d ended: %s", d.Term, d.Reason) },
 		},
 	})
@@ -44,33 +89,62 @@ func Example() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := e.Run(ctx); err != nil { // resigns on the way out
+	if err := e.Run(ctx); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// Ask who leads, from any candidate or with Status from anywhere.
-func ExampleElection_Leader() {
-	var e election.Election // from NewTable or NewLock
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// runScheduler is the leader-only work of the examples: it runs until its
+// context ends, and writes only through l.Fenced.
+func runScheduler(ctx context.Context, l election.Leadership) {
+	for ctx.Err() == nil {
+		_ = l.Fenced(ctx, func(tx *sql.Tx) error { return nil /* this minute's jobs, tagged with l.Term */ })
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// The GET_LOCK backend takes the same arguments; it holds a dedicated
+// connection of db while it campaigns, and needs no row of its own to lead.
+func ExampleNewLock() {
+	db, done := exampleDB()
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := e.Leader(ctx)
+
+	elected := make(chan uint64, 1)
+	e, err := election.NewLock(db, election.Config{
+		Name:      "orders-scheduler",
+		Callbacks: election.Callbacks{OnElected: func(_ context.Context, l election.Leadership) { elected <- l.Term }},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(runCtx) }()
+	fmt.Println("leads:", <-elected == e.Term() && e.IsLeader())
+	stop() // Run resigns on the way out
+	fmt.Println("run:", <-ran, "leads:", e.IsLeader())
+	// Output:
+	// leads: true
+	// run: <nil> leads: false
+}
+
+// Run returns nil once its context ends (after resigning), and an error only
+// for what retrying cannot fix; database errors while it runs are retried.
+func ExampleCandidate_Run() {
+	var e *election.Candidate // from NewTable or NewLock
+	err := e.Run(context.Background())
 	switch {
-	case errors.Is(err, election.ErrNoLeader):
-		fmt.Println("nobody leads")
+	case errors.Is(err, election.ErrTableMissing), errors.Is(err, election.ErrSchemaMismatch):
+		log.Fatal("run `sqlelect migrate up` first: ", err)
+	case errors.Is(err, election.ErrAccessDenied):
+		log.Fatal("grant SELECT, INSERT, UPDATE on the election tables: ", err)
 	case err != nil:
 		log.Fatal(err)
-	default:
-		fmt.Printf("%s leads term %d since %s at %s (lease left %s)\n", r.ID, r.Term, r.Since, r.Value, r.LeaseLeft)
-	}
-}
-
-// Check leadership cheaply before leader-only work; it turns false by the
-// local clock the moment the lease could have run out.
-func ExampleElection_IsLeader() {
-	var e election.Election
-	if e.IsLeader() {
-		fmt.Println("do leader-only work, tagged with term", e.Term())
 	}
 }
 
