@@ -55,7 +55,7 @@ func (t *exampleT) cleanup() {
 // stops it (Run resigns on the way out): the in-memory fake, standing in for
 // NewTable's *Candidate in the Examples whose point is the API, not the
 // database.
-func leading(cfg election.Config) (ctx context.Context, e election.Election, stop func()) {
+func leading(cfg election.Config) (ctx context.Context, f *electionfake.Fake, stop func()) {
 	f, err := electionfake.New(cfg)
 	if err != nil {
 		panic(err)
