@@ -16,7 +16,7 @@ import (
 // The main path, on a throwaway database: campaign, lead, write fenced by the
 // leadership's term, and resign so that another replica leads at once.
 func Example() {
-	db, done := exampleDB() // your *sql.DB: the library never opens or closes it
+	db, done := exampleDB() // your *sql.DB (here a throwaway database): the library never opens or closes it
 	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
