@@ -18,10 +18,17 @@ import (
 // testdb), and a function that closes the pool and drops the database.
 // Without a server the Example fails with testdb's message on how to get
 // one, as the package's tests do.
-func exampleDB() (db *sql.DB, done func()) {
+func exampleDB() (db *sql.DB, done func()) { return openExampleDB(true) }
+
+// exampleEmptyDB is exampleDB without the migrations: no election table.
+func exampleEmptyDB() (db *sql.DB, done func()) { return openExampleDB(false) }
+
+func openExampleDB(migrate bool) (db *sql.DB, done func()) {
 	t := &exampleT{}
 	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
+	if migrate {
+		testdb.Migrate(t, dsn)
+	}
 	return testdb.Open(t, dsn), t.cleanup
 }
 

@@ -134,18 +134,27 @@ func ExampleNewLock() {
 }
 
 // Run returns nil once its context ends (after resigning), and an error only
-// for what retrying cannot fix; database errors while it runs are retried.
+// for what retrying cannot fix, such as a database not migrated yet;
+// database errors while it runs are retried.
 func ExampleCandidate_Run() {
-	var e *election.Candidate // from NewTable or NewLock
-	err := e.Run(context.Background())
+	db, done := exampleEmptyDB() // no election table
+	defer done()
+	e, err := election.NewTable(db, election.Config{Name: "orders-scheduler"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = e.Run(ctx)
 	switch {
 	case errors.Is(err, election.ErrTableMissing), errors.Is(err, election.ErrSchemaMismatch):
-		log.Fatal("run `sqlelect migrate up` first: ", err)
+		fmt.Println("run `sqlelect migrate up` first")
 	case errors.Is(err, election.ErrAccessDenied):
-		log.Fatal("grant SELECT, INSERT, UPDATE on the election tables: ", err)
+		fmt.Println("grant SELECT, INSERT, UPDATE on the election tables")
 	case err != nil:
 		log.Fatal(err)
 	}
+	// Output: run `sqlelect migrate up` first
 }
 
 // Force a given candidate to lead, as an operator would with REPLACE.
