@@ -118,3 +118,58 @@ func (c *Candidate) progress() Progress {
 	}
 	return p
 }
+
+func (c *Candidate) metrics() Metrics { return c.cfg.Metrics }
+
+func (c *Candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
+
+// step records that the campaign loop begins a step now (a statement, a
+// health check, a stand-down).
+func (c *Candidate) step() { c.lastStep.Store(c.elapsed()) }
+
+// reached records whether the database answered a statement of the
+// campaign (err is nil or the server's error) or not (a connection error
+// or a timeout: ErrorKind), and logs when that changes, once, rather than at
+// every retry (each failure is counted by Metrics.Heartbeat). It returns
+// whether the database answered.
+func (c *Candidate) reached(err error) bool {
+	kind := ErrorKind(err)
+	answered := kind != "connection" && kind != "timeout"
+	switch down := c.unreachableFor(); {
+	case !answered && down == 0:
+		c.downSince.Store(c.elapsed() + 1)
+		c.log.Warn("database unreachable; retrying", "err", err, "retry_interval", c.cfg.RetryInterval)
+	case answered && down > 0:
+		c.downSince.Store(0)
+		c.log.Info("database reachable again", "after", down)
+	}
+	return answered
+}
+
+// unreachableFor returns for how long the database has not answered the
+// campaign's statements (see reached), 0 while it answers.
+func (c *Candidate) unreachableFor() time.Duration {
+	if since := c.downSince.Load(); since != 0 {
+		return time.Duration(max(c.elapsed()-(since-1), 1))
+	}
+	return 0
+}
+
+// due records that the loop waits for d before its next step.
+func (c *Candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
+
+// overdue returns how long the campaign loop is past its last sign of
+// progress: the start of its last step, or the end of the wait it is in,
+// whichever is later. Negative while it waits.
+func (c *Candidate) overdue() time.Duration {
+	return time.Duration(c.elapsed() - max(c.lastStep.Load(), c.nextDue.Load()))
+}
+
+// wedged reports whether Run runs but its loop has made no progress for
+// more than RenewDeadline past when it was due: a step (a statement is
+// bounded by QueryTimeout; the health check runs beside the loop) or a
+// callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
+// its context was cancelled) holds it up.
+func (c *Candidate) wedged() bool {
+	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
+}
