@@ -104,10 +104,10 @@ func (c *Candidate) IsLeader() bool {
 }
 
 // elapsed is the time since epoch on the candidate's clock, in ns. With the
-// real clock it reads only the monotonic clock (RealClock.Since), the cheapest
-// read there is: IsLeader is called on hot paths.
+// real clock it reads only the monotonic clock (realClock.Since), the
+// cheapest read there is: IsLeader is called on hot paths.
 func (c *Candidate) elapsed() int64 {
-	if rc, ok := c.cfg.Clock.(RealClock); ok {
+	if rc, ok := c.cfg.Clock.(realClock); ok {
 		return int64(rc.Since(c.epoch))
 	}
 	return int64(c.cfg.Clock.Now().Sub(c.epoch))

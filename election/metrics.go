@@ -9,9 +9,6 @@ import "time"
 // methods are called from the candidate's goroutines, so they must be
 // safe for concurrent use and must not block. Several elections may share
 // one Metrics; election is the election's name (Config.Name).
-//
-// Embed NopMetrics in an implementation so that methods added to Metrics
-// later have a default.
 type Metrics interface {
 	// Start is called when a candidate's Run begins, with the candidate's
 	// Config (defaults applied); the stop it returns is called when Run
@@ -71,35 +68,17 @@ type Progress struct {
 	Healthy bool
 }
 
-// NopMetrics is a Metrics that records nothing: the default when
-// Config.Metrics is nil.
-type NopMetrics struct{}
+// nopMetrics records nothing: what a nil Config.Metrics means.
+type nopMetrics struct{}
 
-var _ Metrics = NopMetrics{}
-
-// Start implements Metrics.
-func (NopMetrics) Start(Config, func() Progress) func() { return func() {} }
-
-// Elected implements Metrics.
-func (NopMetrics) Elected(string, uint64) {}
-
-// Demoted implements Metrics.
-func (NopMetrics) Demoted(string, Reason) {}
-
-// Heartbeat implements Metrics.
-func (NopMetrics) Heartbeat(string, time.Duration, error) {}
-
-// LeaseLost implements Metrics.
-func (NopMetrics) LeaseLost(string) {}
-
-// HealthCheck implements Metrics.
-func (NopMetrics) HealthCheck(string, error, bool) {}
-
-// HandoverSkipped implements Metrics.
-func (NopMetrics) HandoverSkipped(string) {}
-
-// PreferenceRequested implements Metrics.
-func (NopMetrics) PreferenceRequested(string) {}
+func (nopMetrics) Start(Config, func() Progress) func()   { return func() {} }
+func (nopMetrics) Elected(string, uint64)                 {}
+func (nopMetrics) Demoted(string, Reason)                 {}
+func (nopMetrics) Heartbeat(string, time.Duration, error) {}
+func (nopMetrics) LeaseLost(string)                       {}
+func (nopMetrics) HealthCheck(string, error, bool)        {}
+func (nopMetrics) HandoverSkipped(string)                 {}
+func (nopMetrics) PreferenceRequested(string)             {}
 
 // progress reads c's local state for Metrics (see Progress).
 func (c *Candidate) progress() Progress {
