@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// The candidate, by job: this file holds the type, its public methods and
+// Run's loop; campaign.go the phases, the single transition point (enter)
+// and the steps of each phase (tick); lead.go the leadership and every way
+// a hold ends; health.go the health-check goroutine; metrics.go what
+// Metrics and HealthzHandler read.
+
 // Candidate is a candidate in one election, of either backend: NewTable
 // and NewLock return one. Its methods are those of Election, documented
 // there; depend on Election (or on a narrower interface of your own) where
