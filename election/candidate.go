@@ -26,9 +26,8 @@ import (
 // Who owns what, and for how long:
 //   - The Run goroutine owns st, and the backend's campaign (every backend
 //     method but leader, which Leader calls from any goroutine), from the
-//     start of Run to its end; between Runs nobody touches them. Transfer
-//     and Proclaim run on it (opCh, see do), and Resign (resignCh), between
-//     two steps. OnLeaderChanged and OnDemoted are called on it: the loop
+//     start of Run to its end; between Runs nobody touches them. Resign,
+//     Transfer and Proclaim run on it (opCh, see do), between two steps. OnLeaderChanged and OnDemoted are called on it: the loop
 //     waits for them.
 //   - Any goroutine reads leadUntil and term (IsLeader, Term), lastRenew,
 //     lastStep and nextDue (Metrics' progress, HealthzHandler), atomically;
@@ -78,8 +77,7 @@ type Candidate struct {
 	lastFailure atomic.Int64
 	healthCh    chan struct{}
 
-	resignCh chan chan error
-	opCh     chan op // Transfer and Proclaim, run on the Run goroutine
+	opCh chan op // Resign, Transfer and Proclaim, run on the Run goroutine
 	// runDone is closed when the current Run returns, so that a request
 	// sent as Run ends does not wait for a Run goroutine that is gone.
 	runDone atomic.Pointer[chan struct{}]
@@ -92,7 +90,6 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
-		resignCh: make(chan chan error),
 		opCh:     make(chan op),
 		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
@@ -154,21 +151,29 @@ func (c *Candidate) Resign(ctx context.Context) error {
 	if !c.running.Load() {
 		return ErrNotRunning
 	}
-	reply := make(chan error, 1)
-	stopped := c.stopped()
+	o := op{run: c.resign, reply: make(chan error, 1)}
 	select {
-	case c.resignCh <- reply:
-	case <-stopped:
+	case c.opCh <- o:
+	case <-c.stopped():
 		return ErrNotRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-reply:
+	case err := <-o.reply:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// resign stands the candidate down, releasing the row, and sits out: Resign,
+// run on the Run goroutine.
+func (c *Candidate) resign(ctx context.Context) error {
+	c.step()
+	c.standDown(ctx, ReasonResigned, true)
+	c.sitOut(0)
+	return nil
 }
 
 // stopped returns a channel closed when the current Run returns; nil (never
@@ -271,12 +276,6 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case reply := <-c.resignCh:
-			stopAwait()
-			c.step()
-			c.standDown(ctx, ReasonResigned, true)
-			c.sitOut(0)
-			reply <- nil
 		case o := <-c.opCh:
 			stopAwait()
 			o.reply <- o.run(ctx)
