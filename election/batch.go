@@ -44,7 +44,7 @@ type BatcherOptions struct {
 	// heartbeat's latency, which matters little next to the renew
 	// interval. Default DefaultLinger; negative for none.
 	Linger time.Duration
-	// Clock times the linger. Default RealClock{}.
+	// Clock times the linger. Default nil: the time package's.
 	Clock Clock
 }
 
@@ -127,7 +127,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 		opts.Linger = DefaultLinger
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = realClock{}
 	}
 	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
 	b.prepareSQL()

@@ -10,11 +10,12 @@ import "time"
 // Statement timeouts are the exception: they are context deadlines, which
 // database/sql counts in real time.
 //
-// RealClock reads the monotonic clock through time.Now. Another Clock
-// changes a candidate's view of time: electiontest.FreezableClock stops it,
-// as SIGSTOP would, while the database's time goes on. (The package's unit
-// tests inject none: they run RealClock in testing/synctest bubbles, whose
-// time is fake.) A Clock must be safe for concurrent use.
+// A nil Clock means the time package's, which reads the monotonic clock
+// through time.Now. Another Clock changes a candidate's view of time:
+// electiontest.FreezableClock stops it, as SIGSTOP would, while the
+// database's time goes on. (The package's unit tests inject none: they run
+// the time package's in testing/synctest bubbles, whose time is fake.) A
+// Clock must be safe for concurrent use.
 //
 // Only durations between two Now readings of the same Clock are used, never
 // wall-clock values: a leader stands down by the monotonic clock, which keeps
@@ -35,19 +36,15 @@ type Timer interface {
 	Stop() bool
 }
 
-// RealClock is the Clock backed by the time package. Its zero value is ready
-// to use.
-type RealClock struct{}
+// realClock is the time package's Clock: what a nil Clock means.
+type realClock struct{}
 
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
+func (realClock) Now() time.Time                 { return time.Now() }
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
 // Since returns time.Since(t): with a monotonic t it reads only the
 // monotonic clock, which is cheaper than Now.
-func (RealClock) Since(t time.Time) time.Duration { return time.Since(t) }
-
-// NewTimer returns a time.Timer wrapped as a Timer.
-func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+func (realClock) Since(t time.Time) time.Duration { return time.Since(t) }
 
 type realTimer struct{ t *time.Timer }
 

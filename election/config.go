@@ -76,7 +76,7 @@ type Config struct {
 	// Callbacks are called on leadership changes; all are optional.
 	Callbacks Callbacks
 	// Metrics receives what the campaign reports, for instance
-	// electionprom.NewMetrics(). Default NopMetrics{}.
+	// electionprom.NewMetrics(). Default nil: none.
 	Metrics Metrics
 	// Health ties leadership to the application's health. Default: off.
 	Health HealthConfig
@@ -153,7 +153,7 @@ type TuningConfig struct {
 	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
 	// (5 s), at most RenewDeadline.
 	QueryTimeout time.Duration
-	// Clock is the local clock. Default RealClock{}.
+	// Clock is the local clock. Default nil: the time package's.
 	Clock Clock
 	// Logger receives structured logs. Default slog.Default();
 	// slog.New(slog.DiscardHandler) logs nothing.
@@ -215,13 +215,13 @@ func (c settings) withDefaults() (settings, error) {
 		c.JitterFactor = defaultJitterFactor
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock{}
+		c.Clock = realClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.Metrics == nil {
-		c.Metrics = NopMetrics{}
+		c.Metrics = nopMetrics{}
 	}
 	if err := c.validate(given); err != nil {
 		return c, err

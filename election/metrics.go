@@ -9,9 +9,6 @@ import "time"
 // methods are called from the candidate's goroutines, so they must be
 // safe for concurrent use and must not block. Several elections may share
 // one Metrics; election is the election's name (Config.Name).
-//
-// Embed NopMetrics in an implementation so that methods added to Metrics
-// later have a default.
 type Metrics interface {
 	// Start is called when a candidate's Run begins, with the candidate's
 	// Config (defaults applied); the stop it returns is called when Run
@@ -71,35 +68,17 @@ type Progress struct {
 	Healthy bool
 }
 
-// NopMetrics is a Metrics that records nothing: the default when
-// Config.Metrics is nil.
-type NopMetrics struct{}
+// nopMetrics records nothing: what a nil Config.Metrics means.
+type nopMetrics struct{}
 
-var _ Metrics = NopMetrics{}
-
-// Start implements Metrics.
-func (NopMetrics) Start(Config, func() Progress) func() { return func() {} }
-
-// Elected implements Metrics.
-func (NopMetrics) Elected(string, uint64) {}
-
-// Demoted implements Metrics.
-func (NopMetrics) Demoted(string, Reason) {}
-
-// Heartbeat implements Metrics.
-func (NopMetrics) Heartbeat(string, time.Duration, error) {}
-
-// LeaseLost implements Metrics.
-func (NopMetrics) LeaseLost(string) {}
-
-// HealthCheck implements Metrics.
-func (NopMetrics) HealthCheck(string, error, bool) {}
-
-// HandoverSkipped implements Metrics.
-func (NopMetrics) HandoverSkipped(string) {}
-
-// PreferenceRequested implements Metrics.
-func (NopMetrics) PreferenceRequested(string) {}
+func (nopMetrics) Start(Config, func() Progress) func()   { return func() {} }
+func (nopMetrics) Elected(string, uint64)                 {}
+func (nopMetrics) Demoted(string, Reason)                 {}
+func (nopMetrics) Heartbeat(string, time.Duration, error) {}
+func (nopMetrics) LeaseLost(string)                       {}
+func (nopMetrics) HealthCheck(string, error, bool)        {}
+func (nopMetrics) HandoverSkipped(string)                 {}
+func (nopMetrics) PreferenceRequested(string)             {}
 
 // progress reads c's local state for Metrics (see Progress).
 func (c *Candidate) progress() Progress {
@@ -117,4 +96,59 @@ func (c *Candidate) progress() Progress {
 		p.LastRenewal = *r
 	}
 	return p
+}
+
+func (c *Candidate) metrics() Metrics { return c.cfg.Metrics }
+
+func (c *Candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
+
+// step records that the campaign loop begins a step now (a statement, a
+// health check, a stand-down).
+func (c *Candidate) step() { c.lastStep.Store(c.elapsed()) }
+
+// reached records whether the database answered a statement of the
+// campaign (err is nil or the server's error) or not (a connection error
+// or a timeout: ErrorKind), and logs when that changes, once, rather than at
+// every retry (each failure is counted by Metrics.Heartbeat). It returns
+// whether the database answered.
+func (c *Candidate) reached(err error) bool {
+	kind := ErrorKind(err)
+	answered := kind != "connection" && kind != "timeout"
+	switch down := c.unreachableFor(); {
+	case !answered && down == 0:
+		c.downSince.Store(c.elapsed() + 1)
+		c.log.Warn("database unreachable; retrying", "err", err, "retry_interval", c.cfg.RetryInterval)
+	case answered && down > 0:
+		c.downSince.Store(0)
+		c.log.Info("database reachable again", "after", down)
+	}
+	return answered
+}
+
+// unreachableFor returns for how long the database has not answered the
+// campaign's statements (see reached), 0 while it answers.
+func (c *Candidate) unreachableFor() time.Duration {
+	if since := c.downSince.Load(); since != 0 {
+		return time.Duration(max(c.elapsed()-(since-1), 1))
+	}
+	return 0
+}
+
+// due records that the loop waits for d before its next step.
+func (c *Candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
+
+// overdue returns how long the campaign loop is past its last sign of
+// progress: the start of its last step, or the end of the wait it is in,
+// whichever is later. Negative while it waits.
+func (c *Candidate) overdue() time.Duration {
+	return time.Duration(c.elapsed() - max(c.lastStep.Load(), c.nextDue.Load()))
+}
+
+// wedged reports whether Run runs but its loop has made no progress for
+// more than RenewDeadline past when it was due: a step (a statement is
+// bounded by QueryTimeout; the health check runs beside the loop) or a
+// callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
+// its context was cancelled) holds it up.
+func (c *Candidate) wedged() bool {
+	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
 }

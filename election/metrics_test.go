@@ -312,14 +312,14 @@ func TestMetricsSharedByElections(t *testing.T) {
 	})
 }
 
-// Without Config.Metrics a candidate reports to NopMetrics.
+// Without Config.Metrics a candidate reports to nopMetrics.
 func TestMetricsDefaultNop(t *testing.T) {
 	cfg, err := Config{Name: "x"}.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cfg.Metrics.(NopMetrics); !ok {
-		t.Fatalf("default Metrics %T, want NopMetrics", cfg.Metrics)
+	if _, ok := cfg.Metrics.(nopMetrics); !ok {
+		t.Fatalf("default Metrics %T, want nopMetrics", cfg.Metrics)
 	}
 	stop := cfg.Metrics.Start(cfg, nil)
 	stop()

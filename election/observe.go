@@ -22,7 +22,7 @@ type ObserveOptions struct {
 	// DisableFastHandover makes Observe poll, without waiting on the table
 	// backend's handover hint (which takes a pooled connection).
 	DisableFastHandover bool
-	// Metrics receives the errors and skipped hints. Default NopMetrics{}.
+	// Metrics receives the errors and skipped hints. Default nil: none.
 	Metrics Metrics
 }
 

@@ -17,9 +17,11 @@ import (
 type offsetClock struct{ off atomic.Int64 }
 
 func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *offsetClock) NewTimer(d time.Duration) election.Timer {
-	return election.RealClock{}.NewTimer(d)
-}
+func (c *offsetClock) NewTimer(d time.Duration) election.Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ *time.Timer }
+
+func (t realTimer) C() <-chan time.Time { return t.Timer.C }
 
 // TestLateRenewalDoesNotReviveLeadership: a renewal sent before the
 // leader's deadline whose answer is read after it (by the leader's clock)

@@ -1,6 +1,6 @@
 /*
  * lock.pml: the lock backend's protocol (election/lock.go, internal/getlock,
- * on candidate.go's state machine), as a Promela model for SPIN. See
+ * on campaign.go's state machine), as a Promela model for SPIN. See
  * model/README.md ("The lock backend") for what is modelled, the decision
  * table, the configurations and the mutants; `make model` checks them.
  *
@@ -149,7 +149,7 @@ byte lastf;            /* LIVENESS: when the last fault happened */
 
 byte i, j, t, nt, bk, bt, bto;
 
-/* ---- the candidate (candidate.go), as in sqlelect.pml ---- */
+/* ---- the candidate (campaign.go, lead.go), as in sqlelect.pml ---- */
 
 inline demote(c) {
 	if
@@ -254,7 +254,7 @@ inline giveUp(c, h, unserved, to, over) {
 	fi
 }
 
-/* releaseHold (candidate.go): the deadline passed: dropLock; else give up
+/* releaseHold (lead.go): the deadline passed: dropLock; else give up
  * the row, handing on an unserved lock delay */
 inline releaseHold(c) {
 	if
@@ -387,7 +387,7 @@ inline renewOnce(c) {
 	fi
 }
 
-/* holdTick's handling of the renewal's beat (candidate.go) */
+/* holdTick's handling of the renewal's beat (campaign.go) */
 inline processRenew(c, st) {
 	if
 	:: bk == B_ERR -> skip

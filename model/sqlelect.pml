@@ -343,7 +343,7 @@ inline execSlot(i) {
 	fi
 }
 
-/* ---- the candidate (election/candidate.go) ---- */
+/* ---- the candidate (election/campaign.go, lead.go) ---- */
 
 /* the slot is free again: forget the statement */
 inline FREE(c) {

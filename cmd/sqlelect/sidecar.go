@@ -98,7 +98,7 @@ func listenSidecar(metricsAddr, httpAddr string) (*sidecar, error) {
 }
 
 // metricsFor returns the Metrics to give the candidate; nil (the
-// default, NopMetrics) without --metrics-addr.
+// default: none) without --metrics-addr.
 func (s *sidecar) metricsFor() election.Metrics {
 	if s.m == nil {
 		return nil

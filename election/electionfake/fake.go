@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sqlelect/sqlelect/election"
 )
@@ -114,8 +115,8 @@ type request struct {
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
 // Health.Check and Health.Timeout (see the package documentation),
 // LeaseDuration (shown in records; default election.DefaultLeaseDuration)
-// and Tuning.Clock (for the records' times and Demotion.Until; default
-// election.RealClock{}) are used, the other fields ignored. Like the real
+// and Tuning.Clock (for the records' times and Demotion.Until; default nil:
+// the time package's) are used, the other fields ignored. Like the real
 // constructors it copies cfg and returns an error wrapping
 // election.ErrInvalidConfig for a bad Name, ID or Value.
 func New(cfg election.Config) (*Fake, error) {
@@ -124,9 +125,6 @@ func New(cfg election.Config) (*Fake, error) {
 	}
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = election.DefaultLeaseDuration
-	}
-	if cfg.Tuning.Clock == nil {
-		cfg.Tuning.Clock = election.RealClock{}
 	}
 	if err := errors.Join(election.ValidateName(cfg.Name), election.ValidateID(cfg.ID)); err != nil {
 		return nil, err
@@ -422,7 +420,7 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 		return f.record, fmt.Errorf("%w: election %q has no live lease", election.ErrNoLeader, f.cfg.Name)
 	}
 	rec := f.record
-	rec.LastRenewal = f.cfg.Tuning.Clock.Now().Round(0)
+	rec.LastRenewal = f.now()
 	return rec, nil
 }
 
@@ -497,7 +495,7 @@ func (f *Fake) SetDB(db *sql.DB) {
 // with a new term, and reports the change through OnLeaderChanged. It
 // returns the term (0 for nobody). Run goroutine only.
 func (f *Fake) setRecord(r election.Record) uint64 {
-	now := f.cfg.Tuning.Clock.Now().Round(0)
+	now := f.now()
 	f.mu.Lock()
 	r.Election = f.cfg.Name
 	if r.ID != "" {
@@ -548,11 +546,19 @@ func (f *Fake) demote(reason election.Reason) bool {
 	term := f.term.Load()
 	f.leading.Store(false)
 	f.term.Store(0)
-	until := f.cfg.Tuning.Clock.Now().Round(0)
+	until := f.now()
 	f.cancelLead()
 	<-f.leadDone
 	if cb := f.cfg.Callbacks.OnDemoted; cb != nil {
 		cb(election.Demotion{Term: term, Reason: reason, Until: until})
 	}
 	return true
+}
+
+// now reads Tuning.Clock, or the time package's clock when it is nil.
+func (f *Fake) now() time.Time {
+	if c := f.cfg.Tuning.Clock; c != nil {
+		return c.Now().Round(0)
+	}
+	return time.Now().Round(0)
 }

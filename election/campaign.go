@@ -1,0 +1,380 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// beat is the outcome of one acquisition attempt or renewal.
+type beat struct {
+	held     bool   // this candidate holds the election after the statement
+	term     uint64 // the term held
+	inserted bool   // the term began on a new row: the previous one was deleted
+	// delay is how long a new hold must wait before leading, so that a
+	// predecessor that may not know it lost has stood down: 0 after taking
+	// an expired or released row, Config.Tuning.LockDelay after a new or replaced
+	// row, what was left of the predecessor's lease when that is known.
+	// Ignored with Config.Tuning.DisableLockDelay.
+	delay time.Duration
+	// requested is set (with held false) when a holder's renewal changed
+	// nothing because an operator asked it to hand over: to the candidate
+	// to, or to anyone when to is empty. The row still names the holder with
+	// its term, with the lease of its previous renewal.
+	requested bool
+	to        string
+}
+
+// backend is what a storage scheme provides to the shared campaign logic.
+// Every method is called from the Run goroutine only, with a context that
+// has a deadline.
+type backend interface {
+	// preflight checks once, before campaigning, what retrying cannot fix.
+	preflight(ctx context.Context) error
+	// follow looks at the election as a non-holder, tries to acquire it
+	// when it may, and says how long to wait before the next look.
+	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
+	// renew renews the hold of term hold.
+	renew(ctx context.Context, hold uint64) (beat, error)
+	// release gives term hold up so that others may take over. With
+	// unserved zero the row is marked released (the next candidate takes it
+	// at once); otherwise the row is left to expire unserved from now by the
+	// database clock, so that the lock delay this hold had not yet served
+	// is served by whoever takes it next.
+	release(ctx context.Context, hold uint64, unserved time.Duration) error
+	// handOver gives term hold up for a planned change of leader: the row
+	// is marked released and reserved for candidate to (for anyone when to
+	// is empty) until window has passed by the database clock, and the
+	// followers are woken. Called only after the holder stood down.
+	handOver(ctx context.Context, hold uint64, to string, window time.Duration) error
+	// setValue sets the value the candidate publishes from now on (in
+	// takes and renewals).
+	setValue(v string)
+	// proclaim writes the value into the row held with term hold: false
+	// when the row no longer says so.
+	proclaim(ctx context.Context, hold uint64) (bool, error)
+	// prefer asks the leader of seen to hand over to this candidate, by
+	// its priority (see preferSQL): false when the row no longer allows.
+	prefer(ctx context.Context, seen Record) (bool, error)
+	// leader reads the election's record.
+	leader(ctx context.Context) (Record, error)
+	// close frees what the backend holds (the lock connection); called when
+	// Run returns.
+	close()
+}
+
+// phase is where a candidate is in its campaign. The model
+// (model/sqlelect.pml) spells it with hold[i], leading[i] and so[i].
+type phase uint8
+
+const (
+	// following: holds nothing; looks at the election every retry
+	// interval and takes it when it may (model: hold[i] = 0, followTick).
+	following phase = iota
+	// sittingOut: holds nothing and does not campaign before
+	// st.sitOutUntil, after it gave a hold up, so that another candidate
+	// wins (model: hold[i] = 0, CLK(i) < so[i]).
+	sittingOut
+	// holding: holds term st.hold, until st.holdDeadline without a
+	// renewal, and waits out its lock delay until st.leadAt before it
+	// leads (model: hold[i] != 0, !leading[i]).
+	holding
+	// leading: holds the row and leads: IsLeader is true until leadUntil,
+	// OnElected runs with st.lead's context (model: leading[i]).
+	leading
+)
+
+func (p phase) String() string {
+	switch p {
+	case following:
+		return "following"
+	case sittingOut:
+		return "sitting out"
+	case holding:
+		return "holding"
+	case leading:
+		return "leading"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// transitions is the candidate's state machine: the phases each phase may
+// move to. enter refuses any other move. Every move is made by one function
+// (acquired, below enter; the others in lead.go), named as the model's
+// inlines that make it (model/sqlelect.pml, "the candidate"), for the
+// reasons doc.go gives
+// ("Safety", "Health", "Planned changes of leader"):
+//
+//	following  → holding     acquired: the heartbeat took, inserted or claimed
+//	                         the row (followTick), or the term changed under a
+//	                         holder (holdTick, after standDown)
+//	holding    → leading     maybeLead: the lock delay is over (at once when
+//	                         there is none) and the hold is live
+//	leading    → holding     demote: the leadership ends, first step of every
+//	                         stand-down; or it ran out by the clock while a
+//	                         renewal was in flight (maybeLead leads anew)
+//	holding    → following   standDown: the lease is lost, deposed, an error,
+//	                         Run's end (releasing the row or not); handOver
+//	following  → sittingOut  sitOut: after a Resign, a failed health check, a
+//	                         hand-over, a deleted row
+//	sittingOut → sittingOut  sitOut: Resign again
+//	sittingOut → following   tick: the sit-out is over
+var transitions = [...][]phase{
+	following:  {holding, sittingOut},
+	sittingOut: {following, sittingOut},
+	holding:    {leading, following},
+	leading:    {holding},
+}
+
+// campaign is the state of a candidate's campaign: its phase, the data of
+// the phases that have any, and what outlives a phase. The Run goroutine
+// owns it (see candidate).
+type campaign struct {
+	phase phase
+	// holding and leading (model: hold[i], hd[i]): the term held (0 in
+	// the other phases), and when to stand down without a renewal, by the
+	// local clock.
+	hold         uint64
+	holdDeadline time.Time
+	// leading: the leadership under way (model: lterm[i], cancelled[i];
+	// lu[i] is candidate.leadUntil).
+	lead leadership
+
+	// Every phase. leadAt (model: la[i]) is when the current hold may
+	// lead (the end of its lock delay). It outlives the hold: a later hold
+	// of this candidate never leads before it, and a hold given up before
+	// it hands the rest on (see releaseHold). sitOutUntil (model: so[i])
+	// ends sittingOut.
+	leadAt      time.Time
+	sitOutUntil time.Time
+	seen        Record // last observed holder (ID empty when none)
+	askedTerm   uint64 // the term prefer last asked to hand over (never asked twice)
+	value       string // the value published: cfg.Value, or what Proclaim set
+}
+
+// holds reports whether the campaign holds the row (holding or leading).
+func (s *campaign) holds() bool { return s.phase == holding || s.phase == leading }
+
+// tick runs one step of the campaign in its phase and returns how long to
+// wait before the next. Run's loop is thus client-go's "acquire, then
+// renew", one step at a time so that Resign, Transfer and a failed health
+// check are served between any two: a follower looks at the election and
+// takes it when it may (followTick), a holder renews (holdTick) until it
+// stands down; a candidate that sits out waits.
+func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
+	c.step()
+	now := c.cfg.Clock.Now()
+	switch c.st.phase {
+	case sittingOut:
+		if now.Before(c.st.sitOutUntil) {
+			return c.st.sitOutUntil.Sub(now), nil
+		}
+		c.enter(following)
+		fallthrough
+	case following:
+		if !c.healthy() {
+			// Not campaigning; woken when the check passes again.
+			return c.jitter(c.cfg.RetryInterval), nil
+		}
+		return c.followTick(ctx)
+	default: // holding, leading
+		return c.holdTick(ctx, now)
+	}
+}
+
+// followTick is a follower's step (model: followTick): it looks at the
+// election and sends the heartbeat when the row may be taken (see
+// backend.follow); a hold that began with it is acquired.
+func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
+	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	send := c.cfg.Clock.Now()
+	seen, b, wait, err := c.b.follow(qctx)
+	cancel()
+	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	if ctx.Err() == nil {
+		c.reached(err)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Debug("follow failed", "err", err)
+		}
+		return c.jitter(c.cfg.RetryInterval), err
+	}
+	if b.held {
+		c.acquired(send, b)
+		return c.holdWait(), nil
+	}
+	c.observe(seen)
+	return c.prefer(ctx, seen, wait), nil
+}
+
+// holdTick is a holder's step (model: holdTick): it stands down when its
+// health check failed, or when its deadline passed without a renewal (the
+// lease is lost); otherwise it renews and acts on the outcome (see
+// renewed).
+func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
+	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
+		c.log.Warn("health check failed: standing down", "term", c.st.hold)
+		c.standDown(ctx, ReasonUnhealthy, true)
+		c.sitOut(0)
+		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+	}
+	if !now.Before(c.st.holdDeadline) {
+		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
+		c.metrics().LeaseLost(c.cfg.Name)
+		c.standDown(ctx, ReasonLeaseLost, false)
+		return 0, nil
+	}
+	// A renewal in flight is let finish (within its timeout) when Run's
+	// context ends: cancelling it midway can cost the lock backend its
+	// connection, and with it the lock, before the release that follows
+	// has marked the row released; a follower would then find a live row
+	// and wait out its lease instead of taking over at once.
+	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(now)))
+	b, err := c.b.renew(qctx, c.st.hold)
+	cancel()
+	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	if ctx.Err() == nil {
+		c.reached(err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		c.log.Debug("renewal failed", "term", c.st.hold, "err", err)
+		// Retry soon, but wake at the deadline at the latest.
+		return min(c.cfg.RenewInterval/2, c.st.holdDeadline.Sub(c.cfg.Clock.Now())), err
+	}
+	return c.renewed(ctx, now, b), nil
+}
+
+// renewed acts on the outcome of the renewal sent at send (model:
+// processHB's holdTick branch; model/README.md's decision table gives the
+// outcomes) and returns the wait before the next step.
+func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Duration {
+	switch {
+	case b.requested:
+		c.log.Info("transfer requested", "term", c.st.hold, "to", b.to)
+		_ = c.handOver(ctx, b.to)
+		return max(c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), 0)
+	case b.held && b.term == c.st.hold:
+		c.st.holdDeadline = send.Add(c.cfg.RenewDeadline)
+		c.renewedAt(send)
+		if c.st.phase == leading && !c.extendLead(c.st.holdDeadline) {
+			// The leadership ran out by the clock while this renewal
+			// was in flight: it is over, and its context cancelled.
+			// The hold goes on (nobody else held the row meanwhile),
+			// so a new leadership of the same term begins at once.
+			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.st.hold)
+			c.metrics().LeaseLost(c.cfg.Name)
+			c.demote(ReasonLeaseLost)
+		}
+		c.maybeLead()
+		return c.holdWait()
+	case b.held && b.inserted:
+		// The row was deleted (an operator's force re-election): let go
+		// of the row this renewal recreated, and let another candidate win.
+		c.log.Info("row deleted: standing down for a re-election", "term", c.st.hold)
+		deadline := c.st.holdDeadline
+		c.standDown(ctx, ReasonDeposed, false)
+		c.releaseHold(ctx, b.term, deadline)
+		c.sitOut(0)
+		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now())
+	case b.held:
+		// The term changed under us (the row was replaced naming us, or
+		// released): a new hold, with its lock delay.
+		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
+		c.standDown(ctx, ReasonDeposed, false)
+		c.acquired(send, b)
+		return c.holdWait()
+	default:
+		c.log.Info("deposed", "term", c.st.hold)
+		c.standDown(ctx, ReasonDeposed, false)
+		return 0
+	}
+}
+
+// holdWait is the wait before the next renewal: the renew interval, or less
+// when the lock delay ends sooner.
+func (c *Candidate) holdWait() time.Duration {
+	now := c.cfg.Clock.Now()
+	w := c.cfg.RenewInterval
+	if c.st.phase != leading && c.st.leadAt.After(now) {
+		w = min(w, c.st.leadAt.Sub(now))
+	}
+	return min(w, c.st.holdDeadline.Sub(now))
+}
+
+// The transitions. enter is the only writer of st.phase; its only callers
+// are acquired below, tick (which ends a sit-out), and lead.go's maybeLead,
+// demote, standDown, sitOut and handOver: one per move of the transitions
+// table.
+
+// enter moves the campaign to phase p. A move the transitions table does
+// not list is a bug of this file: enter panics rather than go on from a
+// state nobody checked.
+func (c *Candidate) enter(p phase) {
+	if !slices.Contains(transitions[c.st.phase], p) {
+		panic(fmt.Sprintf("election: candidate %q: no transition from %v to %v", c.cfg.ID, c.st.phase, p))
+	}
+	c.st.phase = p
+}
+
+// acquired records a hold that began with the statement sent at send
+// (following → holding, model: acquired), and leads at once when there is
+// no lock delay to wait out (see maybeLead).
+func (c *Candidate) acquired(send time.Time, b beat) {
+	now := c.cfg.Clock.Now()
+	c.enter(holding)
+	c.st.hold = b.term
+	c.st.holdDeadline = send.Add(c.cfg.RenewDeadline)
+	// A delay an earlier hold of this candidate had not served still
+	// applies: whoever it waited for may still lead.
+	c.st.leadAt = later(c.st.leadAt, now)
+	if b.delay > 0 && !c.cfg.DisableLockDelay {
+		// A predecessor may not know it was deposed: let it stand down.
+		c.st.leadAt = later(c.st.leadAt, now.Add(b.delay))
+	}
+	if c.st.leadAt.After(now) {
+		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.st.leadAt.Sub(now))
+	}
+	c.renewedAt(send)
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.st.value,
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
+	c.maybeLead()
+}
+
+// observe calls OnLeaderChanged when the live holder, term or value
+// changed.
+func (c *Candidate) observe(r Record) {
+	if !r.Live() {
+		r = Record{Election: c.cfg.Name}
+	}
+	if r.ID == c.st.seen.ID && r.Term == c.st.seen.Term && r.Value == c.st.seen.Value {
+		return
+	}
+	c.st.seen = r
+	if f := c.cfg.Callbacks.OnLeaderChanged; f != nil {
+		f(r)
+	}
+}
+
+func (c *Candidate) jitter(d time.Duration) time.Duration { return jitter(d, c.cfg.JitterFactor) }
+
+// jitter returns d times a random factor in [1, 1+factor).
+func jitter(d time.Duration, factor float64) time.Duration {
+	if factor <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*factor*float64(d))
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

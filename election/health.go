@@ -1,0 +1,132 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// healthMatters reports whether the latest health result calls for a step
+// before the wait ends: a holder's check failed (it stands down now rather
+// than at its next renewal), or a follower that sits nothing out may
+// campaign again.
+func (c *Candidate) healthMatters() bool {
+	if c.st.holds() {
+		return c.unhealthy.Load()
+	}
+	return c.healthy() && !c.cfg.Clock.Now().Before(c.st.sitOutUntil)
+}
+
+// healthy reports whether the latest result of Config.Health.Check lets
+// the candidate campaign: true without a HealthCheck, false before its
+// first result and while that result is a failure.
+func (c *Candidate) healthy() bool {
+	return c.cfg.Health.Check == nil || (c.checked.Load() && !c.unhealthy.Load())
+}
+
+// heldDown reports whether the check failed within Health.HoldDown, or
+// Run began within it (a candidate with no record of passing is held down
+// as after a failure): the candidate then does not ask for leadership by
+// priority.
+func (c *Candidate) heldDown() bool {
+	f := c.lastFailure.Load()
+	return f != 0 && c.elapsed()-(f-1) < int64(c.cfg.Health.HoldDown)
+}
+
+// startHealth starts the goroutine that runs Config.Health.Check beside the
+// campaign loop (see watchHealth), if there is a check; the returned stop
+// cancels it and returns once it has exited (once a run under way has
+// returned).
+func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
+	if c.cfg.Health.Check == nil {
+		return func() {}
+	}
+	// No record yet: held down as after a failure (see heldDown), and no
+	// campaign before this Run's first check passed.
+	c.checked.Store(false)
+	c.unhealthy.Store(false)
+	c.lastFailure.Store(c.elapsed() + 1)
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.watchHealth(hctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// watchHealth runs the check every Health.Interval, start to start
+// (or as soon as the previous run returned, when that is later), until ctx
+// ends, and records each result. The campaign loop never waits for it: it
+// acts on the latest result.
+func (c *Candidate) watchHealth(ctx context.Context) {
+	for {
+		start := c.cfg.Clock.Now()
+		c.checkHealth(ctx, c.cfg.Health.Timeout)
+		if ctx.Err() != nil {
+			return
+		}
+		t := c.cfg.Clock.NewTimer(max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// checkHealth runs the check once with a context cancelled after d by the
+// candidate's clock (and by real time: a deadline for the check's own
+// calls), and records the result. A run that has not returned after d
+// failed: that is recorded at once, and the run is then waited for, so that
+// runs never overlap. When ctx ends during the run, nothing is recorded.
+func (c *Candidate) checkHealth(ctx context.Context, d time.Duration) {
+	hctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	res := make(chan error, 1)
+	go func() { res <- c.cfg.Health.Check(hctx) }()
+	select {
+	case err := <-res:
+		switch {
+		case ctx.Err() != nil:
+		case hctx.Err() != nil:
+			c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(hctx.Err(), err)), true)
+		case err != nil:
+			c.recordHealth(fmt.Errorf("election: health check: %w", err), false)
+		default:
+			c.recordHealth(nil, false)
+		}
+	case <-t.C():
+		cancel()
+		c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, context.DeadlineExceeded), true)
+		<-res
+	case <-ctx.Done():
+		<-res
+	}
+}
+
+// recordHealth makes err (nil: passed) the latest result of the check,
+// counts a failure, and pokes the campaign loop when the result changed.
+func (c *Candidate) recordHealth(err error, timedOut bool) {
+	c.metrics().HealthCheck(c.cfg.Name, err, timedOut)
+	if err != nil {
+		c.lastFailure.Store(c.elapsed() + 1)
+	}
+	was, first := c.unhealthy.Swap(err != nil), !c.checked.Swap(true)
+	switch {
+	case err != nil && (!was || first):
+		c.log.Warn("health check failing: not campaigning", "err", err)
+	case err == nil && was:
+		c.log.Info("health check passes again: campaigning")
+	}
+	if first || was != (err != nil) {
+		select {
+		case c.healthCh <- struct{}{}:
+		default:
+		}
+	}
+}

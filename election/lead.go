@@ -1,0 +1,270 @@
+package election
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// leadership is the data of the leading phase.
+type leadership struct {
+	end    time.Time          // its deadline as last set (OnDemoted's Until)
+	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
+	done   chan struct{}      // closed when OnElected and the watchdog returned
+}
+
+// maybeLead starts leading when holding, past the lock delay, before the
+// deadline (holding → leading, model: maybeLead): IsLeader turns true
+// until the deadline, and OnElected and the watchdog start.
+func (c *Candidate) maybeLead() {
+	now := c.cfg.Clock.Now()
+	if c.st.phase != holding || now.Before(c.st.leadAt) || !now.Before(c.st.holdDeadline) {
+		return
+	}
+	c.enter(leading)
+	term := c.st.hold
+	c.term.Store(term)
+	c.setDeadline(c.st.holdDeadline)
+	c.log.Info("elected", "term", term)
+	c.metrics().Elected(c.cfg.Name, term)
+
+	lctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, done: done}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // watchdog: cancel lctx when the lease runs out by the clock
+		defer wg.Done()
+		c.watchdog(lctx, cancel)
+	}()
+	go func() {
+		defer wg.Done()
+		if f := c.cfg.Callbacks.OnElected; f != nil {
+			f(lctx, NewLeadership(term, func(ctx context.Context, fn func(*sql.Tx) error) error {
+				return c.fencedFor(ctx, lctx.Done(), term, fn)
+			}))
+		}
+	}()
+	go func() { wg.Wait(); close(done) }()
+}
+
+// watchdog ends the leadership when its deadline passes without being
+// extended: IsLeader turns false for good (the deadline is cleared, so a
+// renewal that comes back later cannot revive it, see extendLead) and the
+// leadership context is cancelled, so leader-only work stops on time even
+// while the Run goroutine is blocked in a database call.
+func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
+	for {
+		d := c.leadUntil.Load()
+		if d == 0 {
+			cancel()
+			return
+		}
+		left := time.Duration(d - c.elapsed())
+		if left <= 0 {
+			if c.leadUntil.CompareAndSwap(d, 0) {
+				cancel()
+				return
+			}
+			continue // extended meanwhile
+		}
+		t := c.cfg.Clock.NewTimer(left)
+		select {
+		case <-lctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// extendLead moves the end of the current leadership to t, unless that
+// leadership is already over: its deadline passed by the clock (IsLeader
+// turned false) or the watchdog ended it. A leadership that ended is never
+// revived, not even by a renewal sent before its end that succeeded after
+// it; the caller demotes it and starts a new one (model: extendLead).
+func (c *Candidate) extendLead(t time.Time) bool {
+	nd := max(int64(t.Sub(c.epoch)), 1)
+	for {
+		d := c.leadUntil.Load()
+		if d == 0 || c.elapsed() >= d {
+			return false
+		}
+		if c.leadUntil.CompareAndSwap(d, nd) {
+			c.st.lead.end = t
+			return true
+		}
+	}
+}
+
+// demote ends the current leadership, if any (leading → holding, model:
+// demote): IsLeader turns false, the leadership context is cancelled,
+// OnElected is waited for and OnDemoted called. The hold is not touched.
+func (c *Candidate) demote(reason Reason) {
+	if c.st.phase != leading {
+		return
+	}
+	l := c.st.lead
+	until := l.end
+	if now := c.cfg.Clock.Now(); now.Before(until) {
+		until = now
+	}
+	c.enter(holding)
+	c.st.lead = leadership{}
+	c.setDeadline(time.Time{})
+	c.term.Store(0)
+	l.cancel()
+	<-l.done
+	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
+	c.metrics().Demoted(c.cfg.Name, reason)
+	if f := c.cfg.Callbacks.OnDemoted; f != nil {
+		f(Demotion{Term: c.st.hold, Reason: reason, Until: until.Round(0)})
+	}
+}
+
+// standDown ends the hold, if any (holding → following, model: standDown,
+// and standDownRelease with release): if leading, the leadership ends
+// first (see demote); with release, the row is then given up (see
+// releaseHold), else the backend is told the hold was lost (holdLoser).
+func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) {
+	if !c.st.holds() {
+		return
+	}
+	c.demote(reason)
+	if release {
+		c.releaseHold(ctx, c.st.hold, c.st.holdDeadline)
+	} else if l, ok := c.b.(holdLoser); ok {
+		c.step()
+		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+		l.lost(lctx, c.st.hold)
+		cancel()
+	}
+	c.st.hold = 0
+	c.enter(following)
+}
+
+// sitOut keeps a candidate that just gave its hold up (or resigned) from
+// campaigning for two retry intervals plus extra, counted from the end of
+// any lock delay it handed on (see releaseHold), so that another candidate
+// wins rather than this one claiming its own row back (following or
+// sittingOut → sittingOut, model: sitOut).
+func (c *Candidate) sitOut(extra time.Duration) {
+	c.enter(sittingOut)
+	c.st.sitOutUntil = later(c.cfg.Clock.Now(), c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+}
+
+// handOver stands the holder down and hands the row over for a planned
+// change of leader (Transfer, or an operator's request seen by a renewal):
+// to candidate to, or to anyone when to is empty (holding or leading →
+// following → sittingOut, model: handOver). A leader demotes first
+// (ReasonTransferred), then marks the row released and reserved for to for
+// the transfer window, and wakes the followers: to takes over at once and
+// without a lock delay, since the holder stood down before the row said so.
+// A holder that does not lead yet (it waits out its lock delay, which it
+// cannot hand on to a taker that would not wait) gives the row up as Resign
+// does, with the rest of its delay: anyone may take it when that ends. A
+// request to hand over to itself is cleared (the row is handed to itself:
+// the holder renews at once and keeps leading). The holder then sits out
+// two retry intervals, after the transfer window when it named a target.
+// An error of the hand-over statement is logged, counted and returned: the
+// row then expires after its lease.
+func (c *Candidate) handOver(ctx context.Context, to string) error {
+	now := c.cfg.Clock.Now()
+	if !c.st.holds() {
+		return nil
+	}
+	if to == c.cfg.ID || now.Before(c.st.leadAt) {
+		// Not a change of leader: a transfer to itself (cleared by the
+		// next renewal, which the caller runs at once) or a holder still
+		// waiting out its lock delay (which it hands on).
+		if to != c.cfg.ID {
+			c.standDown(ctx, ReasonTransferred, true)
+			c.sitOut(0)
+		}
+		return nil
+	}
+	c.demote(ReasonTransferred)
+	var err error
+	if now = c.cfg.Clock.Now(); now.Before(c.st.holdDeadline) {
+		c.step()
+		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+		err = c.b.handOver(rctx, c.st.hold, to, TransferWindow(c.cfg.RetryInterval))
+		cancel()
+		if err != nil {
+			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.st.hold, "to", to, "err", err)
+			c.metrics().Heartbeat(c.cfg.Name, 0, err)
+			err = fmt.Errorf("election: handing over to %q: %w", to, err)
+		}
+	} else {
+		c.dropHold(ctx, c.st.hold)
+	}
+	c.st.hold = 0
+	c.enter(following)
+	var extra time.Duration
+	if to != "" {
+		// Not back before the others had their turn after a target that
+		// never came.
+		extra = TransferWindow(c.cfg.RetryInterval)
+	}
+	c.sitOut(extra)
+	return err
+}
+
+// The backend's side of a stand-down.
+
+// releaseHold gives up the row held with term until deadline, on a
+// context that survives the caller's cancellation (Run's context has
+// usually ended here); it changes no phase (model: releaseHold). A hold
+// that never led (it was still waiting out its lock delay, st.leadAt)
+// hands the rest of that delay on: the row then expires when the delay
+// would have ended instead of being marked released, so that the
+// predecessor the delay waits for has stood down before anyone leads. A
+// release never hands over a delay that the releaser had not served.
+func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time) {
+	now := c.cfg.Clock.Now()
+	if !now.Before(deadline) {
+		// The lease is no longer ours to give; let go of the lock, if
+		// any, since the caller will not campaign for a while.
+		c.step()
+		c.dropHold(ctx, term)
+		return
+	}
+	unserved := max(c.st.leadAt.Sub(now), 0)
+	c.step()
+	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	if err := c.b.release(rctx, term, unserved); err != nil {
+		c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
+		c.metrics().Heartbeat(c.cfg.Name, 0, err)
+	}
+}
+
+// lockDropper is implemented by backends that may keep a lock after a hold
+// ended without a release (the lock backend): dropLock lets it go, on a
+// context of its own, when the candidate will not campaign for a while.
+type lockDropper interface {
+	dropLock(ctx context.Context)
+}
+
+// dropHold ends the hold of term that cannot be released (its deadline
+// passed): the backend lets go of what it keeps (see holdLoser and
+// lockDropper).
+func (c *Candidate) dropHold(ctx context.Context, term uint64) {
+	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	if l, ok := c.b.(holdLoser); ok {
+		l.lost(lctx, term)
+	}
+	if d, ok := c.b.(lockDropper); ok {
+		d.dropLock(lctx)
+	}
+}
+
+// holdLoser is implemented by backends that keep something while holding
+// (the lock backend's lock): lost is called when a hold ends without a
+// release (lease lost, deposed, error), on a context of its own.
+type holdLoser interface {
+	lost(ctx context.Context, hold uint64)
+}
