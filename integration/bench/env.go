@@ -21,7 +21,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
@@ -310,7 +309,7 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 		case "handover":
 			p.signal(syscall.SIGTERM)
 		case "transfer":
-			if _, err := election.RequestTransfer(ctx, req, "", "bench", target); err != nil {
+			if _, err := ops(req).Transfer(ctx, "bench", target); err != nil {
 				return nil, err
 			}
 		}

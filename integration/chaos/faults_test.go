@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
@@ -90,7 +89,7 @@ func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
 		defer cancel()
 		if c.rng.IntN(2) == 0 {
-			_, err := election.Assume(ctx, admin(), "", c.name, target)
+			_, err := ops(admin()).Assume(ctx, c.name, target)
 			return "assume " + target, err
 		}
 		err := operatorExec(ctx, admin(),
@@ -105,7 +104,7 @@ func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
 		defer cancel()
 		if c.rng.IntN(2) == 0 {
-			_, err := election.Reelect(ctx, admin(), "", c.name)
+			_, err := ops(admin()).Reelect(ctx, c.name)
 			return "reelect", err
 		}
 		err := operatorExec(ctx, admin(), "DELETE FROM service_election WHERE anchor = ?", c.name)
@@ -164,9 +163,9 @@ func (c *cluster) request(db *sql.DB, to string) (string, error) {
 	if c.rng.IntN(2) == 0 {
 		var err error
 		if to == "" {
-			_, err = election.StepDown(ctx, db, "", c.name)
+			_, err = ops(db).StepDown(ctx, c.name)
 		} else {
-			_, err = election.RequestTransfer(ctx, db, "", c.name, to)
+			_, err = ops(db).Transfer(ctx, c.name, to)
 		}
 		return what, err
 	}
