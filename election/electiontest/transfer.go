@@ -191,7 +191,7 @@ func testTransferByNonLeader(t *testing.T, s Suite) {
 }
 
 // testOperatorRequests: an operator's transfer or step-down, in plain SQL or
-// through RequestTransfer and StepDown, is acted on by the live leader at
+// through Operator.Transfer and StepDown, is acted on by the live leader at
 // its next renewal; the next leader takes over at once, with no lock delay.
 func testOperatorRequests(t *testing.T, s Suite) {
 	tests := []struct {
@@ -252,7 +252,7 @@ func testOperatorRequestWithoutLeader(t *testing.T, s Suite) {
 		t.Errorf("StepDown without a row = %v, want ErrNoLeader", err)
 	}
 	if _, err := ops(c.admin).Transfer(c.ctx, c.name, ""); !errors.Is(err, election.ErrInvalidConfig) {
-		t.Errorf("RequestTransfer to an empty ID = %v, want ErrInvalidConfig", err)
+		t.Errorf("Transfer to an empty ID = %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -225,7 +225,7 @@ type trial struct {
 
 // trials runs n failover ("failover": kill -9), handover ("handover":
 // SIGTERM) or transfer ("transfer": an operator's request naming a
-// follower, election.RequestTransfer) trials with 3 candidates in one
+// follower, Operator.Transfer) trials with 3 candidates in one
 // election.
 func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts, n int) ([]trial, error) {
 	dsn, err := e.database(ctx)

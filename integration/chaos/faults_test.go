@@ -75,7 +75,7 @@ func resign(c *cluster, l *slot) (string, error) {
 }
 
 // opReplace forces a random running candidate (the leader too, sometimes)
-// to lead, with election.Assume or the recipe's plain REPLACE, through a
+// to lead, with Operator.Assume or the recipe's plain REPLACE, through a
 // database connection that admin picks.
 func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
@@ -98,7 +98,7 @@ func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	}
 }
 
-// opDelete forces a re-election, with election.Reelect or a plain DELETE.
+// opDelete forces a re-election, with Operator.Reelect or a plain DELETE.
 func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
@@ -113,7 +113,7 @@ func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 }
 
 // opTransfer asks the live leader to hand over to a random running
-// follower, with election.RequestTransfer or a plain UPDATE of transfer_to;
+// follower, with Operator.Transfer or a plain UPDATE of transfer_to;
 // the leader acts at its next renewal.
 func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
@@ -131,7 +131,7 @@ func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) 
 	}
 }
 
-// opStepDown asks the live leader to step down, with election.StepDown or
+// opStepDown asks the live leader to step down, with Operator.StepDown or
 // a plain UPDATE of transfer_to to the empty string.
 func opStepDown(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
