@@ -22,10 +22,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// ErrNilDB is returned by New for a nil *sql.DB (it matches
-// election.ErrNilDB).
-var ErrNilDB = election.ErrNilDB
-
 // Operator acts on the elections of one table. It is safe for concurrent
 // use; the caller owns db, and Operator never closes it.
 type Operator struct {
@@ -35,7 +31,7 @@ type Operator struct {
 
 // New returns an Operator of the elections in table, election.DefaultTable
 // when empty. It fails, wrapping election.ErrInvalidConfig, when table is
-// not a valid name, and with ErrNilDB when db is nil.
+// not a valid name, and with election.ErrNilDB when db is nil.
 func New(db *sql.DB, table string) (*Operator, error) {
 	if table == "" {
 		table = election.DefaultTable
@@ -44,7 +40,7 @@ func New(db *sql.DB, table string) (*Operator, error) {
 		return nil, err
 	}
 	if db == nil {
-		return nil, ErrNilDB
+		return nil, election.ErrNilDB
 	}
 	return &Operator{db: db, table: table}, nil
 }
