@@ -12,7 +12,7 @@ import (
 
 // Force a given candidate to lead, as an operator would with REPLACE.
 func ExampleOperator_Assume() {
-	var db *sql.DB // the caller's pool
+	var db *sql.DB                  // the caller's pool
 	op, err := operator.New(db, "") // election.DefaultTable
 	if err != nil {
 		log.Fatal(err)
