@@ -1,12 +1,6 @@
 package election
 
-import (
-	"context"
-	"database/sql"
-	"time"
-
-	"github.com/sqlelect/sqlelect/internal/stmt"
-)
+import "github.com/sqlelect/sqlelect/internal/stmt"
 
 // stmtBounder is a backend that knows its server's stmt.Bound once its
 // preflight ran.
@@ -22,14 +16,3 @@ func stmtBound(b backend) stmt.Bound {
 
 func (t *tableBackend) stmtBound() stmt.Bound { return t.bound.Load() }
 func (b *lockBackend) stmtBound() stmt.Bound  { return b.bound.Load() }
-
-// operatorBound is the bound for an operator's statement (Assume, Reelect):
-// the time left before ctx's deadline, DefaultQueryTimeout without one. It
-// costs one round trip (SELECT VERSION()).
-func operatorBound(ctx context.Context, db *sql.DB) (stmt.Bound, error) {
-	d := DefaultQueryTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		d = time.Until(dl)
-	}
-	return stmt.DetectBound(ctx, db, d)
-}

@@ -253,7 +253,7 @@ VALUES ('handoff', 'me', NOW(6), 7, NOW(6), 60000, 'lock')`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec, err := Status(ctx, db, "", "handoff")
+	rec, err := ReadRecord(ctx, db, DefaultTable, "handoff")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -826,7 +826,7 @@ func (ch *checker) replace() {
 	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none,
 		Detail:      fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
 		Consequence: "the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
-		Fix:         "steer elections with sqlelect assume / election.Assume instead of plain REPLACE"})
+		Fix:         "steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE"})
 }
 
 // clock: NOW(6) has microseconds, never goes back on one connection, and

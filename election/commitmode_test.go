@@ -220,7 +220,7 @@ func TestLockConnectionLeftInTransaction(t *testing.T) {
 	w.waitElected(t, ctx, "L")
 	// The pool's other connection: left in a transaction.
 	tamper(t, ctx, pool, "SET completion_type = 'CHAIN'", "BEGIN", "COMMIT", "SET completion_type = 'NO_CHAIN'")
-	rec, err := election.Status(ctx, clean, "", name)
+	rec, err := ops(clean).Status(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestLockConnectionLeftInTransaction(t *testing.T) {
 	if other := w.holdsFor(t, ctx, clean, name, "L", 2*tLease); other != "" {
 		t.Errorf("%s elected", other)
 	}
-	after, err := election.Status(ctx, clean, "", name)
+	after, err := ops(clean).Status(ctx, name)
 	if err != nil || after.ConnectionID == rec.ConnectionID || after.ID != "L" {
 		t.Errorf("Status after the KILL: %+v, %v; want L on another connection than %d", after, err, rec.ConnectionID)
 	}

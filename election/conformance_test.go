@@ -279,53 +279,6 @@ func TestHeartbeatConformance(t *testing.T) {
 	}
 }
 
-// TestOperatorConformance holds the operators' statements to what doc.go
-// says of them on a real server: Assume names a candidate with a higher term
-// on a live or an expired row; Reelect deletes the row; RequestTransfer and
-// StepDown write transfer_to on a live row only.
-func TestOperatorConformance(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	row := func(name string, ago int) uint64 {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, term, last_seen_active, lease_ms, acquired)
-  VALUES (?, 'old', 5000000000000000, NOW(6) - INTERVAL ? * 1000 MICROSECOND, 10000, 'expired')`, name, ago); err != nil {
-			t.Fatal(err)
-		}
-		return 5000000000000000
-	}
-	for _, ago := range []int{1000, 20000} { // live, expired
-		name := fmt.Sprintf("op-%d", ago)
-		old := row(name, ago)
-		rec, err := Assume(ctx, db, "", name, "new")
-		if err != nil || rec.ID != "new" || rec.Term <= old {
-			t.Errorf("Assume over a row %d ms old: %+v, %v; want new with a term above %d", ago, rec, err, old)
-		}
-		row(name, ago)
-		rec, err = RequestTransfer(ctx, db, "", name, "target")
-		if ago < 10000 && (err != nil || !rec.Transfer || rec.TransferTo != "target") {
-			t.Errorf("RequestTransfer on a live row: %+v, %v", rec, err)
-		}
-		if ago > 10000 && !errors.Is(err, ErrNoLeader) {
-			t.Errorf("RequestTransfer on an expired row: %+v, %v; want ErrNoLeader", rec, err)
-		}
-		row(name, ago)
-		rec, err = StepDown(ctx, db, "", name)
-		if ago < 10000 && (err != nil || !rec.Transfer || rec.TransferTo != "") {
-			t.Errorf("StepDown on a live row: %+v, %v", rec, err)
-		}
-		if _, err := Reelect(ctx, db, "", name); err != nil && !errors.Is(err, ErrNoLeader) {
-			t.Errorf("Reelect: %v", err)
-		}
-		if _, err := Status(ctx, db, "", name); !errors.Is(err, ErrNoSuchElection) {
-			t.Errorf("after Reelect: %v, want ErrNoSuchElection", err)
-		}
-	}
-}
-
 // backendOf returns the backend of e, a candidate NewTable or NewLock
 // built.
 func backendOf(e *Candidate) backend { return e.b }

@@ -39,7 +39,7 @@
 // Preference makes some candidates preferred leaders, Tuning holds the
 // timing and the rest. Package doctor checks that a server keeps what the
 // algorithm relies on, package operator changes or reads an election from
-// outside (Assume, Reelect, RequestTransfer, StepDown, Status, List,
+// outside (Assume, Reelect, Transfer, StepDown, Status, List,
 // Observe), package electionprom exports metrics and package electionfake
 // is an in-memory stand-in for unit tests.
 //

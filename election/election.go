@@ -205,7 +205,7 @@ const (
 	// time; the row was released for a follower to take over at once.
 	ReasonUnhealthy Reason = "unhealthy"
 	// ReasonTransferred: a planned change of leader. Transfer was called,
-	// or an operator asked for a transfer or a step-down (RequestTransfer,
+	// or an operator asked for a transfer or a step-down (operator.Transfer,
 	// StepDown, or the row's transfer_to set with plain SQL); the row was
 	// handed over cleanly, so the next leader takes over at once.
 	ReasonTransferred Reason = "transferred"

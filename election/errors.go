@@ -17,7 +17,7 @@ var (
 	// ErrNotLeader is returned by operations that need leadership (Fenced,
 	// for instance) when this candidate does not lead.
 	ErrNotLeader = errors.New("election: not leader")
-	// ErrNoLeader is returned by Leader, Status and Reelect when nobody
+	// ErrNoLeader is returned by Leader, and the operator's Status and Reelect, when nobody
 	// holds a live lease. The errors returned wrap one of its two causes,
 	// ErrNoSuchElection or ErrNoLiveLease, which both match ErrNoLeader.
 	ErrNoLeader = errors.New("election: no leader")

@@ -95,7 +95,7 @@ func TestStatusErrors(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	if _, err := Status(ctx, db, "", "nosuch"); !errors.Is(err, ErrNoSuchElection) || !errors.Is(err, ErrNoLeader) ||
+	if _, err := ReadRecord(ctx, db, DefaultTable, "nosuch"); !errors.Is(err, ErrNoSuchElection) || !errors.Is(err, ErrNoLeader) ||
 		err.Error() != `election: no such election: "nosuch" in service_election` {
 		t.Errorf("no row: %v", err)
 	}
@@ -103,12 +103,12 @@ func TestStatusErrors(t *testing.T) {
 VALUES ('gone', 'me', NOW(6), 7, NOW(6), 10000, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Status(ctx, db, "", "gone")
+	rec, err := ReadRecord(ctx, db, DefaultTable, "gone")
 	if !errors.Is(err, ErrNoLiveLease) || !errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNoSuchElection) ||
 		err.Error() != `election: no live lease: "gone": lease of "me" released` || rec.Term != 7 {
 		t.Errorf("released row: %+v, %v", rec, err)
 	}
-	if _, err := Status(ctx, db, "nosuchdb.service_election", "x"); !errors.Is(err, ErrTableMissing) {
+	if _, err := ReadRecord(ctx, db, "nosuchdb.service_election", "x"); !errors.Is(err, ErrTableMissing) {
 		t.Errorf("missing database: %v", err)
 	}
 	e, err := NewTable(db, Config{Name: "idle"})

@@ -156,15 +156,3 @@ func ExampleCandidate_Run() {
 	}
 	// Output: run `sqlelect migrate up` first
 }
-
-// Force a given candidate to lead, as an operator would with REPLACE.
-func ExampleAssume() {
-	var db *sql.DB
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r, err := election.Assume(ctx, db, "", "orders-scheduler", "web-3:4242:a1b2c3")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("row now names", r.ID, "term", r.Term)
-}

@@ -221,7 +221,7 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 // sqlx.Tx without one). Keep the transaction shorter
 // than RenewDeadline: this candidate's own renewals wait for it too. On
 // Galera an operator's takeover through another node can lose to a steady
-// stream of fenced writes (see Assume).
+// stream of fenced writes (see operator.Operator.Assume).
 //
 // The transaction runs on a connection of its own whose session the server
 // drops when it has been idle (no statement from the client) for

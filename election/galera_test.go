@@ -167,7 +167,7 @@ func TestFencedGaleraTakeover(t *testing.T) {
 		// in flight on node 1 (error 1213): retry, as an operator would.
 		for try := 1; ; try++ {
 			actx, acancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := election.Assume(actx, db2, "", name, "M")
+			_, err := ops(db2).Assume(actx, name, "M")
 			acancel()
 			if err == nil {
 				break

@@ -190,7 +190,7 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 	if now = c.cfg.Clock.Now(); now.Before(c.st.holdDeadline) {
 		c.step()
 		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		err = c.b.handOver(rctx, c.st.hold, to, TransferWindow(c.cfg.RetryInterval))
+		err = c.b.handOver(rctx, c.st.hold, to, transferWindow(c.cfg.RetryInterval))
 		cancel()
 		if err != nil {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.st.hold, "to", to, "err", err)
@@ -206,7 +206,7 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 	if to != "" {
 		// Not back before the others had their turn after a target that
 		// never came.
-		extra = TransferWindow(c.cfg.RetryInterval)
+		extra = transferWindow(c.cfg.RetryInterval)
 	}
 	c.sitOut(extra)
 	return err

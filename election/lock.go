@@ -955,7 +955,7 @@ func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bo
 }
 
 func (b *lockBackend) leader(ctx context.Context) (Record, error) {
-	return readRecord(ctx, b.sdb, b.cfg.Table, b.cfg.Name)
+	return ReadRecord(ctx, b.sdb.DB, b.cfg.Table, b.cfg.Name)
 }
 
 func (b *lockBackend) close() {

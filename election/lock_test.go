@@ -264,7 +264,7 @@ func (e *lockEnv) waitLeader(within time.Duration, except *lockCand) (*lockCand,
 // status reads the election's row as an operator would.
 func (e *lockEnv) status() election.Record {
 	e.t.Helper()
-	rec, err := election.Status(e.ctx, e.admin, "", e.name)
+	rec, err := ops(e.admin).Status(e.ctx, e.name)
 	if err != nil {
 		e.t.Fatalf("Status: %v", err)
 	}
@@ -514,7 +514,7 @@ func TestLockConnectionNotReturnedToPool(t *testing.T) {
 	if owner := e.lockOwner(); owner != 0 {
 		t.Fatalf("lock still held by connection %d after Run returned", owner)
 	}
-	if rec, err := election.Status(e.ctx, e.admin, "", e.name); !errors.Is(err, election.ErrNoLeader) || !rec.Released {
+	if rec, err := ops(e.admin).Status(e.ctx, e.name); !errors.Is(err, election.ErrNoLeader) || !rec.Released {
 		t.Fatalf("row after Run returned: %+v, %v; want released", rec, err)
 	}
 	// The connection is closed, not idle in a's pool.
@@ -601,7 +601,7 @@ func TestLockOperatorReplaceNamingAbsentCandidate(t *testing.T) {
 	e.start("b", nil)
 	old, _ := e.waitLeader(3*tLease, nil)
 	oldTerm := old.e.Term()
-	if _, err := election.Assume(e.ctx, e.admin, "", e.name, "ghost"); err != nil {
+	if _, err := ops(e.admin).Assume(e.ctx, e.name, "ghost"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

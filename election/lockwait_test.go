@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // Timings of the tests of waiters the lock holder cannot see: the issue's
@@ -164,7 +165,7 @@ func TestLockFrozenQueuedWaiter(t *testing.T) {
 	t.Parallel() // waits on leases, on a database and an election of its own
 
 	const retry = time.Second // F waits up to 1 s at a time
-	window := election.TransferWindow(retry)
+	window := operator.TransferWindow(retry)
 	for _, tc := range []struct {
 		name  string
 		act   func(ctx context.Context, l election.Election) error
@@ -258,9 +259,9 @@ func TestLockOperatorAgainstCutOffLeader(t *testing.T) {
 			cut := time.Now()
 			var err error
 			if op == "assume" {
-				_, err = election.Assume(e.ctx, e.admin, "", e.name, "X")
+				_, err = ops(e.admin).Assume(e.ctx, e.name, "X")
 			} else {
-				_, err = election.Reelect(e.ctx, e.admin, "", e.name)
+				_, err = ops(e.admin).Reelect(e.ctx, e.name)
 			}
 			if err != nil {
 				t.Fatal(err)

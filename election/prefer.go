@@ -17,7 +17,7 @@ import (
 // statement decides, under the row lock, so the follower's view of the row
 // (read a moment before) only saves it the statement when it would change
 // nothing. The holder sees the request at its next renewal and hands over
-// as for RequestTransfer (see candidate.handOver).
+// as for operator.Transfer (see candidate.handOver).
 func preferSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :me
 WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + liveSQL + `

@@ -142,7 +142,7 @@ func (w *overlapWatch) holdsFor(t *testing.T, ctx context.Context, clean *sql.DB
 		case <-ctx.Done():
 			t.Fatalf("waiting for %s to hold %s for %v: %v", leader, name, span, ctx.Err())
 		case <-tick.C:
-			rec, err := election.Status(ctx, clean, "", name)
+			rec, err := ops(clean).Status(ctx, name)
 			if err != nil && !errors.Is(err, election.ErrNoLeader) {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestSessionTimestampOnPool(t *testing.T) {
 			// 10 s off, the lease would read as expired, or as longer than
 			// a lease).
 			for _, pool := range []*sql.DB{lpool, fpool} {
-				rec, err := election.Status(ctx, pool, "", name)
+				rec, err := ops(pool).Status(ctx, name)
 				if err != nil || rec.ID != "L" || rec.LeaseLeft <= 0 || rec.LeaseLeft > rec.Lease {
 					t.Errorf("Status on a candidate's pool: %+v, %v; want L's live lease, at most a lease left", rec, err)
 				}
@@ -282,7 +282,7 @@ func TestSessionTimestampOnLockPool(t *testing.T) {
 			}
 			waitLockWaiter(t, ctx, clean, election.LockName(cfg.DBName, "", name))
 			// (The row's lease may read as expired: that is the bug.)
-			rec, err := election.Status(ctx, clean, "", name)
+			rec, err := ops(clean).Status(ctx, name)
 			if err != nil && !errors.Is(err, election.ErrNoLiveLease) || rec.ID != "L" || rec.ConnectionID == 0 {
 				t.Fatalf("Status: %+v, %v", rec, err)
 			}

@@ -40,8 +40,8 @@ type builtStatement struct {
 	args []any
 }
 
-// builtStatements builds every statement of the table backend, the Batcher
-// and the operators for table, bound by bound, with arguments from p
+// builtStatements builds every statement of the table backend and the
+// Batcher for table (operator/statements_test.go checks the operators'), bound by bound, with arguments from p
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
 func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	t.Helper()
@@ -79,8 +79,6 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("batch lock", b.lockStmt, p)
 	add("batch renew", b.renewStmt, p)
 	add("batch read", bound.Stmt(b.readSQL), p)
-	add("Assume", bound.Stmt(assumeSQL(quoteTable(table))), p)
-	add("Reelect", bound.Stmt(reelectSQL(quoteTable(table))), p)
 	return out
 }
 
@@ -177,7 +175,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 
 // legacyStatements are the statements of builtStatements as
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
-// execRead, Assume and Reelect assembled them by hand before the builder,
+// and execRead assembled them by hand before the builder,
 // with the heartbeat's conditions and the check extended by hand for
 // transfer_to and priority (issue 14), so that they still check the
 // builder's arguments. Since issue 20 they write the server's clock
@@ -265,12 +263,6 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
 			placeholders(len(names)) + `)`, names},
 		{"batch read", bound.Wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
-		{"Assume", bound.Wrap(`REPLACE INTO ` + tbl + ` (anchor, service_id, last_seen_active, term,
-  term_started_at, lease_ms, released, acquired, value, backend, connection_id)
-SELECT ?, ?, ` + clockSQL + `, GREATEST(COALESCE(MAX(term), 0) + 1, GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `,
-  COALESCE(MAX(lease_ms), ?), 0, 'operator', '', COALESCE(MAX(backend), 'table'), NULL
-FROM ` + tbl + ` WHERE anchor = ? HAVING ` + trustedSQL), []any{p.Name, me, p.Floor, lease, p.Name}},
-		{"Reelect", bound.Wrap(`DELETE FROM ` + tbl + ` WHERE anchor = ?`), []any{p.Name}},
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // recordColumns select an election's row for Record.scan. Timestamps come
@@ -72,25 +70,12 @@ func unixDecimal(s string) time.Time {
 	return time.Unix(secs, nanos).UTC()
 }
 
-// Status reads one election's record from table (DefaultTable when empty),
-// whatever its state; it returns an error wrapping ErrNoSuchElection when
-// the election has no row, and the record with an error wrapping
-// ErrNoLiveLease when the row holds no live lease (both match ErrNoLeader).
-// Safe for concurrent use.
-func Status(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	if err := ValidateTable(table); err != nil {
-		return Record{}, err
-	}
-	if db == nil {
-		return Record{}, ErrNilDB
-	}
-	return readRecord(ctx, sqlx.NewDb(db, "mysql"), table, name)
-}
-
-func readRecord(ctx context.Context, db *sqlx.DB, table, name string) (Record, error) {
+// ReadRecord reads election name's record from table (a validated name, as
+// ValidateTable accepts; not empty), whatever its state: what
+// operator.Status returns. The error wraps ErrNoSuchElection when the
+// election has no row; with the record, it wraps ErrNoLiveLease when the
+// row holds no live lease (both match ErrNoLeader). Safe for concurrent use.
+func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	var rec Record
 	err := rec.scan(db.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -112,18 +97,10 @@ func deadState(r Record) string {
 	return "expired " + (-r.LeaseLeft).Round(time.Millisecond).String() + " ago"
 }
 
-// List reads every election's record in table (DefaultTable when empty),
-// ordered by name, live or not. Safe for concurrent use.
-func List(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
-	if table == "" {
-		table = DefaultTable
-	}
-	if err := ValidateTable(table); err != nil {
-		return nil, err
-	}
-	if db == nil {
-		return nil, ErrNilDB
-	}
+// ReadRecords reads every election's record in table (validated, not
+// empty), ordered by name, live or not: what operator.List returns. Safe
+// for concurrent use.
+func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
 	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
 	if err != nil {
 		return nil, classify(err, table)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -120,22 +121,15 @@ type tableStmts struct {
 // CHAIN (completion_type=CHAIN) may have left a transaction open.
 const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 
-// clockSQL is the database clock for the times statements write and judge.
-const clockSQL = `SYSDATE(6)`
+// clockSQL is the database clock (dbclock.Now).
+const clockSQL = dbclock.Now
 
-// trustedSQL is true when the session's time zone keeps one offset from UTC
-// all year (the same offset in January and July), as checkTimeZone checks
-// in Run's preflight, and SYSDATE(6) is the server's clock at the call, not
-// the statement's start (NOW(6)), as checkSysdate checks: a statement is
-// parsed between the two, so they differ by microseconds at least, unless
-// the server runs with --sysdate-is-now. A constant the server computes
-// once per statement.
-const trustedSQL = dstProbeSQL + `=15638400 AND SYSDATE(6)<>NOW(6)`
+// trustedSQL trusts the session's clock (dbclock.Trusted); checkTimeZone
+// and checkSysdate check the same in Run's preflight.
+const trustedSQL = dbclock.Trusted
 
-// dstProbeSQL is the seconds between two dates half a year apart in the
-// session's time zone: 181 days (15,638,400 s) unless it has daylight
-// saving time. trustedSQL and checkTimeZone both use it.
-const dstProbeSQL = `UNIX_TIMESTAMP('2030-07-15')-UNIX_TIMESTAMP('2030-01-15')`
+// dstProbeSQL is dbclock.DSTProbe, which checkTimeZone uses too.
+const dstProbeSQL = dbclock.DSTProbe
 
 // unsafeSessionSQL is the heartbeat's anchor: :name while trustedSQL holds,
 // else NULL, which no INSERT may write into the primary key: the statement
@@ -149,18 +143,14 @@ const unsafeSessionSQL = `IF(` + trustedSQL + `,:name,NULL)`
 // clock (clockSQL). The heartbeat evaluates it once, in its decision.
 const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
 
-// liveSQL is true while the row's lease has not run out by the server's
-// clock when it is evaluated.
-const liveSQL = `(last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND > ` + clockSQL + `)`
+// liveSQL is true while the row's lease is live (dbclock.Live).
+const liveSQL = dbclock.Live
 
-// termNowSQL is the database clock in microseconds: a new term, or with
-// GREATEST(term + 1, …) one never less than the previous term plus one.
-const termNowSQL = `FLOOR(UNIX_TIMESTAMP(` + clockSQL + `)*1000000)`
+// termNowSQL is the database clock in microseconds (dbclock.TermNow).
+const termNowSQL = dbclock.TermNow
 
-// termNewSQL is a new term: the database clock in microseconds, and above
-// the election's term floor :floor (see floor.InTx), so above every term
-// issued before whatever the clock says.
-const termNewSQL = `GREATEST(` + termNowSQL + `,:floor+1)`
+// termNewSQL is a new term above the floor :floor (dbclock.TermNew).
+const termNewSQL = dbclock.TermNew
 
 // holdsCond is true while the row names the candidate (:me) with the term it
 // holds (:hold), not released.
@@ -449,7 +439,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	if t.cfg.Batcher != nil {
 		rec, _, err = t.cfg.Batcher.read(ctx, t.cfg.Name)
 	} else {
-		rec, err = readRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+		rec, err = ReadRecord(ctx, t.db.DB, t.cfg.Table, t.cfg.Name)
 	}
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
@@ -663,7 +653,7 @@ func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 }
 
 func (t *tableBackend) leader(ctx context.Context) (Record, error) {
-	return readRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+	return ReadRecord(ctx, t.db.DB, t.cfg.Table, t.cfg.Name)
 }
 
 func (t *tableBackend) close() {

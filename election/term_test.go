@@ -95,7 +95,7 @@ func TestTermsIncreaseAcrossOperators(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `UPDATE service_election SET term = term + ? WHERE anchor = ?`, hour, name); err != nil {
 				t.Fatal(err)
 			}
-			rec, err := election.Assume(ctx, db, "", name, "b")
+			rec, err := ops(db).Assume(ctx, name, "b")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestTermsIncreaseAcrossOperators(t *testing.T) {
 
 			// A DELETE (Reelect): the next row is inserted with a term
 			// above the floor, not the clock's.
-			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+			if _, err := ops(db).Reelect(ctx, name); err != nil {
 				t.Fatal(err)
 			}
 			got = lead("c")
@@ -138,7 +138,7 @@ func TestTermsIncreaseAcrossOperators(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `REPLACE INTO service_election (anchor, service_id, last_seen_active) VALUES (?, 'x', NOW(6))`, name); err != nil {
 				t.Fatal(err)
 			}
-			rec, err = election.Assume(ctx, db, "", name, "e")
+			rec, err = ops(db).Assume(ctx, name, "e")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +238,7 @@ func TestTermAfterClockStepBack(t *testing.T) {
 					t.Fatalf("the server's clock was not set back: %v", ctx.Err())
 				}
 			}
-			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+			if _, err := ops(db).Reelect(ctx, name); err != nil {
 				t.Fatal(err)
 			}
 			after := leadTerm(t, ctx, bk.new, sessionClockConfig(name, "B"))
@@ -270,7 +270,7 @@ func TestFirstElectionSkipsLockDelay(t *testing.T) {
 			name := "first-" + bk.name + "-" + randHex(4)
 			leadsFirst(t, ctx, db, bk.new, name)
 			// After a DELETE: an insert, which waits out the lock delay.
-			if _, err := election.Reelect(ctx, db, "", name); err != nil {
+			if _, err := ops(db).Reelect(ctx, name); err != nil {
 				t.Fatal(err)
 			}
 			insertWaits(t, ctx, db, bk.new, name)
@@ -314,7 +314,7 @@ func TestFirstElectionAfterFloorTampering(t *testing.T) {
 					if _, err := db.ExecContext(ctx, tamper.sql, args...); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := election.Reelect(ctx, db, "", name); err != nil {
+					if _, err := ops(db).Reelect(ctx, name); err != nil {
 						t.Fatal(err)
 					}
 					insertWaits(t, ctx, db, newElection, name)

@@ -37,13 +37,13 @@ func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Cont
 	}
 }
 
-// TransferWindow returns how long a row handed over by a transfer stays
+// transferWindow returns how long a row handed over by a transfer stays
 // reserved for its target, by the database clock, with a candidate's
-// RetryInterval r: 2 × r. A target that runs looks at the election at least
+// RetryInterval r: 2 × r (operator.TransferWindow says the same). A target that runs looks at the election at least
 // every r × (1 + JitterFactor) even when no fast handover wakes it (it is
 // woken at once otherwise), so it always looks within the window; a target
 // that does not run costs the election this long, not a lease.
-func TransferWindow(r time.Duration) time.Duration { return 2 * r }
+func transferWindow(r time.Duration) time.Duration { return 2 * r }
 
 // Transfer implements Election.
 func (c *Candidate) Transfer(ctx context.Context, to string) error {

@@ -68,7 +68,7 @@ func TestTransferStandsDownThenHandsOver(t *testing.T) {
 		follows := b.follows
 		b.mu.Unlock()
 		synctest.Wait()
-		advance(TransferWindow(tRetry) + 2*tRetry - time.Millisecond)
+		advance(transferWindow(tRetry) + 2*tRetry - time.Millisecond)
 		b.mu.Lock()
 		if b.follows != follows {
 			t.Errorf("campaigned while sitting out after a transfer")

@@ -108,29 +108,14 @@ func (w *wakeup) hold(ctx context.Context) {
 }
 
 // take opens c on a connection from the pool for the hint, unless the pool
-// would have none left for the elections' statements: then it counts the
-// skip and returns false and no error.
+// would have none left for the elections' statements (getlock.OpenSpare):
+// then it counts the skip and returns false and no error.
 func (w *wakeup) take(ctx context.Context, c *getlock.Conn) (bool, error) {
-	if !w.spare(2) {
+	ok, err := c.OpenSpare(ctx, w.sdb)
+	if !ok && err == nil {
 		w.skipped()
-		return false, nil
 	}
-	if err := c.Open(ctx, w.sdb); err != nil {
-		return false, err
-	}
-	if !w.spare(1) { // others took theirs meanwhile
-		c.GiveBack()
-		w.skipped()
-		return false, nil
-	}
-	return true, nil
-}
-
-// spare reports whether the pool has n connections to spare: it is
-// unlimited, or at most MaxOpenConnections - n are in use.
-func (w *wakeup) spare(n int) bool {
-	s := w.db.Stats()
-	return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+	return ok, err
 }
 
 // skipped counts a skipped hint, and logs the first.

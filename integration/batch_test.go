@@ -287,7 +287,7 @@ func TestBatcherTransfer(t *testing.T) {
 	for i := 0; i < n; i += 4 {
 		to := 1 - ls[i][0]
 		want[i] = to
-		if _, err := election.RequestTransfer(context.Background(), admin, "", f.names[i], fmt.Sprintf("proc-%d", to)); err != nil {
+		if _, err := ops(admin).Transfer(context.Background(), f.names[i], fmt.Sprintf("proc-%d", to)); err != nil {
 			t.Fatal(err)
 		}
 	}

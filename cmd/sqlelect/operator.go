@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 var assumeCmd = &command{
@@ -93,31 +93,31 @@ func (c *cli) transfer(cmd *command, args []string) error {
 		func(args []string, prev election.Record) string {
 			return fmt.Sprintf("Really hand %s to %s? (now: %s)", args[0], printable(args[1]), describeHolder(prev))
 		},
-		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+		func(ctx context.Context, op *operator.Operator, args []string, prev election.Record) error {
 			name, to := args[0], args[1]
 			if prev.Live() && prev.ID == to {
 				fmt.Fprintf(c.stdout, "%s already leads %s (term %d): nothing to do\n", printable(to), name, prev.Term)
 				return nil
 			}
 			start := time.Now()
-			if _, err := election.RequestTransfer(ctx, db, table, name, to); err != nil {
+			if _, err := op.Transfer(ctx, name, to); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.stdout, "asked %s to hand %s to %s; it does at its next renewal\n", describeHolder(prev), name, printable(to))
-			return c.awaitLeader(db, table, name, prev, to, start, wait)
+			return c.awaitLeader(op, name, prev, to, start, wait)
 		})
 }
 
 // awaitLeader waits up to wait after start for a live holder other than
 // prev: candidate to, or any when to is empty. It reports who leads, or
 // fails with exit 1 when the wait ends first or someone else took over.
-func (c *cli) awaitLeader(db *sql.DB, table, name string, prev election.Record, to string, start time.Time, wait time.Duration) error {
+func (c *cli) awaitLeader(op *operator.Operator, name string, prev election.Record, to string, start time.Time, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-		rec, err := election.Status(ctx, db, table, name)
+		rec, err := op.Status(ctx, name)
 		cancel()
 		if err != nil && !errors.Is(err, election.ErrNoLeader) {
 			return err
@@ -151,7 +151,7 @@ func describeHolder(r election.Record) string {
 // unless --yes, and calls act with a query deadline.
 func (c *cli) operate(cmd *command, args []string, want string, flags func(fs *pflag.FlagSet), validate func(args []string) error,
 	question func(args []string, prev election.Record) string,
-	act func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error) error {
+	act func(ctx context.Context, op *operator.Operator, args []string, prev election.Record) error) error {
 	fs := newFlagSet(cmd)
 	var co common
 	co.register(fs)
@@ -180,7 +180,11 @@ func (c *cli) operate(cmd *command, args []string, want string, flags func(fs *p
 	}
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	return act(qctx, db, co.table, args, prev)
+	op, err := operator.New(db, co.table)
+	if err != nil {
+		return err
+	}
+	return act(qctx, op, args, prev)
 }
 
 func (c *cli) assume(cmd *command, args []string) error {
@@ -189,9 +193,9 @@ func (c *cli) assume(cmd *command, args []string) error {
 		func(args []string, prev election.Record) string {
 			return fmt.Sprintf("Really make %s lead %s? (now: %s)", printable(args[1]), args[0], describeHolder(prev))
 		},
-		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+		func(ctx context.Context, op *operator.Operator, args []string, prev election.Record) error {
 			name, id := args[0], printable(args[1])
-			rec, err := election.Assume(ctx, db, table, name, args[1])
+			rec, err := op.Assume(ctx, name, args[1])
 			if err != nil && !errors.Is(err, election.ErrNoLiveLease) {
 				return err
 			}
@@ -219,20 +223,20 @@ func (c *cli) reelect(cmd *command, args []string) error {
 			}
 			return fmt.Sprintf("Really force a re-election of %s? (now: %s)", args[0], describeHolder(prev))
 		},
-		func(ctx context.Context, db *sql.DB, table string, args []string, prev election.Record) error {
+		func(ctx context.Context, op *operator.Operator, args []string, prev election.Record) error {
 			if graceful {
 				start := time.Now()
-				if _, err := election.StepDown(ctx, db, table, args[0]); err != nil {
+				if _, err := op.StepDown(ctx, args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(c.stdout, "asked %s to step down from %s; it does at its next renewal and a follower takes over at once\n",
 					describeHolder(prev), args[0])
-				return c.awaitLeader(db, table, args[0], prev, "", start, wait)
+				return c.awaitLeader(op, args[0], prev, "", start, wait)
 			}
-			old, err := election.Reelect(ctx, db, table, args[0])
+			old, err := op.Reelect(ctx, args[0])
 			if errors.Is(err, election.ErrNoLeader) && !errors.Is(err, election.ErrNoSuchElection) {
 				// Reelect's documented "there was no row".
-				return fmt.Errorf("%w: %q in %s (deleted meanwhile)", election.ErrNoSuchElection, args[0], table)
+				return fmt.Errorf("%w: %q in %s (deleted meanwhile)", election.ErrNoSuchElection, args[0], op.Table())
 			}
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // queryTimeout bounds the statements of status, watch, assume and reelect.
@@ -100,7 +101,11 @@ func printable(s string) string {
 func lookupElection(ctx context.Context, db *sql.DB, table, name string) (election.Record, error) {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	rec, err := election.Status(qctx, db, table, name)
+	op, err := operator.New(db, table)
+	if err != nil {
+		return election.Record{}, err
+	}
+	rec, err := op.Status(qctx, name)
 	if errors.Is(err, election.ErrNoLiveLease) {
 		return rec, nil
 	}
@@ -155,8 +160,12 @@ func (c *cli) status(cmd *command, args []string) error {
 	defer db.Close()
 	recs := []election.Record{rec}
 	if name == "" {
+		op, err := operator.New(db, co.table)
+		if err != nil {
+			return err
+		}
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		recs, err = election.List(qctx, db, co.table)
+		recs, err = op.List(qctx)
 		cancel()
 		if err != nil {
 			return err
@@ -268,9 +277,13 @@ func (c *cli) watch(cmd *command, args []string) error {
 	if *asJSON {
 		w.enc = json.NewEncoder(c.stdout)
 	}
-	// election.Observe times the looks by the database clock (a look when
+	op, err := operator.New(db, co.table)
+	if err != nil {
+		return err
+	}
+	// Operator.Observe times the looks by the database clock (a look when
 	// the lease runs out) and wakes at a table-backend holder's handover.
-	err = election.Observe(ctx, db, args[0], election.ObserveOptions{Table: co.table,
+	err = op.Observe(ctx, args[0], operator.ObserveOptions{
 		Interval: *interval, JitterFactor: -1, QueryTimeout: queryTimeout}, w.see)
 	if ctx.Err() != nil {
 		return nil

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/sqlelect/sqlelect/election"
 )
 
 // Compound faults: a leader cut off from the database still leads by its
@@ -25,7 +23,7 @@ type op struct {
 var (
 	opNone    = op{"nothing", func(*cluster, *member, *member) error { return nil }}
 	opReelect = op{"reelect", func(c *cluster, _, _ *member) error {
-		_, err := election.Reelect(c.ctx, c.admin, "", c.name)
+		_, err := ops(c.admin).Reelect(c.ctx, c.name)
 		return err
 	}}
 	opAssumeF  = op{"assume", func(c *cluster, cut, _ *member) error { return c.assumeOther(cut) }}
@@ -93,7 +91,7 @@ func (c *cluster) assumeOther(not *member) error {
 		}
 	}
 	c.mu.Unlock()
-	_, err := election.Assume(c.ctx, c.admin, "", c.name, to.id)
+	_, err := ops(c.admin).Assume(c.ctx, c.name, to.id)
 	return err
 }
 
@@ -103,7 +101,7 @@ func (c *cluster) waitHolder(not *member) *member {
 	c.t.Helper()
 	var holder *member
 	if !poll(takeoverBound, time.Millisecond, func() bool {
-		rec, _ := election.Status(c.ctx, c.admin, "", c.name)
+		rec, _ := ops(c.admin).Status(c.ctx, c.name)
 		if rec.ID != "" && rec.ID != not.id && rec.Acquired != "operator" && !rec.Released {
 			c.mu.Lock()
 			defer c.mu.Unlock()

@@ -444,7 +444,7 @@ func (d *dbDriver) Candidate(id string, cb election.Callbacks) election.Election
 func (d *dbDriver) Elect(e election.Election) {
 	d.c.t.Helper()
 	if !e.IsLeader() {
-		if _, err := election.Assume(d.c.ctx, d.c.admin, "", d.c.name, e.ID()); err != nil {
+		if _, err := ops(d.c.admin).Assume(d.c.ctx, d.c.name, e.ID()); err != nil {
 			d.c.t.Fatal(err)
 		}
 	}
@@ -457,7 +457,7 @@ func (d *dbDriver) Elect(e election.Election) {
 // minute, so that it holds the election while the test looks.
 func (d *dbDriver) Hand(e election.Election, to string) {
 	d.c.t.Helper()
-	if _, err := election.Assume(d.c.ctx, d.c.admin, "", d.c.name, to); err != nil {
+	if _, err := ops(d.c.admin).Assume(d.c.ctx, d.c.name, to); err != nil {
 		d.c.t.Fatal(err)
 	}
 	if _, err := d.c.admin.ExecContext(d.c.ctx, "UPDATE service_election SET lease_ms = 60000 WHERE anchor = ? AND service_id = ?", d.c.name, to); err != nil {

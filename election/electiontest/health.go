@@ -169,7 +169,7 @@ func testWedgedReported(t *testing.T, s Suite) {
 	if code, body := healthz(); code != http.StatusOK || wedged() != 0 {
 		t.Fatalf("healthz %d %q while leading", code, body)
 	}
-	if _, err := election.Assume(c.ctx, c.admin, "", c.name, "ghost"); err != nil {
+	if _, err := ops(c.admin).Assume(c.ctx, c.name, "ghost"); err != nil {
 		t.Fatal(err)
 	}
 	deposed := time.Now()

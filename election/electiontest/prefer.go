@@ -32,7 +32,7 @@ func (c *cluster) watchRequests() *atomic.Int64 {
 	go func() {
 		defer close(done)
 		poll(time.Hour, 5*time.Millisecond, func() bool {
-			if rec, err := election.Status(ctx, c.admin, "", c.name); err == nil && rec.Transfer {
+			if rec, err := ops(c.admin).Status(ctx, c.name); err == nil && rec.Transfer {
 				n.Add(1)
 			}
 			return ctx.Err() != nil
@@ -70,7 +70,7 @@ func (c *cluster) termBegan(m *member) time.Time {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	rec, err := election.Status(ctx, c.admin, "", c.name)
+	rec, err := ops(c.admin).Status(ctx, c.name)
 	if err != nil || rec.ID != m.id || rec.Since.IsZero() {
 		c.t.Fatalf("the row while %s leads: %+v, %v", m.id, rec, err)
 	}
@@ -174,7 +174,7 @@ func testPreferenceOutlastsOperator(t *testing.T, s Suite) {
 	b := c.start("node-b", withPriority(1), nil)
 	// B follows, so that it takes the row within the transfer window.
 	c.awaitSaw(b, a.id+" lead", takeoverBound, func(r election.Record) bool { return r.ID == a.id })
-	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, b.id); err != nil {
+	if _, err := ops(c.admin).Transfer(c.ctx, c.name, b.id); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor(RenewInterval+handoverBound, func(m *member) bool { return m == b }, b.id)

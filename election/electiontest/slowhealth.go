@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // The health checks of these tests are slow, not broken: each run takes
@@ -181,7 +182,7 @@ func testSlowHealthCheckTransfers(t *testing.T, s Suite) {
 		}
 	}
 	t.Logf("%d of %d transfers reached their target with a %v check and a %v transfer window; missed: %v",
-		reached, transfers, slowCheck, election.TransferWindow(slowRetryInterval), missed)
+		reached, transfers, slowCheck, operator.TransferWindow(slowRetryInterval), missed)
 	if reached != transfers {
 		t.Errorf("%d of %d transfers reached their target, want all", reached, transfers)
 	}
@@ -237,7 +238,7 @@ func testSlowHealthCheckPreference(t *testing.T, s Suite) {
 		c.waitFor(takeoverBound, func(m *member) bool { return m != l }, "after the transfer")
 	}
 	t.Logf("the preferred candidate got leadership back in %v with a %v check and a %v window; missed: %v",
-		took, slowCheck, election.TransferWindow(slowRetryInterval), missed)
+		took, slowCheck, operator.TransferWindow(slowRetryInterval), missed)
 	if len(missed) != 0 {
 		t.Errorf("%d of %d moves by preference did not reach the preferred candidate: %v", len(missed), len(took), missed)
 	}

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // transferWindow is the suite's transfer window (election.TransferWindow).
-var transferWindow = election.TransferWindow(RetryInterval)
+var transferWindow = operator.TransferWindow(RetryInterval)
 
 // other returns a member of ms that is not m.
 func other(ms []*member, m *member) *member {
@@ -190,7 +191,7 @@ func testTransferByNonLeader(t *testing.T, s Suite) {
 }
 
 // testOperatorRequests: an operator's transfer or step-down, in plain SQL or
-// through RequestTransfer and StepDown, is acted on by the live leader at
+// through Operator.Transfer and StepDown, is acted on by the live leader at
 // its next renewal; the next leader takes over at once, with no lock delay.
 func testOperatorRequests(t *testing.T, s Suite) {
 	tests := []struct {
@@ -203,7 +204,7 @@ func testOperatorRequests(t *testing.T, s Suite) {
 			return err
 		}},
 		{"RequestTransfer", true, func(c *cluster, to string) error {
-			_, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, to)
+			_, err := ops(c.admin).Transfer(c.ctx, c.name, to)
 			return err
 		}},
 		{"SQLStepDown", false, func(c *cluster, _ string) error {
@@ -211,7 +212,7 @@ func testOperatorRequests(t *testing.T, s Suite) {
 			return err
 		}},
 		{"StepDown", false, func(c *cluster, _ string) error {
-			_, err := election.StepDown(c.ctx, c.admin, "", c.name)
+			_, err := ops(c.admin).StepDown(c.ctx, c.name)
 			return err
 		}},
 	}
@@ -247,11 +248,11 @@ func testOperatorRequests(t *testing.T, s Suite) {
 // testOperatorRequestWithoutLeader: a request with nobody leading is refused.
 func testOperatorRequestWithoutLeader(t *testing.T, s Suite) {
 	c := newCluster(t, s, true)
-	if _, err := election.StepDown(c.ctx, c.admin, "", c.name); !errors.Is(err, election.ErrNoLeader) {
+	if _, err := ops(c.admin).StepDown(c.ctx, c.name); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("StepDown without a row = %v, want ErrNoLeader", err)
 	}
-	if _, err := election.RequestTransfer(c.ctx, c.admin, "", c.name, ""); !errors.Is(err, election.ErrInvalidConfig) {
-		t.Errorf("RequestTransfer to an empty ID = %v, want ErrInvalidConfig", err)
+	if _, err := ops(c.admin).Transfer(c.ctx, c.name, ""); !errors.Is(err, election.ErrInvalidConfig) {
+		t.Errorf("Transfer to an empty ID = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -277,7 +278,7 @@ func testProclaim(t *testing.T, s Suite) {
 	}
 	t.Logf("%s's OnLeaderChanged saw the value %v after Proclaim", f.id, time.Since(start).Round(time.Millisecond))
 	c.awaitRenewals(5) // renewals write the candidate's value
-	rec, err := election.Status(ctx, c.admin, "", c.name)
+	rec, err := ops(c.admin).Status(ctx, c.name)
 	if err != nil || rec.Value != "proclaimed" || rec.Term != term || !l.e.IsLeader() {
 		t.Fatalf("after renewals: %+v, %v (leader %v); want the proclaimed value, term %d", rec, err, l.e.IsLeader(), term)
 	}
@@ -308,7 +309,7 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 	old := c.leaderRecorded()
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	if _, err := election.RequestTransfer(ctx, c.admin, "", c.name, "ghost"); err != nil {
+	if _, err := ops(c.admin).Transfer(ctx, c.name, "ghost"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -325,7 +326,7 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 	if bound := transferWindow + handoverBound; d > bound {
 		t.Errorf("next leader after %v, want within %v: the row stayed reserved for the ghost", d, bound)
 	}
-	rec, err := election.Status(ctx, c.admin, "", c.name)
+	rec, err := ops(c.admin).Status(ctx, c.name)
 	if err != nil || rec.Transfer {
 		t.Errorf("record after the takeover: %+v, %v; want no transfer_to", rec, err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/operator"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -157,7 +158,11 @@ func run(dsn, name string) error {
 	}
 	v, _, _ := m.Version(ctx)
 	d.say("migrated the schema to version %d (table service_election)", v)
-	_, _ = election.Reelect(ctx, db, "", name) // start from a clean slate
+	op, err := operator.New(db, "") // the operator's view of service_election
+	if err != nil {
+		return err
+	}
+	_, _ = op.Reelect(ctx, name) // start from a clean slate
 	if d.self, err = os.Executable(); err != nil {
 		return err
 	}
@@ -173,11 +178,11 @@ func run(dsn, name string) error {
 		return err
 	}
 	how := "a new row: it waited out one lease, the lock delay, first"
-	if rec, err := election.Status(ctx, db, "", name); err == nil && rec.Term == first.Term && rec.Acquired == "first" {
+	if rec, err := op.Status(ctx, name); err == nil && rec.Term == first.Term && rec.Acquired == "first" {
 		how = "the election's first term: no lock delay"
 	}
 	d.say("%s elected, term %d (%s)", first.ID, first.Term, how)
-	d.showStatus(ctx, db)
+	d.showStatus(ctx, op)
 
 	time.Sleep(2 * time.Second)
 	d.say("killing the leader %s with SIGKILL: it cannot resign", first.ID)
@@ -189,7 +194,7 @@ func run(dsn, name string) error {
 	}
 	d.say("%s elected, term %d: takeover %v after the kill (lease %v; ratio %.2f)", second.ID, second.Term,
 		second.Time.Sub(killed).Round(time.Millisecond), lease, second.Time.Sub(killed).Seconds()/lease.Seconds())
-	d.showStatus(ctx, db)
+	d.showStatus(ctx, op)
 
 	time.Sleep(2 * time.Second)
 	d.say("stopping the leader %s with SIGTERM: it resigns cleanly", second.ID)
@@ -201,7 +206,7 @@ func run(dsn, name string) error {
 	}
 	d.say("%s elected, term %d: handover %v after the SIGTERM, without waiting out the lease",
 		third.ID, third.Term, third.Time.Sub(stopped).Round(time.Millisecond))
-	d.showStatus(ctx, db)
+	d.showStatus(ctx, op)
 	fmt.Println("\nTerms strictly increased:", first.Term < second.Term && second.Term < third.Term)
 	fmt.Println("Every leader stood down before the next one was elected (see the demoted lines).")
 	return nil
@@ -258,8 +263,8 @@ func (d *demo) waitElected(ctx context.Context, except string, within time.Durat
 	}
 }
 
-func (d *demo) showStatus(ctx context.Context, db *sql.DB) {
-	r, err := election.Status(ctx, db, "", d.name)
+func (d *demo) showStatus(ctx context.Context, op *operator.Operator) {
+	r, err := op.Status(ctx, d.name)
 	if err != nil {
 		d.say("status: %v", err)
 		return

@@ -21,7 +21,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
@@ -226,7 +225,7 @@ type trial struct {
 
 // trials runs n failover ("failover": kill -9), handover ("handover":
 // SIGTERM) or transfer ("transfer": an operator's request naming a
-// follower, election.RequestTransfer) trials with 3 candidates in one
+// follower, Operator.Transfer) trials with 3 candidates in one
 // election.
 func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts, n int) ([]trial, error) {
 	dsn, err := e.database(ctx)
@@ -310,7 +309,7 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 		case "handover":
 			p.signal(syscall.SIGTERM)
 		case "transfer":
-			if _, err := election.RequestTransfer(ctx, req, "", "bench", target); err != nil {
+			if _, err := ops(req).Transfer(ctx, "bench", target); err != nil {
 				return nil, err
 			}
 		}

@@ -7,7 +7,7 @@
 //   - handover: the leader gets SIGTERM and resigns; time until another
 //     candidate is elected, with and without fast handover;
 //   - transfer: an operator asks the leader to hand over to a named
-//     follower (election.RequestTransfer, the row's transfer_to); time
+//     follower (Operator.Transfer, the row's transfer_to); time
 //     until that follower is elected;
 //   - cost: statements and row writes per second on the server, from its
 //     own status counters, for a leader and for a follower;

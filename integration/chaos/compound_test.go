@@ -53,10 +53,10 @@ func (c *cluster) others(l *slot) []*slot {
 	return out
 }
 
-// assume forces id to lead with election.Assume or the recipe's REPLACE.
+// assume forces id to lead with Operator.Assume or the recipe's REPLACE.
 func (c *cluster) assume(ctx context.Context, db *sql.DB, id string) (string, error) {
 	if c.rng.IntN(2) == 0 {
-		_, err := election.Assume(ctx, db, "", c.name, id)
+		_, err := ops(db).Assume(ctx, c.name, id)
 		return "assume " + id, err
 	}
 	err := operatorExec(ctx, db,
@@ -81,10 +81,10 @@ func operatorExec(ctx context.Context, db *sql.DB, query string, args ...any) er
 	return err
 }
 
-// reelect forces a re-election with election.Reelect or a DELETE.
+// reelect forces a re-election with Operator.Reelect or a DELETE.
 func (c *cluster) reelect(ctx context.Context, db *sql.DB) (string, error) {
 	if c.rng.IntN(2) == 0 {
-		_, err := election.Reelect(ctx, db, "", c.name)
+		_, err := ops(db).Reelect(ctx, c.name)
 		if errors.Is(err, election.ErrNoLeader) {
 			err = nil
 		}

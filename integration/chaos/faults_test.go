@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
@@ -76,7 +75,7 @@ func resign(c *cluster, l *slot) (string, error) {
 }
 
 // opReplace forces a random running candidate (the leader too, sometimes)
-// to lead, with election.Assume or the recipe's plain REPLACE, through a
+// to lead, with Operator.Assume or the recipe's plain REPLACE, through a
 // database connection that admin picks.
 func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
@@ -90,7 +89,7 @@ func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
 		defer cancel()
 		if c.rng.IntN(2) == 0 {
-			_, err := election.Assume(ctx, admin(), "", c.name, target)
+			_, err := ops(admin()).Assume(ctx, c.name, target)
 			return "assume " + target, err
 		}
 		err := operatorExec(ctx, admin(),
@@ -99,13 +98,13 @@ func opReplace(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	}
 }
 
-// opDelete forces a re-election, with election.Reelect or a plain DELETE.
+// opDelete forces a re-election, with Operator.Reelect or a plain DELETE.
 func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
 		ctx, cancel := context.WithTimeout(c.ctx, opStatementTime)
 		defer cancel()
 		if c.rng.IntN(2) == 0 {
-			_, err := election.Reelect(ctx, admin(), "", c.name)
+			_, err := ops(admin()).Reelect(ctx, c.name)
 			return "reelect", err
 		}
 		err := operatorExec(ctx, admin(), "DELETE FROM service_election WHERE anchor = ?", c.name)
@@ -114,7 +113,7 @@ func opDelete(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 }
 
 // opTransfer asks the live leader to hand over to a random running
-// follower, with election.RequestTransfer or a plain UPDATE of transfer_to;
+// follower, with Operator.Transfer or a plain UPDATE of transfer_to;
 // the leader acts at its next renewal.
 func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
@@ -132,7 +131,7 @@ func opTransfer(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) 
 	}
 }
 
-// opStepDown asks the live leader to step down, with election.StepDown or
+// opStepDown asks the live leader to step down, with Operator.StepDown or
 // a plain UPDATE of transfer_to to the empty string.
 func opStepDown(admin func() *sql.DB) func(c *cluster, l *slot) (string, error) {
 	return func(c *cluster, l *slot) (string, error) {
@@ -164,9 +163,9 @@ func (c *cluster) request(db *sql.DB, to string) (string, error) {
 	if c.rng.IntN(2) == 0 {
 		var err error
 		if to == "" {
-			_, err = election.StepDown(ctx, db, "", c.name)
+			_, err = ops(db).StepDown(ctx, c.name)
 		} else {
-			_, err = election.RequestTransfer(ctx, db, "", c.name, to)
+			_, err = ops(db).Transfer(ctx, c.name, to)
 		}
 		return what, err
 	}

@@ -211,6 +211,31 @@ func (c *Conn) Open(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
+// OpenSpare opens c on a connection from db when the pool has one to
+// spare for it, and reports whether it did: the pool must have two to
+// spare before (it is unlimited, or MaxOpenConnections - InUse >= 2), and
+// one still once c has its own (others may take theirs at the same
+// moment: then all give them back), so that the statements of the
+// elections on the pool are never starved of a connection. It returns
+// false and no error when it skipped.
+func (c *Conn) OpenSpare(ctx context.Context, db *sqlx.DB) (bool, error) {
+	spare := func(n int) bool {
+		s := db.Stats()
+		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+	}
+	if !spare(2) {
+		return false, nil
+	}
+	if err := c.Open(ctx, db); err != nil {
+		return false, err
+	}
+	if !spare(1) { // others took theirs meanwhile
+		c.GiveBack()
+		return false, nil
+	}
+	return true, nil
+}
+
 // Setup ends any transaction the connection came from the pool with, runs
 // session (SET SESSION statements) on it, asks for TCP keepalive probes
 // after keepalive of silence (see trySessionKeepalive) and reads the

@@ -1,4 +1,4 @@
-package election_test
+package operator_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/testdb"
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // observations collects what Observe reports, for the test to wait on.
@@ -114,7 +115,7 @@ func TestObserve(t *testing.T) {
 				octx, ocancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() {
-					done <- election.Observe(octx, db, name, election.ObserveOptions{Interval: retry}, o.see)
+					done <- ops(db).Observe(octx, name, operator.ObserveOptions{Interval: retry}, o.see)
 				}()
 				return func() {
 					ocancel()
@@ -165,7 +166,7 @@ func TestObserveRefusesWhatLookingCannotFix(t *testing.T) {
 		{"bad name", election.ErrInvalidConfig},
 		{"no-table", election.ErrTableMissing},
 	} {
-		err := election.Observe(ctx, db, tc.name, election.ObserveOptions{}, func(r election.Record, err error) error {
+		err := ops(db).Observe(ctx, tc.name, operator.ObserveOptions{}, func(r election.Record, err error) error {
 			t.Errorf("%s: see called with %+v, %v", tc.name, r, err)
 			return nil
 		})

@@ -1,0 +1,259 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/getlock"
+)
+
+// ObserveOptions says how often Observe looks. The zero value of each field
+// means its default.
+type ObserveOptions struct {
+	// Interval is the time between two looks. Default 2 s.
+	Interval time.Duration
+	// JitterFactor spreads the looks as election's
+	// Config.Tuning.JitterFactor does. Default 0.2; negative for none.
+	JitterFactor float64
+	// QueryTimeout bounds each statement. Default
+	// election.DefaultQueryTimeout (5 s).
+	QueryTimeout time.Duration
+	// DisableFastHandover makes Observe poll, without waiting on the table
+	// backend's handover hint (which takes a pooled connection).
+	DisableFastHandover bool
+	// Metrics receives the errors and skipped hints. Default nil: none.
+	Metrics election.Metrics
+}
+
+// minAwait is the shortest wait worth a GET_LOCK round trip.
+const minAwait = 5 * time.Millisecond
+
+// Observe follows an election without campaigning, as etcd's
+// Election.Observe does: it writes nothing, and reports what it sees of
+// the election's row to see.
+//
+// It follows election name; errors are reported to opts.Metrics as
+// Heartbeat, skipped hints as HandoverSkipped.
+//
+// see is called on Observe's goroutine with the outcome of the first look,
+// then with that of every look that differs from the one before: the live
+// leader, its term, value or priority, whether the row is live, released,
+// expired or missing, or the error. Its arguments are those of Status: the
+// record, and nil, an error wrapping election.ErrNoSuchElection or
+// ErrNoLiveLease (both match ErrNoLeader), or a transient database error
+// (Observe goes on looking). A non-nil error from see ends Observe, which
+// returns it.
+//
+// Looks are timed by the database clock as a follower's are: every
+// opts.Interval, and also when the live lease runs out by the database
+// clock (LeaseLeft), so that a failover is seen within a look of when it
+// may happen. While nobody leads, a look that found the row free, or
+// missing, is followed by looks 10 ms, 20 ms, 40 ms … later, up to
+// opts.Interval, since a candidate usually takes a free row at once. With
+// the table backend a holder keeps a handover hint
+// (election.WakeLockName); Observe waits on it between looks, on a
+// connection of the pool when the pool has one to spare, so that a clean
+// handover (a resign, a transfer) is seen within milliseconds. A
+// lock-backend election has no hint (waiting on the election's own lock
+// would take it from the candidates), so it is seen at the next look.
+//
+// Observe returns nil when ctx ends, see's error, or an error that looking
+// again cannot fix (election.ErrTableMissing, ErrAccessDenied,
+// ErrSchemaMismatch, an invalid name or option).
+func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions, see func(election.Record, error) error) error {
+	cfg, err := election.Config{Name: name, Table: o.table, Metrics: opts.Metrics, Tuning: election.TuningConfig{
+		RetryInterval: opts.Interval, JitterFactor: opts.JitterFactor, QueryTimeout: opts.QueryTimeout,
+		DisableFastHandover: opts.DisableFastHandover}}.WithDefaults()
+	if err != nil {
+		return err
+	}
+	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
+	if !w.t.DisableFastHandover {
+		w.hint = &hint{sdb: sqlx.NewDb(o.db, "mysql")}
+	}
+	var last *observed
+	backoff := minAwait // the wait after a changed look that found nobody leading
+	for {
+		rec, err := w.look(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, election.ErrNoLeader) {
+			if permanent(err) {
+				return err
+			}
+			cfg.Metrics.Heartbeat(name, 0, err)
+		}
+		ob := observe(rec, err)
+		changed := last == nil || ob != *last
+		if changed {
+			last = &ob
+			if serr := see(rec, err); serr != nil {
+				return serr
+			}
+		}
+		var wait time.Duration
+		wait, backoff = observeWait(jitter(w.t.RetryInterval, w.t.JitterFactor), rec, err, ob, changed, backoff)
+		if !w.sleep(ctx, wait, err == nil && rec.Live() && rec.Backend == "table") {
+			return nil
+		}
+	}
+}
+
+// watch is Observe's state.
+type watch struct {
+	o    *Operator
+	cfg  election.Config // with defaults
+	t    election.TuningConfig
+	hint *hint // nil when fast handover is off, or its preparation failed
+}
+
+// look is one look of Observe: the election's record. The hint is prepared
+// after the first look that succeeded; if that fails Observe polls, as the
+// hint only costs speed.
+func (w *watch) look(ctx context.Context) (election.Record, error) {
+	qctx, cancel := context.WithTimeout(ctx, w.t.QueryTimeout)
+	defer cancel()
+	rec, err := w.o.Status(qctx, w.cfg.Name)
+	if err == nil && w.hint != nil && w.hint.lock.Name == "" {
+		site, perr := getlock.ReadSite(qctx, w.o.db, w.o.table)
+		if perr != nil {
+			w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, perr)
+			w.hint = nil
+		} else {
+			w.hint.lock = getlock.NewLock(election.WakeLockName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+		}
+	}
+	return rec, err
+}
+
+// sleep waits wait, on the handover hint when live says a table-backend
+// holder keeps one; it returns false when ctx ended.
+func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
+	start := w.t.Clock.Now()
+	if w.hint != nil && live && wait >= minAwait {
+		actx, acancel := context.WithTimeout(ctx, wait+w.t.QueryTimeout)
+		woke := w.await(actx, wait)
+		acancel()
+		if woke {
+			return true // the holder let go: look now
+		}
+	}
+	t := w.t.Clock.NewTimer(max(wait-w.t.Clock.Now().Sub(start), 0))
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// hint is the table backend's handover hint, as a follower waits on it.
+type hint struct {
+	sdb    *sqlx.DB
+	lock   getlock.Lock // set after the first look
+	warned bool         // a skip was logged
+}
+
+// await waits up to about d for the holder to let go of the hint, and
+// reports whether it did. It returns false at once when nobody keeps it.
+// The server's timeout ends a little before d, so that waiting out d never
+// needs to cancel the statement (which would cost the connection). It
+// takes a connection only when the pool has one to spare
+// (getlock.OpenSpare), and counts a skip otherwise.
+func (w *watch) await(ctx context.Context, d time.Duration) bool {
+	timeout := d - 2*time.Millisecond
+	if timeout < minAwait {
+		return false
+	}
+	h := w.hint
+	c := getlock.Conn{Lock: h.lock}
+	ok, err := c.OpenSpare(ctx, h.sdb)
+	if ok {
+		defer c.GiveBack()
+		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
+	} else if err == nil {
+		w.cfg.Metrics.HandoverSkipped(w.cfg.Name)
+		if !h.warned {
+			h.warned = true
+			s := h.sdb.Stats()
+			w.t.Logger.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
+				"election", w.cfg.Name, "max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, err) // and the caller's timer decides
+		w.t.Logger.Debug("handover wait failed", "election", w.cfg.Name, "err", err)
+	}
+	return ok
+}
+
+// permanent reports whether err, from a look, cannot go away by looking
+// again.
+func permanent(err error) bool {
+	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch,
+		election.ErrUnknownTimeZone, election.ErrInvalidConfig} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// jitter returns d times a random factor in [1, 1+factor).
+func jitter(d time.Duration, factor float64) time.Duration {
+	if factor <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*factor*float64(d))
+}
+
+// observeWait returns how long Observe waits after a look (at most wait,
+// the jittered interval) and the next backoff, the wait after a changed look
+// that found nobody leading.
+func observeWait(wait time.Duration, rec election.Record, err error, o observed, changed bool, backoff time.Duration) (time.Duration, time.Duration) {
+	switch {
+	case err == nil && rec.Live():
+		// Look again as soon as the lease may have run out.
+		return min(wait, rec.LeaseLeft+minAwait), minAwait
+	case o.state == "released" || o.state == "expired" || o.state == "missing":
+		// A candidate usually takes a free row within milliseconds (it was
+		// woken too): look again soon, then less often, up to the interval
+		// while nobody leads.
+		if changed {
+			backoff = minAwait
+		}
+		backoff = min(2*backoff, wait)
+		return backoff, backoff
+	}
+	return wait, backoff
+}
+
+// observed is what Observe compares between two looks.
+type observed struct {
+	state    string // live, released, expired, missing, or error
+	id       string
+	term     uint64
+	value    string
+	priority int
+	err      string
+}
+
+func observe(rec election.Record, err error) observed {
+	switch {
+	case errors.Is(err, election.ErrNoSuchElection):
+		return observed{state: "missing"}
+	case err != nil && !errors.Is(err, election.ErrNoLeader):
+		return observed{state: "error", err: err.Error()}
+	case rec.Live():
+		return observed{state: "live", id: rec.ID, term: rec.Term, value: rec.Value, priority: rec.Priority}
+	case rec.Released:
+		return observed{state: "released", term: rec.Term}
+	}
+	return observed{state: "expired", term: rec.Term}
+}

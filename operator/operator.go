@@ -1,0 +1,143 @@
+// Package operator holds an operator's actions on the elections of one
+// table: reading them (Status, List, Observe) and changing who leads
+// (Assume, Reelect, Transfer, StepDown). Candidates run package election;
+// the CLI, sqlelect, runs these.
+//
+//	op, err := operator.New(db, "") // election.DefaultTable
+//	rec, err := op.Status(ctx, "orders")
+//
+// Each action is a single statement (Assume: a transaction), bounded by
+// ctx; the plain SQL each stands for is in its documentation.
+package operator
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// Operator acts on the elections of one table. It is safe for concurrent
+// use; the caller owns db, and Operator never closes it.
+type Operator struct {
+	db    *sql.DB
+	table string // validated
+}
+
+// New returns an Operator of the elections in table, election.DefaultTable
+// when empty. It fails, wrapping election.ErrInvalidConfig, when table is
+// not a valid name, and with election.ErrNilDB when db is nil.
+func New(db *sql.DB, table string) (*Operator, error) {
+	if table == "" {
+		table = election.DefaultTable
+	}
+	if err := election.ValidateTable(table); err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, election.ErrNilDB
+	}
+	return &Operator{db: db, table: table}, nil
+}
+
+// Table returns the table the Operator acts on.
+func (o *Operator) Table() string { return o.table }
+
+// TransferWindow returns how long a row handed over by a transfer stays
+// reserved for its target, by the database clock, with a candidate's
+// RetryInterval r: 2 × r. A target that runs looks at the election at least
+// every r × (1 + JitterFactor) even when no fast handover wakes it (it is
+// woken at once otherwise), so it always looks within the window; a target
+// that does not run costs the election this long, not a lease.
+func TransferWindow(r time.Duration) time.Duration { return 2 * r }
+
+// Status reads election name's record, whatever its state; it returns an
+// error wrapping election.ErrNoSuchElection when the election has no row,
+// and the record with an error wrapping election.ErrNoLiveLease when the
+// row holds no live lease (both match election.ErrNoLeader).
+func (o *Operator) Status(ctx context.Context, name string) (election.Record, error) {
+	return election.ReadRecord(ctx, o.db, o.table, name)
+}
+
+// List reads every election's record, ordered by name, live or not.
+func (o *Operator) List(ctx context.Context) ([]election.Record, error) {
+	return election.ReadRecords(ctx, o.db, o.table)
+}
+
+// check validates an action's election name and candidates' IDs.
+func check(name string, ids ...string) error {
+	errs := []error{election.ValidateName(name)}
+	for _, id := range ids {
+		errs = append(errs, election.ValidateID(id))
+	}
+	return errors.Join(errs...)
+}
+
+// bound is the bound for an operator's statement: the time left before
+// ctx's deadline, election.DefaultQueryTimeout without one. It costs one
+// round trip (SELECT VERSION()).
+func (o *Operator) bound(ctx context.Context) (stmt.Bound, error) {
+	d := election.DefaultQueryTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	return stmt.DetectBound(ctx, o.db, d)
+}
+
+// exec runs the action's statement, text with named parameters taken from
+// p, bounded by bound, and retried on write conflicts (retryConflicts).
+func (o *Operator) exec(ctx context.Context, text string, p stmt.Params) (sql.Result, error) {
+	bound, err := o.bound(ctx)
+	if err != nil {
+		return nil, err
+	}
+	query, args := bound.Stmt(text).Bind(p)
+	var res sql.Result
+	err = retryConflicts(ctx, func() error {
+		res, err = o.db.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, o.classify(err)
+	}
+	return res, nil
+}
+
+// retryConflicts runs a single-statement write or a transaction, again (up
+// to three tries in all) while it fails with a deadlock or write conflict
+// (mysqlerr.WriteConflict): on Galera or a multi-primary Group Replication
+// group, losing certification to a concurrent write of the same row (the
+// leader's renewal or fenced write). Every action reads what it needs
+// afresh.
+func retryConflicts(ctx context.Context, f func() error) error {
+	for try := 1; ; try++ {
+		err := f()
+		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// classify turns a server error into the election sentinel that names its
+// cause, as the election's own statements do (election.Classify), naming
+// the table; a missing database is a missing table here, as the statement
+// named the table. Other errors are returned as they are.
+func (o *Operator) classify(err error) error {
+	c := election.Classify(err)
+	for _, s := range []error{election.ErrUnknownDatabase, election.ErrTableMissing, election.ErrAccessDenied,
+		election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
+		if c == err || !errors.Is(c, s) {
+			continue
+		}
+		if s == election.ErrUnknownDatabase {
+			s = election.ErrTableMissing
+		}
+		return fmt.Errorf("%w: %s: %w", s, o.table, err)
+	}
+	return err
+}
