@@ -12,7 +12,7 @@ import (
 // Run's loop; campaign.go the phases, the single transition point (enter)
 // and the steps of each phase (tick); lead.go the leadership and every way
 // a hold ends; health.go the health-check goroutine; metrics.go what
-// Metrics and HealthzHandler read.
+// Progress reads (for Metrics and package electionhttp).
 
 // Candidate is a candidate in one election, of either backend: NewTable
 // and NewLock return one. Its methods are those of Election, documented
@@ -30,7 +30,7 @@ import (
 //     Transfer and Proclaim run on it (opCh, see do), between two steps. OnLeaderChanged and OnDemoted are called on it: the loop
 //     waits for them.
 //   - Any goroutine reads leadUntil and term (IsLeader, Term), lastRenew,
-//     lastStep and nextDue (Metrics' progress, HealthzHandler), atomically;
+//     lastStep and nextDue (Progress, for Metrics and electionhttp), atomically;
 //     only the Run goroutine writes them, except that the watchdog clears
 //     leadUntil.
 //   - A leadership's two goroutines, started by maybeLead and joined by
@@ -57,7 +57,7 @@ type Candidate struct {
 	leadUntil atomic.Int64              // while leading: lead until epoch + leadUntil ns; 0 when not leading
 	term      atomic.Uint64             // term while leading, else 0
 	lastRenew atomic.Pointer[time.Time] // send time of the last successful renewal
-	// The campaign loop's progress, for Metrics and HealthzHandler: when
+	// The campaign loop's progress, for Progress (Metrics, electionhttp): when
 	// its last step began and when its current wait ends, as elapsed ns
 	// (see elapsed); and whether the last HealthCheck failed.
 	lastStep  atomic.Int64
@@ -202,7 +202,7 @@ func (c *Candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	stopMetrics := c.metrics().Start(c.cfg.config(), c.progress)
+	stopMetrics := c.metrics().Start(c.cfg.config(), c.Progress)
 	defer stopMetrics()
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {

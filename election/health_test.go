@@ -2,11 +2,7 @@ package election
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,33 +98,14 @@ func TestUnhealthyLeaderHandsOverAndWaitsForHealth(t *testing.T) {
 	})
 }
 
-// wantStatus checks the elector's health in StatusHandler's JSON: healthy
-// (present, as there is a HealthCheck) and wedged.
-func wantStatus(t *testing.T, e Election, healthy, wedged bool) {
+// wantStatus checks the elector's health in c's Progress, as package
+// electionhttp's StatusHandler serves it: healthy (reported, as there is a
+// HealthCheck) and wedged.
+func wantStatus(t *testing.T, c *Candidate, healthy, wedged bool) {
 	t.Helper()
-	st := statusOf(t, e)
-	if st.Healthy == nil || *st.Healthy != healthy || st.Wedged != wedged {
-		t.Fatalf("status healthy %v wedged %v, want %v and %v", fmtBool(st.Healthy), st.Wedged, healthy, wedged)
+	if p := c.Progress(); !p.HealthCheck || p.Healthy != healthy || p.Wedged != wedged {
+		t.Fatalf("progress health check %v healthy %v wedged %v, want true, %v and %v", p.HealthCheck, p.Healthy, p.Wedged, healthy, wedged)
 	}
-}
-
-// statusOf returns StatusHandler's JSON for e.
-func statusOf(t *testing.T, e Election) StatusJSON {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	StatusHandler(e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
-	var st StatusJSON
-	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-		t.Fatalf("status %d %q: %v", rec.Code, rec.Body, err)
-	}
-	return st
-}
-
-func fmtBool(b *bool) string {
-	if b == nil {
-		return "(absent)"
-	}
-	return strconv.FormatBool(*b)
 }
 
 // A check runs beside the campaign: a leader renews on time while a check
@@ -267,9 +244,10 @@ func TestUnhealthyFollowerDoesNotCampaign(t *testing.T) {
 	})
 }
 
-// A callback that blocks wedges the campaign loop: reported by
-// HealthzHandler (503) and sqlelect_wedged once RenewDeadline past due,
-// and no longer once the loop moves on. A candidate not running is 503 too.
+// A callback that blocks wedges the campaign loop: reported by Progress
+// (electionhttp's HealthzHandler answers 503, StatusHandler says wedged) and
+// sqlelect_wedged once RenewDeadline past due, and no longer once the loop
+// moves on. A candidate not running is reported so too.
 func TestWedgedElectorReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		entered, unblock := make(chan struct{}), make(chan struct{})
@@ -280,46 +258,35 @@ func TestWedgedElectorReported(t *testing.T) {
 			c.Metrics = m
 			c.Callbacks.OnLeaderChanged = func(Record) { once.Do(func() { close(entered); <-unblock }) }
 		})
-		healthz := func() (int, string) {
-			rec := httptest.NewRecorder()
-			HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-			return rec.Code, rec.Body.String()
-		}
 		<-entered // the loop is held up from now on
-		if code, body := healthz(); code != http.StatusOK {
-			t.Fatalf("healthz %d %q before the wedge", code, body)
+		if p := h.c.Progress(); !p.Running || p.Wedged {
+			t.Fatalf("progress running %v wedged %v before the wedge", p.Running, p.Wedged)
 		}
 		advance(tRenewDeadline) // overdue by exactly the renew deadline: not yet
-		if code, _ := healthz(); code != http.StatusOK {
-			t.Fatalf("healthz %d at the renew deadline", code)
+		if p := h.c.Progress(); p.Wedged || p.Overdue > p.RenewDeadline {
+			t.Fatalf("progress wedged %v overdue %v at the renew deadline", p.Wedged, p.Overdue)
 		}
 		advance(time.Millisecond)
-		code, body := healthz()
-		if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "wedged") {
-			t.Fatalf("healthz %d %q, want 503 wedged", code, body)
+		if p := h.c.Progress(); !p.Running || !p.Wedged || p.Overdue <= tRenewDeadline || p.RenewDeadline != tRenewDeadline {
+			t.Fatalf("progress running %v wedged %v overdue %v renew deadline %v, want wedged past %v",
+				p.Running, p.Wedged, p.Overdue, p.RenewDeadline, tRenewDeadline)
 		}
 		if !m.mustProgress(t, "unit").Wedged {
 			t.Error("progress not wedged")
 		}
-		if st := statusOf(t, h.c); !st.Wedged || st.Healthy != nil {
-			t.Fatalf("status wedged %v healthy %s, want wedged, and healthy absent without a HealthCheck", st.Wedged, fmtBool(st.Healthy))
+		if h.c.Progress().HealthCheck {
+			t.Fatal("progress reports a health check where there is none")
 		}
 		close(unblock)
-		waitFor(t, func() bool { c, _ := healthz(); return c == http.StatusOK })
+		waitFor(t, func() bool { return !h.c.Progress().Wedged })
 		if m.mustProgress(t, "unit").Wedged {
 			t.Error("progress wedged after the loop moved on")
-		}
-		if st := statusOf(t, h.c); st.Wedged {
-			t.Fatal("status wedged after the loop moved on")
 		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
-		if code, body := healthz(); code != http.StatusServiceUnavailable || body != "not running\n" {
-			t.Fatalf("healthz %d %q after Run returned", code, body)
-		}
-		if st := statusOf(t, h.c); st.Wedged {
-			t.Fatal("status wedged after Run returned")
+		if p := h.c.Progress(); p.Running || p.Wedged {
+			t.Fatalf("progress running %v wedged %v after Run returned", p.Running, p.Wedged)
 		}
 	})
 }

@@ -43,7 +43,7 @@ type Metrics interface {
 }
 
 // Progress is a candidate's local state at one instant, as Metrics.Start's
-// progress reads it.
+// progress and Candidate.Progress read it, and package electionhttp serves.
 type Progress struct {
 	// Now is the reading of Config.Tuning.Clock the other fields refer to.
 	Now time.Time
@@ -59,10 +59,24 @@ type Progress struct {
 	// LastStep is when the campaign loop last began a step (a heartbeat,
 	// a stand-down).
 	LastStep time.Time
+	// Running is true while Run runs.
+	Running bool
+	// Overdue is how long the campaign loop is past its last sign of
+	// progress (the start of its last step, or the end of the wait it is
+	// in, whichever is later); negative while it waits.
+	Overdue time.Duration
+	// RenewDeadline is Config.Tuning.RenewDeadline, defaults applied.
+	RenewDeadline time.Duration
 	// Wedged is true while Run runs but its campaign loop has made no
-	// progress for more than RenewDeadline past when it was due (see
-	// HealthzHandler).
+	// progress for more than RenewDeadline past when it was due (Overdue
+	// over RenewDeadline): a step or a callback holds it up.
 	Wedged bool
+	// Unreachable is for how long the database has not answered the
+	// campaign's statements (a connection error or a timeout, since the
+	// last statement it answered); 0 while it answers.
+	Unreachable time.Duration
+	// HealthCheck says whether Config.Health.Check is set.
+	HealthCheck bool
 	// Healthy is false while the latest result of Config.Health.Check is a
 	// failure; true without a HealthCheck and before its first result.
 	Healthy bool
@@ -80,14 +94,21 @@ func (nopMetrics) HealthCheck(string, error, bool)        {}
 func (nopMetrics) HandoverSkipped(string)                 {}
 func (nopMetrics) PreferenceRequested(string)             {}
 
-// progress reads c's local state for Metrics (see Progress).
-func (c *Candidate) progress() Progress {
+// Progress reads c's local state, cheaply, without the database: what
+// Metrics.Start's progress reads, and package electionhttp serves. Safe for
+// concurrent use.
+func (c *Candidate) Progress() Progress {
 	now := c.cfg.Clock.Now()
 	p := Progress{
-		Now:      now,
-		LastStep: c.epoch.Add(time.Duration(c.lastStep.Load())),
-		Wedged:   c.wedged(),
-		Healthy:  !c.unhealthy.Load(),
+		Now:           now,
+		LastStep:      c.epoch.Add(time.Duration(c.lastStep.Load())),
+		Running:       c.running.Load(),
+		Overdue:       c.overdue(),
+		RenewDeadline: c.cfg.RenewDeadline,
+		Wedged:        c.wedged(),
+		Unreachable:   c.unreachableFor(),
+		HealthCheck:   c.cfg.Health.Check != nil,
+		Healthy:       !c.unhealthy.Load(),
 	}
 	if d, leading := c.deadline(); leading && now.Before(d) {
 		p.Leading, p.Term, p.LeaseLeft = true, c.term.Load(), d.Sub(now)

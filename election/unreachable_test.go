@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -48,10 +47,11 @@ func (l *logLines) above(level slog.Level) string {
 // TestUnreachableLoggedOncePerChange: a database that does not answer (a
 // connection error, a timeout), at preflight or later, is logged once when
 // it stops answering and once when it answers again, not at each of its
-// retries, which are each counted (Metrics.Heartbeat); HealthzHandler
-// stays 200 and says so meanwhile. A deadlock (a stampede of first
-// candidates) is the database's answer, retried by design: logged at Debug
-// level only, and counted as kind deadlock.
+// retries, which are each counted (Metrics.Heartbeat); Progress says so
+// meanwhile (electionhttp's HealthzHandler stays 200 and says so). A
+// deadlock (a stampede of first candidates) is the database's answer,
+// retried by design: logged at Debug level only, and counted as kind
+// deadlock.
 func TestUnreachableLoggedOncePerChange(t *testing.T) {
 	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock found when trying to get lock; try restarting transaction"}
@@ -73,27 +73,25 @@ func TestUnreachableLoggedOncePerChange(t *testing.T) {
 				logs, m := &logLines{}, newRecMetrics()
 				b := &fakeBackend{preErr: tc.pre, followErr: tc.look}
 				h := newHarness(t, b, func(c *Config) { c.Tuning.Logger, c.Metrics = slog.New(logs), m })
-				healthz := func() (int, string) {
-					rec := httptest.NewRecorder()
-					HealthzHandler(h.c).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-					return rec.Code, rec.Body.String()
-				}
 				synctest.Wait()
 				for range retries - 1 {
 					advance(tRetry)
 				}
-				code, body := healthz()
-				if down := tc.kind != "deadlock"; code != http.StatusOK ||
-					down != (body == "ok; database unreachable for 9s: retrying\n") || !down && body != "ok\n" {
-					t.Errorf("healthz %d %q after %d failures", code, body, retries)
+				want := time.Duration(0)
+				if tc.kind != "deadlock" {
+					want = 9 * time.Second
+				}
+				if p := h.c.Progress(); !p.Running || p.Wedged || p.Unreachable.Round(time.Millisecond) != want {
+					t.Errorf("progress running %v wedged %v unreachable %v after %d failures, want unreachable %v",
+						p.Running, p.Wedged, p.Unreachable, retries, want)
 				}
 				if n := m.n("error:" + tc.kind); n != retries {
 					t.Errorf("%d errors of kind %s counted, want %d", n, tc.kind, retries)
 				}
 				b.set(func(f *fakeBackend) { f.preErr, f.followErr = nil, nil })
 				advance(tRetry)
-				if code, body := healthz(); code != http.StatusOK || body != "ok\n" {
-					t.Errorf("healthz %d %q once the database answers", code, body)
+				if p := h.c.Progress(); !p.Running || p.Wedged || p.Unreachable != 0 {
+					t.Errorf("progress running %v wedged %v unreachable %v once the database answers", p.Running, p.Wedged, p.Unreachable)
 				}
 				if got := logs.above(slog.LevelInfo); got != tc.logged {
 					t.Errorf("logged %q, want %q", got, tc.logged)

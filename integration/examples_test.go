@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionhttp"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
@@ -313,7 +313,7 @@ func TestExamplesHTTPService(t *testing.T) {
 	var term uint64
 	for _, r := range rs {
 		code, body := r.get(ctx, "/api/status")
-		var st election.StatusJSON
+		var st electionhttp.StatusJSON
 		if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
 			t.Fatalf("%s /api/status: %d %s (%v)", r.id, code, body, err)
 		}

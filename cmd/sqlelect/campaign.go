@@ -65,7 +65,7 @@ while this candidate leads and 404 "not leader" otherwise (no database
 query); /status this candidate's view (is_leader, term, wedged, and healthy
 with --health-cmd) and the current leader as JSON (one query; 503 when the
 database does not answer); /healthz 200 while the elector works, 503 when
-it is not running or wedged (see the library's HealthzHandler). With
+it is not running or wedged (see electionhttp.HealthzHandler). With
 --metrics-addr the same address, /metrics is served there too. A port in
 use is an error before campaigning starts; the server stops (requests in
 flight get up to 2s) when the command exits.

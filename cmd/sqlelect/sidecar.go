@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionhttp"
 	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
@@ -121,9 +122,9 @@ func (s *sidecar) endpoints() []*endpoint {
 // serve adds e's handlers to --http-addr and starts serving.
 func (s *sidecar) serve(e election.Election, log *slog.Logger) {
 	if s.http != nil {
-		s.http.mux.Handle("GET /leader", election.LeaderCheckHandler(e, 0))
-		s.http.mux.Handle("GET /status", election.StatusHandler(e))
-		s.http.mux.Handle("GET /healthz", election.HealthzHandler(e))
+		s.http.mux.Handle("GET /leader", electionhttp.LeaderCheckHandler(e, 0))
+		s.http.mux.Handle("GET /status", electionhttp.StatusHandler(e))
+		s.http.mux.Handle("GET /healthz", electionhttp.HealthzHandler(e))
 	}
 	s.started = true
 	for _, ep := range s.endpoints() {

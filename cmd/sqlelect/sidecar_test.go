@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionhttp"
 )
 
 // get fetches http://addr/path and returns the status code and body; code
@@ -193,7 +194,7 @@ func TestSidecarHTTP(t *testing.T) {
 			t.Errorf("%s /healthz: %d %q", id, code, body)
 		}
 		code, body := get(ctx, addr, "/status")
-		var st election.StatusJSON
+		var st electionhttp.StatusJSON
 		if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
 			t.Errorf("%s /status: %d %q: %v", id, code, body, err)
 			continue
@@ -317,7 +318,7 @@ func TestHealthCmdHandsOver(t *testing.T) {
 func wantHealthy(t *testing.T, ctx context.Context, addr string, healthy bool) {
 	t.Helper()
 	code, body := get(ctx, addr, "/status")
-	var st election.StatusJSON
+	var st electionhttp.StatusJSON
 	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
 		t.Errorf("/status: %d %q: %v", code, body, err)
 		return

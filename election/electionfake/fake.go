@@ -42,7 +42,7 @@
 // check but Elect, SetLeader and CheckHealth, and no hold-down applies), other candidates (each Fake is one
 // candidate; SetLeader names the others, with priority 0, and this
 // candidate never asks for leadership by Config.Preference.Priority, which only shows
-// in its own records), the elector's own health (election.HealthzHandler
+// in its own records), the elector's own health (electionhttp.HealthzHandler
 // answers "ok" for a fake and StatusHandler's JSON leaves healthy out and
 // says wedged false), and the database (Fenced runs fn in a transaction of
 // the *sql.DB given to SetDB, or with a nil *sql.Tx without one).

@@ -35,7 +35,7 @@ import (
 //	                                         3101 and 1180 "Got error 149"; server: any other server error)
 //	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
 //	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
-//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see election.HealthzHandler), else 0
+//	sqlelect_wedged                          1 while Run runs but its loop is stuck (see electionhttp.HealthzHandler), else 0
 //	sqlelect_healthy                         with Config.Health.Check: 1 while its latest result is a pass (or none yet), else 0
 //	sqlelect_health_check_failures_total     with Config.Health.Check: failed or timed-out checks
 //	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within Health.Timeout

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionhttp"
 	"github.com/sqlelect/sqlelect/election/electionprom"
 )
 
@@ -126,7 +127,7 @@ func testFlappingHealth(t *testing.T, s Suite) {
 
 // testWedgedReported: an OnElected that does not return when its context
 // is cancelled holds up the campaign loop once the leadership ends (here:
-// deposed by an operator): HealthzHandler answers 503 and sqlelect_wedged
+// deposed by an operator): electionhttp.HealthzHandler answers 503 and sqlelect_wedged
 // is 1 within the renew deadline past due, and both recover once OnElected
 // returns.
 func testWedgedReported(t *testing.T, s Suite) {
@@ -150,7 +151,7 @@ func testWedgedReported(t *testing.T, s Suite) {
 	c.waitLeader(takeoverBound, nil)
 	healthz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		election.HealthzHandler(m.e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		electionhttp.HealthzHandler(m.e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	wedged := func() float64 {

@@ -42,6 +42,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionhttp"
 	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/examples/internal/exampledb"
 )
@@ -154,8 +155,8 @@ func run(o options, logger *slog.Logger) error {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/api/leader-check", election.LeaderCheckHandler(e, o.notLeaderStatus))
-	mux.Handle("/api/status", election.StatusHandler(e))
+	mux.Handle("/api/leader-check", electionhttp.LeaderCheckHandler(e, o.notLeaderStatus))
+	mux.Handle("/api/status", electionhttp.StatusHandler(e))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,4 +1,9 @@
-package election
+// Package electionhttp serves an election over HTTP: a leader check for
+// load balancers, a JSON status, and a liveness probe of the elector
+// itself. Like electionprom, it is an adapter on election.Election: it
+// reads IsLeader, Leader and, when the Election has one (election.Candidate
+// has), its Progress.
+package electionhttp
 
 import (
 	"context"
@@ -7,13 +12,21 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sqlelect/sqlelect/election"
 )
+
+// progresser is what the handlers read of an Election beyond the
+// interface: *election.Candidate has it, a test fake need not.
+type progresser interface {
+	Progress() election.Progress
+}
 
 // LeaderCheckHandler returns an http.Handler for load balancers, like
 // orchestrator's /api/leader-check: it answers 200 "leader" while e leads,
 // and notLeaderStatus (404 when 0) with "not leader" elsewhere. It reads only
 // IsLeader: no database call. Safe for concurrent use.
-func LeaderCheckHandler(e Election, notLeaderStatus int) http.Handler {
+func LeaderCheckHandler(e election.Election, notLeaderStatus int) http.Handler {
 	if notLeaderStatus == 0 {
 		notLeaderStatus = http.StatusNotFound
 	}
@@ -36,7 +49,7 @@ type StatusJSON struct {
 	ID       string `json:"id"`
 	IsLeader bool   `json:"is_leader"`
 	Term     uint64 `json:"term"`
-	// Healthy is, with Config.Health.Check, whether the check's last run
+	// Healthy is, with election.Config.Health.Check, whether the check's last run
 	// passed (true before its first run), as sqlelect_healthy; nil (left
 	// out of the JSON) without a HealthCheck.
 	Healthy *bool `json:"healthy,omitempty"`
@@ -44,9 +57,9 @@ type StatusJSON struct {
 	// progress for more than RenewDeadline past when it was due, as
 	// sqlelect_wedged and HealthzHandler's 503; false when Run does not
 	// run.
-	Wedged bool    `json:"wedged"`
-	Leader *Record `json:"leader"` // nil when nobody leads
-	Error  string  `json:"error,omitempty"`
+	Wedged bool             `json:"wedged"`
+	Leader *election.Record `json:"leader"` // nil when nobody leads
+	Error  string           `json:"error,omitempty"`
 }
 
 // StatusHandler returns an http.Handler serving a JSON StatusJSON: this
@@ -54,19 +67,18 @@ type StatusJSON struct {
 // HealthzHandler report it) and who leads by the database (one query,
 // bounded by a 5 s deadline). It answers 200 when the database answered
 // (leader null when nobody leads) and 503 with the error otherwise. For an
-// Election not made by NewTable or NewLock (a test fake) healthy is left
-// out and wedged is false. Safe for concurrent use.
-func StatusHandler(e Election) http.Handler {
+// Election without a Progress method (a test fake; *election.Candidate has
+// one) healthy is left out and wedged is false. Safe for concurrent use.
+func StatusHandler(e election.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term()}
-		if ce, ok := e.(*Candidate); ok {
-			c := ce
-			st.Wedged = c.wedged()
-			if c.cfg.Health.Check != nil {
-				healthy := !c.unhealthy.Load()
-				st.Healthy = &healthy
+		if pe, ok := e.(progresser); ok {
+			p := pe.Progress()
+			st.Wedged = p.Wedged
+			if p.HealthCheck {
+				st.Healthy = &p.Healthy
 			}
 		}
 		code := http.StatusOK
@@ -74,7 +86,7 @@ func StatusHandler(e Election) http.Handler {
 		switch {
 		case err == nil:
 			st.Leader = &rec
-		case errors.Is(err, ErrNoLeader):
+		case errors.Is(err, election.ErrNoLeader):
 		default:
 			code, st.Error = http.StatusServiceUnavailable, err.Error()
 		}
@@ -95,35 +107,35 @@ func StatusHandler(e Election) http.Handler {
 // HealthCheck that ignores its context). electionprom reports the same as
 // sqlelect_wedged. While the database does not answer (a connection error
 // or a timeout, since the last statement it answered), and when
-// Config.Health.Check fails, it still answers 200, saying so in the body: the
+// election.Config.Health.Check fails, it still answers 200, saying so in the body: the
 // elector works (a leader stands down by its own clock), and restarting it
 // would not bring the database back. It reads no database. An Election not
-// made by NewTable or NewLock (a test fake) is reported "ok". Safe for
+// without a Progress method (a test fake) is reported "ok". Safe for
 // concurrent use.
-func HealthzHandler(e Election) http.Handler {
+func HealthzHandler(e election.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		var c *Candidate
-		var down time.Duration
-		if ce, ok := e.(*Candidate); ok {
-			c, down = ce, ce.unreachableFor()
+		pe, ok := e.(progresser)
+		var p election.Progress
+		if ok {
+			p = pe.Progress()
 		}
 		switch {
-		case c == nil:
+		case !ok:
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("ok\n"))
-		case !c.running.Load():
+		case !p.Running:
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("not running\n"))
-		case c.wedged():
+		case p.Wedged:
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintf(w, "wedged: no progress for %v past due (renew deadline %v)\n",
-				c.overdue().Round(time.Millisecond), c.cfg.RenewDeadline)
-		case down > 0:
+				p.Overdue.Round(time.Millisecond), p.RenewDeadline)
+		case p.Unreachable > 0:
 			w.WriteHeader(http.StatusOK)
-			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", down.Round(time.Millisecond))
-		case c.unhealthy.Load():
+			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", p.Unreachable.Round(time.Millisecond))
+		case !p.Healthy:
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("ok; health check failing: not campaigning\n"))
 		default:

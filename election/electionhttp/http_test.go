@@ -1,4 +1,4 @@
-package election
+package electionhttp
 
 import (
 	"context"
@@ -14,14 +14,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sqlelect/sqlelect/election"
 )
 
-// stubElection is an Election whose answers the test sets.
+// stubElection is an election.Election whose answers the test sets.
 type stubElection struct {
 	mu       sync.Mutex
 	leader   bool
 	term     uint64
-	rec      Record
+	rec      election.Record
 	err      error
 	deadline time.Duration // how far off the deadline of Leader's ctx was
 	calls    int
@@ -37,7 +39,7 @@ func (f *stubElection) Term() uint64 {
 	}
 	return f.term
 }
-func (f *stubElection) Leader(ctx context.Context) (Record, error) {
+func (f *stubElection) Leader(ctx context.Context) (election.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -48,14 +50,14 @@ func (f *stubElection) Leader(ctx context.Context) (Record, error) {
 }
 func (f *stubElection) Resign(context.Context) error { return nil }
 func (f *stubElection) Fenced(context.Context, func(*sql.Tx) error) error {
-	return ErrNotLeader
+	return election.ErrNotLeader
 }
 func (f *stubElection) Transfer(context.Context, string) error { return nil }
 func (f *stubElection) Proclaim(context.Context, string) error { return nil }
 func (f *stubElection) Name() string                           { return "orders" }
 func (f *stubElection) ID() string                             { return "web-1" }
 
-var _ Election = (*stubElection)(nil)
+var _ election.Election = (*stubElection)(nil)
 
 func httpGet(t *testing.T, h http.Handler) (*http.Response, string) {
 	t.Helper()
@@ -134,7 +136,7 @@ func TestLeaderCheckHandlerFollowsLeadership(t *testing.T) {
 
 func TestStatusHandler(t *testing.T) {
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	rec := Record{Election: "orders", ID: "web-2", Term: 1795326944923256, Since: since,
+	rec := election.Record{Election: "orders", ID: "web-2", Term: 1795326944923256, Since: since,
 		LastRenewal: since.Add(time.Minute), Lease: 15 * time.Second, LeaseLeft: 12500 * time.Millisecond,
 		Acquired: "expired", Value: "10.0.0.8:8080", Backend: "table", Priority: 3}
 	dbErr := fmt.Errorf("election: leader: %w", errors.New("dial tcp 127.0.0.1:3306: connect: connection refused"))
@@ -161,7 +163,7 @@ func TestStatusHandler(t *testing.T) {
 		},
 		{
 			name:     "leader",
-			e:        &stubElection{leader: true, term: 7, rec: Record{Election: "orders", ID: "web-1", Term: 7, Backend: "lock", ConnectionID: 99}},
+			e:        &stubElection{leader: true, term: 7, rec: election.Record{Election: "orders", ID: "web-1", Term: 7, Backend: "lock", ConnectionID: 99}},
 			wantCode: http.StatusOK,
 			want: map[string]any{
 				"election": "orders", "id": "web-1", "is_leader": true, "term": 7.0, "wedged": false,
@@ -175,7 +177,7 @@ func TestStatusHandler(t *testing.T) {
 		},
 		{
 			name:     "nobody leads",
-			e:        &stubElection{rec: Record{Election: "orders", ID: "web-2", Released: true}, err: fmt.Errorf("%w: orders", ErrNoLeader)},
+			e:        &stubElection{rec: election.Record{Election: "orders", ID: "web-2", Released: true}, err: fmt.Errorf("%w: orders", election.ErrNoLeader)},
 			wantCode: http.StatusOK,
 			want:     map[string]any{"election": "orders", "id": "web-1", "is_leader": false, "term": 0.0, "wedged": false, "leader": nil},
 		},
@@ -233,7 +235,7 @@ func statusJSONText(t *testing.T, v any) string {
 // The StatusJSON fields are the documented keys, in snake case.
 func TestStatusHandlerJSONKeys(t *testing.T) {
 	healthy := true
-	b, err := json.Marshal(StatusJSON{Leader: &Record{}, Error: "x", Healthy: &healthy})
+	b, err := json.Marshal(StatusJSON{Leader: &election.Record{}, Error: "x", Healthy: &healthy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,68 +254,78 @@ func TestStatusHandlerJSONKeys(t *testing.T) {
 	}
 }
 
-func TestRecordJSONRoundTrip(t *testing.T) {
-	in := Record{Election: "orders", ID: "web-1", Term: 9, Since: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
-		LastRenewal: time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC), Lease: 15 * time.Second,
-		LeaseLeft: -1500 * time.Millisecond, Acquired: "expired", Value: "v", Backend: "lock", ConnectionID: 3}
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
+// progressElection is a stubElection with a Progress, as *election.Candidate
+// has: the handlers then report the elector's own health.
+type progressElection struct {
+	*stubElection
+	p election.Progress
+}
+
+func (e progressElection) Progress() election.Progress { return e.p }
+
+func TestHealthzHandler(t *testing.T) {
+	running := election.Progress{Running: true, Healthy: true, RenewDeadline: 10 * time.Second}
+	with := func(f func(p *election.Progress)) election.Progress { p := running; f(&p); return p }
+	tests := []struct {
+		name     string
+		e        election.Election
+		wantCode int
+		wantBody string
+	}{
+		{"no Progress (a fake)", &stubElection{}, http.StatusOK, "ok\n"},
+		{"running", progressElection{&stubElection{}, running}, http.StatusOK, "ok\n"},
+		{"not running", progressElection{&stubElection{}, election.Progress{Healthy: true}}, http.StatusServiceUnavailable, "not running\n"},
+		{"wedged", progressElection{&stubElection{}, with(func(p *election.Progress) {
+			p.Wedged, p.Overdue = true, 10*time.Second+1234567*time.Microsecond
+		})}, http.StatusServiceUnavailable, "wedged: no progress for 11.235s past due (renew deadline 10s)\n"},
+		{"wedged and unreachable", progressElection{&stubElection{}, with(func(p *election.Progress) {
+			p.Wedged, p.Overdue, p.Unreachable = true, 11*time.Second, 3*time.Second
+		})}, http.StatusServiceUnavailable, "wedged: no progress for 11s past due (renew deadline 10s)\n"},
+		{"unreachable", progressElection{&stubElection{}, with(func(p *election.Progress) {
+			p.Unreachable, p.Healthy = 9*time.Second+400*time.Microsecond, false
+		})}, http.StatusOK, "ok; database unreachable for 9s: retrying\n"},
+		{"health check failing", progressElection{&stubElection{}, with(func(p *election.Progress) {
+			p.HealthCheck, p.Healthy = true, false
+		})}, http.StatusOK, "ok; health check failing: not campaigning\n"},
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["lease_ms"] != 15000.0 || m["lease_left_ms"] != -1500.0 {
-		t.Errorf("durations in %s, want lease_ms 15000 and lease_left_ms -1500", b)
-	}
-	var out Record
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(in, out) {
-		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := httpGet(t, HealthzHandler(tc.e))
+			if resp.StatusCode != tc.wantCode || body != tc.wantBody {
+				t.Errorf("got %d %q, want %d %q", resp.StatusCode, body, tc.wantCode, tc.wantBody)
+			}
+			if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("Cache-Control %q, want no-store", cc)
+			}
+		})
 	}
 }
 
-// TestRecordJSONBytes pins Record's JSON to the byte, as status --json,
-// watch and the HTTP handlers print it: keys in this order, durations as
-// whole milliseconds truncated toward zero, omitempty keys left out when
-// zero, and encoding/json's escaping.
-func TestRecordJSONBytes(t *testing.T) {
-	for _, tc := range []struct {
-		in   Record
-		want string
+// With a Progress, the status reports wedged, and healthy when there is a
+// health check.
+func TestStatusHandlerProgress(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name        string
+		p           election.Progress
+		wantWedged  bool
+		wantHealthy *bool
 	}{
-		{Record{}, `{"election":"","id":"","term":0,"since":"0001-01-01T00:00:00Z","last_renewal":"0001-01-01T00:00:00Z",` +
-			`"lease_ms":0,"lease_left_ms":0,"released":false,"acquired":"","value":"","backend":"","priority":0}`},
-		{Record{Election: "a<b>&\"c\"", ID: "web-1", Term: 1<<63 + 1, Since: time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC),
-			LastRenewal: time.Date(2026, 3, 1, 12, 1, 0, 0, time.FixedZone("x", 3600)), Lease: 15*time.Second + 999*time.Microsecond,
-			LeaseLeft: -1500*time.Millisecond - 999*time.Microsecond, Released: true, Acquired: "transferred", Value: "v\n\u2028",
-			Backend: "lock", ConnectionID: 3, Transfer: true, TransferTo: "web-2", Priority: -7},
-			`{"election":"a\u003cb\u003e\u0026\"c\"","id":"web-1","term":9223372036854775809,"since":"2026-03-01T12:00:00.123456Z",` +
-				`"last_renewal":"2026-03-01T12:01:00+01:00","lease_ms":15000,"lease_left_ms":-1500,"released":true,` +
-				`"acquired":"transferred","value":"v\n\u2028","backend":"lock","connection_id":3,"transfer":true,` +
-				`"transfer_to":"web-2","priority":-7}`},
-	} {
-		b, err := json.Marshal(tc.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b) != tc.want {
-			t.Errorf("JSON\n%s\nwant\n%s", b, tc.want)
-		}
-		var out Record
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		tc.in.Lease, tc.in.LeaseLeft = tc.in.Lease.Truncate(time.Millisecond), -(-tc.in.LeaseLeft).Truncate(time.Millisecond)
-		if !out.Since.Equal(tc.in.Since) || !out.LastRenewal.Equal(tc.in.LastRenewal) {
-			t.Errorf("times decoded as %v, %v; want %v, %v", out.Since, out.LastRenewal, tc.in.Since, tc.in.LastRenewal)
-		}
-		out.Since, out.LastRenewal, tc.in.Since, tc.in.LastRenewal = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-		if out != tc.in {
-			t.Errorf("decoded %+v, want %+v", out, tc.in)
-		}
+		{"no health check", election.Progress{Running: true, Healthy: true}, false, nil},
+		{"no health check, wedged", election.Progress{Running: true, Healthy: true, Wedged: true}, true, nil},
+		{"healthy", election.Progress{Running: true, HealthCheck: true, Healthy: true}, false, &yes},
+		{"unhealthy", election.Progress{Running: true, HealthCheck: true}, false, &no},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, body := httpGet(t, StatusHandler(progressElection{&stubElection{err: election.ErrNoLeader}, tc.p}))
+			var st StatusJSON
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Wedged != tc.wantWedged || !reflect.DeepEqual(st.Healthy, tc.wantHealthy) {
+				t.Errorf("wedged %v healthy %v, want %v %v; body %s", st.Wedged, st.Healthy, tc.wantWedged, tc.wantHealthy, body)
+			}
+		})
 	}
 }
