@@ -15,14 +15,9 @@ import (
 
 // Defaults of BatcherOptions.
 const (
-	// DefaultMaxBatch is the most elections one batched statement covers.
-	DefaultMaxBatch = 500
-	// DefaultMaxInFlight is how many batched statements of one kind a
-	// Batcher runs at the same time.
-	DefaultMaxInFlight = 4
-	// DefaultLinger is how long a batch waits for more elections to join
-	// before it runs.
-	DefaultLinger = 5 * time.Millisecond
+	defaultMaxBatch    = 500
+	defaultMaxInFlight = 4
+	defaultLinger      = 5 * time.Millisecond
 )
 
 // BatcherOptions configures a Batcher. The zero value of every field means
@@ -30,19 +25,17 @@ const (
 type BatcherOptions struct {
 	// Table is the election table, as in Config.Table. Default DefaultTable.
 	Table string
-	// MaxBatch is the most elections one statement covers. Default
-	// DefaultMaxBatch.
+	// MaxBatch is the most elections one statement covers. Default 500.
 	MaxBatch int
 	// MaxInFlight is how many statements of each kind (renewals, reads)
-	// may run at once. Default DefaultMaxInFlight.
+	// may run at once. Default 4.
 	MaxInFlight int
-	// QueryTimeout bounds each batched statement. Default
-	// DefaultQueryTimeout.
+	// QueryTimeout bounds each batched statement. Default 5 s.
 	QueryTimeout time.Duration
 	// Linger is how long the first election of a batch waits for others to
 	// join before the batch runs (sooner when it is full): it adds to the
 	// heartbeat's latency, which matters little next to the renew
-	// interval. Default DefaultLinger; negative for none.
+	// interval. Default 5 ms; negative for none.
 	Linger time.Duration
 	// Clock times the linger. Default nil: the time package's.
 	Clock Clock
@@ -115,16 +108,16 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 		return nil, err
 	}
 	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
+		opts.MaxBatch = defaultMaxBatch
 	}
 	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
+		opts.MaxInFlight = defaultMaxInFlight
 	}
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = DefaultQueryTimeout
 	}
 	if opts.Linger == 0 {
-		opts.Linger = DefaultLinger
+		opts.Linger = defaultLinger
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}

@@ -27,19 +27,17 @@ const (
 	// DefaultLeaseDuration is the lease when neither LeaseDuration nor
 	// Tuning.RenewDeadline is given.
 	DefaultLeaseDuration = 15 * time.Second
-	// MinLeaseDuration is the shortest LeaseDuration accepted.
-	MinLeaseDuration = 100 * time.Millisecond
 	// DefaultQueryTimeout bounds every SQL statement by default.
 	DefaultQueryTimeout = 5 * time.Second
 	// MaxValueLen is the longest Value, in bytes of UTF-8.
 	MaxValueLen = 1024
-	// MaxPriority is the highest Preference.Priority accepted.
-	MaxPriority = 1000
 )
 
 // The derived defaults and the limits nothing outside the package needs.
 const (
+	minLeaseDuration = 100 * time.Millisecond
 	maxLeaseDuration = 24 * time.Hour
+	maxPriority      = 1000
 	// The defaults keep client-go's relations (15 s lease, 10 s renew
 	// deadline, 2 s renew and retry intervals) for any lease.
 	renewDeadlineFraction = 2.0 / 3  // of the lease
@@ -68,7 +66,7 @@ type Config struct {
 	// DefaultTable.
 	Table string
 	// LeaseDuration is how long a lease lasts after its last renewal, by
-	// the database clock: MinLeaseDuration to 24 h. Default 15 s.
+	// the database clock: 100 ms to 24 h. Default 15 s.
 	LeaseDuration time.Duration
 	// Value is published in the row while this candidate holds it (an
 	// address, say): at most MaxValueLen bytes of UTF-8. Default empty.
@@ -112,7 +110,7 @@ type HealthConfig struct {
 // healthy follower of strictly higher Priority than the live leader asks
 // it to hand over, once that leader has led for Tenure.
 type PreferenceConfig struct {
-	// Priority is this candidate's preference, from 0 to MaxPriority,
+	// Priority is this candidate's preference, from 0 to 1000,
 	// written into the row while it holds it. Default 0: no preference.
 	Priority int
 	// Tenure is how long a leader keeps leadership, by the database clock,
@@ -331,12 +329,12 @@ func (c settings) validate(given timing) error {
 		lease = describe("lease duration", c.LeaseDuration, false, "3/2 of the renew deadline")
 	}
 	switch {
-	case c.LeaseDuration < MinLeaseDuration || c.LeaseDuration > maxLeaseDuration:
+	case c.LeaseDuration < minLeaseDuration || c.LeaseDuration > maxLeaseDuration:
 		if given.leaseFromDeadline {
 			return bad("renew deadline %v: must be from %v to %v", c.RenewDeadline,
-				scale(MinLeaseDuration, renewDeadlineFraction), scale(maxLeaseDuration, renewDeadlineFraction))
+				scale(minLeaseDuration, renewDeadlineFraction), scale(maxLeaseDuration, renewDeadlineFraction))
 		}
-		return bad("lease duration %v: must be from %v (MinLeaseDuration) to %v", c.LeaseDuration, MinLeaseDuration, maxLeaseDuration)
+		return bad("lease duration %v: must be from %v to %v", c.LeaseDuration, minLeaseDuration, maxLeaseDuration)
 	case c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration:
 		return bad("%s: must be positive and less than the %s", deadline, lease)
 	case c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline:
@@ -356,8 +354,8 @@ func (c settings) validate(given timing) error {
 			describe("query timeout", c.QueryTimeout, given.queryTimeout, "at most 5s"), deadline)
 	case len(c.Value) > MaxValueLen || !utf8.ValidString(c.Value):
 		return bad("value: must be valid UTF-8 of at most %d bytes", MaxValueLen)
-	case c.Priority < 0 || c.Priority > MaxPriority:
-		return bad("priority %d: must be from 0 (no preference) to %d (MaxPriority)", c.Priority, MaxPriority)
+	case c.Priority < 0 || c.Priority > maxPriority:
+		return bad("priority %d: must be from 0 (no preference) to %d", c.Priority, maxPriority)
 	case c.PreferenceTenure < 0:
 		return bad("preference tenure %v: must not be negative", c.PreferenceTenure)
 	case c.Health.Interval < 0:
