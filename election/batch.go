@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/batch"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -104,7 +105,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.Table == "" {
 		opts.Table = DefaultTable
 	}
-	if err := ValidateTable(opts.Table); err != nil {
+	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
 	if opts.MaxBatch <= 0 {

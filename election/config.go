@@ -7,16 +7,14 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"regexp"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"crypto/rand"
 	"encoding/hex"
 
-	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // Defaults and limits of Config. The other defaults are derived from the
@@ -45,8 +43,6 @@ const (
 	retryIntervalFraction = 2.0 / 15 // of the lease
 	defaultJitterFactor   = 0.2
 	holdDownIntervals     = 3 // the shortest default hold-down, in health check intervals
-	maxNameLen            = 128
-	maxIDLen              = 255
 )
 
 // Config configures an election candidate. The constructors copy it: they
@@ -189,11 +185,6 @@ func (s settings) config() Config {
 		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure}}
 }
 
-var (
-	nameRE  = regexp.MustCompile(`^[A-Za-z0-9._:/@-]{1,128}$`)
-	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
-)
-
 // settings returns c with defaults filled in, validated.
 func (c Config) settings() (settings, error) {
 	return c.flat().withDefaults()
@@ -317,7 +308,7 @@ func (c Config) Validate() error {
 // durations the caller set. It returns the first problem only: a later one
 // is often a consequence of it.
 func (c settings) validate(given timing) error {
-	if err := cmp.Or(ValidateName(c.Name), ValidateID(c.ID), ValidateTable(c.Table)); err != nil {
+	if err := cmp.Or(ident.Name(c.Name), ident.ID(c.ID), ident.Table(c.Table)); err != nil {
 		return err
 	}
 	bad := func(format string, args ...any) error {
@@ -380,54 +371,6 @@ func describe(what string, d time.Duration, given bool, derived string) string {
 	}
 	return fmt.Sprintf("%s %v (default: %s)", what, d, derived)
 }
-
-// ValidateName checks an election name: 1 to 128 characters among letters,
-// digits and . _ - : / @. Its error wraps ErrInvalidConfig.
-func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("%w: election name %q: must be 1 to %d characters among letters, digits and . _ - : / @", ErrInvalidConfig, name, maxNameLen)
-	}
-	return nil
-}
-
-// ValidateID checks a candidate identity: 1 to 255 characters of UTF-8
-// without control characters, not only white space and not ending in a
-// space (see checkIDSpaces). Its error wraps ErrInvalidConfig.
-func ValidateID(id string) error {
-	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= maxIDLen &&
-		strings.IndexFunc(id, unicode.IsControl) < 0
-	if !ok {
-		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalidConfig, id, maxIDLen)
-	}
-	return checkIDSpaces(id)
-}
-
-// ValidateTable checks a table name: an identifier of letters, digits, _ and
-// $ (not starting with a digit or $), optionally qualified by a database
-// name of the same form; the database name at most 64 characters, the
-// table's at most 55, so that the names the schema derives from it (its
-// CHECK constraint <table>_decision and floor.Table) fit MySQL's 64. Its
-// error wraps ErrInvalidConfig.
-func ValidateTable(table string) error {
-	parts := strings.Split(table, ".")
-	ok := len(parts) <= 2
-	for _, p := range parts {
-		ok = ok && identRE.MatchString(p)
-	}
-	if !ok {
-		return fmt.Errorf("%w: table %q: must be an identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters), optionally db.table", ErrInvalidConfig, table)
-	}
-	if t := parts[len(parts)-1]; len(t) > maxTableLen {
-		return fmt.Errorf("%w: table %q: %d characters, at most %d: the schema names its CHECK constraint %s_decision and its term floor table %s, and MySQL's identifiers have at most 64",
-			ErrInvalidConfig, table, len(t), maxTableLen, t, floor.Table(t))
-	}
-	return nil
-}
-
-// maxTableLen is the longest table name whose derived identifiers fit
-// MySQL's 64 characters: <table>_decision, the longest (migration 7's
-// CHECK constraint, renamed by schema.DDL).
-const maxTableLen = 64 - len("_decision")
 
 // quoteTable returns a validated table name quoted for SQL.
 func quoteTable(table string) string {

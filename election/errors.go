@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
@@ -31,7 +32,7 @@ var (
 	// ErrNotRunning is returned by Resign when Run is not running.
 	ErrNotRunning = errors.New("election: not running")
 	// ErrInvalidConfig wraps every Config validation failure.
-	ErrInvalidConfig = errors.New("election: invalid config")
+	ErrInvalidConfig = ident.ErrInvalid
 	// ErrAlreadyRunning is returned by a second concurrent call to Run.
 	ErrAlreadyRunning = errors.New("election: already running")
 	// ErrTableMissing means the election table does not exist: run the

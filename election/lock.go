@@ -185,7 +185,7 @@ type lockBackend struct {
 
 // lockStmts are the lock backend's statements, compiled once by prepare;
 // they take their arguments from lockBackend.params. The election name and
-// the lock name are safe literals (see getlock.Name and ValidateName):
+// the lock name are safe literals (see getlock.Name and ident.Name):
 // statements that need nothing else have them in their text and bind no
 // parameter, so they go over the text protocol in one round trip.
 type lockStmts struct {

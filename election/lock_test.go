@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -95,7 +96,7 @@ func TestLockName(t *testing.T) {
 		seen[got] = l
 	}
 	for _, n := range []string{"a", "svc-1.prod:eu/west@x_y"} {
-		if err := election.ValidateName(n); err != nil {
+		if err := ident.Name(n); err != nil {
 			t.Fatal(err)
 		}
 		if got := election.LockName(db, tbl, n); got != scope+n {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
@@ -18,7 +19,7 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
 	if table == "" {
 		table = DefaultTable
 	}
-	if err := ValidateTable(table); err != nil {
+	if err := ident.Table(table); err != nil {
 		return err
 	}
 	return checkPrivileges(ctx, db, quoteTable(table))

@@ -71,7 +71,7 @@ func unixDecimal(s string) time.Time {
 }
 
 // ReadRecord reads election name's record from table (a validated name, as
-// ValidateTable accepts; not empty), whatever its state: what
+// Config.Validate accepts; not empty), whatever its state: what
 // operator.Status returns. The error wraps ErrNoSuchElection when the
 // election has no row; with the record, it wraps ErrNoLiveLease when the
 // row holds no live lease (both match ErrNoLeader). Safe for concurrent use.

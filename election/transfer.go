@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // op is a request run on the Run goroutine (Transfer, Proclaim), which owns
@@ -47,7 +49,7 @@ func transferWindow(r time.Duration) time.Duration { return 2 * r }
 
 // Transfer implements Election.
 func (c *Candidate) Transfer(ctx context.Context, to string) error {
-	if err := ValidateID(to); err != nil {
+	if err := ident.ID(to); err != nil {
 		return fmt.Errorf("election: transfer: %w", err)
 	}
 	return c.do(ctx, "transfer", func(rctx context.Context) error {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -36,7 +37,7 @@ func New(db *sql.DB, table string) (*Operator, error) {
 	if table == "" {
 		table = election.DefaultTable
 	}
-	if err := election.ValidateTable(table); err != nil {
+	if err := ident.Table(table); err != nil {
 		return nil, err
 	}
 	if db == nil {
@@ -71,9 +72,9 @@ func (o *Operator) List(ctx context.Context) ([]election.Record, error) {
 
 // check validates an action's election name and candidates' IDs.
 func check(name string, ids ...string) error {
-	errs := []error{election.ValidateName(name)}
+	errs := []error{ident.Name(name)}
 	for _, id := range ids {
-		errs = append(errs, election.ValidateID(id))
+		errs = append(errs, ident.ID(id))
 	}
 	return errors.Join(errs...)
 }

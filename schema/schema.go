@@ -191,7 +191,7 @@ func wrap(err error) error {
 // DDL returns the up migrations, in order, as one SQL script, with the table
 // renamed to table when it is not empty and not service_election, and with
 // it the names derived from it (table_floor, table_decision). Table must be
-// an unqualified name that election.ValidateTable accepts (at most 55
+// an unqualified name that election.Config.Validate accepts (at most 55
 // characters, so that those fit MySQL's 64), validated by the caller. Use it
 // to copy the schema into migrations of your own: the Migrator and
 // `sqlelect migrate` manage service_election only.

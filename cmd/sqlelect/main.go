@@ -40,6 +40,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // Exit codes.
@@ -309,7 +310,7 @@ func (co *common) dsnConfig() (*mysql.Config, string, error) {
 	if err := checkJDBCParams(cfg); err != nil {
 		return nil, "", err
 	}
-	if err := election.ValidateTable(co.table); err != nil {
+	if err := ident.Table(co.table); err != nil {
 		return nil, "", err
 	}
 	if cfg.DBName == "" && !strings.Contains(co.table, ".") {

@@ -11,6 +11,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -123,7 +124,7 @@ func migrateAction(args []string) (action string, forceTo int, err error) {
 // openMigrations checks the table and the DSN, and connects (a precise
 // exit code when that fails).
 func openMigrations(ctx context.Context, co *common) (*sql.DB, error) {
-	if err := election.ValidateTable(co.table); err != nil {
+	if err := ident.Table(co.table); err != nil {
 		return nil, err
 	}
 	if co.table != election.DefaultTable {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/operator"
 )
 
@@ -89,7 +90,7 @@ func (c *cli) transfer(cmd *command, args []string) error {
 		func(fs *pflag.FlagSet) {
 			fs.DurationVar(&wait, "wait", defaultWait, "how long to wait for ID to lead (0: do not wait)")
 		},
-		func(args []string) error { return cmp.Or(election.ValidateName(args[0]), election.ValidateID(args[1])) },
+		func(args []string) error { return cmp.Or(ident.Name(args[0]), ident.ID(args[1])) },
 		func(args []string, prev election.Record) string {
 			return fmt.Sprintf("Really hand %s to %s? (now: %s)", args[0], printable(args[1]), describeHolder(prev))
 		},
@@ -189,7 +190,7 @@ func (c *cli) operate(cmd *command, args []string, want string, flags func(fs *p
 
 func (c *cli) assume(cmd *command, args []string) error {
 	return c.operate(cmd, args, "ELECTION ID", nil,
-		func(args []string) error { return cmp.Or(election.ValidateName(args[0]), election.ValidateID(args[1])) },
+		func(args []string) error { return cmp.Or(ident.Name(args[0]), ident.ID(args[1])) },
 		func(args []string, prev election.Record) string {
 			return fmt.Sprintf("Really make %s lead %s? (now: %s)", printable(args[1]), args[0], describeHolder(prev))
 		},
@@ -216,7 +217,7 @@ func (c *cli) reelect(cmd *command, args []string) error {
 			fs.BoolVar(&graceful, "graceful", false, "ask the live leader to step down at its next renewal (no lock delay) instead of deleting the row")
 			fs.DurationVar(&wait, "wait", defaultWait, "with --graceful: how long to wait for another candidate to lead (0: do not wait)")
 		},
-		func(args []string) error { return election.ValidateName(args[0]) },
+		func(args []string) error { return ident.Name(args[0]) },
 		func(args []string, prev election.Record) string {
 			if graceful {
 				return fmt.Sprintf("Really ask the leader of %s to step down? (now: %s)", args[0], describeHolder(prev))

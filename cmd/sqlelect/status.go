@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/operator"
 )
 
@@ -116,7 +117,7 @@ func lookupElection(ctx context.Context, db *sql.DB, table, name string) (electi
 // (see lookupElection).
 func (co *common) open(ctx context.Context, name string) (*sql.DB, election.Record, error) {
 	if name != "" {
-		if err := election.ValidateName(name); err != nil {
+		if err := ident.Name(name); err != nil {
 			return nil, election.Record{}, err
 		}
 	}
@@ -148,7 +149,7 @@ func (c *cli) status(cmd *command, args []string) error {
 	var name string
 	if len(args) == 1 {
 		// An empty name is a mistake (an unset shell variable), not "all".
-		if err := election.ValidateName(args[0]); err != nil {
+		if err := ident.Name(args[0]); err != nil {
 			return err
 		}
 		name = args[0]
@@ -257,7 +258,7 @@ func (c *cli) watch(cmd *command, args []string) error {
 	if len(args) != 1 {
 		return failf(exitUsage, "want exactly one election (see 'sqlelect watch --help')")
 	}
-	if err := election.ValidateName(args[0]); err != nil {
+	if err := ident.Name(args[0]); err != nil {
 		return err
 	}
 	if *interval < minWatchInterval {

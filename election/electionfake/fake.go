@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // Backend is the Record.Backend and Record.Acquired of the fake's records.
@@ -126,7 +127,7 @@ func New(cfg election.Config) (*Fake, error) {
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = election.DefaultLeaseDuration
 	}
-	if err := errors.Join(election.ValidateName(cfg.Name), election.ValidateID(cfg.ID)); err != nil {
+	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID)); err != nil {
 		return nil, err
 	}
 	if len(cfg.Value) > election.MaxValueLen {
@@ -344,7 +345,7 @@ func (f *Fake) Resign(ctx context.Context) error {
 // election.ErrInvalidConfig for an invalid ID, and ctx's error when ctx
 // ends first. Like the driving methods, it waits for Run.
 func (f *Fake) Transfer(ctx context.Context, to string) error {
-	if err := election.ValidateID(to); err != nil {
+	if err := ident.ID(to); err != nil {
 		return fmt.Errorf("electionfake: transfer: %w", err)
 	}
 	return f.leaderDo(ctx, "transfer", func() {

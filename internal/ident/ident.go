@@ -1,0 +1,105 @@
+// Package ident checks the names sqlelect accepts: election names,
+// candidate identities and table names. Its errors wrap ErrInvalid, which
+// package election exports as ErrInvalidConfig.
+package ident
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sqlelect/sqlelect/internal/floor"
+)
+
+// ErrInvalid wraps every validation failure; election.ErrInvalidConfig is
+// this error.
+var ErrInvalid = errors.New("election: invalid config")
+
+// The limits of the names.
+const (
+	maxNameLen  = 128
+	maxIDLen    = 255
+	maxIdentLen = 64
+	// maxTableLen is the longest table name whose derived identifiers
+	// fit MySQL's 64 characters: <table>_decision, the longest (migration
+	// 7's CHECK constraint, renamed by schema.DDL).
+	maxTableLen = maxIdentLen - len("_decision")
+)
+
+// Name checks an election name: 1 to 128 characters among letters, digits
+// and . _ - : / @.
+func Name(name string) error {
+	ok := name != "" && len(name) <= maxNameLen
+	for i := 0; ok && i < len(name); i++ {
+		ok = asciiAlnum(name[i]) || strings.IndexByte("._:/@-", name[i]) >= 0
+	}
+	if !ok {
+		return fmt.Errorf("%w: election name %q: must be 1 to %d characters among letters, digits and . _ - : / @", ErrInvalid, name, maxNameLen)
+	}
+	return nil
+}
+
+// ID checks a candidate identity: 1 to 255 characters of UTF-8 without
+// control characters, not only white space and not ending in a space (see
+// checkIDSpaces).
+func ID(id string) error {
+	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= maxIDLen &&
+		strings.IndexFunc(id, unicode.IsControl) < 0
+	if !ok {
+		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalid, id, maxIDLen)
+	}
+	return checkIDSpaces(id)
+}
+
+// checkIDSpaces refuses candidate identities that the server could confuse
+// with another or that show as blank: a trailing space (under a PAD SPACE
+// collation, as service_id has at schema version 1, 'n1 ' equals 'n1', so
+// two candidates would both match the row), or only white space. ID calls
+// it; the schema's later versions also compare service_id without padding
+// (migration 2).
+func checkIDSpaces(id string) error {
+	switch {
+	case id != "" && strings.TrimFunc(id, unicode.IsSpace) == "":
+		return fmt.Errorf("%w: candidate id %q: only white space", ErrInvalid, id)
+	case strings.HasSuffix(id, " "):
+		return fmt.Errorf("%w: candidate id %q: ends with a space (the server ignores trailing spaces when comparing at schema version 1)",
+			ErrInvalid, id)
+	}
+	return nil
+}
+
+// Table checks a table name: an identifier of letters, digits, _ and $ (not
+// starting with a digit or $), optionally qualified by a database name of
+// the same form; the database name at most 64 characters, the table's at
+// most 55, so that the names the schema derives from it (its CHECK
+// constraint <table>_decision and floor.Table) fit MySQL's 64.
+func Table(table string) error {
+	parts := strings.Split(table, ".")
+	ok := len(parts) <= 2
+	for _, p := range parts {
+		ok = ok && identifier(p)
+	}
+	if !ok {
+		return fmt.Errorf("%w: table %q: must be an identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters), optionally db.table", ErrInvalid, table)
+	}
+	if t := parts[len(parts)-1]; len(t) > maxTableLen {
+		return fmt.Errorf("%w: table %q: %d characters, at most %d: the schema names its CHECK constraint %s_decision and its term floor table %s, and MySQL's identifiers have at most 64",
+			ErrInvalid, table, len(t), maxTableLen, t, floor.Table(t))
+	}
+	return nil
+}
+
+// identifier reports whether s matches [A-Za-z_][A-Za-z0-9_$]{0,63}.
+func identifier(s string) bool {
+	ok := s != "" && len(s) <= maxIdentLen && (asciiLetter(s[0]) || s[0] == '_')
+	for i := 1; ok && i < len(s); i++ {
+		ok = asciiAlnum(s[i]) || s[i] == '_' || s[i] == '$'
+	}
+	return ok
+}
+
+func asciiLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
+
+func asciiAlnum(b byte) bool { return asciiLetter(b) || '0' <= b && b <= '9' }
