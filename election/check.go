@@ -931,7 +931,7 @@ func (ch *checker) clock() {
 // release of a lock when its session ends, on a scratch lock held by one
 // connection (a) and tried by another (b).
 func (ch *checker) locks() {
-	lock := getlock.NewLock(LockName(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
+	lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 	a, err := ch.openLock(lock)
 	if err != nil {
 		ch.unverified(PropGetLock, lockOnly, "a connection", err)

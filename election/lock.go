@@ -19,7 +19,8 @@ import (
 )
 
 // NewLock returns a candidate of the GET_LOCK backend: the election is the
-// MySQL user-level lock LockName(database, cfg.Table, cfg.Name), database
+// MySQL user-level lock named after the database, cfg.Table and cfg.Name
+// (docs/operations.md, "Lock names and rolling upgrades"), the database
 // being the table's (its qualifier, else the connection's default database,
 // read by Run), held on a connection dedicated to this candidate, and the holder publishes who it is in the same table row as
 // the table backend, so that Leader, Status, the CLI and plain SQL answer "who
@@ -113,12 +114,12 @@ import (
 //     LockDelay runs.
 //
 // An operator sees which connection holds the lock with
-// SELECT IS_USED_LOCK(name), name being LockName's (for example
+// SELECT IS_USED_LOCK(name), name as docs/operations.md gives it (for example
 // 'sqlelect:app.service_election:jobs'); the row's connection_id says the
 // same.
 //
 // All candidates of one election must use the same backend, and versions
-// that name the lock alike (see LockName: a rolling upgrade that mixes lock
+// that name the lock alike (see docs/operations.md: a rolling upgrade that mixes lock
 // namings makes leadership flap). Topologies where
 // GET_LOCK is not cluster-wide are refused by Run with an error wrapping
 // ErrUnsupportedTopology: a Galera cluster (MariaDB Galera, Percona XtraDB
@@ -166,7 +167,7 @@ type lockBackend struct {
 	// period (see adoptedMillis), 0 outside one; set by preflight.
 	adopt int64
 
-	// lc is the lock connection, on the lock LockName(database, cfg.Table,
+	// lc is the lock connection, on the lock getlock.Name(database, cfg.Table,
 	// cfg.Name), set by preflight.
 	lc       getlock.Conn
 	wrote    uint64    // the term lc's connection last wrote naming this candidate
@@ -350,7 +351,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 		return err
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
-	b.prepare(getlock.NewLock(LockName(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
+	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
 	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
 		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
-	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -39,86 +38,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func TestLockName(t *testing.T) {
-	const prefix, hashPrefix = "sqlelect:", "sqlelect#"
-	const db, tbl = "app", "service_election"
-	scope := prefix + db + "." + tbl + ":"
-	if got := election.LockName(db, tbl, "jobs"); got != scope+"jobs" {
-		t.Errorf("LockName(app, service_election, jobs) = %q", got)
-	}
-	if got := election.LockName(db, "", "jobs"); got != scope+"jobs" {
-		t.Errorf("LockName(app, \"\", jobs) = %q, want the default table", got)
-	}
-	if got := election.LockName("other", db+"."+tbl, "jobs"); got != scope+"jobs" {
-		t.Errorf("LockName(other, app.service_election, jobs) = %q, want the qualifier as the database", got)
-	}
-	// 64 characters: still plain; one more and it is hashed.
-	fits := strings.Repeat("a", getlock.MaxNameLen-len(scope))
-	if got := election.LockName(db, tbl, fits); got != scope+fits {
-		t.Errorf("LockName(%d chars) = %q, want the name as it is", len(fits), got)
-	}
-	type lock struct{ db, tbl, name string }
-	locks := []lock{
-		{db, tbl, fits + "b"}, {db, tbl, fits + "c"}, // too long: hashed, not truncated into one
-		{db, tbl, strings.Repeat("x", 128)},
-		{db, tbl, "Jobs"}, {db, tbl, "JOBS"}, {db, tbl, "jobs.Eu"}, // upper case: MySQL folds lock names to lower case
-		{"App", tbl, "jobs"}, {"APP", tbl, "jobs"}, {db, "Service_election", "jobs"}, // so do databases and tables
-		{"my-app", tbl, "jobs"}, {"", tbl, "jobs"}, // not plain identifiers
-		{strings.Repeat("d", 64), tbl, "jobs"}, {db, strings.Repeat("t", 64), "jobs"},
-	}
-	seen := map[string]lock{}
-	for _, l := range []lock{{db, tbl, "jobs"}, {db, tbl, fits}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "x.service_election:jobs"}} {
-		got := election.LockName(l.db, l.tbl, l.name)
-		if !strings.HasPrefix(got, prefix) || len(got) > getlock.MaxNameLen {
-			t.Errorf("LockName(%q, %q, %q) = %q, want it readable", l.db, l.tbl, l.name, got)
-		}
-		if prev, dup := seen[got]; dup {
-			t.Errorf("LockName%v = LockName%v = %q", l, prev, got)
-		}
-		seen[got] = l
-	}
-	for _, l := range locks {
-		got := election.LockName(l.db, l.tbl, l.name)
-		if len(got) != getlock.MaxNameLen || !strings.HasPrefix(got, hashPrefix) {
-			t.Errorf("LockName(%q, %q, %q) = %q: want %q and hex, %d characters", l.db, l.tbl, l.name, got, hashPrefix, getlock.MaxNameLen)
-		}
-		if strings.ToLower(got) != got {
-			t.Errorf("LockName(%q, %q, %q) = %q is not lower case", l.db, l.tbl, l.name, got)
-		}
-		if again := election.LockName(l.db, l.tbl, l.name); again != got {
-			t.Errorf("LockName(%q, %q, %q) not deterministic: %q then %q", l.db, l.tbl, l.name, got, again)
-		}
-		if prev, dup := seen[got]; dup {
-			t.Errorf("LockName%v = LockName%v = %q", l, prev, got)
-		}
-		seen[got] = l
-	}
-	for _, n := range []string{"a", "svc-1.prod:eu/west@x_y"} {
-		if err := ident.Name(n); err != nil {
-			t.Fatal(err)
-		}
-		if got := election.LockName(db, tbl, n); got != scope+n {
-			t.Errorf("LockName(%q) = %q, want it readable", n, got)
-		}
-	}
-	// The handover lock of the table backend: hashed, distinct per
-	// database, table and name, and never a lock backend's name.
-	wake := map[string]lock{}
-	for _, l := range []lock{{db, tbl, "jobs"}, {"other", tbl, "jobs"}, {db, "t2", "jobs"}, {db, tbl, "jobs2"}, {"App", tbl, "jobs"}} {
-		got := election.WakeLockName(l.db, l.tbl, l.name)
-		if len(got) != getlock.MaxNameLen || strings.ToLower(got) != got || got == election.LockName(l.db, l.tbl, l.name) {
-			t.Errorf("WakeLockName(%q, %q, %q) = %q", l.db, l.tbl, l.name, got)
-		}
-		if prev, dup := wake[got]; dup {
-			t.Errorf("WakeLockName%v = WakeLockName%v = %q", l, prev, got)
-		}
-		wake[got] = l
-	}
-	if a, b := election.WakeLockName(db, tbl, "jobs"), election.WakeLockName("x", db+"."+tbl, "jobs"); a != b {
-		t.Errorf("WakeLockName with a qualified table: %q, want %q", b, a)
-	}
 }
 
 // lockEnv is one election on a fresh database with the election table.
@@ -279,7 +198,7 @@ func (e *lockEnv) lockName() string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return election.LockName(cfg.DBName, "", e.name)
+	return getlock.Name(cfg.DBName, election.DefaultTable, e.name)
 }
 
 // lockOwner returns IS_USED_LOCK of the election's lock: the connection that
@@ -672,7 +591,7 @@ func TestLockRefusesGalera(t *testing.T) {
 	db2 := testdb.Open(t, n2.DSN("sqlelect"))
 
 	// Why: one lock name, granted on both nodes at once.
-	lock := election.LockName("sqlelect", "", "jobs")
+	lock := getlock.Name("sqlelect", election.DefaultTable, "jobs")
 	for i, db := range []*sql.DB{db1, db2} {
 		c, err := db.Conn(ctx)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -280,7 +281,7 @@ func TestSessionTimestampOnLockPool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitLockWaiter(t, ctx, clean, election.LockName(cfg.DBName, "", name))
+			waitLockWaiter(t, ctx, clean, getlock.Name(cfg.DBName, election.DefaultTable, name))
 			// (The row's lease may read as expired: that is the bug.)
 			rec, err := ops(clean).Status(ctx, name)
 			if err != nil && !errors.Is(err, election.ErrNoLiveLease) || rec.ID != "L" || rec.ConnectionID == 0 {

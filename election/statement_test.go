@@ -334,7 +334,7 @@ func TestLockStatementsAsHandAssembled(t *testing.T) {
 			}
 			b := backendOf(l).(*lockBackend)
 			b.adopt = adopt
-			lock := getlock.NewLock(LockName("app", c.table, c.p.Name), c.bound.Flavor)
+			lock := getlock.NewLock(getlock.Name("app", c.table, c.p.Name), c.bound.Flavor)
 			b.prepare(lock, c.bound)
 			built := builtLockStatements(b, c.p)
 			legacy := legacyLockStatements(b, lock, c.bound, c.p)

@@ -41,7 +41,7 @@ type wakeup struct {
 	warned atomic.Bool // a skip was logged
 
 	// held is the holder's connection while it holds the lock, on the
-	// lock WakeLockName(database, cfg.Table, cfg.Name) set by preflight.
+	// lock getlock.WakeName(database, cfg.Table, cfg.Name) set by preflight.
 	held     getlock.Conn
 	checkDue int // renewals until the holder checks its lock is still there
 	every    int // renewals between such checks
@@ -65,7 +65,7 @@ func (w *wakeup) preflight(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.held.Lock = getlock.NewLock(WakeLockName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+	w.held.Lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
 	return nil
 }
 

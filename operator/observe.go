@@ -55,7 +55,7 @@ const minAwait = 5 * time.Millisecond
 // missing, is followed by looks 10 ms, 20 ms, 40 ms … later, up to
 // opts.Interval, since a candidate usually takes a free row at once. With
 // the table backend a holder keeps a handover hint
-// (election.WakeLockName); Observe waits on it between looks, on a
+// (getlock.WakeName); Observe waits on it between looks, on a
 // connection of the pool when the pool has one to spare, so that a clean
 // handover (a resign, a transfer) is seen within milliseconds. A
 // lock-backend election has no hint (waiting on the election's own lock
@@ -125,7 +125,7 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 			w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, perr)
 			w.hint = nil
 		} else {
-			w.hint.lock = getlock.NewLock(election.WakeLockName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+			w.hint.lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
 		}
 	}
 	return rec, err

@@ -25,7 +25,7 @@ import (
 // statement the client gave up on may still run on the server then.
 //
 // A connection is a wake connection once its client sent the name of a
-// table backend's handover lock (election.WakeLockName, "sqlelect.wake#…"):
+// table backend's handover lock ("sqlelect.wake#…", see docs/algorithm.md):
 // the holder's own connection, and pooled connections a follower waited on
 // (they go back to the pool and may carry heartbeats later).
 type hole struct {

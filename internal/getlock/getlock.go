@@ -38,10 +38,25 @@ const (
 )
 
 // Name returns the GET_LOCK name of the lock backend's election name in
-// table (not empty; qualified, its qualifier is the database) of database:
-// "sqlelect:" database "." table ":" name when that fits and is plain, else
-// "sqlelect#" and hex of a SHA-256 (see election.LockName, which documents
-// the naming for operators).
+// table (not empty; qualified, its qualifier is the database) of database.
+// User-level locks are server-wide, so the name includes the database and
+// the table: the same election name in two databases or two tables of one
+// server is two elections, and must be two locks. Pass the names as the
+// server compares them (lower case where lower_case_table_names is 1 or 2:
+// Run folds them so).
+//
+// The name is "sqlelect:" database "." table ":" name when that fits
+// MySQL's 64 characters, database and table have only lower-case letters,
+// digits, _ and $, and name has no upper-case letters; otherwise
+// "sqlelect#" followed by the first 55 hex digits of the SHA-256 of the
+// three. Hashing keeps distinct elections distinct: they are never
+// truncated into one, and MySQL, which folds lock names to lower case
+// (MariaDB does not), never sees two names that differ only by case. The
+// two forms cannot collide ('#' is not allowed in names), nor can two
+// readable ones ('.' and ':' are not allowed in the database and table
+// parts). docs/operations.md ("Lock names and rolling upgrades") gives
+// operators the naming, and why all candidates of an election must run
+// versions that name the lock alike.
 func Name(database, table, name string) string {
 	database, table = scope(database, table)
 	plain := plainPrefix + database + "." + table + ":" + name
@@ -52,9 +67,13 @@ func Name(database, table, name string) string {
 }
 
 // WakeName returns the name of the user-level lock the table backend's
-// holder keeps for its followers' fast handover: "sqlelect.wake#" and hex
-// of a SHA-256 of database, table and name, as for Name (see
-// election.WakeLockName).
+// holder keeps for its followers' fast handover (see
+// election.Config.Tuning.DisableFastHandover): "sqlelect.wake#" and the
+// first 50 hex digits of the SHA-256 of database, table and name, as for
+// Name. It differs from Name, so the two backends never share a lock.
+// Candidates that name it differently (versions before the database was
+// part of it) only lose the fast handover between them: the lock is a
+// hint, the row decides.
 func WakeName(database, table, name string) string {
 	database, table = scope(database, table)
 	return hashedName(wakePrefix, database, table, name)
