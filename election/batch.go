@@ -115,7 +115,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 		opts.MaxInFlight = defaultMaxInFlight
 	}
 	if opts.QueryTimeout <= 0 {
-		opts.QueryTimeout = DefaultQueryTimeout
+		opts.QueryTimeout = defaultQueryTimeout
 	}
 	if opts.Linger == 0 {
 		opts.Linger = defaultLinger

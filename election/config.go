@@ -25,17 +25,14 @@ const (
 	// DefaultLeaseDuration is the lease when neither LeaseDuration nor
 	// Tuning.RenewDeadline is given.
 	DefaultLeaseDuration = 15 * time.Second
-	// DefaultQueryTimeout bounds every SQL statement by default.
-	DefaultQueryTimeout = 5 * time.Second
-	// MaxValueLen is the longest Value, in bytes of UTF-8.
-	MaxValueLen = 1024
 )
 
 // The derived defaults and the limits nothing outside the package needs.
 const (
-	minLeaseDuration = 100 * time.Millisecond
-	maxLeaseDuration = 24 * time.Hour
-	maxPriority      = 1000
+	minLeaseDuration    = 100 * time.Millisecond
+	defaultQueryTimeout = 5 * time.Second
+	maxLeaseDuration    = 24 * time.Hour
+	maxPriority         = 1000
 	// The defaults keep client-go's relations (15 s lease, 10 s renew
 	// deadline, 2 s renew and retry intervals) for any lease.
 	renewDeadlineFraction = 2.0 / 3  // of the lease
@@ -65,7 +62,7 @@ type Config struct {
 	// the database clock: 100 ms to 24 h. Default 15 s.
 	LeaseDuration time.Duration
 	// Value is published in the row while this candidate holds it (an
-	// address, say): at most MaxValueLen bytes of UTF-8. Default empty.
+	// address, say): at most 1024 bytes of UTF-8. Default empty.
 	Value string
 	// Callbacks are called on leadership changes; all are optional.
 	Callbacks Callbacks
@@ -144,8 +141,8 @@ type TuningConfig struct {
 	// wakeup, which costs a pooled connection per candidate (see "Fast
 	// handover" in the package documentation and README). Default false.
 	DisableFastHandover bool
-	// QueryTimeout bounds every SQL statement. Default DefaultQueryTimeout
-	// (5 s), at most RenewDeadline.
+	// QueryTimeout bounds every SQL statement. Default 5 s, at most
+	// RenewDeadline.
 	QueryTimeout time.Duration
 	// Clock is the local clock. Default nil: the time package's.
 	Clock Clock
@@ -263,7 +260,7 @@ func (c settings) withTimingDefaults() (settings, timing) {
 		c.LockDelay = c.LeaseDuration
 	}
 	if !given.queryTimeout {
-		c.QueryTimeout = min(DefaultQueryTimeout, c.RenewDeadline)
+		c.QueryTimeout = min(defaultQueryTimeout, c.RenewDeadline)
 	}
 	if !given.tenure {
 		c.PreferenceTenure = c.LeaseDuration
@@ -343,8 +340,8 @@ func (c settings) validate(given timing) error {
 	case c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline:
 		return bad("%s: must be positive and at most the %s",
 			describe("query timeout", c.QueryTimeout, given.queryTimeout, "at most 5s"), deadline)
-	case len(c.Value) > MaxValueLen || !utf8.ValidString(c.Value):
-		return bad("value: must be valid UTF-8 of at most %d bytes", MaxValueLen)
+	case len(c.Value) > ident.MaxValueLen || !utf8.ValidString(c.Value):
+		return bad("value: must be valid UTF-8 of at most %d bytes", ident.MaxValueLen)
 	case c.Priority < 0 || c.Priority > maxPriority:
 		return bad("priority %d: must be from 0 (no preference) to %d", c.Priority, maxPriority)
 	case c.PreferenceTenure < 0:

@@ -122,7 +122,8 @@ type Election interface {
 	// value they see changes), Leader and Status at once. It returns an
 	// error wrapping ErrNotLeader when this candidate does not lead or lost
 	// the row meanwhile (the value is kept for its next term all the same),
-	// an error wrapping ErrInvalidConfig for a value over MaxValueLen, and
+	// an error wrapping ErrInvalidConfig for a value that is not UTF-8 of at
+	// most 1024 bytes, and
 	// an error when Run is not running or ctx ends first.
 	Proclaim(ctx context.Context, value string) error
 

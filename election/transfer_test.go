@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // handed returns the targets the backend handed the row to.
@@ -167,7 +169,7 @@ func TestProclaim(t *testing.T) {
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := h.c.Proclaim(ctx, strings.Repeat("x", MaxValueLen+1)); !errors.Is(err, ErrInvalidConfig) {
+		if err := h.c.Proclaim(ctx, strings.Repeat("x", ident.MaxValueLen+1)); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("Proclaim(too long) = %v, want ErrInvalidConfig", err)
 		}
 		if err := h.c.Proclaim(ctx, "v1"); err != nil { // unchanged: nothing written

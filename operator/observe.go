@@ -19,8 +19,8 @@ type ObserveOptions struct {
 	// JitterFactor spreads the looks as election's
 	// Config.Tuning.JitterFactor does. Default 0.2; negative for none.
 	JitterFactor float64
-	// QueryTimeout bounds each statement. Default
-	// election.DefaultQueryTimeout (5 s).
+	// QueryTimeout bounds each statement. Default 5 s, as
+	// election.Config.Tuning.QueryTimeout.
 	QueryTimeout time.Duration
 	// DisableFastHandover makes Observe poll, without waiting on the table
 	// backend's handover hint (which takes a pooled connection).

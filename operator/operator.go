@@ -79,11 +79,15 @@ func check(name string, ids ...string) error {
 	return errors.Join(errs...)
 }
 
+// defaultQueryTimeout bounds an operator's statement when ctx has no
+// deadline: election's default Config.Tuning.QueryTimeout.
+const defaultQueryTimeout = 5 * time.Second
+
 // bound is the bound for an operator's statement: the time left before
-// ctx's deadline, election.DefaultQueryTimeout without one. It costs one
+// ctx's deadline, defaultQueryTimeout without one. It costs one
 // round trip (SELECT VERSION()).
 func (o *Operator) bound(ctx context.Context) (stmt.Bound, error) {
-	d := election.DefaultQueryTimeout
+	d := defaultQueryTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}

@@ -61,8 +61,8 @@ func quote(table string) string {
 //	VALUES ('name', 'id', NOW(6));
 //
 // It returns the record as written. The statement waits for a row lock on
-// the server no longer than ctx allows (election.DefaultQueryTimeout
-// without a deadline). On Galera the REPLACE can lose certification to the
+// the server no longer than ctx allows (5 s without a
+// deadline). On Galera the REPLACE can lose certification to the
 // leader's renewal or fenced write on another node (error 1213; 3101 on a
 // multi-primary Group Replication group): it is tried up to three times,
 // and can still fail under a steady stream of fenced writes; retry, or run
@@ -119,7 +119,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 //
 // The plain SQL equivalent: DELETE FROM service_election WHERE anchor = 'name';
 // The DELETE waits for a row lock on the server no longer than ctx allows
-// (election.DefaultQueryTimeout without a deadline). On Galera the DELETE
+// (5 s without a deadline). On Galera the DELETE
 // is tried up to three times, like Assume's REPLACE.
 func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, error) {
 	if err := check(name); err != nil {

@@ -130,8 +130,8 @@ func New(cfg election.Config) (*Fake, error) {
 	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID)); err != nil {
 		return nil, err
 	}
-	if len(cfg.Value) > election.MaxValueLen {
-		return nil, fmt.Errorf("%w: value: at most %d bytes", election.ErrInvalidConfig, election.MaxValueLen)
+	if len(cfg.Value) > ident.MaxValueLen {
+		return nil, fmt.Errorf("%w: value: at most %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
 	return &Fake{
 		cfg:      cfg,
@@ -360,10 +360,10 @@ func (f *Fake) Transfer(ctx context.Context, to string) error {
 // published value becomes value (Leader's Record.Value; OnLeaderChanged
 // reports the change), for this and later terms, without a re-election.
 // Errors as for Transfer (ErrInvalidConfig for a value over
-// election.MaxValueLen).
+// ident.MaxValueLen).
 func (f *Fake) Proclaim(ctx context.Context, value string) error {
-	if len(value) > election.MaxValueLen {
-		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, election.MaxValueLen)
+	if len(value) > ident.MaxValueLen {
+		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
 	return f.leaderDo(ctx, "proclaim", func() {
 		f.mu.Lock()

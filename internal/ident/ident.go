@@ -1,5 +1,6 @@
 // Package ident checks the names sqlelect accepts: election names,
-// candidate identities and table names. Its errors wrap ErrInvalid, which
+// candidate identities and table names; and it holds the limit of a
+// candidate's published value. Its errors wrap ErrInvalid, which
 // package election exports as ErrInvalidConfig.
 package ident
 
@@ -17,8 +18,12 @@ import (
 // this error.
 var ErrInvalid = errors.New("election: invalid config")
 
-// The limits of the names.
+// The limits of the names, and of a value.
 const (
+	// MaxValueLen is the longest value a candidate publishes
+	// (election.Config.Value, Proclaim), in bytes of UTF-8.
+	MaxValueLen = 1024
+
 	maxNameLen  = 128
 	maxIDLen    = 255
 	maxIdentLen = 64
