@@ -1,3 +1,9 @@
+// Package doctor tells whether the server behind a *sql.DB keeps the
+// promises package election's backends rely on (`sqlelect doctor`): Check
+// reports on each property, pass, warn or fail, with the consequence and
+// the fix, and Report.Safe tells whether a backend is safe there. Run's
+// preflight (package election) makes the cheapest of these checks at each
+// start; the doctor makes the same ones, through the same code, and more.
 package doctor
 
 // This file is Check and its probes; their statements are in statements.go.
@@ -156,7 +162,7 @@ const scratchPrefix = probe.ScratchPrefix
 // config is the configuration of the candidates that will run (the lease, the
 // renew deadline and interval, the query timeout and the table count; its
 // Name is ignored); zero fields get their defaults, and errors wrap
-// ErrInvalidConfig. Check works in a scratch election of config.Table named
+// election.ErrInvalidConfig. Check works in a scratch election of config.Table named
 // "sqlelect-doctor-" and random hex digits (and the same followed by "/2"),
 // whose rows it deletes before it returns, even after a failure; its user
 // locks are released with its connections. Every statement is bounded by
@@ -164,8 +170,10 @@ const scratchPrefix = probe.ScratchPrefix
 // all). It holds at most three connections of db at once (two of its own, and one
 // from the pool): with SetMaxOpenConns(n) leave it that many.
 //
-// The error is for what stops the check itself: an invalid cfg, a server
-// that does not answer, a missing table or an outdated schema, ctx ending.
+// The error is for what stops the check itself: a nil db
+// (election.ErrNilDB), an invalid config, a server that does not answer, a
+// missing table or an outdated schema (election.ErrTableMissing,
+// election.ErrSchemaMismatch), ctx ending.
 func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, error) {
 	if db == nil {
 		return Report{}, election.ErrNilDB

@@ -279,7 +279,7 @@ func TestUpRefusesOtherTables(t *testing.T) {
 			_, err := doctor.Check(ctx, db, election.Config{})
 			recipe := strings.Contains(fmt.Sprint(err), "recipe's table")
 			if !errors.Is(err, election.ErrSchemaMismatch) || recipe != (tc.want == schema.ErrRecipeTable) {
-				t.Errorf("election.Check: %v; want ErrSchemaMismatch naming the recipe's table: %v", err, tc.want == schema.ErrRecipeTable)
+				t.Errorf("doctor.Check: %v; want ErrSchemaMismatch naming the recipe's table: %v", err, tc.want == schema.ErrRecipeTable)
 			}
 		})
 	}
