@@ -211,7 +211,7 @@ func newChecker(ctx context.Context, db *sql.DB, config election.Config) (*check
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := scratchPrefix + hex.EncodeToString(b[:])
-	tbl := quoteTable(kit.Table)
+	tbl := kit.Quoted
 	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, tbl: tbl,
 		sql: newStatements(tbl, kit.TermNow), name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
@@ -222,11 +222,6 @@ func newChecker(ctx context.Context, db *sql.DB, config election.Config) (*check
 	}
 	ch.site = site
 	return ch, err
-}
-
-// quoteTable quotes table, maybe database.table, as an identifier.
-func quoteTable(table string) string {
-	return "`" + strings.ReplaceAll(table, ".", "`.`") + "`"
 }
 
 // checker runs Check's probes; each adds its findings to report.

@@ -42,7 +42,7 @@ func Probe(config Config) (probe.Kit, error) {
 	}
 	table := cfg.Table
 	return probe.Kit{
-		Table: table, LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline,
+		Table: table, Quoted: quoteTable(table), LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline,
 		RenewInterval: cfg.RenewInterval, QueryTimeout: cfg.QueryTimeout, Now: cfg.Clock.Now,
 		Checks: preflightChecks(table),
 		Heartbeat: func(ctx context.Context, ex probe.Execer, name string) (probe.Heartbeat, error) {

@@ -54,6 +54,7 @@ type Execer interface {
 // settings with defaults, and Run's preflight.
 type Kit struct {
 	Table                                                     string // validated, not quoted
+	Quoted                                                    string // Table, quoted
 	LeaseDuration, RenewDeadline, RenewInterval, QueryTimeout time.Duration
 	Now                                                       func() time.Time // the configured clock
 	// Checks are Run's preflight checks on the session and the schema.
