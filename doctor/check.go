@@ -611,7 +611,7 @@ func (ch *checker) replace() {
 	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none(),
 		Detail:      fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
 		Consequence: "the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
-		Fix:         "steer elections with sqlelect assume instead of plain REPLACE"})
+		Fix:         "steer elections with sqlelect assume / election.Assume instead of plain REPLACE"})
 }
 
 // clock: NOW(6) has microseconds, never goes back on one connection, and
@@ -958,7 +958,7 @@ func (ch *checker) skipLocked() {
 		ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
 	case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
 		ch.add(Finding{Property: PropSkipLocked, Status: CheckFail, Backends: none(),
-			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none())",
+			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)",
 				gotB, gotA),
 			Consequence: "a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
 			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
