@@ -302,9 +302,9 @@ func closeConn(c *sql.Conn) {
 // server refuses a write (--read-only, super_read_only).
 const erOptionPreventsStatement = 1290
 
-// privileges runs privilegeProbes (nothing is written or locked) and also
-// tells a read-only server apart. A missing table or column is Check's
-// error.
+// privileges runs Run's privilege probes (probe.Kit.PrivilegeProbes:
+// nothing is written or locked) and also tells a read-only server apart. A
+// missing table or column is Check's error.
 func (ch *checker) privileges() error {
 	var missing, missingDelete, readOnly []string
 	var firstErr error
@@ -419,7 +419,7 @@ func (ch *checker) readOnly() {
 // binlogFormat: a server that writes a STATEMENT binary log has its
 // replicas evaluate each statement again, by their own clock (SYSDATE(6)):
 // a replica's heartbeat may decide otherwise than the primary's (see
-// doc.go, "What is not guaranteed"). MIXED logs the statements as rows
+// docs/guarantees.md, "What is not guaranteed"). MIXED logs the statements as rows
 // (SYSDATE() is unsafe for statement logging), as ROW does.
 func (ch *checker) binlogFormat() {
 	logBin, _, err := ch.variable("global.log_bin")
@@ -491,7 +491,7 @@ func (ch *checker) replicaChannels() ([]string, error) {
 }
 
 // topology: GET_LOCK is local to a node of Galera or of a multi-primary
-// Group Replication group (checkLockTopology).
+// Group Replication group (probe.Kit.Topology, the lock backend's own check).
 func (ch *checker) topology() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
