@@ -40,36 +40,38 @@ const (
 	CheckFail CheckStatus = "fail" // the backends in Finding.Backends are unsafe, or the property could not be verified
 )
 
-// Backend names, as Report.Safe and Finding.Backends spell them.
+// Backend names, as Report.Safe and Finding.Backends spell them (and
+// package probe, for Run's preflight checks).
 const (
-	BackendTable = probe.Table // election.NewTable
-	BackendLock  = probe.Lock  // election.NewLock
+	BackendTable = "table" // election.NewTable
+	BackendLock  = "lock"  // election.NewLock
 )
 
-// The properties Check reports on, in the order of its report.
+// The properties Check reports on, in the order of its report. Those of
+// Run's preflight checks are spelt as package probe spells them.
 const (
-	PropPrivileges      = "privileges"          // SELECT, INSERT, UPDATE (and DELETE) on the table
-	PropReadOnly        = "read_only"           // read_only, super_read_only, or a replica
-	PropTopology        = "topology"            // Galera or Group Replication: which backends are safe
-	PropBinlogFormat    = "binlog_format"       // a binary log a replica replays as rows (not STATEMENT)
-	PropTimeZone        = probe.TimeZone        // the session time zone has no DST
-	PropAssignmentOrder = probe.AssignmentOrder // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
-	PropAutocommit      = probe.Autocommit      // the session commits each statement (autocommit, no completion_type=CHAIN)
-	PropSysdate         = probe.Sysdate         // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
-	PropFloorTable      = probe.FloorTable      // the term floor table exists, and the user may write it
-	PropAffectedRows    = "affected_rows"       // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
-	PropReplace         = "replace"             // REPLACE over a row reports 2
-	PropNowMicroseconds = "now_microseconds"    // NOW(6) has microseconds
-	PropNowMonotonic    = "now_monotonic"       // one connection's NOW(6) never goes back
-	PropNowOneClock     = "now_one_clock"       // two connections' NOW(6) agree
-	PropGetLock         = "get_lock"            // GET_LOCK with zero and fractional timeouts
-	PropIsUsedLock      = "is_used_lock"        // IS_USED_LOCK returns the holder's CONNECTION_ID()
-	PropLockSessionEnd  = "lock_session_end"    // a lock is released when its session ends
-	PropSkipLocked      = "skip_locked"         // SKIP LOCKED leaves the lock it skips to its holder (the Batcher)
-	PropStatementBounds = "statement_bounds"    // lock waits end with the statement's bound
-	PropWaitTimeout     = "wait_timeout"        // idle sessions outlive the lease; the lock session can set it
-	PropRoundTrip       = "round_trip"          // the round trip against the renew deadline
-	PropCleanup         = "cleanup"             // the scratch rows were deleted
+	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
+	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
+	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
+	PropBinlogFormat    = "binlog_format"    // a binary log a replica replays as rows (not STATEMENT)
+	PropTimeZone        = "time_zone"        // the session time zone has no DST
+	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
+	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
+	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
+	PropFloorTable      = "floor_table"      // the term floor table exists, and the user may write it
+	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
+	PropReplace         = "replace"          // REPLACE over a row reports 2
+	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
+	PropNowMonotonic    = "now_monotonic"    // one connection's NOW(6) never goes back
+	PropNowOneClock     = "now_one_clock"    // two connections' NOW(6) agree
+	PropGetLock         = "get_lock"         // GET_LOCK with zero and fractional timeouts
+	PropIsUsedLock      = "is_used_lock"     // IS_USED_LOCK returns the holder's CONNECTION_ID()
+	PropLockSessionEnd  = "lock_session_end" // a lock is released when its session ends
+	PropSkipLocked      = "skip_locked"      // SKIP LOCKED leaves the lock it skips to its holder (the Batcher)
+	PropStatementBounds = "statement_bounds" // lock waits end with the statement's bound
+	PropWaitTimeout     = "wait_timeout"     // idle sessions outlive the lease; the lock session can set it
+	PropRoundTrip       = "round_trip"       // the round trip against the renew deadline
+	PropCleanup         = "cleanup"          // the scratch rows were deleted
 )
 
 // Finding is Check's verdict on one property of the server.

@@ -16,6 +16,7 @@ import (
 	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -226,6 +227,24 @@ func TestCheckStatementBinlog(t *testing.T) {
 	_, dsn := testdb.OwnServer(t, ctx, "--log-bin=binlog", "--binlog-format=STATEMENT", "--server-id=1", "--innodb-buffer-pool-size=64M")
 	r := runCheck(t, testdb.Open(t, dsn), election.Config{})
 	wantFailed(t, r, doctor.PropBinlogFormat)
+}
+
+// TestNames: the doctor spells the backends and the properties of Run's
+// preflight checks as election's probe kit does.
+func TestNames(t *testing.T) {
+	for _, tc := range []struct{ doctor, probe string }{
+		{doctor.BackendTable, probe.Table},
+		{doctor.BackendLock, probe.Lock},
+		{doctor.PropFloorTable, probe.FloorTable},
+		{doctor.PropTimeZone, probe.TimeZone},
+		{doctor.PropAutocommit, probe.Autocommit},
+		{doctor.PropAssignmentOrder, probe.AssignmentOrder},
+		{doctor.PropSysdate, probe.Sysdate},
+	} {
+		if tc.doctor != tc.probe {
+			t.Errorf("doctor says %q, probe %q", tc.doctor, tc.probe)
+		}
+	}
 }
 
 // TestCheckNilDB: no pool, no check.
