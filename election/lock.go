@@ -357,7 +357,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
 		return err
 	}
-	if err := runPreflight(ctx, b.db, b.cfg.Table, BackendLock); err != nil {
+	if err := runPreflight(ctx, b.db, b.cfg.Table, backendLock); err != nil {
 		return err
 	}
 	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {

@@ -340,7 +340,7 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if err := checkPrivileges(ctx, t.db.DB, quoteTable(t.cfg.Table)); err != nil {
 		return err
 	}
-	if err := runPreflight(ctx, t.db.DB, t.cfg.Table, BackendTable); err != nil {
+	if err := runPreflight(ctx, t.db.DB, t.cfg.Table, backendTable); err != nil {
 		return err
 	}
 	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -32,7 +32,7 @@ func TestDoctor(t *testing.T) {
 		Backend   string             `json:"backend"`
 		Safe      bool               `json:"safe"`
 		UnsafeFor []string           `json:"unsafe_for"`
-		Findings  []election.Finding `json:"findings"`
+		Findings  []doctor.Finding `json:"findings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, r)
