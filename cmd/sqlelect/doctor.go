@@ -124,10 +124,10 @@ func printDoctorJSON(w io.Writer, r doctor.Report, backend string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Server    string             `json:"server"`
-		Backend   string             `json:"backend"`
-		Safe      bool               `json:"safe"`
-		UnsafeFor []string           `json:"unsafe_for"`
+		Server    string           `json:"server"`
+		Backend   string           `json:"backend"`
+		Safe      bool             `json:"safe"`
+		UnsafeFor []string         `json:"unsafe_for"`
 		Findings  []doctor.Finding `json:"findings"`
 	}{r.Server, backend, r.Safe(backend), unsafeFor(r), r.For(backend)})
 }

@@ -28,10 +28,10 @@ func TestDoctor(t *testing.T) {
 
 	r := mustRun(t, ctx, dsn, 0, "doctor", "--json")
 	var out struct {
-		Server    string             `json:"server"`
-		Backend   string             `json:"backend"`
-		Safe      bool               `json:"safe"`
-		UnsafeFor []string           `json:"unsafe_for"`
+		Server    string           `json:"server"`
+		Backend   string           `json:"backend"`
+		Safe      bool             `json:"safe"`
+		UnsafeFor []string         `json:"unsafe_for"`
 		Findings  []doctor.Finding `json:"findings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
