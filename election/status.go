@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // recordColumns select an election's row for Record.scan. Timestamps come
@@ -87,12 +87,13 @@ func Status(ctx context.Context, db *sql.DB, table, name string) (Record, error)
 	if db == nil {
 		return Record{}, ErrNilDB
 	}
-	return readRecord(ctx, sqlx.NewDb(db, "mysql"), table, name)
+	return readRecord(ctx, db, table, name)
 }
 
-func readRecord(ctx context.Context, db *sqlx.DB, table, name string) (Record, error) {
+func readRecord(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	var rec Record
-	err := rec.scan(db.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name))
+	query, args := stmt.Must(readSQL(quoteTable(table))).Bind(stmt.Params{Name: name})
+	err := rec.scan(db.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
@@ -32,7 +31,6 @@ import (
 // goroutine Run owns, never at the same time as the others.
 type wakeup struct {
 	db    *sql.DB
-	sdb   *sqlx.DB
 	cfg   settings
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
@@ -52,7 +50,7 @@ const minAwait = 5 * time.Millisecond
 
 func newWakeup(db *sql.DB, cfg settings, count func(error), skip func()) *wakeup {
 	return &wakeup{
-		db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		db: db, cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		count: count, skip: skip,
 		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
 	}
@@ -115,7 +113,7 @@ func (w *wakeup) take(ctx context.Context, c *getlock.Conn) (bool, error) {
 		w.skipped()
 		return false, nil
 	}
-	if err := c.Open(ctx, w.sdb); err != nil {
+	if err := c.Open(ctx, w.db); err != nil {
 		return false, err
 	}
 	if !w.spare(1) { // others took theirs meanwhile
