@@ -49,7 +49,7 @@ import (
 //     checks both at preflight; the statement checks them again, since the
 //     server a pool reaches may change (a failover) while Run goes on.
 //   - The lock backend's connection is sqlelect's own: it sets the session's
-//     clock and time zone when it takes the connection (lockBackend.prepare).
+//     clock and time zone when it takes the connection (lockSessionSQL).
 
 // Whether a statement commits (issue 31, item 3). A session with
 // autocommit=0, or one left in the transaction that COMMIT AND CHAIN opens
