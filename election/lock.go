@@ -302,7 +302,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	}
 	if ok && !stmt.IsOn(v) {
 		var online int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
+		err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
 		var me *mysql.MySQLError
 		switch {
 		case errors.As(err, &me):

@@ -251,6 +251,25 @@ func insertColumns(cols []column) (names, values string) {
 	return strings.Join(n, ","), strings.Join(v, ",")
 }
 
+// Run's preflight reads the session and the server with these (see
+// checkTimeZone, checkCommits, checkAssignmentOrder, checkSysdate and
+// checkLockTopology); the doctor reuses them.
+const (
+	// timeZoneProbeSQL is 181 days in seconds unless the session's time
+	// zone has daylight saving time.
+	timeZoneProbeSQL = `SELECT ` + dstProbeSQL
+	// commitModeSQL: whether the session commits each statement.
+	commitModeSQL = `SELECT @@autocommit, @@completion_type`
+	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
+	sqlModeSQL = `SELECT @@SESSION.sql_mode`
+	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
+	// means --sysdate-is-now.
+	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
+	// groupMembersSQL counts Group Replication's online members: with
+	// any, a multi-primary group refuses the lock backend.
+	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
+)
+
 // ---- The table backend ----
 
 // unsafeSessionSQL is the heartbeat's anchor: :name while trustedSQL holds,

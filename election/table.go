@@ -113,7 +113,7 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT `+dstProbeSQL).Scan(&diff)
+	err := db.QueryRowContext(ctx, timeZoneProbeSQL).Scan(&diff)
 	if err != nil {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
@@ -129,7 +129,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 // check it would all be refused.
 func checkCommits(ctx context.Context, db *sql.DB) error {
 	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
+	if err := db.QueryRowContext(ctx, commitModeSQL).Scan(&autocommit, &completion); err != nil {
 		return fmt.Errorf("election: reading the session's autocommit: %w", err)
 	}
 	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
@@ -146,7 +146,7 @@ func checkCommits(ctx context.Context, db *sql.DB) error {
 // never take over).
 func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, sqlModeSQL).Scan(&mode); err != nil {
 		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
 	}
 	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
@@ -162,7 +162,7 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func checkSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b)
+	err := db.QueryRowContext(ctx, sysdateProbeSQL).Scan(&a, &slept, &b)
 	if err != nil {
 		return fmt.Errorf("election: checking the server's clock: %w", err)
 	}
