@@ -762,7 +762,7 @@ func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
 	c := &getlock.Conn{Lock: lock}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	if err := c.Open(ctx, ch.sdb); err != nil {
+	if err := c.Open(ctx, ch.db); err != nil {
 		return nil, err
 	}
 	if err := c.Conn.QueryRowContext(ctx, ch.sql.connectionID).Scan(&c.ID); err != nil {
