@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/batch"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
@@ -63,7 +62,7 @@ type BatcherOptions struct {
 // The Batcher starts no goroutines: the first caller of each batch runs it.
 // It needs MySQL 8.0 or MariaDB 10.6 (SKIP LOCKED). Safe for concurrent use.
 type Batcher struct {
-	db    *sqlx.DB
+	db    *sql.DB
 	table string
 	opts  BatcherOptions
 
@@ -74,16 +73,10 @@ type Batcher struct {
 	renews *batch.Combiner[renewReq, bool]
 	reads  *batch.Combiner[string, readResult]
 
-	// lockStmt locks the rows a batch of renewals may renew, renewStmt
-	// renews them (execRenew).
-	lockStmt, renewStmt stmt.Stmt
-	// readSQL reads rows (execRead); read is readSQL compiled with the
-	// bound of the server's lock waits, detected at the first read.
-	readSQL     string
+	sql batchStmts // compiled by NewBatcher
+	// readBounded is sql.read bounded for the server's lock waits,
+	// detected at the first read.
 	readBounded atomic.Pointer[stmt.Stmt]
-	// boundSQL bounds a renewal connection's session (idle time and lock
-	// waits) before its transaction; restoreSQL puts back what it had.
-	boundSQL, restoreSQL string
 }
 
 type renewReq struct {
@@ -123,8 +116,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	b := &Batcher{db: sqlx.NewDb(db, "mysql"), table: opts.Table, opts: opts}
-	b.prepareSQL()
+	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
 		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
 			t := opts.Clock.NewTimer(d)
@@ -133,26 +125,6 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	b.renews = batch.New(bo, b.execRenew)
 	b.reads = batch.New(bo, b.execRead)
 	return b, nil
-}
-
-// prepareSQL builds the statements once.
-func (b *Batcher) prepareSQL() {
-	tbl := quoteTable(b.table)
-	// A row with transfer_to set is left to its election's own heartbeat,
-	// which acts on the request (or clears one naming the holder).
-	b.lockStmt = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
-	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
-	// whole primary key instead, and MariaDB 11.6.2+
-	// (innodb_snapshot_isolation ON) no longer skips a row locked by
-	// another transaction under READ COMMITTED: the batch would wait for an
-	// operator's lock on an unrelated row.
-	b.renewStmt = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
-	b.readSQL = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
-
-	n := stmt.WaitSecs(b.opts.QueryTimeout)
-	b.boundSQL, b.restoreSQL = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
-		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: n}, stmt.SessionVar{Name: "lock_wait_timeout", Value: n})
 }
 
 // renew renews term of candidate id in election name if the row still says
@@ -173,12 +145,12 @@ func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
 const minRenewBatch = 5
 
 // execRenew renews a batch in one transaction on a connection of its own
-// whose session is bounded first (boundSQL): wait_timeout and the lock
+// whose session is bounded first (sql.bound): wait_timeout and the lock
 // waits are QueryTimeout in whole seconds. A transaction cut off by a
 // network partition after its SELECT … FOR UPDATE therefore holds the
 // rows' locks on the server for about QueryTimeout, not until the server's
 // wait_timeout (8 hours by default) or TCP keepalive notice the client is
-// gone. After a commit the session's own values are put back (restoreSQL)
+// gone. After a commit the session's own values are put back (sql.restore)
 // and the connection returns to the pool; after any error it is discarded.
 // The cost: two statements per batch (SET before, SET after).
 func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err error) {
@@ -186,7 +158,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	if len(reqs) < minRenewBatch {
 		return out, nil // not renewed here: each falls back to its heartbeat
 	}
-	conn, err := b.db.Connx(ctx)
+	conn, err := b.db.Conn(ctx)
 	if err != nil {
 		return nil, classify(err, b.table)
 	}
@@ -199,13 +171,13 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		}
 		_ = conn.Close()
 	}()
-	if _, err := conn.ExecContext(ctx, b.boundSQL); err != nil {
+	if _, err := conn.ExecContext(ctx, b.sql.bound); err != nil {
 		return nil, classify(err, b.table)
 	}
 	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
 		return nil, classify(err, b.table)
 	}
-	if _, err := conn.ExecContext(ctx, b.restoreSQL); err != nil {
+	if _, err := conn.ExecContext(ctx, b.sql.restore); err != nil {
 		return nil, classify(err, b.table)
 	}
 	return out, nil
@@ -223,44 +195,50 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 // READ COMMITTED InnoDB skips a locked row that does not match the WHERE
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
-func (b *Batcher) renewLocked(ctx context.Context, conn *sqlx.Conn, reqs []renewReq, out []bool) error {
-	if _, err := conn.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`); err != nil {
+func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
+	if _, err := conn.ExecContext(ctx, b.sql.readCommitted); err != nil {
 		return err
 	}
-	return floor.InConnTx(ctx, conn.Conn, func() error {
-		var rows []struct {
-			Anchor    string `db:"anchor"`
-			ServiceID string `db:"service_id"`
-			Term      uint64 `db:"term"`
-		}
-		query, args := b.lockStmt.Bind(stmt.Params{Names: uniqueNames(reqs)})
-		if err := conn.SelectContext(ctx, &rows, query, args...); err != nil {
+	return floor.InConnTx(ctx, conn, func() error {
+		query, args := b.sql.lock.Bind(stmt.Params{Names: uniqueNames(reqs)})
+		locked, err := lockedRows(ctx, conn, query, args)
+		if err != nil {
 			return err
-		}
-		type key struct {
-			name, id string
-			term     uint64
-		}
-		locked := make(map[key]bool, len(rows))
-		for _, r := range rows {
-			locked[key{r.Anchor, r.ServiceID, r.Term}] = true
 		}
 		var renew []string
 		for i, r := range reqs {
-			k := key(r)
-			if locked[k] {
+			if locked[r] {
 				out[i] = true
 				renew = append(renew, r.name)
-				delete(locked, k) // a duplicate request renews once
+				delete(locked, r) // a duplicate request renews once
 			}
 		}
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = b.renewStmt.Bind(stmt.Params{Names: renew})
-		_, err := conn.ExecContext(ctx, query, args...)
+		query, args = b.sql.renew.Bind(stmt.Params{Names: renew})
+		_, err = conn.ExecContext(ctx, query, args...)
 		return err
 	})
+}
+
+// lockedRows runs query, the lock of a batch's rows, on conn: the
+// elections, candidates and terms of the rows it locked.
+func lockedRows(ctx context.Context, conn *sql.Conn, query string, args []any) (map[renewReq]bool, error) {
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	locked := make(map[renewReq]bool)
+	for rows.Next() {
+		var r renewReq
+		if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
+			return nil, err
+		}
+		locked[r] = true
+	}
+	return locked, rows.Err()
 }
 
 // uniqueNames lists the elections of reqs, each once, in order.
@@ -315,7 +293,7 @@ func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
 	if err != nil {
 		return stmt.Stmt{}, err
 	}
-	read := bound.Stmt(b.readSQL)
+	read := bound.Stmt(b.sql.read)
 	b.readBounded.Store(&read)
 	return read, nil
 }

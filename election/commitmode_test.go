@@ -3,15 +3,9 @@ package election_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/testdb"
@@ -73,117 +67,6 @@ func TestSessionCommitModeOnPool(t *testing.T) {
 			}
 			w.waitElected(t, ctx, "F")
 			w.check(t)
-		})
-	}
-}
-
-// TestDoctorAgreesWithRun (issue 31): every session and schema that Run's
-// preflight refuses, the doctor fails, through the same checks
-// (preflightChecks), and what the doctor passes, Run campaigns on: for each
-// setup and backend, the doctor's verdict and what Run does. (A server
-// started with --sysdate-is-now: TestRunRefusesSysdateIsNow.)
-func TestDoctorAgreesWithRun(t *testing.T) {
-	t.Parallel()
-	admin := testdb.Open(t, testdb.AdminDSN(t))
-	var version string
-	if err := admin.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		params map[string]string
-		setup  func(t *testing.T, dsn string) string // returns the DSN to run with
-		prop   string                                // the doctor's fail ("" for safe)
-		want   error                                 // Run's error (nil: elected)
-	}{
-		{name: "plain"},
-		{name: "autocommit=0", params: map[string]string{"autocommit": "0"}, prop: election.PropAutocommit, want: election.ErrNoAutocommit},
-		{name: "completion_type=1", params: map[string]string{"completion_type": "1"}, prop: election.PropAutocommit, want: election.ErrNoAutocommit},
-		{name: "DST time zone", params: map[string]string{"time_zone": "'" + testdb.DSTZone(t, admin) + "'"},
-			prop: election.PropTimeZone, want: election.ErrUnsafeTimeZone},
-		{name: "floor table dropped", setup: func(t *testing.T, dsn string) string {
-			if _, err := testdb.Open(t, dsn).Exec("DROP TABLE service_election_floor"); err != nil {
-				t.Fatal(err)
-			}
-			return dsn
-		}, prop: election.PropFloorTable, want: election.ErrSchemaMismatch},
-		{name: "no privileges on the floor table", setup: func(t *testing.T, dsn string) string {
-			cfg, err := mysql.ParseDSN(dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			user := "nofloor" + randHex(4)
-			for _, s := range grantAll(user, "GRANT SELECT, INSERT, UPDATE, DELETE ON `"+cfg.DBName+"`.`service_election`") {
-				if _, err := admin.Exec(s); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, h := range userHosts {
-				if _, err := admin.Exec("GRANT SELECT ON `" + cfg.DBName + "`.`service_election_floor` TO '" + user + "'@'" + h + "'"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Cleanup(func() {
-				for _, h := range userHosts {
-					_, _ = admin.Exec("DROP USER '" + user + "'@'" + h + "'")
-				}
-			})
-			cfg.User, cfg.Passwd = user, "pw"
-			return cfg.FormatDSN()
-		}, prop: election.PropFloorTable, want: election.ErrAccessDenied},
-		{name: "SIMULTANEOUS_ASSIGNMENT", params: map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"},
-			prop: election.PropAssignmentOrder, want: election.ErrSimultaneousAssignment},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // a database of its own
-			if tc.prop == election.PropAssignmentOrder && !strings.Contains(strings.ToLower(version), "mariadb") {
-				t.Skipf("SIMULTANEOUS_ASSIGNMENT is MariaDB's; server is %s", version)
-			}
-			dsn, _ := checkDB(t, tc.params)
-			if tc.setup != nil {
-				dsn = tc.setup(t, dsn)
-			}
-			db := testdb.Open(t, dsn)
-			r := runCheck(t, db, election.Config{})
-			for _, backend := range []string{election.BackendTable, election.BackendLock} {
-				want := tc.want
-				if tc.prop == election.PropAssignmentOrder && backend == election.BackendLock {
-					want = nil // the lock backend's statements do not depend on the order
-				}
-				failed := r.Failed(backend)
-				if want == nil && len(failed) != 0 || want != nil && !slices.Contains(failed, tc.prop) {
-					t.Errorf("%s backend: the doctor fails %v, want %q", backend, failed, tc.prop)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				cfg := sessionClockConfig("agree-"+randHex(4), "A")
-				cfg.Tuning.DisableLockDelay = true
-				elected := make(chan struct{})
-				var once sync.Once
-				cfg.Callbacks.OnElected = func(context.Context, election.Leadership) { once.Do(func() { close(elected) }) }
-				newElection := election.NewTable
-				if backend == election.BackendLock {
-					newElection = election.NewLock
-				}
-				e, err := newElection(db, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- e.Run(ctx) }()
-				select {
-				case <-elected:
-					if want != nil {
-						t.Errorf("%s backend: elected, want Run to fail with %v", backend, want)
-					}
-					cancel()
-					<-done
-				case err := <-done:
-					if want == nil || !errors.Is(err, want) || ctx.Err() != nil {
-						t.Errorf("%s backend: Run = %v (context: %v), want %v", backend, err, ctx.Err(), want)
-					}
-				}
-				cancel()
-			}
 		})
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -320,7 +318,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 	lb := backendOf(l).(*lockBackend)
 	lb.adopt = 26000
 	lb.prepare(getlock.Lock{}, stmt.Bound{})
-	c, err := sqlx.NewDb(db, "mysql").Connx(ctx)
+	c, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -97,9 +98,9 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), scratchPrefix+"guard")
+	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
 	_ = tx.Rollback()
-	if err != nil || !p.guarded || p.problem() != "" {
+	if err != nil || !p.Guarded || p.Problem() != "" {
 		t.Fatalf("probe with the constraint: %+v, %v; want guarded, no problem", p, err)
 	}
 	conn := unguardDecision(t, ctx, db)
@@ -107,13 +108,13 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), scratchPrefix+"guard")
+	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := p.problem(); p.guarded || !strings.Contains(why, "CHECK constraint") {
-		t.Errorf("probe without the constraint: guarded %v, problem %q; want unguarded, the CHECK constraint named", p.guarded, why)
+	if why := p.Problem(); p.Guarded || !strings.Contains(why, "CHECK constraint") {
+		t.Errorf("probe without the constraint: guarded %v, problem %q; want unguarded, the CHECK constraint named", p.Guarded, why)
 	}
 	if strings.Contains(strings.ToLower(mustVersion(t, ctx, db)), "mariadb") {
 		// MariaDB's is the session's setting: another session is guarded.

@@ -12,36 +12,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// fencedCond matches election :name's row while it names the candidate
-// (:me) with the term :hold and a live lease, on a session whose time zone
-// has no daylight saving time (trustedSQL).
-const fencedCond = `anchor = :name AND ` + holdsCond + `
-  AND ` + liveSQL + ` AND ` + trustedSQL
-
-// fencedCheckSQL locks the election's row in share mode and matches it only
-// under fencedCond. The share lock makes any takeover (which must update the
-// row) wait until the transaction ends. LOCK IN SHARE MODE works on MySQL 8
-// and MariaDB alike.
-func fencedCheckSQL(tbl string) string {
-	return `SELECT 1 FROM ` + tbl + ` WHERE ` + fencedCond + ` LOCK IN SHARE MODE`
-}
-
-// fencedWriteSQL is the check on a certification-based cluster (Galera,
-// Group Replication multi-primary), where a share lock is local to one node
-// and not part of the transaction's write set: it writes the election's row
-// under the same conditions, so that the fenced transaction and any takeover
-// (which writes the row too) conflict in certification and one of them
-// aborts. It always changes the row (last_seen_active strictly increases),
-// so it reports 1 affected row when it matched, with or without
-// CLIENT_FOUND_ROWS, and the row is in the write set. Moving
-// last_seen_active forward extends the lease by the database clock only:
-// the leader's own deadline is unchanged, so this is never unsafe; it can
-// delay a takeover after the leader's last fenced commit by up to one lease.
-func fencedWriteSQL(tbl string) string {
-	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
-WHERE ` + fencedCond
-}
-
 // fenceMode says how Fenced checks the term on a candidate's server:
 // fenceUnknown until the first Fenced call found out, then fenceShare (one
 // server: a share lock) or fenceWrite (a certification-based cluster: write
@@ -130,11 +100,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	// completion_type NO_CHAIN meanwhile: database/sql's ROLLBACK that ends
-	// the *sql.Tx would otherwise open the next transaction, and leave it
-	// on the pool (issue 31).
-	idleSQL, restore := stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: max(int64((idle+time.Second-1)/time.Second), 1)},
-		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
+	idleSQL, restore := fencedSessionSQL(max(int64((idle+time.Second-1)/time.Second), 1))
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)

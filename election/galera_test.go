@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/internal/testdb"
@@ -310,4 +311,35 @@ WHERE TABLE_SCHEMA = 'sqlelect' AND TABLE_NAME = ? AND COLUMN_NAME = ?`, table, 
 		t.Fatalf("no fenced write in node 1's binary log (%d bytes of mariadb-binlog output)", len(out))
 	}
 	return stale, writes, changes
+}
+
+// TestCheckGalera: on a Galera node the doctor finds the table backend safe
+// and fails the lock backend's topology, as the docs say; every other
+// property passes.
+func TestCheckGalera(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n1, _ := startGalera2(t, ctx, nil, nil)
+	r, err := doctor.Check(ctx, testdb.Open(t, n1.DSN("sqlelect")), election.Config{})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if got := r.Failed(doctor.BackendTable); len(got) != 0 {
+		t.Errorf("table backend fails %v on Galera", got)
+	}
+	if got := r.Failed(doctor.BackendLock); len(got) != 1 || got[0] != doctor.PropTopology {
+		t.Errorf("lock backend fails %v on Galera, want [topology]", got)
+	}
+	if f, _ := r.Find(doctor.PropTopology); !strings.Contains(f.Detail, "Galera") {
+		t.Errorf("topology: %s", f.Detail)
+	}
+	for _, f := range r.For(doctor.BackendTable) {
+		want := doctor.CheckPass
+		if f.Property == doctor.PropTopology {
+			want = doctor.CheckWarn
+		}
+		if f.Status != want {
+			t.Errorf("%s: %s (%s), want %s", f.Property, f.Status, f.Detail, want)
+		}
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -142,7 +141,6 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 	}
 	b := &lockBackend{
 		db:    db,
-		sdb:   sqlx.NewDb(db, "mysql"),
 		cfg:   cfg,
 		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
 		value: cfg.Value,
@@ -157,7 +155,6 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 // the Run goroutine only, so the connection state needs no mutex.
 type lockBackend struct {
 	db  *sql.DB
-	sdb *sqlx.DB
 	cfg settings
 	log *slog.Logger
 
@@ -184,49 +181,6 @@ type lockBackend struct {
 	sql lockStmts // compiled by prepare
 }
 
-// lockStmts are the lock backend's statements, compiled once by prepare;
-// they take their arguments from lockBackend.params. The election name and
-// the lock name are safe literals (see getlock.Name and ident.Name):
-// statements that need nothing else have them in their text and bind no
-// parameter, so they go over the text protocol in one round trip.
-type lockStmts struct {
-	session stmt.Stmt // the lock connection's session limits
-	read    stmt.Stmt // the election's row
-	peek    string    // no row, but fails unless the table has the columns
-	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
-
-	// The statements that assign a term, run in one transaction with the
-	// term floor (see writeTerm): :floor and :insert come from it.
-	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
-	insert      stmt.Stmt // writes a new row naming this candidate
-	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
-	// floor are the statements on the election's term floor row, run on
-	// the lock connection (whose session bounds their lock waits).
-	floor floor.Stmts
-
-	// renew renews the row where it still names this candidate's term
-	// :hold.
-	renew stmt.Stmt
-	// The statements that write the row of term :hold, run on the lock
-	// connection, or on a pooled one when there is none (see rowStmt).
-	release  rowStmt // marks it released
-	handOff  rowStmt // leaves it to expire in :lease (an unserved lock delay)
-	handOver rowStmt // marks it released and reserved for :to for :lease
-	proclaim rowStmt // writes :value into it
-	prefer   rowStmt // asks the leader of term :term to hand over (see preferSQL)
-}
-
-// rowStmt is a statement on the election's row as a connection whose
-// session commits runs it (the lock connection, whose session also bounds
-// the lock waits; a pooled one in a transaction of the library's) and as a
-// pooled connection runs it on its own: bounded (see stmt.Bound), and only
-// on a session that commits it (commitsSQL; see floor.ExecCommitted).
-type rowStmt struct{ conn, pool stmt.Stmt }
-
-func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
-	return rowStmt{conn: conn.Stmt(sql), pool: pool.Stmt(sql + ` AND ` + commitsSQL)}
-}
-
 // prepare compiles the statements and sets the limits of the lock
 // connection, for the lock lock; bound bounds the statements run on a
 // pooled connection.
@@ -236,67 +190,8 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	b.waitTimeout = time.Duration(secs) * time.Second
 	b.lockWait = min(cfg.RetryInterval, cfg.QueryTimeout/2)
 	b.lc.Lock = lock
-
-	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
-	s := &b.sql
-	// The session's lock waits end with the client's QueryTimeout (see
-	// stmt.Bound): a statement the client gave up on does not keep the
-	// server thread waiting for a row or metadata lock.
-	wait := stmt.WaitSecs(cfg.QueryTimeout)
-	// The connection comes from the caller's pool with whatever session
-	// state the application left on it: its clock (timestamp), time
-	// zone and commit mode are set here, since sqlelect does not trust session state it
-	// did not set. The connection never goes back to the pool.
-	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
-		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
-		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
-		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
-	s.session = stmt.Must(session)
-	s.read = stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor)
-	s.peek = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`
-	s.pass = lock.Pass(b.lockWait)
-
-	// Taking an existing row: only if it is still the row that was read
-	// (an operator may write between the read and the take). The new term
-	// comes back through LAST_INSERT_ID, in the same round trip.
-	// Every new term is above the election's term floor (termNewSQL).
-	s.take = stmt.Must(`UPDATE ` + tbl + ` SET service_id = :me,
-  term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
-  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
-  acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
-WHERE anchor = :name AND term = :term`)
-	// last_seen_active after term_started_at, as in the table backend's
-	// insert (SYSDATE(6) is read at each call).
-	s.insert = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
-  lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
-	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
-  lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = newFloorStmts(cfg.Table, stmt.Bound{}, cfg.LockDelay)
-
-	// The renewal does not test IS_USED_LOCK itself: that function is
-	// unsafe for statement-based replication (a replica would evaluate it
-	// and skip the update). keepLock checks the lock first on the same
-	// connection; the lock can only be lost in between with the
-	// connection, and then this statement fails too.
-	// A renewal fails while an operator asks this holder to hand over
-	// (transfer_to set, but not to itself: that asks nothing, and the
-	// renewal clears it); renewLost then reads the request.
-	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
-  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
-WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
-  AND (transfer_to IS NULL OR transfer_to = service_id)`)
-
-	// The table backend's: a statement without the lock connection runs
-	// on a pooled one (see giveUp), on a session whose time zone has no
-	// daylight saving time only (heldCond).
-	held := heldRowStatements(tbl)
-	s.release = newRowStmt(held.release, stmt.Bound{}, bound)
-	s.handOff = newRowStmt(held.handOff, stmt.Bound{}, bound)
-	s.handOver = newRowStmt(held.handOver, stmt.Bound{}, bound)
-	s.proclaim = newRowStmt(held.proclaim, stmt.Bound{}, bound)
-	s.prefer = newRowStmt(held.prefer, stmt.Bound{}, bound)
+	b.sql = lockStatements(cfg.Table, cfg.Name, lock, b.lockWait, bound, cfg.LockDelay)
+	b.sql.session = lockSessionSQL(secs, stmt.WaitSecs(cfg.QueryTimeout))
 }
 
 // params are the values of the statements' parameters for this candidate
@@ -337,7 +232,7 @@ func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration)
 }
 
 // exec runs s with p on c.
-func exec(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+func exec(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
 	query, args := s.Bind(p)
 	return c.ExecContext(ctx, query, args...)
 }
@@ -358,7 +253,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
 		return err
 	}
-	if err := runPreflight(ctx, b.db, b.cfg.Table, BackendLock); err != nil {
+	if err := runPreflight(ctx, b.db, b.cfg.Table, backendLock); err != nil {
 		return err
 	}
 	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
@@ -408,7 +303,7 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	}
 	if ok && !stmt.IsOn(v) {
 		var online int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
+		err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
 		var me *mysql.MySQLError
 		switch {
 		case errors.As(err, &me):
@@ -426,14 +321,14 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 // when there is none. A connection that holds no lock and has been idle for
 // half its wait_timeout is replaced first, before the server drops it.
 // Errors are not classified.
-func (b *lockBackend) ensureConn(ctx context.Context) (*sqlx.Conn, error) {
+func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
 		b.lc.Discard()
 	}
 	if b.lc.Conn != nil {
 		return b.lc.Conn, nil
 	}
-	if err := b.lc.Open(ctx, b.sdb); err != nil {
+	if err := b.lc.Open(ctx, b.db); err != nil {
 		return nil, err
 	}
 	b.wrote = 0
@@ -477,7 +372,7 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
-func (b *lockBackend) read(ctx context.Context, c *sqlx.Conn) (rec Record, exists bool, err error) {
+func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists bool, err error) {
 	query, args := b.sql.read.Bind(b.params(0))
 	err = rec.scan(c.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -565,7 +460,7 @@ func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
 // database), which the server drops only after wait_timeout, and the lock
 // delay of the row counts from this write, not from when this candidate
 // gets the lock.
-func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
+func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return b.followFailed(err)
@@ -594,7 +489,7 @@ func (b *lockBackend) watch(ctx context.Context, c *sqlx.Conn, start time.Time, 
 // earlier hold's last renewal ran before this write (the row was gone), so
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
-func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record) (Record, error) {
+func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn, rec Record) (Record, error) {
 	if _, _, err := b.writeTerm(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
 		return rec, err
 	}
@@ -609,7 +504,7 @@ func (b *lockBackend) placeholder(ctx context.Context, c *sqlx.Conn, rec Record)
 // previous holder may not know yet that the row was deleted: the hold waits
 // out LockDelay; unless the election never existed (no term floor row:
 // acquired = 'first'), when there is no previous holder.
-func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+func (b *lockBackend) takeNew(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
 	term, first, err := b.write(ctx, c, b.sql.insert, b.params(0))
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
@@ -623,7 +518,7 @@ func (b *lockBackend) takeNew(ctx context.Context, c *sqlx.Conn, rec Record) (Re
 
 // takeFree takes a row that was released or has expired by the database
 // clock, with no lock delay.
-func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+func (b *lockBackend) takeFree(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
 	acquired := "expired"
 	switch {
 	case rec.Released && rec.Transfer && rec.TransferTo == b.cfg.ID:
@@ -635,7 +530,7 @@ func (b *lockBackend) takeFree(ctx context.Context, c *sqlx.Conn, rec Record) (R
 }
 
 // takeOurs takes a live row that names this candidate.
-func (b *lockBackend) takeOurs(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+func (b *lockBackend) takeOurs(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
 	// An operator named this candidate; the previous holder may not know
 	// yet, unless this very connection held the lock since it wrote the row.
 	var delay time.Duration
@@ -685,7 +580,7 @@ func (b *lockBackend) sinceWritten(rec Record) time.Duration {
 
 // takeOthers takes a live row that names another candidate, which a lock
 // holder wrote; one that an operator wrote it lets be.
-func (b *lockBackend) takeOthers(ctx context.Context, c *sqlx.Conn, rec Record) (Record, beat, time.Duration, error) {
+func (b *lockBackend) takeOthers(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
 	if rec.ConnectionID != 0 {
 		return b.claim(ctx, c, rec, b.takeParams("lock", rec.Term), b.holderGone(rec))
 	}
@@ -722,7 +617,7 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 
 // claim runs the take with p, and reports the hold it began, with lock
 // delay delay; none when an operator wrote the row first.
-func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p stmt.Params, delay time.Duration) (Record, beat, time.Duration, error) {
+func (b *lockBackend) claim(ctx context.Context, c *sql.Conn, rec Record, p stmt.Params, delay time.Duration) (Record, beat, time.Duration, error) {
 	term, _, err := b.write(ctx, c, b.sql.take, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
@@ -734,7 +629,7 @@ func (b *lockBackend) claim(ctx context.Context, c *sqlx.Conn, rec Record, p stm
 // when an operator wrote the row first (the take changed no row, or the
 // insert found one), and whether the election had no term floor row (an
 // insert is then acquired = 'first').
-func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (uint64, bool, error) {
+func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (uint64, bool, error) {
 	term, first, err := b.writeTerm(ctx, c, s, p)
 	if err != nil {
 		return 0, false, b.fail(err)
@@ -748,7 +643,7 @@ func (b *lockBackend) write(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p st
 // writeTerm runs s with p on c in one transaction with the election's term
 // floor (floor.InTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
 // or found one to insert) and whether the election had no floor row.
-func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
+func (b *lockBackend) writeTerm(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
@@ -765,7 +660,7 @@ func (b *lockBackend) writeTerm(ctx context.Context, c *sqlx.Conn, s stmt.Stmt, 
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return 0, err
 		}
-		term, err = newTerm(ctx, tx, res)
+		term, err = newTerm(ctx, tx, res, b.sql.lastInsertID)
 		return term, err
 	})
 	if err != nil {
@@ -785,12 +680,12 @@ func (b *lockBackend) failIf(err error) error {
 // newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
 // back in the OK packet, else the row is read (nobody else writes it while
 // this connection holds the lock but operators).
-func newTerm(ctx context.Context, tx floor.Tx, res sql.Result) (uint64, error) {
+func newTerm(ctx context.Context, tx floor.Tx, res sql.Result, lastInsertID string) (uint64, error) {
 	if id, err := res.LastInsertId(); err == nil && id > 0 {
 		return uint64(id), nil
 	}
 	var term uint64
-	err := tx.QueryRowContext(ctx, `SELECT LAST_INSERT_ID()`).Scan(&term)
+	err := tx.QueryRowContext(ctx, lastInsertID).Scan(&term)
 	return term, err
 }
 
@@ -856,7 +751,7 @@ func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 // renewLost handles a renewal of term hold that changed nothing: the row
 // no longer names this candidate's term (replaced, released or deleted), or
 // an operator asked for a transfer or a step-down.
-func (b *lockBackend) renewLost(ctx context.Context, c *sqlx.Conn, hold uint64) (beat, error) {
+func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (beat, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err != nil {
 		return beat{}, b.fail(err)
@@ -956,7 +851,7 @@ func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bo
 }
 
 func (b *lockBackend) leader(ctx context.Context) (Record, error) {
-	return ReadRecord(ctx, b.sdb.DB, b.cfg.Table, b.cfg.Name)
+	return ReadRecord(ctx, b.db, b.cfg.Table, b.cfg.Name)
 }
 
 func (b *lockBackend) close() {

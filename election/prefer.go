@@ -5,26 +5,6 @@ import (
 	"time"
 )
 
-// preferSQL is a follower's request for leadership by preference on table
-// tbl (quoted): it sets transfer_to to the follower (:me) on the row it saw
-// (term :term), only while that row is still live and held by another
-// candidate, no planned change is pending, the holder's priority is lower
-// than the follower's (:priority), and the holder has led for the
-// follower's tenure (:tenure milliseconds) by the database clock, and the
-// row is not an operator's assignment its candidate has yet to claim
-// (acquired 'operator': nobody would act on a request, and the operator's
-// choice would be lost to the row's expiry). One
-// statement decides, under the row lock, so the follower's view of the row
-// (read a moment before) only saves it the statement when it would change
-// nothing. The holder sees the request at its next renewal and hands over
-// as for operator.Transfer (see candidate.handOver).
-func preferSQL(tbl string) string {
-	return `UPDATE ` + tbl + ` SET transfer_to = :me
-WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + liveSQL + `
-  AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
-  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + clockSQL
-}
-
 // tenure is how long the record's term has lasted by the database clock
 // when it was read: the database clock then (the last renewal plus the
 // lease, less what was left of it) minus the start of the term.

@@ -7,23 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
-
-// CheckPrivileges checks that the user of db may campaign in table (empty
-// for DefaultTable): see checkPrivileges. ctx bounds its statements. Run
-// checks the same at preflight and stops with the error; the CLI's status
-// warns with it.
-func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
-	if table == "" {
-		table = DefaultTable
-	}
-	if err := ident.Table(table); err != nil {
-		return err
-	}
-	return checkPrivileges(ctx, db, quoteTable(table))
-}
 
 // checkPrivileges checks that the session's user may run every statement a
 // candidate sends to tbl: SELECT (every look), INSERT and UPDATE (the
@@ -40,10 +26,10 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	var missing []string
 	var first error
 	for _, p := range privilegeProbes(tbl) {
-		if p.name == "DELETE" {
+		if p.Name == "DELETE" {
 			continue // operators' (Reelect), not candidates'
 		}
-		_, err := db.ExecContext(ctx, p.query)
+		_, err := db.ExecContext(ctx, p.Query)
 		if err == nil {
 			continue
 		}
@@ -53,7 +39,7 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 			}
 			continue // not a privilege: the campaign will say
 		}
-		missing = append(missing, p.name)
+		missing = append(missing, p.Name)
 		if first == nil {
 			first = err
 		}
@@ -66,18 +52,14 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
 }
 
-// privilegeProbe is a statement that fails with an access-denied error
-// unless the user has privilege name on the table, and touches no row.
-type privilegeProbe struct{ name, query string }
-
 // privilegeProbes are the probes of SELECT, INSERT, UPDATE and DELETE on
-// tbl (quoted), for checkPrivileges and Check: each matches no row (WHERE
-// 1 = 0), and the server checks privileges before it looks for rows.
-func privilegeProbes(tbl string) []privilegeProbe {
-	return []privilegeProbe{
-		{"SELECT", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`},
-		{"INSERT", `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
-		{"UPDATE", `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
-		{"DELETE", `DELETE FROM ` + tbl + ` WHERE 1 = 0`},
+// tbl (quoted), for checkPrivileges and the doctor: each matches no row
+// (WHERE 1 = 0), and the server checks privileges before it looks for rows.
+func privilegeProbes(tbl string) []probe.Privilege {
+	return []probe.Privilege{
+		{Name: "SELECT", Query: `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`},
+		{Name: "INSERT", Query: `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
+		{Name: "UPDATE", Query: `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
+		{Name: "DELETE", Query: `DELETE FROM ` + tbl + ` WHERE 1 = 0`},
 	}
 }

@@ -26,7 +26,7 @@ FROM %s`
 // nobody else takes the row before the lease runs out.
 func TestRestoreWithFreshLease(t *testing.T) {
 	t.Parallel() // waits on leases, on a database and an election of its own
-	for _, backend := range []string{election.BackendTable, election.BackendLock} {
+	for _, backend := range []string{"table", "lock"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -35,7 +35,7 @@ func TestRestoreWithFreshLease(t *testing.T) {
 			db := testdb.Open(t, dsn)
 			name := "restore-" + randHex(4)
 			newElection := election.NewTable
-			if backend == election.BackendLock {
+			if backend == "lock" {
 				newElection = election.NewLock
 			}
 			w := newOverlapWatch()

@@ -47,7 +47,7 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	t.Helper()
 	tb := &tableBackend{cfg: settings{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
 	tb.bound.Store(bound)
-	tb.prepareSQL()
+	tb.stmts = tableStatements(tb.cfg.Table, tb.bound.Load(), tb.cfg.LockDelay)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
 		t.Fatal(err)
@@ -74,11 +74,11 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("floor read", tb.stmts.floor.Read, p)
 	add("floor raise", tb.stmts.floor.Raise, p)
 	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
-	add("batch bound", stmt.Must(b.boundSQL), p)
-	add("batch restore", stmt.Must(b.restoreSQL), p)
-	add("batch lock", b.lockStmt, p)
-	add("batch renew", b.renewStmt, p)
-	add("batch read", bound.Stmt(b.readSQL), p)
+	add("batch bound", stmt.Must(b.sql.bound), p)
+	add("batch restore", stmt.Must(b.sql.restore), p)
+	add("batch lock", b.sql.lock, p)
+	add("batch renew", b.sql.renew, p)
+	add("batch read", bound.Stmt(b.sql.read), p)
 	return out
 }
 
@@ -152,9 +152,10 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // guaranteed"). Every time they write or judge is clockSQL.
 func TestStatementsReadNoSessionClock(t *testing.T) {
 	tbl := quoteTable(DefaultTable)
-	h := heldRowStatements(tbl)
-	all := []builtStatement{{what: "handOver", sql: h.handOver}, {what: "proclaim", sql: h.proclaim},
-		{what: "prefer", sql: h.prefer}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
+	h := heldStatements(tbl, stmt.Bound{}, stmt.Bound{})
+	text := func(s rowStmt) string { q, _ := s.conn.Bind(stmt.Params{}); return q }
+	all := []builtStatement{{what: "handOver", sql: text(h.handOver)}, {what: "proclaim", sql: text(h.proclaim)},
+		{what: "prefer", sql: text(h.prefer)}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // recordColumns select an election's row for Record.scan. Timestamps come
@@ -77,7 +79,8 @@ func unixDecimal(s string) time.Time {
 // row holds no live lease (both match ErrNoLeader). Safe for concurrent use.
 func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	var rec Record
-	err := rec.scan(db.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" WHERE anchor = ?", name))
+	query, args := stmt.Must(readSQL(quoteTable(table))).Bind(stmt.Params{Name: name})
+	err := rec.scan(db.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}

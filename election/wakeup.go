@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
@@ -32,7 +31,6 @@ import (
 // goroutine Run owns, never at the same time as the others.
 type wakeup struct {
 	db    *sql.DB
-	sdb   *sqlx.DB
 	cfg   settings
 	log   *slog.Logger
 	count func(error) // counts a failure (the heartbeat error metric)
@@ -52,7 +50,7 @@ const minAwait = 5 * time.Millisecond
 
 func newWakeup(db *sql.DB, cfg settings, count func(error), skip func()) *wakeup {
 	return &wakeup{
-		db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
+		db: db, cfg: cfg, log: cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		count: count, skip: skip,
 		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
 	}
@@ -111,7 +109,7 @@ func (w *wakeup) hold(ctx context.Context) {
 // would have none left for the elections' statements (getlock.OpenSpare):
 // then it counts the skip and returns false and no error.
 func (w *wakeup) take(ctx context.Context, c *getlock.Conn) (bool, error) {
-	ok, err := c.OpenSpare(ctx, w.sdb)
+	ok, err := c.OpenSpare(ctx, w.db)
 	if !ok && err == nil {
 		w.skipped()
 	}

@@ -15,6 +15,7 @@ import (
 	gmssql "github.com/dolthub/go-mysql-server/sql"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
@@ -110,7 +111,7 @@ func TestDoctorGoMySQLServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	db := startGMS(t, ctx)
-	r, err := election.Check(ctx, db, election.Config{})
+	r, err := doctor.Check(ctx, db, election.Config{})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -119,8 +120,8 @@ func TestDoctorGoMySQLServer(t *testing.T) {
 		t.Logf("%-17s %-4s %v %s", f.Property, f.Status, f.Backends, f.Detail)
 	}
 	want := map[string][]string{
-		election.BackendTable: {election.PropAffectedRows},
-		election.BackendLock:  {election.PropTopology},
+		doctor.BackendTable: {doctor.PropAffectedRows},
+		doctor.BackendLock:  {doctor.PropTopology},
 	}
 	for b, props := range want {
 		if got := r.Failed(b); strings.Join(got, ",") != strings.Join(props, ",") {
@@ -130,11 +131,11 @@ func TestDoctorGoMySQLServer(t *testing.T) {
 	// Its GREATEST takes no DECIMAL (FLOOR's): it refuses the heartbeat's
 	// term, above the floor since migration 6 (the insert, step 1), and
 	// above the row's (the takeover, step 5).
-	if f, _ := r.Find(election.PropAffectedRows); !strings.Contains(f.Detail, "unsupported type for greatest") {
+	if f, _ := r.Find(doctor.PropAffectedRows); !strings.Contains(f.Detail, "unsupported type for greatest") {
 		t.Errorf("affected_rows: %s", f.Detail)
 	}
-	for _, p := range []string{election.PropSkipLocked, election.PropStatementBounds} {
-		if f, _ := r.Find(p); f.StatusFor(election.BackendTable) != election.CheckWarn {
+	for _, p := range []string{doctor.PropSkipLocked, doctor.PropStatementBounds} {
+		if f, _ := r.Find(p); f.StatusFor(doctor.BackendTable) != doctor.CheckWarn {
 			t.Errorf("%s: %s %s", p, f.Status, f.Detail)
 		}
 	}
@@ -163,7 +164,7 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 
 // checkMember runs Check as root on member i of g, with the session
 // settings docs/servers.md advises on MySQL, and logs the report.
-func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) election.Report {
+func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) doctor.Report {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(g.Nodes[i].DSN("sqlelect"))
 	if err != nil {
@@ -171,7 +172,7 @@ func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) elec
 	}
 	cfg.Params = map[string]string{"time_zone": "'+00:00'", "innodb_lock_wait_timeout": "1"}
 	db := openQuiet(t, cfg.FormatDSN())
-	r, err := election.Check(ctx, db, election.Config{})
+	r, err := doctor.Check(ctx, db, election.Config{})
 	if err != nil {
 		t.Fatalf("Check on member %d: %v", i, err)
 	}
@@ -189,17 +190,17 @@ func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) elec
 // that the groups are started once for both (20 s each).
 func doctorGroup(t *testing.T, ctx context.Context, g *mysqld.Group, multi bool) {
 	r := checkMember(t, ctx, g, 0)
-	wantFails := map[string]string{election.BackendTable: "", election.BackendLock: ""}
+	wantFails := map[string]string{doctor.BackendTable: "", doctor.BackendLock: ""}
 	if multi {
-		wantFails[election.BackendLock] = election.PropTopology
+		wantFails[doctor.BackendLock] = doctor.PropTopology
 	}
 	for b, want := range wantFails {
 		if got := strings.Join(r.Failed(b), ","); got != want {
 			t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
 		}
 	}
-	for _, f := range r.For(election.BackendTable) {
-		if f.Status == election.CheckWarn && !(multi && f.Property == election.PropTopology) {
+	for _, f := range r.For(doctor.BackendTable) {
+		if f.Status == doctor.CheckWarn && !(multi && f.Property == doctor.PropTopology) {
 			t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
 		}
 	}
@@ -207,8 +208,8 @@ func doctorGroup(t *testing.T, ctx context.Context, g *mysqld.Group, multi bool)
 		return
 	}
 	r = checkMember(t, ctx, g, 1)
-	for _, b := range []string{election.BackendTable, election.BackendLock} {
-		if got := r.Failed(b); len(got) == 0 || got[0] != election.PropReadOnly {
+	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
+		if got := r.Failed(b); len(got) == 0 || got[0] != doctor.PropReadOnly {
 			t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // between sending a renewal and reading the answer. Timers run on real time.
 type offsetClock struct{ off atomic.Int64 }
 
-func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) Now() time.Time                          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *offsetClock) NewTimer(d time.Duration) election.Timer { return realTimer{time.NewTimer(d)} }
 
 type realTimer struct{ *time.Timer }

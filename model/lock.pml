@@ -1,6 +1,6 @@
 /*
- * lock.pml: the lock backend's protocol (election/lock.go, internal/getlock,
- * on campaign.go's state machine), as a Promela model for SPIN. See
+ * lock.pml: the lock backend's protocol (election/lock.go and sql.go,
+ * internal/getlock, on campaign.go's state machine), as a Promela model for SPIN. See
  * model/README.md ("The lock backend") for what is modelled, the decision
  * table, the configurations and the mutants; `make model` checks them.
  *
@@ -229,7 +229,7 @@ inline releaseLock(c) {
 	locked[c] = 0
 }
 
-/* ---- the backend's statements (lock.go) ---- */
+/* ---- the backend's statements (sql.go, "The lock backend") ---- */
 
 /* the held-row condition of release, hand-off and hand-over */
 #define HELD(c, h) (rx && rsid == c && rterm == h && !rrel)

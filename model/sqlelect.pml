@@ -728,7 +728,7 @@ init {
 			:: j != i -> bTo = j; handOver(i)
 			:: else -> skip
 			fi
-		/* a preference request (prefer.go): a higher-priority follower asks */
+		/* a preference request (prefer.go, preferSQL): a higher-priority follower asks */
 		:: up[i] && ss[i] == S_FREE && !busy[i] && hold[i] == 0 && FAULTS && prefs < PREF && WRITABLE &&
 		   LIVE && rsid != i && rxfer == NONE && racq != A_OPERATOR ->
 			prefs++; FAULT; rxfer = i

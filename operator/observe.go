@@ -2,11 +2,11 @@ package operator
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 )
@@ -73,7 +73,7 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 	}
 	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
 	if !w.t.DisableFastHandover {
-		w.hint = &hint{sdb: sqlx.NewDb(o.db, "mysql")}
+		w.hint = &hint{db: o.db}
 	}
 	var last *observed
 	backoff := minAwait // the wait after a changed look that found nobody leading
@@ -155,7 +155,7 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 
 // hint is the table backend's handover hint, as a follower waits on it.
 type hint struct {
-	sdb    *sqlx.DB
+	db     *sql.DB
 	lock   getlock.Lock // set after the first look
 	warned bool         // a skip was logged
 }
@@ -173,7 +173,7 @@ func (w *watch) await(ctx context.Context, d time.Duration) bool {
 	}
 	h := w.hint
 	c := getlock.Conn{Lock: h.lock}
-	ok, err := c.OpenSpare(ctx, h.sdb)
+	ok, err := c.OpenSpare(ctx, h.db)
 	if ok {
 		defer c.GiveBack()
 		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
@@ -181,7 +181,7 @@ func (w *watch) await(ctx context.Context, d time.Duration) bool {
 		w.cfg.Metrics.HandoverSkipped(w.cfg.Name)
 		if !h.warned {
 			h.warned = true
-			s := h.sdb.Stats()
+			s := h.db.Stats()
 			w.t.Logger.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
 				"election", w.cfg.Name, "max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 	"github.com/sqlelect/sqlelect/schema"
@@ -275,10 +276,10 @@ func TestUpRefusesOtherTables(t *testing.T) {
 			if after := showCreate(t, ctx, db); after != before || version(t, m) != 0 {
 				t.Errorf("the table or version changed:\n%s\n%s", before, after)
 			}
-			_, err := election.Check(ctx, db, election.Config{})
+			_, err := doctor.Check(ctx, db, election.Config{})
 			recipe := strings.Contains(fmt.Sprint(err), "recipe's table")
 			if !errors.Is(err, election.ErrSchemaMismatch) || recipe != (tc.want == schema.ErrRecipeTable) {
-				t.Errorf("election.Check: %v; want ErrSchemaMismatch naming the recipe's table: %v", err, tc.want == schema.ErrRecipeTable)
+				t.Errorf("doctor.Check: %v; want ErrSchemaMismatch naming the recipe's table: %v", err, tc.want == schema.ErrRecipeTable)
 			}
 		})
 	}

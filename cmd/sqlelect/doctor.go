@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 )
 
@@ -59,7 +60,7 @@ func (c *cli) doctor(cmd *command, args []string) error {
 	var lease time.Duration
 	fs := newFlagSet(cmd)
 	co.register(fs)
-	fs.StringVar(&backend, "backend", election.BackendTable, "`backend` to judge the server for: table or lock")
+	fs.StringVar(&backend, "backend", doctor.BackendTable, "`backend` to judge the server for: table or lock")
 	fs.DurationVar(&lease, "lease", 0, "the candidates' --lease, which wait_timeout and the round trip are judged against (default 15s)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	args, err := c.parse(cmd, fs, args)
@@ -69,7 +70,7 @@ func (c *cli) doctor(cmd *command, args []string) error {
 	if len(args) > 0 {
 		return failf(exitUsage, "doctor takes no arguments")
 	}
-	if backend != election.BackendTable && backend != election.BackendLock {
+	if backend != doctor.BackendTable && backend != doctor.BackendLock {
 		return failf(exitUsage, "--backend %q: want table or lock", backend)
 	}
 	// Check names its own scratch election; any valid name validates the rest.
@@ -86,7 +87,7 @@ func (c *cli) doctor(cmd *command, args []string) error {
 		return err
 	}
 	defer db.Close()
-	r, err := election.Check(ctx, db, cfg)
+	r, err := doctor.Check(ctx, db, cfg)
 	if err != nil {
 		var i interrupted
 		if errors.As(context.Cause(ctx), &i) {
@@ -109,9 +110,9 @@ func (c *cli) doctor(cmd *command, args []string) error {
 }
 
 // unsafeFor lists the backends that are not safe on the server of r.
-func unsafeFor(r election.Report) []string {
+func unsafeFor(r doctor.Report) []string {
 	out := []string{}
-	for _, b := range []string{election.BackendTable, election.BackendLock} {
+	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
 		if !r.Safe(b) {
 			out = append(out, b)
 		}
@@ -119,27 +120,27 @@ func unsafeFor(r election.Report) []string {
 	return out
 }
 
-func printDoctorJSON(w io.Writer, r election.Report, backend string) error {
+func printDoctorJSON(w io.Writer, r doctor.Report, backend string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Server    string             `json:"server"`
-		Backend   string             `json:"backend"`
-		Safe      bool               `json:"safe"`
-		UnsafeFor []string           `json:"unsafe_for"`
-		Findings  []election.Finding `json:"findings"`
+		Server    string           `json:"server"`
+		Backend   string           `json:"backend"`
+		Safe      bool             `json:"safe"`
+		UnsafeFor []string         `json:"unsafe_for"`
+		Findings  []doctor.Finding `json:"findings"`
 	}{r.Server, backend, r.Safe(backend), unsafeFor(r), r.For(backend)})
 }
 
 // printDoctor prints a table of the findings for backend, the consequence
 // and the fix under each one that does not pass, and the verdict.
-func printDoctor(w io.Writer, r election.Report, backend string) {
+func printDoctor(w io.Writer, r doctor.Report, backend string) {
 	fmt.Fprintf(w, "server: %s\nbackend: %s\n\n", r.Server, backend)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROPERTY\tSTATUS\tDETAIL")
 	for _, f := range r.For(backend) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Property, f.Status, f.Detail)
-		if f.Status != election.CheckPass {
+		if f.Status != doctor.CheckPass {
 			fmt.Fprintf(tw, "\t\t  consequence: %s\n\t\t  fix: %s\n", f.Consequence, f.Fix)
 		}
 	}
@@ -150,7 +151,7 @@ func printDoctor(w io.Writer, r election.Report, backend string) {
 	} else {
 		fmt.Fprintf(w, "verdict: the %s backend is safe on this server\n", backend)
 	}
-	for _, b := range []string{election.BackendTable, election.BackendLock} {
+	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
 		if b == backend {
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -28,11 +28,11 @@ func TestDoctor(t *testing.T) {
 
 	r := mustRun(t, ctx, dsn, 0, "doctor", "--json")
 	var out struct {
-		Server    string             `json:"server"`
-		Backend   string             `json:"backend"`
-		Safe      bool               `json:"safe"`
-		UnsafeFor []string           `json:"unsafe_for"`
-		Findings  []election.Finding `json:"findings"`
+		Server    string           `json:"server"`
+		Backend   string           `json:"backend"`
+		Safe      bool             `json:"safe"`
+		UnsafeFor []string         `json:"unsafe_for"`
+		Findings  []doctor.Finding `json:"findings"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, r)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -69,15 +70,11 @@ func (c *cli) run(cmd *command, args []string) error {
 	if output == "" && f.set("output") {
 		return failf(exitUsage, "--output is empty: give a file, or leave the flag out for stderr")
 	}
-	own := c.stderr // sqlelect's own lines
-	if output != "" {
-		out, err := os.OpenFile(output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return wrapf(exitUsage, err, "--output")
-		}
-		defer out.Close()
-		own = out
+	own, closeOwn, err := c.ownOutput(output)
+	if err != nil {
+		return err
 	}
+	defer closeOwn()
 	cfg, log, err := f.config(names[0], own)
 	if err != nil {
 		return err
@@ -98,22 +95,40 @@ func (c *cli) run(cmd *command, args []string) error {
 	}
 	defer j.stop()
 
+	return r.wait(j, f.backend, log)
+}
+
+// ownOutput opens --output for sqlelect's own lines (stderr when empty).
+func (c *cli) ownOutput(output string) (io.Writer, func(), error) {
+	if output == "" {
+		return c.stderr, func() {}, nil
+	}
+	out, err := os.OpenFile(output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, wrapf(exitUsage, err, "--output")
+	}
+	return out, func() { _ = out.Close() }, nil
+}
+
+// wait campaigns until Run ends or CMD exits; then it resigns and returns
+// the exit status.
+func (r *runner) wait(j *joined, backend string, log *slog.Logger) error {
 	runCtx, cancelRun := context.WithCancel(j.ctx)
 	defer cancelRun()
 	errc := make(chan error, 1)
 	go func() { errc <- j.run(runCtx) }()
 	select {
 	case err := <-errc:
-		return campaignError(err, f.backend)
+		return campaignError(err, backend)
 	case code := <-r.exited:
 		// CMD exited by itself, or could not start: resign and exit. Ending
 		// Run's context makes it stand down and release the row.
 		cancelRun()
 		if err := <-errc; err != nil {
-			return campaignError(err, f.backend)
+			return campaignError(err, backend)
 		}
 		if code < 0 {
-			return wrapf(exitError, r.startErr, "cannot start %q", argv[0])
+			return wrapf(exitError, r.startErr, "cannot start %q", r.argv[0])
 		}
 		log.Info("command exited; resigned", "status", code)
 		return exitStatus(code)

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/operator"
@@ -175,7 +176,7 @@ func (c *cli) status(cmd *command, args []string) error {
 	// The operator often runs status with the candidates' credentials:
 	// say when those could never take over (Run refuses them at start).
 	pctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	if err := election.CheckPrivileges(pctx, db, co.table); errors.Is(err, election.ErrAccessDenied) {
+	if err := doctor.CheckPrivileges(pctx, db, co.table); errors.Is(err, election.ErrAccessDenied) {
 		fmt.Fprintf(c.stderr, "note: this user cannot campaign (run and campaign refuse it): %v\n", err)
 	}
 	cancel()

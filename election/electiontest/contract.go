@@ -237,76 +237,95 @@ func kind(k string) func(event) bool { return func(ev event) bool { return ev.ki
 func (c *contract) check() {
 	c.t.Helper()
 	evs := c.snapshot()
-	run := c.runGID.Load()
-	bad := func(i int, format string, args ...any) {
-		c.t.Errorf("%s: event %d %v: %s", c.id, i, evs[i], fmt.Sprintf(format, args...))
-	}
-	var open *event // the leadership under way
-	returned := false
-	var seen election.Record
-	seenSelf := map[uint64]bool{} // terms OnLeaderChanged saw this candidate hold
+	r := replay{id: c.id, run: c.runGID.Load(), seenSelf: map[uint64]bool{}}
 	for i, ev := range evs {
-		switch ev.kind {
-		case "elected":
-			if open != nil {
-				bad(i, "OnElected while term %d was not demoted", open.term)
-			}
-			if ev.gid == run {
-				bad(i, "OnElected ran on Run's goroutine")
-			}
-			if (!ev.leader || ev.termNow != ev.term) && !ev.over {
-				bad(i, "as OnElected began IsLeader() = %v, Term() = %d, and its context was not cancelled", ev.leader, ev.termNow)
-			}
-			// OnLeaderChanged named this candidate before OnElected was
-			// called; it may have seen more since (it runs on Run's
-			// goroutine, OnElected on another).
-			if !seenSelf[ev.term] {
-				bad(i, "OnLeaderChanged did not name this candidate with its term first (last seen %q term %d)", seen.ID, seen.Term)
-			}
-			evc := ev
-			open, returned = &evc, false
-		case "returned":
-			if open == nil || open.term != ev.term {
-				bad(i, "OnElected returned outside its leadership")
-			}
-			returned = true
-		case "demoted":
-			switch {
-			case open == nil:
-				bad(i, "OnDemoted without OnElected")
-			case open.term != ev.term:
-				bad(i, "OnDemoted for term %d, elected %d", ev.term, open.term)
-			case !returned:
-				bad(i, "OnDemoted before OnElected returned")
-			}
-			if !ev.ctxDone {
-				bad(i, "the elected context was not cancelled before OnDemoted")
-			}
-			if ev.gid != run {
-				bad(i, "OnDemoted did not run on Run's goroutine")
-			}
-			if open != nil && (ev.until.Before(open.at.Add(-time.Second)) || ev.until.After(ev.at)) {
-				bad(i, "Demotion.Until %v outside the leadership %v..%v", ev.until, open.at, ev.at)
-			}
-			open = nil
-		case "changed":
-			if ev.gid != run {
-				bad(i, "OnLeaderChanged did not run on Run's goroutine")
-			}
-			if ev.rec.ID == seen.ID && ev.rec.Term == seen.Term {
-				bad(i, "OnLeaderChanged without a change")
-			}
-			seen = ev.rec
-			if ev.rec.ID == c.id {
-				seenSelf[ev.rec.Term] = true
-			}
-		case "run returned":
-			if open != nil {
-				bad(i, "Run returned before OnDemoted for term %d", open.term)
-			}
+		r.bad = func(format string, args ...any) {
+			c.t.Errorf("%s: event %d %v: %s", c.id, i, evs[i], fmt.Sprintf(format, args...))
 		}
+		r.event(ev)
 	}
 	c.t.Logf("%s: events %v", c.id, evs)
+}
+
+// replay walks the recorded events in order, reporting breaches to bad.
+type replay struct {
+	id       string
+	run      int64
+	bad      func(format string, args ...any)
+	open     *event // the leadership under way
+	returned bool
+	seen     election.Record
+	seenSelf map[uint64]bool // terms OnLeaderChanged saw this candidate hold
+}
+
+func (r *replay) event(ev event) {
+	switch ev.kind {
+	case "elected":
+		r.elected(ev)
+	case "returned":
+		if r.open == nil || r.open.term != ev.term {
+			r.bad("OnElected returned outside its leadership")
+		}
+		r.returned = true
+	case "demoted":
+		r.demoted(ev)
+	case "changed":
+		if ev.gid != r.run {
+			r.bad("OnLeaderChanged did not run on Run's goroutine")
+		}
+		if ev.rec.ID == r.seen.ID && ev.rec.Term == r.seen.Term {
+			r.bad("OnLeaderChanged without a change")
+		}
+		r.seen = ev.rec
+		if ev.rec.ID == r.id {
+			r.seenSelf[ev.rec.Term] = true
+		}
+	case "run returned":
+		if r.open != nil {
+			r.bad("Run returned before OnDemoted for term %d", r.open.term)
+		}
+	}
+}
+
+func (r *replay) elected(ev event) {
+	if r.open != nil {
+		r.bad("OnElected while term %d was not demoted", r.open.term)
+	}
+	if ev.gid == r.run {
+		r.bad("OnElected ran on Run's goroutine")
+	}
+	if (!ev.leader || ev.termNow != ev.term) && !ev.over {
+		r.bad("as OnElected began IsLeader() = %v, Term() = %d, and its context was not cancelled", ev.leader, ev.termNow)
+	}
+	// OnLeaderChanged named this candidate before OnElected was called; it
+	// may have seen more since (it runs on Run's goroutine, OnElected on
+	// another).
+	if !r.seenSelf[ev.term] {
+		r.bad("OnLeaderChanged did not name this candidate with its term first (last seen %q term %d)", r.seen.ID, r.seen.Term)
+	}
+	evc := ev
+	r.open, r.returned = &evc, false
+}
+
+func (r *replay) demoted(ev event) {
+	switch {
+	case r.open == nil:
+		r.bad("OnDemoted without OnElected")
+	case r.open.term != ev.term:
+		r.bad("OnDemoted for term %d, elected %d", ev.term, r.open.term)
+	case !r.returned:
+		r.bad("OnDemoted before OnElected returned")
+	}
+	if !ev.ctxDone {
+		r.bad("the elected context was not cancelled before OnDemoted")
+	}
+	if ev.gid != r.run {
+		r.bad("OnDemoted did not run on Run's goroutine")
+	}
+	if r.open != nil && (ev.until.Before(r.open.at.Add(-time.Second)) || ev.until.After(ev.at)) {
+		r.bad("Demotion.Until %v outside the leadership %v..%v", ev.until, r.open.at, ev.at)
+	}
+	r.open = nil
 }
 
 // goid returns the current goroutine's id, read from its stack header.

@@ -33,7 +33,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -88,7 +87,7 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 }
 
 // Beginner is where a floor transaction runs: a pool (*sql.DB: one of
-// its connections) or one connection (*sqlx.Conn, the lock connection).
+// its connections) or one connection (*sql.Conn, the lock connection).
 type Beginner interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -111,8 +110,6 @@ func connOf(ctx context.Context, src Beginner) (*sql.Conn, func(), error) {
 			return nil, nil, err
 		}
 		return c, func() { c.Close() }, nil //nolint:errcheck // returned to the pool
-	case *sqlx.Conn:
-		return s.Conn, func() {}, nil
 	case *sql.Conn:
 		return s, func() {}, nil
 	}

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -213,16 +212,16 @@ type Conn struct {
 	Lock Lock
 	Log  *slog.Logger // nil: no logging
 
-	Conn   *sqlx.Conn // nil when none is open
-	ID     uint64     // its CONNECTION_ID(), once Setup read it
-	Locked bool       // it holds the lock (once: GET_LOCK is re-entrant)
+	Conn   *sql.Conn // nil when none is open
+	ID     uint64    // its CONNECTION_ID(), once Setup read it
+	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
 
 	noKeepalive bool // the server refused the session keepalive variables
 }
 
 // Open takes a connection from db for the lock; c.Conn must be nil.
-func (c *Conn) Open(ctx context.Context, db *sqlx.DB) error {
-	conn, err := db.Connx(ctx)
+func (c *Conn) Open(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -237,7 +236,7 @@ func (c *Conn) Open(ctx context.Context, db *sqlx.DB) error {
 // moment: then all give them back), so that the statements of the
 // elections on the pool are never starved of a connection. It returns
 // false and no error when it skipped.
-func (c *Conn) OpenSpare(ctx context.Context, db *sqlx.DB) (bool, error) {
+func (c *Conn) OpenSpare(ctx context.Context, db *sql.DB) (bool, error) {
 	spare := func(n int) bool {
 		s := db.Stats()
 		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n

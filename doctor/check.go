@@ -1,8 +1,12 @@
-package election
+// Package doctor tells whether the server behind a *sql.DB keeps the
+// promises package election's backends rely on (`sqlelect doctor`): Check
+// reports on each property, pass, warn or fail, with the consequence and
+// the fix, and Report.Safe tells whether a backend is safe there. Run's
+// preflight (package election) makes the cheapest of these checks at each
+// start; the doctor makes the same ones, through the same code, and more.
+package doctor
 
-// This file is Check: whether the server behind a *sql.DB keeps the
-// promises the backends rely on (`sqlelect doctor`), and the cheap subset
-// that every Run's preflight sends (preflightServer).
+// This file is Check and its probes; their statements are in statements.go.
 
 import (
 	"context"
@@ -19,16 +23,12 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
-
-// ErrUnsafeServer means the server answered a statement the way no MySQL or
-// MariaDB does, in a way the election's safety rests on (the heartbeat's
-// affected rows): a lease protocol on it could elect two leaders. Run's
-// preflight checks this; `sqlelect doctor` (Check) checks more.
-var ErrUnsafeServer = errors.New("election: the server breaks a promise the election relies on (run `sqlelect doctor`)")
 
 // CheckStatus is Check's verdict on one property.
 type CheckStatus string
@@ -40,13 +40,15 @@ const (
 	CheckFail CheckStatus = "fail" // the backends in Finding.Backends are unsafe, or the property could not be verified
 )
 
-// Backend names, as Report.Safe and Finding.Backends spell them.
+// Backend names, as Report.Safe and Finding.Backends spell them (and
+// package probe, for Run's preflight checks).
 const (
-	BackendTable = "table" // NewTable
-	BackendLock  = "lock"  // NewLock
+	BackendTable = "table" // election.NewTable
+	BackendLock  = "lock"  // election.NewLock
 )
 
-// The properties Check reports on, in the order of its report.
+// The properties Check reports on, in the order of its report. Those of
+// Run's preflight checks are spelt as package probe spells them.
 const (
 	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
 	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
@@ -152,7 +154,7 @@ func (r Report) Find(property string) (Finding, bool) {
 }
 
 // scratchPrefix starts the names of the scratch elections Check works in.
-const scratchPrefix = "sqlelect-doctor-"
+const scratchPrefix = probe.ScratchPrefix
 
 // Check tells whether the server behind db keeps the promises the backends
 // rely on: one Finding per property (see the Prop* constants), each pass,
@@ -162,7 +164,7 @@ const scratchPrefix = "sqlelect-doctor-"
 // config is the configuration of the candidates that will run (the lease, the
 // renew deadline and interval, the query timeout and the table count; its
 // Name is ignored); zero fields get their defaults, and errors wrap
-// ErrInvalidConfig. Check works in a scratch election of config.Table named
+// election.ErrInvalidConfig. Check works in a scratch election of config.Table named
 // "sqlelect-doctor-" and random hex digits (and the same followed by "/2"),
 // whose rows it deletes before it returns, even after a failure; its user
 // locks are released with its connections. Every statement is bounded by
@@ -170,42 +172,29 @@ const scratchPrefix = "sqlelect-doctor-"
 // all). It holds at most three connections of db at once (two of its own, and one
 // from the pool): with SetMaxOpenConns(n) leave it that many.
 //
-// The error is for what stops the check itself: an invalid cfg, a server
-// that does not answer, a missing table or an outdated schema, ctx ending.
-func Check(ctx context.Context, db *sql.DB, config Config) (Report, error) {
+// The error is for what stops the check itself: a nil db
+// (election.ErrNilDB), an invalid config, a server that does not answer, a
+// missing table or an outdated schema (election.ErrTableMissing,
+// election.ErrSchemaMismatch), ctx ending.
+func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, error) {
 	if db == nil {
-		return Report{}, ErrNilDB
+		return Report{}, election.ErrNilDB
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	config.Name = scratchPrefix + hex.EncodeToString(b[:])
-	cfg, err := config.settings()
+	ch, err := newChecker(ctx, db, config)
 	if err != nil {
 		return Report{}, err
 	}
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: quoteTable(cfg.Table),
-		name: cfg.Name, name2: cfg.Name + "/2"}
-	qctx, cancel := ch.step(0)
-	site, err := getlock.ReadSite(qctx, db, cfg.Table)
-	if err == nil {
-		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
-	}
-	cancel()
-	if err != nil {
-		return Report{}, err
-	}
-	ch.site = site
 	if err := ch.privileges(); err != nil {
 		return Report{}, err
 	}
-	for _, probe := range []func(){
+	for _, run := range []func(){
 		ch.readOnly, ch.binlogFormat, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
 			break
 		}
-		probe()
+		run()
 	}
 	ch.cleanup()
 	if err := ctx.Err(); err != nil {
@@ -214,13 +203,37 @@ func Check(ctx context.Context, db *sql.DB, config Config) (Report, error) {
 	return ch.report, nil
 }
 
+// newChecker returns a checker for config on db, with the server's version
+// and site read.
+func newChecker(ctx context.Context, db *sql.DB, config election.Config) (*checker, error) {
+	kit, err := election.Probe(config)
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := scratchPrefix + hex.EncodeToString(b[:])
+	tbl := kit.Quoted
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, tbl: tbl,
+		sql: newStatements(tbl, kit.TermNow), name: name, name2: name + "/2"}
+	qctx, cancel := ch.step(0)
+	defer cancel()
+	site, err := getlock.ReadSite(qctx, db, kit.Table)
+	if err == nil {
+		err = db.QueryRowContext(qctx, ch.sql.version).Scan(&ch.report.Server)
+	}
+	ch.site = site
+	return ch, err
+}
+
 // checker runs Check's probes; each adds its findings to report.
 type checker struct {
 	ctx          context.Context
 	db           *sql.DB
-	sdb          *sqlx.DB
-	cfg          settings
+	sdb          *sqlx.DB // for getlock.Conn only
+	kit          probe.Kit
 	tbl          string // quoted
+	sql          statements
 	name, name2  string // the scratch elections
 	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
@@ -228,12 +241,11 @@ type checker struct {
 	report       Report
 }
 
-var (
-	both      = []string{BackendTable, BackendLock}
-	tableOnly = []string{BackendTable}
-	lockOnly  = []string{BackendLock}
-	none      = []string{} // a Batcher's, or an operator's tool's: never a fail for a backend
-)
+// The backends a finding concerns.
+func both() []string      { return []string{BackendTable, BackendLock} }
+func tableOnly() []string { return []string{BackendTable} }
+func lockOnly() []string  { return []string{BackendLock} }
+func none() []string      { return []string{} } // a Batcher's, or an operator's tool's: never a fail for a backend
 
 func (ch *checker) add(f Finding) {
 	if f.Status == CheckPass {
@@ -263,7 +275,7 @@ func (ch *checker) skipped(property string, backends []string) {
 // step is a context for one statement of ch: QueryTimeout, plus extra for
 // a statement that waits on purpose.
 func (ch *checker) step(extra time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ch.ctx, ch.cfg.QueryTimeout+extra)
+	return context.WithTimeout(ch.ctx, ch.kit.QueryTimeout+extra)
 }
 
 func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
@@ -273,15 +285,15 @@ func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
 }
 
 // conn takes a connection of its own from the pool; closeConn discards it.
-func (ch *checker) conn() (*sqlx.Conn, error) {
+func (ch *checker) conn() (*sql.Conn, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	return ch.sdb.Connx(ctx)
+	return ch.db.Conn(ctx)
 }
 
 // closeConn closes c without giving it back to the pool (its session has
 // locks, a transaction or changed variables): the server ends the session.
-func closeConn(c *sqlx.Conn) {
+func closeConn(c *sql.Conn) {
 	if c != nil {
 		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 		_ = c.Close()
@@ -292,31 +304,31 @@ func closeConn(c *sqlx.Conn) {
 // server refuses a write (--read-only, super_read_only).
 const erOptionPreventsStatement = 1290
 
-// privileges runs privilegeProbes (nothing is written or locked) and also
-// tells a read-only server apart. A missing table or column is Check's
-// error.
+// privileges runs Run's privilege probes (probe.Kit.PrivilegeProbes:
+// nothing is written or locked) and also tells a read-only server apart. A
+// missing table or column is Check's error.
 func (ch *checker) privileges() error {
 	var missing, missingDelete, readOnly []string
 	var firstErr error
-	for _, p := range privilegeProbes(ch.tbl) {
-		_, err := ch.exec(p.query)
-		switch cause := serverCause(err); {
+	for _, p := range ch.kit.PrivilegeProbes {
+		_, err := ch.exec(p.Query)
+		switch denied := accessDenied(err); {
 		case err == nil:
-		case cause == ErrAccessDenied && p.name == "DELETE":
-			missingDelete = append(missingDelete, p.name)
-		case cause == ErrAccessDenied:
-			missing = append(missing, p.name)
+		case denied && p.Name == "DELETE":
+			missingDelete = append(missingDelete, p.Name)
+		case denied:
+			missing = append(missing, p.Name)
 			firstErr = cmpErr(firstErr, err)
-		case p.name == "SELECT":
+		case p.Name == "SELECT":
 			ctx, cancel := ch.step(0)
 			defer cancel()
-			return explainLayout(ctx, ch.db, ch.cfg.Table, classify(err, ch.cfg.Table))
+			return ch.kit.Layout(ctx, ch.db, err)
 		case mysqlerr.Errno(err) == erOptionPreventsStatement:
 			ch.noWrites = true
-			readOnly = append(readOnly, p.name)
+			readOnly = append(readOnly, p.Name)
 		default:
 			ch.noWrites = true
-			ch.unverified(PropPrivileges, both, p.name, err)
+			ch.unverified(PropPrivileges, both(), p.Name, err)
 			return nil
 		}
 	}
@@ -324,24 +336,30 @@ func (ch *checker) privileges() error {
 	switch {
 	case missing != nil:
 		ch.noWrites = true
-		ch.add(Finding{Property: PropPrivileges, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropPrivileges, Status: CheckFail, Backends: both(),
 			Detail:      fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(append(missing, missingDelete...), ", "), ch.tbl, firstErr),
 			Consequence: "a candidate without them cannot take over: a standby that fails only at the failover it exists for",
 			Fix:         grant})
 	case readOnly != nil:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both,
+		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both(),
 			Detail:      "SELECT on " + ch.tbl + "; " + strings.Join(readOnly, ", ") + " not checked: the server refuses writes (see read_only)",
 			Consequence: "unverified", Fix: grant})
 	case missingDelete != nil:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both,
+		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both(),
 			Detail:      "the user has SELECT, INSERT and UPDATE on " + ch.tbl + " but not DELETE",
 			Consequence: "Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail",
 			Fix:         grant})
 	default:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckPass, Backends: both,
+		ch.add(Finding{Property: PropPrivileges, Status: CheckPass, Backends: both(),
 			Detail: "SELECT, INSERT, UPDATE and DELETE on " + ch.tbl})
 	}
 	return nil
+}
+
+// accessDenied reports whether the server refused err's statement for a
+// missing privilege.
+func accessDenied(err error) bool {
+	return errors.Is(election.Classify(err), election.ErrAccessDenied)
 }
 
 func cmpErr(first, err error) error {
@@ -366,7 +384,7 @@ func (ch *checker) readOnly() {
 	for _, v := range []string{"global.read_only", "global.super_read_only"} {
 		val, ok, err := ch.variable(v)
 		if err != nil {
-			ch.unverified(PropReadOnly, both, "read_only", err)
+			ch.unverified(PropReadOnly, both(), "read_only", err)
 			return
 		}
 		if ok && stmt.IsOn(val) {
@@ -376,7 +394,7 @@ func (ch *checker) readOnly() {
 	channels, err := ch.replicaChannels()
 	note := ""
 	switch {
-	case err != nil && errors.Is(serverCause(err), ErrAccessDenied):
+	case err != nil && accessDenied(err):
 		note = "; whether it replicates from another server could not be read (SHOW REPLICA STATUS needs REPLICATION CLIENT, or SLAVE MONITOR on MariaDB)"
 	case err != nil:
 		note = fmt.Sprintf("; whether it replicates could not be read (%v)", err)
@@ -385,7 +403,7 @@ func (ch *checker) readOnly() {
 	}
 	if why != nil {
 		ch.noWrites = true
-		ch.add(Finding{Property: PropReadOnly, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropReadOnly, Status: CheckFail, Backends: both(),
 			Detail:      "the server is read-only or a replica: " + strings.Join(why, ", ") + note,
 			Consequence: "candidates cannot write the row (no leader), or, with a privileged user, elect a leader of their own that the primary's candidates never see",
 			Fix:         "point the DSN at the primary (the writable server of the topology), never at a replica"})
@@ -395,7 +413,7 @@ func (ch *checker) readOnly() {
 	if note != "" {
 		st = CheckWarn
 	}
-	ch.add(Finding{Property: PropReadOnly, Status: st, Backends: both,
+	ch.add(Finding{Property: PropReadOnly, Status: st, Backends: both(),
 		Detail:      "read_only=OFF, super_read_only=OFF" + note,
 		Consequence: "a replica would go unnoticed", Fix: "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary"})
 }
@@ -403,7 +421,7 @@ func (ch *checker) readOnly() {
 // binlogFormat: a server that writes a STATEMENT binary log has its
 // replicas evaluate each statement again, by their own clock (SYSDATE(6)):
 // a replica's heartbeat may decide otherwise than the primary's (see
-// doc.go, "What is not guaranteed"). MIXED logs the statements as rows
+// docs/guarantees.md, "What is not guaranteed"). MIXED logs the statements as rows
 // (SYSDATE() is unsafe for statement logging), as ROW does.
 func (ch *checker) binlogFormat() {
 	logBin, _, err := ch.variable("global.log_bin")
@@ -413,16 +431,16 @@ func (ch *checker) binlogFormat() {
 	}
 	switch {
 	case err != nil:
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both,
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both(),
 			Detail: fmt.Sprintf("could not check (the binary log's format): %v", err), Consequence: "unverified",
 			Fix: "make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"})
 	case stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"):
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both(),
 			Detail:      "the server writes its binary log as statements (binlog_format=STATEMENT)",
 			Consequence: "a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
 			Fix:         "SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration"})
 	default:
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckPass, Backends: both,
+		ch.add(Finding{Property: PropBinlogFormat, Status: CheckPass, Backends: both(),
 			Detail: fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format)})
 	}
 }
@@ -432,9 +450,9 @@ func (ch *checker) binlogFormat() {
 func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	rows, err := ch.db.QueryContext(ctx, `SHOW REPLICA STATUS`)
+	rows, err := ch.db.QueryContext(ctx, ch.sql.replicaStatus)
 	if err != nil && mysqlerr.Errno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
-		rows, err = ch.db.QueryContext(ctx, `SHOW SLAVE STATUS`)
+		rows, err = ch.db.QueryContext(ctx, ch.sql.slaveStatus)
 	}
 	if err != nil {
 		return nil, err
@@ -475,329 +493,98 @@ func (ch *checker) replicaChannels() ([]string, error) {
 }
 
 // topology: GET_LOCK is local to a node of Galera or of a multi-primary
-// Group Replication group (checkLockTopology).
+// Group Replication group (probe.Kit.Topology, the lock backend's own check).
 func (ch *checker) topology() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err := checkLockTopology(ctx, ch.db)
+	err := ch.kit.Topology(ctx, ch.db)
 	switch {
-	case errors.Is(err, ErrUnsupportedTopology):
-		ch.add(Finding{Property: PropTopology, Status: CheckFail, Backends: lockOnly,
-			Detail: strings.TrimPrefix(err.Error(), ErrUnsupportedTopology.Error()+": ") +
+	case errors.Is(err, election.ErrUnsupportedTopology):
+		ch.add(Finding{Property: PropTopology, Status: CheckFail, Backends: lockOnly(),
+			Detail: strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ") +
 				"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
 			Consequence: "the lock backend could elect one leader per node",
 			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"})
 	case err != nil:
-		ch.unverified(PropTopology, lockOnly, "the topology", err)
+		ch.unverified(PropTopology, lockOnly(), "the topology", err)
 	default:
-		ch.add(Finding{Property: PropTopology, Status: CheckPass, Backends: lockOnly,
+		ch.add(Finding{Property: PropTopology, Status: CheckPass, Backends: lockOnly(),
 			Detail: "neither a Galera node nor a multi-primary Group Replication member: both backends may be used"})
 	}
 }
 
-// preflightCheck is a check that Run's preflight makes (runPreflight) and
-// Check reports as property prop: the same code, so that the doctor fails
-// every server and session that Run refuses.
-type preflightCheck struct {
-	prop        string
-	backends    []string
-	run         func(ctx context.Context, db *sql.DB, table string) error
-	pass        string // Check's detail on a pass
-	consequence string // on a fail
-	fix         string
-}
-
-// preflightChecks are the checks of Run's preflight on the session and the
-// schema that retrying cannot fix.
-func preflightChecks() []preflightCheck {
-	return []preflightCheck{
-		{PropFloorTable, both, func(ctx context.Context, db *sql.DB, table string) error {
-			return checkFloorTable(ctx, db, table, newFloorStmts(table, stmt.Bound{}, 0))
-		}, "the term floor table exists, and the user may read and write it",
-			"every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
-			"run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
-		{PropTimeZone, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkTimeZone(ctx, db) },
-			"the session time zone has no daylight saving time",
-			"local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
-			"set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"},
-		{PropAutocommit, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkCommits(ctx, db) },
-			"the session commits each statement (autocommit=1, completion_type NO_CHAIN)",
-			"a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
-			"remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"},
-		{PropAssignmentOrder, tableOnly, func(ctx context.Context, db *sql.DB, _ string) error { return checkAssignmentOrder(ctx, db) },
-			"the session assigns a SET list left to right",
-			"the heartbeat decides in its first assignment and reads the decision in the others: it would never take a row, and Run refuses it (ErrSimultaneousAssignment)",
-			"remove SIMULTANEOUS_ASSIGNMENT from the DSN's sql_mode (or the server's default)"},
-		{PropSysdate, both, func(ctx context.Context, db *sql.DB, _ string) error { return checkSysdate(ctx, db) },
-			"SYSDATE(6) is the server's clock at each call",
-			"SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
-			"restart the server without --sysdate-is-now"},
-	}
-}
-
-// runPreflight runs the preflightChecks of backend, and returns the first
-// error.
-func runPreflight(ctx context.Context, db *sql.DB, table, backend string) error {
-	for _, c := range preflightChecks() {
-		if !slices.Contains(c.backends, backend) {
-			continue
-		}
-		if err := c.run(ctx, db, table); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// preflight reports on Run's preflightChecks: a fail where Run would refuse
-// (a permanent error), unverified where the check could not be made.
+// preflight reports on Run's preflight checks: a fail where Run would
+// refuse (a permanent error), unverified where the check could not be made.
 func (ch *checker) preflight() {
-	for _, c := range preflightChecks() {
+	for _, c := range ch.kit.Checks {
 		ctx, cancel := ch.step(0)
-		err := c.run(ctx, ch.db, ch.cfg.Table)
+		err := c.Run(ctx, ch.db)
 		cancel()
 		switch {
 		case err == nil:
-			ch.add(Finding{Property: c.prop, Status: CheckPass, Backends: c.backends, Detail: c.pass})
-		case permanent(err):
-			if c.prop == PropAssignmentOrder {
+			ch.add(Finding{Property: c.Prop, Status: CheckPass, Backends: c.Backends, Detail: c.Pass})
+		case ch.kit.Permanent(err):
+			if c.Prop == PropAssignmentOrder {
 				ch.simultaneous = true
 			}
-			ch.add(Finding{Property: c.prop, Status: CheckFail, Backends: c.backends, Detail: err.Error(),
-				Consequence: c.consequence, Fix: c.fix})
+			ch.add(Finding{Property: c.Prop, Status: CheckFail, Backends: c.Backends, Detail: err.Error(),
+				Consequence: c.Consequence, Fix: c.Fix})
 		default:
-			ch.unverified(c.prop, c.backends, c.prop, err)
+			ch.unverified(c.Prop, c.Backends, c.Prop, err)
 		}
 	}
 }
 
-// probeIDs are the candidates of the heartbeat probe.
-const (
-	probeA = "sqlelect-doctor-a"
-	probeB = "sqlelect-doctor-b"
-)
+// erParse is ER_PARSE_ERROR: a statement the server does not know.
+const erParse = 1064
 
-// heartbeatProbe is what the heartbeat statement reported in
-// probeHeartbeat's five steps, and whether the table refused a decision
-// written outside the heartbeat.
-type heartbeatProbe struct {
-	counts     [5]int64
-	term, took uint64 // the terms of the insert and of the takeover
-	renewed    uint64 // the term the renewal reported (LAST_INSERT_ID): term
-	// guarded: the table refused decision = 'renewed' written by another
-	// statement (its CHECK constraint, enforced on this session). A value
-	// left in the column would make a heartbeat that decides nothing count
-	// as a change (2 affected rows).
-	guarded bool
-}
-
-// probeSteps name probeHeartbeat's steps.
-var probeSteps = [5]string{"insert", "renew", "another candidate's look at the live row", "expire", "take over the expired row"}
-
-// want are the affected rows probeHeartbeat expects; step 3 may be 1
-// under CLIENT_FOUND_ROWS.
-var wantCounts = [5]int64{1, 2, 0, 1, 2}
-
-func (p heartbeatProbe) String() string {
-	s := make([]string, len(p.counts))
-	for i, n := range p.counts {
-		s[i] = strconv.FormatInt(n, 10)
-	}
-	return strings.Join(s, ", ")
-}
-
-// ok reports whether the server answered as MySQL and MariaDB do, and
-// whether it counts found rows (CLIENT_FOUND_ROWS).
-func (p heartbeatProbe) ok() (ok, foundRows bool) {
-	c := p.counts
-	foundRows = c[2] == 1
-	c[2] = 0
-	return c == wantCounts && p.took > p.term, foundRows
-}
-
-// problem says what in p, besides the affected rows (ok), breaks the
-// heartbeat's decision: "" when nothing does.
-func (p heartbeatProbe) problem() string {
-	switch {
-	case p.renewed != p.term:
-		return fmt.Sprintf("the renewal reported term %d for a row of term %d: the decision column's ENUM is not "+
-			"('renewed', 'expired', 'claimed', 'released', 'transferred') in that order, so a renewal counts as a take", p.renewed, p.term)
-	case !p.guarded:
-		return "the decision column took a value written outside the heartbeat: its CHECK constraint (decision IS NULL) " +
-			"is missing or not enforced (MySQL: NOT ENFORCED; MariaDB: check_constraint_checks=0), and a value left " +
-			"there makes a heartbeat that changes nothing count as a renewal"
-	}
-	return ""
-}
-
-// isCheckViolation reports whether err is a CHECK constraint's refusal
-// (MariaDB's 4025, MySQL's 3819).
-func isCheckViolation(err error) bool {
-	n := mysqlerr.Errno(err)
-	return n == 4025 || n == 3819
-}
-
-// probeHeartbeat runs the table backend's own heartbeat statement on
-// election name of tbl (quoted) through ex, in five steps, and returns the
-// affected rows of each: candidate A inserts the row (1), renews it (2), B
-// looks at A's live row (0, or 1 under CLIENT_FOUND_ROWS), A lets it
-// expire at once (1: an UPDATE), and B takes the expired row (2) with a
-// higher term; the renewal must keep A's term. Last, it writes a decision
-// outside the heartbeat, which the table must refuse (heartbeatProbe.guarded).
-// Run's preflight runs it in a transaction it rolls back; Check on the pool,
-// and deletes the row.
-func probeHeartbeat(ctx context.Context, ex sqlx.ExecerContext, tbl, name string) (heartbeatProbe, error) {
-	var p heartbeatProbe
-	hb := stmt.Must(heartbeatSQL(tbl))
-	run := func(i int, s stmt.Stmt, pa stmt.Params) (sql.Result, error) {
-		query, args := s.Bind(pa)
-		res, err := ex.ExecContext(ctx, query, args...)
-		if err != nil {
-			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, probeSteps[i], err)
-		}
-		p.counts[i], err = res.RowsAffected()
-		return res, err
-	}
-	a := stmt.Params{Name: name, Me: probeA, Lease: 60000}
-	res, err := run(0, hb, a)
-	if err != nil {
-		return p, err
-	}
-	term, _ := res.LastInsertId()
-	p.term = uint64(term)
-	a.Hold = p.term
-	if res, err = run(1, hb, a); err != nil {
-		return p, err
-	}
-	renewed, _ := res.LastInsertId()
-	p.renewed = uint64(renewed)
-	b := stmt.Params{Name: name, Me: probeB, Lease: 60000}
-	if _, err := run(2, hb, b); err != nil {
-		return p, err
-	}
-	// Expired a day ago, so that the takeover sees it expired whatever the
-	// session's clock (one behind, which the heartbeat tolerates, judges
-	// expiry later).
-	expire := `UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
-WHERE anchor = :name AND ` + holdsCond
-	if _, err := run(3, stmt.Must(expire), a); err != nil {
-		return p, err
-	}
-	if res, err = run(4, hb, b); err != nil {
-		return p, err
-	}
-	took, _ := res.LastInsertId()
-	p.took = uint64(took)
-	// A decision written by another statement must be refused.
-	q, args := stmt.Must(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).Bind(b)
-	switch _, err = ex.ExecContext(ctx, q, args...); {
-	case err == nil:
-		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
-			return p, fmt.Errorf("election: the heartbeat probe's clean-up of the decision column: %w", err)
-		}
-	case isCheckViolation(err):
-		p.guarded = true
-	default:
-		return p, fmt.Errorf("election: the heartbeat probe's step 6 (a decision written outside the heartbeat): %w", err)
-	}
-	return p, nil
-}
-
-// Server errors that no MySQL or MariaDB returns for the heartbeat.
-const (
-	erParse        = 1064 // ER_PARSE_ERROR
-	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
-)
-
-// preflightServer is the cheap subset of Check that Run's preflight sends
-// (both backends): the heartbeat probe (probeHeartbeat), in a transaction it
-// rolls back, so that nothing is written, no DELETE privilege is needed and
-// no row is left. A server that answers with the wrong affected rows fails
-// with ErrUnsafeServer (permanent: Run stops). Errors are left to the
-// campaign (a read-only server may become writable; a missing privilege is
-// classified and stops Run as the heartbeat would), but for a statement
-// the server refuses as no MySQL or MariaDB does (1064, 1105: no candidate
-// could take over), ErrUnsafeServer too. probed reports whether the probe
-// ran and passed: candidates that share a Batcher stop probing once one
-// did; others probe at each Run.
-func preflightServer(ctx context.Context, db *sql.DB, table string) (probed bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, nil // the campaign will say
-	}
-	defer func() { _ = tx.Rollback() }()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	p, err := probeHeartbeat(ctx, tx, quoteTable(table), scratchPrefix+hex.EncodeToString(b[:]))
-	switch n := mysqlerr.Errno(err); {
-	case err == nil:
-	case serverCause(err) == ErrAccessDenied:
-		return false, classify(err, table)
-	case n == erParse || n == erUnknownError:
-		// Not MySQL's or MariaDB's answer to the statement candidates
-		// send (go-mysql-server refuses a takeover with 1105): no
-		// candidate could ever take over.
-		return false, fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
-	default:
-		return false, nil // a read-only server, a conflict, a timeout: the campaign will say
-	}
-	if ok, _ := p.ok(); !ok {
-		return false, fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
-			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.term, p.took)
-	}
-	if why := p.problem(); why != "" {
-		return false, fmt.Errorf("%w: %s: two candidates could lead at once", ErrUnsafeServer, why)
-	}
-	return true, nil
-}
-
-// affectedRows runs probeHeartbeat on the pool (autocommit, as candidates
+// affectedRows runs the heartbeat probe on the pool (autocommit, as candidates
 // do).
 func (ch *checker) affectedRows() {
 	if ch.noWrites {
-		ch.skipped(PropAffectedRows, tableOnly)
+		ch.skipped(PropAffectedRows, tableOnly())
 		return
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	p, err := probeHeartbeat(ctx, ch.db, ch.tbl, ch.name)
-	if ch.simultaneous && isCheckViolation(err) {
+	p, err := ch.kit.Heartbeat(ctx, ch.db, ch.name)
+	if ch.simultaneous && probe.IsCheckViolation(err) {
 		// The heartbeat fails on its CHECK constraint there, by design.
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly(),
 			Detail:      "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): " + err.Error(),
 			Consequence: "unverified"})
 		return
 	}
-	if errors.Is(unsafeSession(err), ErrUnsafeSession) {
+	if mysqlerr.Errno(err) == mysqlerr.BadNull {
 		// The heartbeat refuses such a session by design (see time_zone).
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly(),
 			Detail:      "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): " + err.Error(),
 			Consequence: "unverified"})
 		return
 	}
 	if err != nil {
-		ch.unverified(PropAffectedRows, tableOnly, "the heartbeat", err)
+		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
 		return
 	}
-	ok, foundRows := p.ok()
-	switch why := p.problem(); {
+	ok, foundRows := p.OK()
+	switch why := p.Problem(); {
 	case ok && why != "":
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly(),
 			Detail:      why,
 			Consequence: "a candidate may believe it leads while another does",
 			Fix:         "recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced"})
 	case !ok:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly(),
 			Detail: fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
 				"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d",
-				p, p.term, p.took),
+				p, p.Term, p.Took),
 			Consequence: "the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
 			Fix:         "do not run the table backend on this server; use MySQL or MariaDB"})
 	case foundRows:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly(),
 			Detail: "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row"})
 	default:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly,
+		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly(),
 			Detail: "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)"})
 	}
 }
@@ -806,24 +593,24 @@ func (ch *checker) affectedRows() {
 // insert) and resets the columns it does not name.
 func (ch *checker) replace() {
 	if ch.noWrites {
-		ch.skipped(PropReplace, none)
+		ch.skipped(PropReplace, none())
 		return
 	}
-	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probeB)
+	res, err := ch.exec(ch.sql.replace, ch.name, probe.B)
 	if err != nil {
-		ch.unverified(PropReplace, none, "REPLACE", err)
+		ch.unverified(PropReplace, none(), "REPLACE", err)
 		return
 	}
 	n, _ := res.RowsAffected()
 	var acquired string
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name).Scan(&acquired)
+	err = ch.db.QueryRowContext(ctx, ch.sql.acquired, ch.name).Scan(&acquired)
 	if n == 2 && err == nil && acquired == "operator" {
-		ch.add(Finding{Property: PropReplace, Status: CheckPass, Backends: none, Detail: "REPLACE over a row reports 2 and resets the columns it does not name"})
+		ch.add(Finding{Property: PropReplace, Status: CheckPass, Backends: none(), Detail: "REPLACE over a row reports 2 and resets the columns it does not name"})
 		return
 	}
-	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none,
+	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none(),
 		Detail:      fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
 		Consequence: "the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
 		Fix:         "steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE"})
@@ -832,48 +619,59 @@ func (ch *checker) replace() {
 // clock: NOW(6) has microseconds, never goes back on one connection, and
 // is the same clock for two connections.
 func (ch *checker) clock() {
-	c0, err := ch.conn()
-	if err != nil {
-		ch.unverified(PropNowMicroseconds, both, "a connection", err)
+	vals, offset, ok := ch.readClocks()
+	if !ok {
 		return
 	}
-	defer closeConn(c0)
-	c1, err := ch.conn()
-	if err != nil {
-		ch.unverified(PropNowMicroseconds, both, "a second connection", err)
-		return
+	ch.nowMicroseconds(vals)
+	ch.nowMonotonic(vals)
+	ch.nowOneClock(offset)
+}
+
+// clockReads is how many times readClocks reads the second connection's
+// clock between two of the first's.
+const clockReads = 20
+
+// readClocks reads NOW(6) on two connections of its own, 2*clockReads
+// readings of the first (vals) and one of the second between each two,
+// and returns the largest distance of the second's reading outside the
+// first's two around it, in µs; ok is false when it added an unverified
+// finding instead.
+func (ch *checker) readClocks() (vals []int64, offset int64, ok bool) {
+	var c [2]*sql.Conn
+	for i, what := range []string{"a connection", "a second connection"} {
+		conn, err := ch.conn()
+		if err != nil {
+			ch.unverified(PropNowMicroseconds, both(), what, err)
+			return nil, 0, false
+		}
+		defer closeConn(conn)
+		c[i] = conn
 	}
-	defer closeConn(c1)
-	now := func(c *sqlx.Conn) (int64, error) {
+	now := func(c *sql.Conn) (int64, error) {
 		ctx, cancel := ch.step(0)
 		defer cancel()
 		var v int64
-		err := c.QueryRowContext(ctx, `SELECT `+termNowSQL).Scan(&v)
+		err := c.QueryRowContext(ctx, ch.sql.now).Scan(&v)
 		return v, err
 	}
-	const reads = 20
-	var vals []int64
-	var offset int64 // the largest distance of c1's reading outside c0's two around it, in µs
-	for i := 0; i < reads; i++ {
-		a1, err := now(c0)
-		if err != nil {
-			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
-			return
+	for range clockReads {
+		var r [3]int64
+		for k, conn := range []*sql.Conn{c[0], c[1], c[0]} {
+			var err error
+			if r[k], err = now(conn); err != nil {
+				ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
+				return nil, 0, false
+			}
 		}
-		b, err := now(c1)
-		if err != nil {
-			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
-			return
-		}
-		a2, err := now(c0)
-		if err != nil {
-			ch.unverified(PropNowMicroseconds, both, "NOW(6)", err)
-			return
-		}
-		vals = append(vals, a1, a2)
-		offset = max(offset, a1-b, b-a2)
+		vals = append(vals, r[0], r[2])
+		offset = max(offset, r[0]-r[1], r[1]-r[2])
 	}
+	return vals, offset, true
+}
 
+// nowMicroseconds: the readings have microseconds.
+func (ch *checker) nowMicroseconds(vals []int64) {
 	var micro, milli bool
 	for _, v := range vals {
 		micro = micro || v%1000 != 0
@@ -881,46 +679,52 @@ func (ch *checker) clock() {
 	}
 	switch {
 	case micro:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both, Detail: "the server clock (SYSDATE(6), which terms use) has microseconds"})
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both(), Detail: "the server clock (SYSDATE(6), which terms use) has microseconds"})
 	case milli:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckWarn, Backends: both,
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckWarn, Backends: both(),
 			Detail:      fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
 			Consequence: "leases are judged a millisecond coarser than they are written",
 			Fix:         "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
 	default:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckFail, Backends: both(),
 			Detail:      fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
 			Consequence: "a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
 			Fix:         "use a server whose NOW(6) has microseconds"})
 	}
+}
 
+// nowMonotonic: one connection's readings never go back.
+func (ch *checker) nowMonotonic(vals []int64) {
 	back := int64(0)
 	for i := 1; i < len(vals); i++ {
 		back = max(back, vals[i-1]-vals[i])
 	}
 	if back > 0 {
-		ch.add(Finding{Property: PropNowMonotonic, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropNowMonotonic, Status: CheckFail, Backends: both(),
 			Detail:      fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
 			Consequence: "a lease measured by the database clock can end early: two leaders",
 			Fix:         "use one server whose clock does not step (NTP slewing, not stepping)"})
-	} else {
-		ch.add(Finding{Property: PropNowMonotonic, Status: CheckPass, Backends: both,
-			Detail: fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals))})
+		return
 	}
+	ch.add(Finding{Property: PropNowMonotonic, Status: CheckPass, Backends: both(),
+		Detail: fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals))})
+}
 
-	margin := ch.cfg.LeaseDuration - ch.cfg.RenewDeadline
+// nowOneClock: two connections' clocks differ by offset µs at most.
+func (ch *checker) nowOneClock(offset int64) {
+	margin := ch.kit.LeaseDuration - ch.kit.RenewDeadline
 	d := time.Duration(offset) * time.Microsecond
 	switch {
 	case offset <= 0:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckPass, Backends: both,
-			Detail: fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", reads)})
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckPass, Backends: both(),
+			Detail: fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads)})
 	case d < margin/10:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckWarn, Backends: both,
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckWarn, Backends: both(),
 			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
 			Consequence: fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
 			Fix:         "keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
 	default:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckFail, Backends: both,
+		ch.add(Finding{Property: PropNowOneClock, Status: CheckFail, Backends: both(),
 			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
 			Consequence: fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
 			Fix:         "connect all candidates to one server, or synchronize the servers' clocks well within the margin"})
@@ -934,13 +738,13 @@ func (ch *checker) locks() {
 	lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 	a, err := ch.openLock(lock)
 	if err != nil {
-		ch.unverified(PropGetLock, lockOnly, "a connection", err)
+		ch.unverified(PropGetLock, lockOnly(), "a connection", err)
 		return
 	}
 	defer a.Discard()
 	b, err := ch.openLock(lock)
 	if err != nil {
-		ch.unverified(PropGetLock, lockOnly, "a second connection", err)
+		ch.unverified(PropGetLock, lockOnly(), "a second connection", err)
 		return
 	}
 	defer b.Discard()
@@ -958,10 +762,10 @@ func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
 	c := &getlock.Conn{Lock: lock}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	if err := c.Open(ctx, ch.sdb); err != nil {
+	if err := c.Open(ctx, ch.db); err != nil {
 		return nil, err
 	}
-	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
+	if err := c.Conn.QueryRowContext(ctx, ch.sql.connectionID).Scan(&c.ID); err != nil {
 		return nil, c.Fail(err)
 	}
 	return c, nil
@@ -972,9 +776,9 @@ func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
 func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
-	start := ch.cfg.Clock.Now()
+	start := ch.kit.Now()
 	ok, err := c.Get(ctx, s)
-	return ok, ch.cfg.Clock.Now().Sub(start), err
+	return ok, ch.kit.Now().Sub(start), err
 }
 
 // getLock: a takes the free lock at once; b's zero and fractional waits
@@ -985,7 +789,7 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	var problems, notes []string
 	fail := false
 	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
-		ch.unverified(PropGetLock, lockOnly, "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
+		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
 		return false
 	}
 	ok0, d0, err0 := ch.lockGet(b, lock.TryLock, 0)
@@ -995,7 +799,7 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	}
 	switch {
 	case err0 != nil || errF != nil:
-		ch.unverified(PropGetLock, lockOnly, "GET_LOCK on a held lock", cmpErr(err0, errF))
+		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK on a held lock", cmpErr(err0, errF))
 		return false
 	case ok0 || okF:
 		fail = true
@@ -1014,17 +818,17 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	}
 	switch {
 	case fail:
-		ch.add(Finding{Property: PropGetLock, Status: CheckFail, Backends: lockOnly,
+		ch.add(Finding{Property: PropGetLock, Status: CheckFail, Backends: lockOnly(),
 			Detail:      strings.Join(problems, "; "),
 			Consequence: "two lock-backend candidates can hold the election's lock at once: two leaders",
 			Fix:         "use the table backend on this server"})
 	case problems != nil:
-		ch.add(Finding{Property: PropGetLock, Status: CheckWarn, Backends: lockOnly,
+		ch.add(Finding{Property: PropGetLock, Status: CheckWarn, Backends: lockOnly(),
 			Detail:      strings.Join(problems, "; "),
 			Consequence: "waiting lock-backend candidates (and the table backend's fast handover) poll too often or block past their bound: slower takeovers, more load",
 			Fix:         "prefer the table backend on this server"})
 	default:
-		ch.add(Finding{Property: PropGetLock, Status: CheckPass, Backends: lockOnly,
+		ch.add(Finding{Property: PropGetLock, Status: CheckPass, Backends: lockOnly(),
 			Detail: "GET_LOCK(name, 0) on a held lock returned 0 at once; " + strings.Join(notes, "; ")})
 	}
 	return true
@@ -1037,14 +841,14 @@ func (ch *checker) isUsedLock(lock getlock.Lock, a, b *getlock.Conn) {
 	cancel()
 	switch {
 	case err != nil:
-		ch.unverified(PropIsUsedLock, lockOnly, "IS_USED_LOCK", err)
+		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
 	case !holder.Valid || uint64(holder.Int64) != a.ID:
-		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly,
+		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly(),
 			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.ID),
 			Consequence: "the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
 			Fix:         "use the table backend on this server"})
 	default:
-		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly,
+		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly(),
 			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID)})
 	}
 }
@@ -1056,14 +860,14 @@ func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
 	ok, d, err := ch.lockGet(b, lock.Wait(wait), wait)
 	switch {
 	case err != nil:
-		ch.unverified(PropLockSessionEnd, lockOnly, "GET_LOCK after the holder's connection closed", err)
+		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
 	case !ok:
-		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckFail, Backends: lockOnly,
+		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckFail, Backends: lockOnly(),
 			Detail:      fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
 			Consequence: "a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
 			Fix:         "connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend"})
 	default:
-		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckPass, Backends: lockOnly,
+		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckPass, Backends: lockOnly(),
 			Detail: fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond))})
 	}
 }
@@ -1077,7 +881,7 @@ func nullInt(v sql.NullInt64) string {
 
 // lockRow begins a transaction on a connection of its own that locks row
 // anchor (SELECT … FOR UPDATE); release ends it and discards the connection.
-func (ch *checker) lockRow(anchor string) (tx *sqlx.Tx, release func(), err error) {
+func (ch *checker) lockRow(anchor string) (tx *sql.Tx, release func(), err error) {
 	c, err := ch.conn()
 	if err != nil {
 		return nil, nil, err
@@ -1086,18 +890,35 @@ func (ch *checker) lockRow(anchor string) (tx *sqlx.Tx, release func(), err erro
 	defer cancel()
 	// The transaction outlives this step: it is begun on ch.ctx, and each
 	// statement has its own deadline.
-	tx, err = c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tx, err = c.BeginTx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		closeConn(c)
 		return nil, nil, err
 	}
 	release = func() { _ = tx.Rollback(); closeConn(c) }
 	var got string
-	if err := tx.QueryRowContext(ctx, `SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`, anchor).Scan(&got); err != nil {
+	if err := tx.QueryRowContext(ctx, ch.sql.lockRow, anchor).Scan(&got); err != nil {
 		release()
 		return nil, nil, err
 	}
 	return tx, release, nil
+}
+
+// contended locks row ch.name in a transaction of its own (tx), and opens
+// a second connection (c) to contend for it; release ends both. ok is false
+// when it added an unverified finding on property instead.
+func (ch *checker) contended(property string) (tx *sql.Tx, c *sql.Conn, release func(), ok bool) {
+	tx, releaseA, err := ch.lockRow(ch.name)
+	if err != nil {
+		ch.unverified(property, none(), "SELECT … FOR UPDATE", err)
+		return nil, nil, nil, false
+	}
+	if c, err = ch.conn(); err != nil {
+		releaseA()
+		ch.unverified(property, none(), "a second connection", err)
+		return nil, nil, nil, false
+	}
+	return tx, c, func() { closeConn(c); releaseA() }, true
 }
 
 // skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
@@ -1105,58 +926,66 @@ func (ch *checker) lockRow(anchor string) (tx *sqlx.Tx, release func(), err erro
 // gets nothing (the Batcher's renewals rely on it).
 func (ch *checker) skipLocked() {
 	if ch.noWrites {
-		ch.skipped(PropSkipLocked, none)
+		ch.skipped(PropSkipLocked, none())
 		return
 	}
-	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probeB); err != nil {
-		ch.unverified(PropSkipLocked, none, "a second scratch row", err)
+	if _, err := ch.exec(ch.sql.insert, ch.name2, probe.B); err != nil {
+		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
 		return
 	}
-	ta, releaseA, err := ch.lockRow(ch.name)
+	ta, c, release, ok := ch.contended(PropSkipLocked)
+	if !ok {
+		return
+	}
+	defer release()
+	tb, err := c.BeginTx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		ch.unverified(PropSkipLocked, none, "SELECT … FOR UPDATE", err)
-		return
-	}
-	defer releaseA()
-	c, err := ch.conn()
-	if err != nil {
-		ch.unverified(PropSkipLocked, none, "a second connection", err)
-		return
-	}
-	defer closeConn(c)
-	tb, err := c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		ch.unverified(PropSkipLocked, none, "a transaction", err)
+		ch.unverified(PropSkipLocked, none(), "a transaction", err)
 		return
 	}
 	defer func() { _ = tb.Rollback() }()
-	skip := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	var gotB []string
-	err = tb.SelectContext(ctx, &gotB, skip, ch.name, ch.name2)
+	gotB, err := anchors(ctx, tb, ch.sql.skipLocked, ch.name, ch.name2)
 	if err != nil {
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckWarn, Backends: none,
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckWarn, Backends: none(),
 			Detail:      fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
 			Consequence: "a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)",
 			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
 		return
 	}
-	var gotA []string
-	err = ta.SelectContext(ctx, &gotA, skip, ch.name2, ch.name2)
+	gotA, err := anchors(ctx, ta, ch.sql.skipLocked, ch.name2, ch.name2)
 	switch {
 	case err != nil:
-		ch.unverified(PropSkipLocked, none, "SKIP LOCKED of a row another transaction locked", err)
+		ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
 	case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckFail, Backends: none,
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckFail, Backends: none(),
 			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)",
 				gotB, gotA),
 			Consequence: "a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
 			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
 	default:
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckPass, Backends: none,
+		ch.add(Finding{Property: PropSkipLocked, Status: CheckPass, Backends: none(),
 			Detail: "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took"})
 	}
+}
+
+// anchors returns the anchors query selects in tx.
+func anchors(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
 
 // statementBounds: a locking read wrapped by the bound of the server's
@@ -1164,35 +993,28 @@ func (ch *checker) skipLocked() {
 // holds the row, instead of waiting for the client to give up.
 func (ch *checker) statementBounds() {
 	if ch.noWrites {
-		ch.skipped(PropStatementBounds, none)
+		ch.skipped(PropStatementBounds, none())
 		return
 	}
 	bound := stmt.NewBound(ch.site.Flavor, time.Second)
 	if bound.Flavor == stmt.FlavorOther {
-		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none,
+		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none(),
 			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
 			Consequence: "a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
 			Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5)"})
 		return
 	}
-	_, releaseA, err := ch.lockRow(ch.name)
-	if err != nil {
-		ch.unverified(PropStatementBounds, none, "SELECT … FOR UPDATE", err)
+	_, c, release, ok := ch.contended(PropStatementBounds)
+	if !ok {
 		return
 	}
-	defer releaseA()
-	c, err := ch.conn()
-	if err != nil {
-		ch.unverified(PropStatementBounds, none, "a second connection", err)
-		return
-	}
-	defer closeConn(c)
+	defer release()
 	ctx, cancel := ch.step(2 * time.Second)
 	defer cancel()
-	start := ch.cfg.Clock.Now()
+	start := ch.kit.Now()
 	var got string
-	err = c.QueryRowContext(ctx, bound.Wrap(`SELECT anchor FROM `+ch.tbl+` WHERE anchor = ? FOR UPDATE`), ch.name).Scan(&got)
-	took := ch.cfg.Clock.Now().Sub(start).Round(time.Millisecond)
+	err := c.QueryRowContext(ctx, bound.Wrap(ch.sql.lockRow), ch.name).Scan(&got)
+	took := ch.kit.Now().Sub(start).Round(time.Millisecond)
 	var st CheckStatus
 	var detail string
 	switch n := mysqlerr.Errno(err); {
@@ -1206,12 +1028,12 @@ func (ch *checker) statementBounds() {
 	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
 		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
 		secs, _ := strconv.ParseInt(v, 10, 64)
-		if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.QueryTimeout) {
+		if err == nil && secs > 2*stmt.WaitSecs(ch.kit.QueryTimeout) {
 			st = CheckWarn
 			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 		}
 	}
-	ch.add(Finding{Property: PropStatementBounds, Status: st, Backends: none, Detail: detail,
+	ch.add(Finding{Property: PropStatementBounds, Status: st, Backends: none(), Detail: detail,
 		Consequence: "statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
 		Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5: the driver sets it on every connection)"})
 }
@@ -1227,16 +1049,16 @@ func boundKind(b stmt.Bound) string {
 // lease (the server drops a silent holder); pooled connections should
 // outlive a lease of idleness.
 func (ch *checker) waitTimeout() {
-	leaseSecs := max(int64(math.Ceil(ch.cfg.LeaseDuration.Seconds())), 1)
+	leaseSecs := max(int64(math.Ceil(ch.kit.LeaseDuration.Seconds())), 1)
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly, "wait_timeout", err)
+		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
 		return
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
 	c, err := ch.conn()
 	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly, "a connection", err)
+		ch.unverified(PropWaitTimeout, lockOnly(), "a connection", err)
 		return
 	}
 	defer closeConn(c)
@@ -1252,17 +1074,17 @@ func (ch *checker) waitTimeout() {
 	}
 	switch {
 	case err != nil || set != leaseSecs:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckFail, Backends: lockOnly,
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckFail, Backends: lockOnly(),
 			Detail:      fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
 			Consequence: "the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
 			Fix:         "use the table backend on this server"})
 	case secs < leaseSecs:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckWarn, Backends: lockOnly,
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckWarn, Backends: lockOnly(),
 			Detail:      fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
 			Consequence: "idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
 			Fix:         fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs)})
 	default:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckPass, Backends: lockOnly,
+		ch.add(Finding{Property: PropWaitTimeout, Status: CheckPass, Backends: lockOnly(),
 			Detail: fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs)})
 	}
 }
@@ -1274,31 +1096,31 @@ func (ch *checker) roundTrip() {
 	var slowest time.Duration
 	for i := 0; i < 5; i++ {
 		ctx, cancel := ch.step(0)
-		start := ch.cfg.Clock.Now()
+		start := ch.kit.Now()
 		var one int
-		err := ch.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
-		d := ch.cfg.Clock.Now().Sub(start)
+		err := ch.db.QueryRowContext(ctx, ch.sql.ping).Scan(&one)
+		d := ch.kit.Now().Sub(start)
 		cancel()
 		if err != nil {
-			ch.unverified(PropRoundTrip, both, "SELECT 1", err)
+			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
 			return
 		}
 		slowest = max(slowest, d)
 	}
-	room := ch.cfg.RenewDeadline - ch.cfg.RenewInterval
+	room := ch.kit.RenewDeadline - ch.kit.RenewInterval
 	detail := fmt.Sprintf("slowest of 5 round trips %v; a leader has %v (RenewDeadline - RenewInterval) to renew, in up to two round trips",
 		slowest.Round(10*time.Microsecond), room)
 	switch {
 	case 2*slowest >= room:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckFail, Backends: both, Detail: detail,
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckFail, Backends: both(), Detail: detail,
 			Consequence: "renewals do not complete before the renew deadline: leaders stand down again and again",
 			Fix:         "run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)"})
-	case slowest >= ch.cfg.RenewInterval/10:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckWarn, Backends: both, Detail: detail,
+	case slowest >= ch.kit.RenewInterval/10:
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckWarn, Backends: both(), Detail: detail,
 			Consequence: "a slow network leaves little room for a retry before the renew deadline",
 			Fix:         "run the candidates near the database, or lengthen the lease"})
 	default:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckPass, Backends: both, Detail: detail})
+		ch.add(Finding{Property: PropRoundTrip, Status: CheckPass, Backends: both(), Detail: detail})
 	}
 }
 
@@ -1307,13 +1129,13 @@ func (ch *checker) cleanup() {
 	if ch.noWrites {
 		return // nothing was written
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.kit.QueryTimeout)
 	defer cancel()
-	_, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.tbl+` WHERE anchor IN (?, ?)`, ch.name, ch.name2)
+	_, err := ch.db.ExecContext(ctx, ch.sql.cleanup, ch.name, ch.name2)
 	if err != nil {
-		ch.add(Finding{Property: PropCleanup, Status: CheckWarn, Backends: none,
+		ch.add(Finding{Property: PropCleanup, Status: CheckWarn, Backends: none(),
 			Detail:      fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
 			Consequence: "two stale rows in the election table (status lists them)",
-			Fix:         "DELETE FROM " + ch.tbl + " WHERE anchor LIKE '" + scratchPrefix + "%'"})
+			Fix:         ch.sql.cleanupFix})
 	}
 }

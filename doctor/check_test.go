@@ -1,8 +1,10 @@
-package election_test
+package doctor_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -11,10 +13,15 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
+
+// TestMain tears down the shared test server of package testdb.
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 // checkDB returns a migrated database on the shared server, its DSN with
 // params added, and the pool.
@@ -38,11 +45,11 @@ func checkDB(t *testing.T, params map[string]string) (string, *sql.DB) {
 }
 
 // runCheck runs Check with a deadline and logs the report.
-func runCheck(t *testing.T, db *sql.DB, cfg election.Config) election.Report {
+func runCheck(t *testing.T, db *sql.DB, cfg election.Config) doctor.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := election.Check(ctx, db, cfg)
+	r, err := doctor.Check(ctx, db, cfg)
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -50,7 +57,7 @@ func runCheck(t *testing.T, db *sql.DB, cfg election.Config) election.Report {
 	return r
 }
 
-func logReport(t *testing.T, r election.Report) {
+func logReport(t *testing.T, r doctor.Report) {
 	t.Helper()
 	t.Logf("server %s", r.Server)
 	for _, f := range r.Findings {
@@ -60,12 +67,12 @@ func logReport(t *testing.T, r election.Report) {
 
 // wantStatuses fails t unless each property has the status given, for
 // backend, and every other property passes.
-func wantStatuses(t *testing.T, r election.Report, backend string, want map[string]election.CheckStatus) {
+func wantStatuses(t *testing.T, r doctor.Report, backend string, want map[string]doctor.CheckStatus) {
 	t.Helper()
 	for _, f := range r.For(backend) {
 		w, ok := want[f.Property]
 		if !ok {
-			w = election.CheckPass
+			w = doctor.CheckPass
 		}
 		if f.Status != w {
 			t.Errorf("%s backend: %s is %s, want %s: %s", backend, f.Property, f.Status, w, f.Detail)
@@ -76,11 +83,11 @@ func wantStatuses(t *testing.T, r election.Report, backend string, want map[stri
 // serverWarnings are the warnings the docs announce for the server under
 // test: on MySQL, writes on pooled connections wait for a row lock up to
 // innodb_lock_wait_timeout (50 s by default; doc.go).
-func serverWarnings(r election.Report) map[string]election.CheckStatus {
+func serverWarnings(r doctor.Report) map[string]doctor.CheckStatus {
 	if strings.Contains(strings.ToLower(r.Server), "mariadb") {
-		return map[string]election.CheckStatus{}
+		return map[string]doctor.CheckStatus{}
 	}
-	return map[string]election.CheckStatus{election.PropStatementBounds: election.CheckWarn}
+	return map[string]doctor.CheckStatus{doctor.PropStatementBounds: doctor.CheckWarn}
 }
 
 // TestCheckCIServer: the server CI runs (SQLELECT_TEST_SERVER) passes every
@@ -92,12 +99,12 @@ func TestCheckCIServer(t *testing.T) {
 			_, db := checkDB(t, map[string]string{"clientFoundRows": foundRows})
 			r := runCheck(t, db, election.Config{})
 			want := serverWarnings(r)
-			wantStatuses(t, r, election.BackendTable, want)
-			wantStatuses(t, r, election.BackendLock, want)
-			if !r.Safe(election.BackendTable) || !r.Safe(election.BackendLock) {
-				t.Errorf("not safe: table fails %v, lock fails %v", r.Failed(election.BackendTable), r.Failed(election.BackendLock))
+			wantStatuses(t, r, doctor.BackendTable, want)
+			wantStatuses(t, r, doctor.BackendLock, want)
+			if !r.Safe(doctor.BackendTable) || !r.Safe(doctor.BackendLock) {
+				t.Errorf("not safe: table fails %v, lock fails %v", r.Failed(doctor.BackendTable), r.Failed(doctor.BackendLock))
 			}
-			f, _ := r.Find(election.PropAffectedRows)
+			f, _ := r.Find(doctor.PropAffectedRows)
 			if got := strings.Contains(f.Detail, "CLIENT_FOUND_ROWS"); got != (foundRows == "true") {
 				t.Errorf("affected rows with clientFoundRows=%s: %s", foundRows, f.Detail)
 			}
@@ -115,7 +122,7 @@ func TestCheckDSTTimeZone(t *testing.T) {
 	zone := testdb.DSTZone(t, testdb.Open(t, testdb.AdminDSN(t)))
 	_, db := checkDB(t, map[string]string{"time_zone": "'" + zone + "'"})
 	r := runCheck(t, db, election.Config{})
-	wantFailed(t, r, election.PropTimeZone)
+	wantFailed(t, r, doctor.PropTimeZone)
 }
 
 // TestCheckSimultaneousAssignment: MariaDB's SIMULTANEOUS_ASSIGNMENT
@@ -131,10 +138,10 @@ func TestCheckSimultaneousAssignment(t *testing.T) {
 	}
 	_, db := checkDB(t, map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"})
 	r := runCheck(t, db, election.Config{})
-	if got := r.Failed(election.BackendTable); len(got) != 1 || got[0] != election.PropAssignmentOrder {
-		t.Errorf("table backend fails %v, want [%s]", got, election.PropAssignmentOrder)
+	if got := r.Failed(doctor.BackendTable); len(got) != 1 || got[0] != doctor.PropAssignmentOrder {
+		t.Errorf("table backend fails %v, want [%s]", got, doctor.PropAssignmentOrder)
 	}
-	if got := r.Failed(election.BackendLock); len(got) != 0 {
+	if got := r.Failed(doctor.BackendLock); len(got) != 0 {
 		t.Errorf("lock backend fails %v, want none (its statements do not depend on the order)", got)
 	}
 }
@@ -165,14 +172,14 @@ func TestCheckMissingGrant(t *testing.T) {
 	cfg.User, cfg.Passwd = user, "pw"
 	db := testdb.Open(t, cfg.FormatDSN())
 	r := runCheck(t, db, election.Config{})
-	f, _ := r.Find(election.PropPrivileges)
-	if f.Status != election.CheckFail || !strings.Contains(f.Detail, "INSERT, UPDATE, DELETE") {
+	f, _ := r.Find(doctor.PropPrivileges)
+	if f.Status != doctor.CheckFail || !strings.Contains(f.Detail, "INSERT, UPDATE, DELETE") {
 		t.Errorf("privileges: %s %s", f.Status, f.Detail)
 	}
 	// The floor table too (SELECT on the database only): Run refuses both.
-	for _, b := range []string{election.BackendTable, election.BackendLock} {
-		if got := r.Failed(b); !slices.Equal(got, []string{election.PropPrivileges, election.PropFloorTable}) {
-			t.Errorf("%s backend fails %v, want [%s %s]", b, got, election.PropPrivileges, election.PropFloorTable)
+	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
+		if got := r.Failed(b); !slices.Equal(got, []string{doctor.PropPrivileges, doctor.PropFloorTable}) {
+			t.Errorf("%s backend fails %v, want [%s %s]", b, got, doctor.PropPrivileges, doctor.PropFloorTable)
 		}
 	}
 }
@@ -204,11 +211,11 @@ func TestCheckReadOnly(t *testing.T) {
 	cfg.User, cfg.Passwd = user, "pw"
 	db := testdb.Open(t, cfg.FormatDSN())
 	r := runCheck(t, db, election.Config{})
-	f, _ := r.Find(election.PropReadOnly)
-	if f.Status != election.CheckFail || !strings.Contains(f.Detail, "read_only=ON") {
+	f, _ := r.Find(doctor.PropReadOnly)
+	if f.Status != doctor.CheckFail || !strings.Contains(f.Detail, "read_only=ON") {
 		t.Errorf("read_only: %s %s", f.Status, f.Detail)
 	}
-	wantFailed(t, r, election.PropReadOnly)
+	wantFailed(t, r, doctor.PropReadOnly)
 }
 
 // TestCheckStatementBinlog (issue 31, item 5): a server that writes its
@@ -217,14 +224,32 @@ func TestCheckReadOnly(t *testing.T) {
 func TestCheckStatementBinlog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, dsn := ownServer(t, ctx, "--log-bin=binlog", "--binlog-format=STATEMENT", "--server-id=1", "--innodb-buffer-pool-size=64M")
+	_, dsn := testdb.OwnServer(t, ctx, "--log-bin=binlog", "--binlog-format=STATEMENT", "--server-id=1", "--innodb-buffer-pool-size=64M")
 	r := runCheck(t, testdb.Open(t, dsn), election.Config{})
-	wantFailed(t, r, election.PropBinlogFormat)
+	wantFailed(t, r, doctor.PropBinlogFormat)
+}
+
+// TestNames: the doctor spells the backends and the properties of Run's
+// preflight checks as election's probe kit does.
+func TestNames(t *testing.T) {
+	for _, tc := range []struct{ doctor, probe string }{
+		{doctor.BackendTable, probe.Table},
+		{doctor.BackendLock, probe.Lock},
+		{doctor.PropFloorTable, probe.FloorTable},
+		{doctor.PropTimeZone, probe.TimeZone},
+		{doctor.PropAutocommit, probe.Autocommit},
+		{doctor.PropAssignmentOrder, probe.AssignmentOrder},
+		{doctor.PropSysdate, probe.Sysdate},
+	} {
+		if tc.doctor != tc.probe {
+			t.Errorf("doctor says %q, probe %q", tc.doctor, tc.probe)
+		}
+	}
 }
 
 // TestCheckNilDB: no pool, no check.
 func TestCheckNilDB(t *testing.T) {
-	if _, err := election.Check(context.Background(), nil, election.Config{}); !errors.Is(err, election.ErrNilDB) {
+	if _, err := doctor.Check(context.Background(), nil, election.Config{}); !errors.Is(err, election.ErrNilDB) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -244,24 +269,10 @@ func startServer(t *testing.T, ctx context.Context) *mysqld.Server {
 	return srv
 }
 
-// ownServer starts a throwaway server of the kind the tests run on
-// (SQLELECT_TEST_SERVER) with args, and returns it and the DSN of its
-// migrated database sqlelect.
-func ownServer(t *testing.T, ctx context.Context, args ...string) (*mysqld.Server, string) {
-	t.Helper()
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: args, Logf: t.Logf})
-	if errors.Is(err, mysqld.ErrNoServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	if _, err := testdb.Open(t, srv.DSN("")).ExecContext(ctx, "CREATE DATABASE sqlelect"); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Migrate(t, srv.DSN("sqlelect"))
-	return srv, srv.DSN("sqlelect")
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // userHosts are the hosts a test user is created for: '%' alone loses to
@@ -280,30 +291,11 @@ func grantAll(user, grant string) []string {
 
 // wantFailed fails t unless property is the only one that fails, for both
 // backends (neither is then safe).
-func wantFailed(t *testing.T, r election.Report, property string) {
+func wantFailed(t *testing.T, r doctor.Report, property string) {
 	t.Helper()
-	for _, b := range []string{election.BackendTable, election.BackendLock} {
+	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
 		if got := r.Failed(b); len(got) != 1 || got[0] != property || r.Safe(b) {
 			t.Errorf("%s backend fails %v, want [%s]", b, got, property)
 		}
 	}
-}
-
-// TestCheckGalera: on a Galera node the table backend is safe and the lock
-// backend fails topology, as the docs say.
-func TestCheckGalera(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	n1, _ := startGalera2(t, ctx, nil, nil)
-	r := runCheck(t, testdb.Open(t, n1.DSN("sqlelect")), election.Config{})
-	if got := r.Failed(election.BackendTable); len(got) != 0 {
-		t.Errorf("table backend fails %v on Galera", got)
-	}
-	if got := r.Failed(election.BackendLock); len(got) != 1 || got[0] != election.PropTopology {
-		t.Errorf("lock backend fails %v on Galera, want [topology]", got)
-	}
-	if f, _ := r.Find(election.PropTopology); !strings.Contains(f.Detail, "Galera") {
-		t.Errorf("topology: %s", f.Detail)
-	}
-	wantStatuses(t, r, election.BackendTable, map[string]election.CheckStatus{election.PropTopology: election.CheckWarn})
 }

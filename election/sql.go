@@ -1,0 +1,568 @@
+package election
+
+import (
+	"strings"
+	"time"
+
+	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// Every statement the backends run on the election's table, top to bottom:
+// first what both backends share (the session checks and row conditions,
+// the reads of the row, the statements a holder runs on its row, the
+// fence), then the table backend's (the heartbeat, the renewal, a
+// Batcher's), then the lock backend's. One file rather than one per
+// backend: the two share their conditions and the holder's statements.
+//
+// Each is written once as SQL with named parameters (:name, :me, :hold, …),
+// compiled by internal/stmt, which binds the arguments from a stmt.Params:
+// the library's one parameter mechanism. Not here: the term floor's
+// statements (internal/floor: both backends and Assume run them in one
+// transaction with a term's write) and the GET_LOCK statements
+// (internal/getlock's Lock: the lock backend's lock, the table backend's
+// wake-up hint, and the doctor's checks of both).
+
+// ---- Shared by both backends ----
+
+// The database clock, and the session state sqlelect did not set.
+//
+// The caller owns the pool, and its own code may leave session state on a
+// connection that a candidate's statement then runs on: SET @@timestamp
+// moves NOW(6) (which is then the set value, not the statement's start), and
+// a time_zone with daylight saving time makes local times jump by an hour,
+// so that TIMESTAMP arithmetic and conversions across a change are off by
+// that hour. sqlelect does not trust session state it did not set:
+//
+//   - Every time a statement on the caller's pool writes or judges (a
+//     lease's start, a term, whether a lease ran out or is still live) is
+//     clockSQL, SYSDATE(6): the server's clock when it is evaluated, which
+//     no session can set. No time is NOW(6). The heartbeat judges expiry
+//     once (its decision), so that one reading decides for the whole
+//     statement.
+//   - Every such statement also checks trustedSQL: that the session's time
+//     zone has no daylight saving time, and that SYSDATE(6) is not NOW(6),
+//     which it is on a server run with --sysdate-is-now (then a session's
+//     SET @@timestamp moves it). Otherwise it changes nothing: the
+//     heartbeat fails (see unsafeSessionSQL), the others match no row. Run
+//     checks both at preflight; the statement checks them again, since the
+//     server a pool reaches may change (a failover) while Run goes on.
+//   - The lock backend's connection is sqlelect's own: it sets the session's
+//     clock and time zone when it takes the connection (lockSessionSQL).
+
+// Whether a statement commits (issue 31, item 3). A session with
+// autocommit=0, or one left in the transaction that COMMIT AND CHAIN opens
+// (completion_type=CHAIN), keeps a statement's change uncommitted: a renewal
+// reported as 1 affected row would not be seen by anyone else, and its
+// rollback (the connection recycled, or killed by a DBA) exposes an expired
+// row while the leader still believes. sqlelect does not trust the session's
+// commit mode either:
+//
+//   - Every take, and every heartbeat, runs in a transaction the library
+//     begins and ends with COMMIT AND NO CHAIN
+//     (floor.InConnTx): BEGIN ends whatever transaction the session had open, and
+//     the COMMIT commits whatever the session's autocommit and
+//     completion_type. Or on the lock backend's own connection, whose
+//     session sets autocommit and completion_type itself.
+//   - The statements the table backend runs on a pooled connection outside
+//     a transaction (the renewal, release, hand-off, hand-over, proclaim,
+//     prefer) check commitsSQL and change nothing otherwise (a constant
+//     condition: no row is read or locked). A renewal refused so falls back
+//     to the heartbeat, in its transaction.
+//   - Run refuses a session that does not commit each statement
+//     (checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
+//     connection.
+
+// commitsSQL is true when a statement the session runs outside a
+// transaction commits when it ends: autocommit is on, and no COMMIT AND
+// CHAIN (completion_type=CHAIN) may have left a transaction open.
+const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
+
+// clockSQL is the database clock for the times statements write and judge.
+const clockSQL = dbclock.Now
+
+// trustedSQL is true when the session's time zone keeps one offset from UTC
+// all year (the same offset in January and July), as checkTimeZone checks
+// in Run's preflight, and SYSDATE(6) is the server's clock at the call, not
+// the statement's start (NOW(6)), as checkSysdate checks: a statement is
+// parsed between the two, so they differ by microseconds at least, unless
+// the server runs with --sysdate-is-now. A constant the server computes
+// once per statement.
+const trustedSQL = dbclock.Trusted
+
+// dstProbeSQL is the seconds between two dates half a year apart in the
+// session's time zone: 181 days (15,638,400 s) unless it has daylight
+// saving time. trustedSQL and checkTimeZone both use it.
+const dstProbeSQL = dbclock.DSTProbe
+
+// liveSQL is true while the row's lease has not run out by the server's
+// clock when it is evaluated.
+const liveSQL = dbclock.Live
+
+// termNowSQL is the database clock in microseconds: a new term, or with
+// GREATEST(term + 1, …) one never less than the previous term plus one.
+const termNowSQL = dbclock.TermNow
+
+// termNewSQL is a new term: the database clock in microseconds, and above
+// the election's term floor :floor (see floor.InTx), so above every term
+// issued before whatever the clock says.
+const termNewSQL = dbclock.TermNew
+
+// holdsCond is true while the row names the candidate (:me) with the term it
+// holds (:hold), not released.
+const holdsCond = `service_id=:me AND term=:hold AND released=0`
+
+// heldCond matches election :name's row while the candidate holds it, on a
+// session whose time zone has no daylight saving time (see trustedSQL).
+const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + trustedSQL
+
+// readSQL reads election :name's row on table tbl (quoted), for
+// Record.scan: who leads, as Status, Leader and a follower see it.
+func readSQL(tbl string) string {
+	return `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
+}
+
+// peekSQL reads no row of table tbl (quoted), but fails unless it has the
+// columns (extra, after recordColumns): preflight's check of the layout.
+func peekSQL(tbl, extra string) string {
+	return `SELECT ` + recordColumns + extra + ` FROM ` + tbl + ` WHERE 1 = 0`
+}
+
+// handOffSets gives a held row up without marking it released: it expires
+// the given number of milliseconds from now by the database clock, so that
+// the next holder takes an expired row after the lock delay the releaser had
+// not served (see candidate.releaseHold). Releases drop a pending planned
+// change (transfer_to): the releaser will not act on it, and a row left
+// reserved would make the target, or nobody, wait a whole lease.
+const handOffSets = `last_seen_active = ` + clockSQL + `, lease_ms = :lease, transfer_to = NULL`
+
+// handOverSets gives a held row up for a planned change of leader: marked
+// released, and reserved for :to (for anyone when it is empty) until the
+// row's lease, :lease milliseconds from now by the database clock (the
+// transfer window), runs out. See reservedCond.
+const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + clockSQL + `, lease_ms = :lease`
+
+// heldStmts are the statements a holder of either backend runs on its
+// election's row of table tbl (quoted), while the row names its term :hold,
+// on a session whose clock is trusted (heldCond).
+type heldStmts struct {
+	release  rowStmt // marks the row released
+	handOff  rowStmt // leaves it to expire in :lease (an unserved lock delay)
+	handOver rowStmt // marks it released and reserved for :to for :lease
+	proclaim rowStmt // writes :value into it
+	prefer   rowStmt // asks the leader of term :term to hand over (see preferSQL)
+}
+
+// heldStatements returns the heldStmts of table tbl (quoted), bounded by
+// conn and pool as rowStmt says.
+func heldStatements(tbl string, conn, pool stmt.Bound) heldStmts {
+	return heldStmts{
+		release:  newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, conn, pool),
+		handOff:  newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, conn, pool),
+		handOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
+		proclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
+		prefer:   newRowStmt(preferSQL(tbl), conn, pool),
+	}
+}
+
+// preferSQL is a follower's request for leadership by preference on table
+// tbl (quoted): it sets transfer_to to the follower (:me) on the row it saw
+// (term :term), only while that row is still live and held by another
+// candidate, no planned change is pending, the holder's priority is lower
+// than the follower's (:priority), and the holder has led for the
+// follower's tenure (:tenure milliseconds) by the database clock, and the
+// row is not an operator's assignment its candidate has yet to claim
+// (acquired 'operator': nobody would act on a request, and the operator's
+// choice would be lost to the row's expiry). One
+// statement decides, under the row lock, so the follower's view of the row
+// (read a moment before) only saves it the statement when it would change
+// nothing. The holder sees the request at its next renewal and hands over
+// as for operator.Transfer (see Candidate.handOver).
+func preferSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET transfer_to = :me
+WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + liveSQL + `
+  AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
+  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + clockSQL
+}
+
+// rowStmt is a statement on the election's row as a connection whose
+// session commits runs it (the lock connection, whose session also bounds
+// the lock waits; a pooled one in a transaction of the library's) and as a
+// pooled connection runs it on its own: bounded (see stmt.Bound), and only
+// on a session that commits it (commitsSQL; see floor.ExecCommitted).
+type rowStmt struct{ conn, pool stmt.Stmt }
+
+func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
+	return rowStmt{conn: conn.Stmt(sql), pool: pool.Stmt(sql + ` AND ` + commitsSQL)}
+}
+
+// fencedCond matches election :name's row while it names the candidate
+// (:me) with the term :hold and a live lease, on a session whose time zone
+// has no daylight saving time (trustedSQL).
+const fencedCond = `anchor = :name AND ` + holdsCond + `
+  AND ` + liveSQL + ` AND ` + trustedSQL
+
+// fencedCheckSQL locks the election's row in share mode and matches it only
+// under fencedCond. The share lock makes any takeover (which must update the
+// row) wait until the transaction ends. LOCK IN SHARE MODE works on MySQL 8
+// and MariaDB alike.
+func fencedCheckSQL(tbl string) string {
+	return `SELECT 1 FROM ` + tbl + ` WHERE ` + fencedCond + ` LOCK IN SHARE MODE`
+}
+
+// fencedWriteSQL is the check on a certification-based cluster (Galera,
+// Group Replication multi-primary), where a share lock is local to one node
+// and not part of the transaction's write set: it writes the election's row
+// under the same conditions, so that the fenced transaction and any takeover
+// (which writes the row too) conflict in certification and one of them
+// aborts. It always changes the row (last_seen_active strictly increases),
+// so it reports 1 affected row when it matched, with or without
+// CLIENT_FOUND_ROWS, and the row is in the write set. Moving
+// last_seen_active forward extends the lease by the database clock only:
+// the leader's own deadline is unchanged, so this is never unsafe; it can
+// delay a takeover after the leader's last fenced commit by up to one lease.
+func fencedWriteSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
+WHERE ` + fencedCond
+}
+
+// fencedSessionSQL bounds a fenced transaction's session: the server drops
+// it after idleSecs of silence, and completion_type NO_CHAIN keeps
+// database/sql's ROLLBACK that ends the *sql.Tx from opening the next
+// transaction and leaving it on the pool (issue 31). restore puts the
+// session's own values back.
+func fencedSessionSQL(idleSecs int64) (set, restore string) {
+	return stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: idleSecs},
+		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
+}
+
+// column is a column and the expression it gets, in an INSERT or REPLACE.
+type column struct{ name, value string }
+
+// insertColumns renders cols as "(name, …)\nVALUES (value, …)"'s two lists:
+// the column list and the value list, generated from one list so that they
+// cannot drift apart.
+func insertColumns(cols []column) (names, values string) {
+	n, v := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		n[i], v[i] = c.name, c.value
+	}
+	return strings.Join(n, ","), strings.Join(v, ",")
+}
+
+// Run's preflight reads the session and the server with these (see
+// checkTimeZone, checkCommits, checkAssignmentOrder, checkSysdate and
+// checkLockTopology); the doctor reuses them.
+const (
+	// timeZoneProbeSQL is 181 days in seconds unless the session's time
+	// zone has daylight saving time.
+	timeZoneProbeSQL = `SELECT ` + dstProbeSQL
+	// commitModeSQL: whether the session commits each statement.
+	commitModeSQL = `SELECT @@autocommit, @@completion_type`
+	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
+	sqlModeSQL = `SELECT @@SESSION.sql_mode`
+	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
+	// means --sysdate-is-now.
+	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
+	// groupMembersSQL counts Group Replication's online members: with
+	// any, a multi-primary group refuses the lock backend.
+	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
+)
+
+// ---- The table backend ----
+
+// unsafeSessionSQL is the heartbeat's anchor: :name while trustedSQL holds,
+// else NULL, which no INSERT may write into the primary key: the statement
+// then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the sql_mode: a
+// single-row INSERT) before it looks at the row, and changes nothing (see
+// errUnsafeSession). The VALUES list is evaluated once, so the check is
+// made once per statement.
+const unsafeSessionSQL = `IF(` + trustedSQL + `,:name,NULL)`
+
+// expiredSQL is true when the row's lease has run out by the database
+// clock (clockSQL). The heartbeat evaluates it once, in its decision.
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
+
+// The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
+// :hold the term it holds (0 when it holds none).
+const (
+	// renewCond (R): the row is the candidate's, with the term it holds,
+	// and no transfer or step-down is asked of it (a transfer to itself
+	// asks nothing: the renewal clears it).
+	renewCond = holdsCond + ` AND IFNULL(transfer_to=:me,1)`
+	// decideSQL is the heartbeat's decision on the row as it stands,
+	// evaluated once (see heartbeatSQL): 'renewed' (R); how a take
+	// acquires the row ('expired', 'claimed', 'released', 'transferred');
+	// or NULL, no change. A released row is reserved while its lease (the
+	// transfer window) runs, for transfer_to unless that is empty; a row
+	// that names the candidate but carries a request (an operator asked
+	// its holder to hand over) is not claimed: it is left to its holder,
+	// or to expire.
+	decideSQL = `CASE
+WHEN ` + renewCond + ` THEN 'renewed'
+WHEN released AND transfer_to=:me THEN 'transferred'
+WHEN ` + expiredSQL + ` THEN IF(released,'released','expired')
+WHEN released=0 THEN IF(service_id=:me AND transfer_to IS NULL,'claimed',NULL)
+WHEN IFNULL(transfer_to='',1) THEN 'released'
+END`
+)
+
+// heartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
+// DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
+// (0 when it holds none), it inserts a missing row, and otherwise decides
+// once and applies the decision:
+//
+//	decision = CASE
+//	WHEN service_id = :me AND term = :hold AND released = 0
+//	     AND IFNULL(transfer_to = :me, 1)                 THEN 'renewed'
+//	     (no transfer asked, or one to :me)
+//	WHEN released <> 0 AND transfer_to = :me               THEN 'transferred'
+//	WHEN expired (by SYSDATE(6)) THEN IF(released = 0, 'expired', 'released')
+//	WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
+//	WHEN IFNULL(transfer_to = '', 1)                       THEN 'released'
+//	     (released with no transfer, or with an empty one)
+//	END   (else NULL: released, reserved for another while its lease runs)
+//	a take (decision > 1, after 'renewed' in the ENUM): acquired = decision,
+//	    term_started_at, a new term
+//	any decision (IF(decision, …)): service_id = :me, released = 0, a new
+//	    lease, the value and priority, transfer_to = NULL, …
+//	decision = NULL
+//
+// The first assignment is the only one whose place matters: every other
+// reads only the decision and its own column, and the last puts the
+// decision back to NULL (a CHECK constraint keeps it NULL outside this
+// statement, so that no stale value is read as a decision). That needs the
+// SET list assigned left to right, as MySQL does and MariaDB does unless
+// its sql_mode has SIMULTANEOUS_ASSIGNMENT: there, the statement fails on
+// the constraint and changes nothing, and Run refuses such a session
+// (checkAssignmentOrder). A leader asked to hand over (transfer_to set on
+// its live row) is neither renewed nor takes, so its renewal changes
+// nothing; it then reads the row and acts on the request (see
+// candidate.handOver). Every
+// change clears transfer_to and writes the candidate's priority
+// (Config.Preference.Priority).
+//
+// The statement runs in one transaction with the election's term floor
+// (floor.InTx): :floor is the floor, and :insert is 'first' when the
+// election has no floor row, it never existed (an insert then leads
+// without the lock delay), else 'insert'. Every term it writes is above :floor.
+// Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
+// CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
+// term in the same round trip. An ambiguous 1 and every change of term are
+// confirmed by reading the row, so a DSN with clientFoundRows=true cannot
+// produce a false leader.
+func heartbeatSQL(tbl string) string {
+	cols, values := insertColumns([]column{
+		{"anchor", unsafeSessionSQL},
+		{"service_id", ":me"},
+		{"term", "LAST_INSERT_ID(" + termNewSQL + ")"},
+		{"term_started_at", clockSQL},
+		// After term_started_at: SYSDATE(6) is read at each call, and a
+		// row whose last renewal came before its term began would say so
+		// (a first election leads before it renews).
+		{"last_seen_active", clockSQL},
+		{"lease_ms", ":lease"},
+		{"acquired", ":insert"},
+		{"value", ":value"},
+		{"priority", ":priority"},
+		// released, backend, connection_id, transfer_to and decision keep
+		// their defaults: 0, 'table', NULL, NULL, NULL.
+	})
+	// took is a take's decision; every other reads the decision as a
+	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
+	const took = `decision>1`
+	return `INSERT INTO ` + tbl + `(` + cols + `)
+VALUES(` + values + `)
+ON DUPLICATE KEY UPDATE
+decision=` + decideSQL + `,
+acquired=IF(` + took + `,decision,acquired),
+term_started_at=IF(` + took + `,` + clockSQL + `,term_started_at),
+term=LAST_INSERT_ID(IF(` + took + `,GREATEST(term+1,` + termNowSQL + `,:floor+1),term)),
+service_id=IF(decision,:me,service_id),
+value=IF(decision,:value,value),
+backend=IF(decision,'table',backend),
+connection_id=IF(decision,NULL,connection_id),
+transfer_to=IF(decision,NULL,transfer_to),
+released=IF(decision,0,released),
+lease_ms=IF(decision,:lease,lease_ms),
+last_seen_active=IF(decision,` + clockSQL + `,last_seen_active),
+priority=IF(decision,:priority,priority),
+decision=NULL`
+}
+
+// renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
+// branch alone, as an UPDATE that assigns no term, so that it runs outside
+// the term floor's transaction, in one round trip. It changes the row (1
+// affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
+// heartbeat would renew it (renewCond, on a session whose time zone has no
+// daylight saving time), with the same assignments; otherwise it changes
+// nothing and the heartbeat decides (a take, a request, an unsafe session,
+// …).
+func renewSQL(tbl string) string {
+	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
+WHERE anchor = :name AND ` + renewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
+}
+
+// tableStmts are the table backend's statements, compiled by tableStatements;
+// they take their arguments from tableBackend.params.
+type tableStmts struct {
+	heartbeat stmt.Stmt   // renews, takes or inserts the row, in the term floor's transaction (heartbeatSQL)
+	renew     stmt.Stmt   // a holder's renewal, outside that transaction (renewSQL)
+	check     stmt.Stmt   // after an ambiguous heartbeat: what the row says now
+	peek      string      // no row, but fails unless the table has the columns
+	floor     floor.Stmts // the election's term floor (internal/floor)
+	heldStmts             // a holder's release, hand-off, hand-over, proclaim, and a follower's prefer
+}
+
+// tableStatements returns the table backend's statements on election table
+// table, every one that can wait for a lock bounded by bound, for a
+// candidate whose lock delay is lockDelay.
+func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) tableStmts {
+	tbl := quoteTable(table)
+	return tableStmts{
+		heartbeat: bound.Stmt(heartbeatSQL(tbl)),
+		renew:     bound.Stmt(renewSQL(tbl)),
+		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
+		peek:      peekSQL(tbl, `, decision`), // decision: schema version 7
+		floor:     newFloorStmts(table, bound, lockDelay),
+		heldStmts: heldStatements(tbl, bound, bound),
+	}
+}
+
+// batchStmts are a Batcher's statements on many elections' rows (:names).
+type batchStmts struct {
+	// readCommitted is the isolation of the renewals' transaction (see
+	// Batcher.renewLocked).
+	readCommitted string
+	// lock locks the rows a batch of renewals may renew; renew renews
+	// them (Batcher.execRenew).
+	lock, renew stmt.Stmt
+	// read reads rows (Batcher.execRead), once bounded for the server.
+	read string
+	// bound bounds a renewal connection's session (idle time and lock
+	// waits) before its transaction; restore puts back what it had.
+	bound, restore string
+}
+
+// batchStatements returns a Batcher's statements on table tbl (quoted),
+// whose session lock waits end after queryTimeout.
+func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
+	s := batchStmts{readCommitted: `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`}
+	// A row with transfer_to set is left to its election's own heartbeat,
+	// which acts on the request (or clears one naming the holder).
+	s.lock = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
+	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
+	// whole primary key instead, and MariaDB 11.6.2+
+	// (innodb_snapshot_isolation ON) no longer skips a row locked by
+	// another transaction under READ COMMITTED: the batch would wait for an
+	// operator's lock on an unrelated row.
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
+	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+
+	n := stmt.WaitSecs(queryTimeout)
+	s.bound, s.restore = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: n}, stmt.SessionVar{Name: "lock_wait_timeout", Value: n})
+	return s
+}
+
+// ---- The lock backend ----
+
+// lockStmts are the lock backend's statements, compiled once by prepare;
+// they take their arguments from lockBackend.params. The election name and
+// the lock name are safe literals (see getlock.Name and ValidateName):
+// statements that need nothing else have them in their text and bind no
+// parameter, so they go over the text protocol in one round trip.
+type lockStmts struct {
+	session      stmt.Stmt // the lock connection's session limits
+	read         stmt.Stmt // the election's row
+	peek         string    // no row, but fails unless the table has the columns
+	pass         stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
+	lastInsertID string    // the term a take or insert wrote, when its OK packet lacks it (newTerm)
+
+	// The statements that assign a term, run in one transaction with the
+	// term floor (see writeTerm): :floor and :insert come from it.
+	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
+	insert      stmt.Stmt // writes a new row naming this candidate
+	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
+	// floor are the statements on the election's term floor row, run on
+	// the lock connection (whose session bounds their lock waits).
+	floor floor.Stmts
+
+	// renew renews the row where it still names this candidate's term
+	// :hold.
+	renew stmt.Stmt
+	// The statements that write the row of term :hold, run on the lock
+	// connection, or on a pooled one when there is none (see rowStmt).
+	heldStmts
+}
+
+// lockStatements returns the lock backend's statements on election name's
+// row of election table table, for lock, waiting lockWait in pass; bound
+// bounds the statements run on a pooled connection.
+func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duration, bound stmt.Bound, lockDelay time.Duration) lockStmts {
+	tbl, anchor := quoteTable(table), getlock.Literal(name)
+	s := lockStmts{
+		read: stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
+		peek: peekSQL(tbl, ``),
+		pass: lock.Pass(lockWait),
+		// The term a take or insert wrote, when its OK packet lacks it.
+		lastInsertID: `SELECT LAST_INSERT_ID()`,
+	}
+	// Taking an existing row: only if it is still the row that was read
+	// (an operator may write between the read and the take). The new term
+	// comes back through LAST_INSERT_ID, in the same round trip.
+	// Every new term is above the election's term floor (termNewSQL).
+	s.take = stmt.Must(`UPDATE ` + tbl + ` SET service_id = :me,
+  term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
+  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
+  acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
+WHERE anchor = :name AND term = :term`)
+	// last_seen_active after term_started_at, as in the table backend's
+	// insert (SYSDATE(6) is read at each call).
+	s.insert = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
+	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
+  lease_ms, released, acquired, value, backend, connection_id, priority)
+VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
+	s.floor = newFloorStmts(table, stmt.Bound{}, lockDelay)
+
+	// The renewal does not test IS_USED_LOCK itself: that function is
+	// unsafe for statement-based replication (a replica would evaluate it
+	// and skip the update). keepLock checks the lock first on the same
+	// connection; the lock can only be lost in between with the
+	// connection, and then this statement fails too.
+	// A renewal fails while an operator asks this holder to hand over
+	// (transfer_to set, but not to itself: that asks nothing, and the
+	// renewal clears it); renewLost then reads the request.
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
+  backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
+WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
+  AND (transfer_to IS NULL OR transfer_to = service_id)`)
+
+	// The table backend's: a statement without the lock connection runs
+	// on a pooled one (see giveUp), on a session whose time zone has no
+	// daylight saving time only (heldCond).
+	s.heldStmts = heldStatements(tbl, stmt.Bound{}, bound)
+	return s
+}
+
+// lockSessionSQL gives the lock connection's session its limits: the
+// server drops it after secs of silence, and its lock waits end with the
+// client's QueryTimeout, wait seconds (see stmt.Bound): a statement the
+// client gave up on does not keep the server thread waiting for a row or
+// metadata lock. The connection comes from the caller's pool with whatever
+// session state the application left on it: its clock (timestamp), time
+// zone and commit mode are set here, since sqlelect does not trust session
+// state it did not set. The connection never goes back to the pool.
+func lockSessionSQL(secs, wait int64) stmt.Stmt {
+	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
+		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
+		stmt.SessionVar{Name: "timestamp", Value: "DEFAULT"}, stmt.SessionVar{Name: "time_zone", Value: "'+00:00'"},
+		stmt.SessionVar{Name: "autocommit", Value: 1}, stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
+	return stmt.Must(session)
+}
