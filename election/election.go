@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -168,25 +167,13 @@ type Callbacks struct {
 // its term, and Fenced for its leader-only writes.
 type Leadership struct {
 	// Term is the leadership's fencing term (see Election.Term).
-	Term   uint64
-	fenced func(ctx context.Context, fn func(tx *sql.Tx) error) error
-}
-
-// NewLeadership returns the Leadership of term whose Fenced calls fenced:
-// for fakes of Election, such as electionfake's, to pass to OnElected.
-func NewLeadership(term uint64, fenced func(ctx context.Context, fn func(tx *sql.Tx) error) error) Leadership {
-	return Leadership{Term: term, fenced: fenced}
-}
-
-// Fenced runs fn as Election.Fenced does, checking l.Term: it returns an
-// error wrapping ErrNotLeader, without calling fn, once this leadership
-// ended, even when a later leadership of the same candidate has begun.
-// Pass OnElected's context (see Election.Fenced).
-func (l Leadership) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if l.fenced == nil {
-		return fmt.Errorf("%w: no leadership", ErrNotLeader)
-	}
-	return l.fenced(ctx, fn)
+	Term uint64
+	// Fenced runs fn as Election.Fenced does, checking Term: it returns an
+	// error wrapping ErrNotLeader, without calling fn, once this leadership
+	// ended, even when a later leadership of the same candidate has begun.
+	// Pass OnElected's context (see Election.Fenced). Always set in the
+	// Leadership OnElected receives; a fake of Election sets it too.
+	Fenced func(ctx context.Context, fn func(tx *sql.Tx) error) error
 }
 
 // Reason says why leadership ended.

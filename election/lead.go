@@ -42,9 +42,9 @@ func (c *Candidate) maybeLead() {
 	go func() {
 		defer wg.Done()
 		if f := c.cfg.Callbacks.OnElected; f != nil {
-			f(lctx, NewLeadership(term, func(ctx context.Context, fn func(*sql.Tx) error) error {
+			f(lctx, Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
 				return c.fencedFor(ctx, lctx.Done(), term, fn)
-			}))
+			}})
 		}
 	}()
 	go func() { wg.Wait(); close(done) }()

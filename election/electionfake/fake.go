@@ -530,9 +530,9 @@ func (f *Fake) lead(term uint64) {
 	go func() {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
-			cb(lctx, election.NewLeadership(term, func(ctx context.Context, fn func(*sql.Tx) error) error {
+			cb(lctx, election.Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
 				return f.fenced(ctx, lctx.Done(), term, fn)
-			}))
+			}})
 		}
 	}()
 }
