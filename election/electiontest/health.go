@@ -154,19 +154,7 @@ func testWedgedReported(t *testing.T, s Suite) {
 		electionhttp.HealthzHandler(m.e).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		return rec.Code, rec.Body.String()
 	}
-	wedged := func() float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "sqlelect_wedged" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatal("no sqlelect_wedged series")
-		return 0
-	}
+	wedged := func() float64 { return gauge(t, reg, "sqlelect_wedged") }
 	if code, body := healthz(); code != http.StatusOK || wedged() != 0 {
 		t.Fatalf("healthz %d %q while leading", code, body)
 	}
@@ -190,4 +178,20 @@ func testWedgedReported(t *testing.T, s Suite) {
 	}) {
 		t.Fatal("still wedged after OnElected returned")
 	}
+}
+
+// gauge reads the value of the gauge series name from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s series", name)
+	return 0
 }
