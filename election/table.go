@@ -36,6 +36,7 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if !cfg.DisableFastHandover {
 		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().Heartbeat(cfg.Name, 0, err) },
 			func() { c.metrics().HandoverSkipped(cfg.Name) })
+		c.wake = t.wake
 	}
 	return c, nil
 }
@@ -210,14 +211,6 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	}
 	return t.heartbeat(ctx, hold)
 }
-
-// await implements waker.
-func (t *tableBackend) await(ctx context.Context, d time.Duration) bool {
-	return t.wake != nil && t.wake.await(ctx, d)
-}
-
-// awaits implements waker.
-func (t *tableBackend) awaits() bool { return t.wake != nil }
 
 func (t *tableBackend) lost(ctx context.Context, _ bool) {
 	if t.wake != nil {
