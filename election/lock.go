@@ -757,21 +757,16 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 // finds the row reserved and lets it go (see yieldLock). A row handed off
 // with an unserved delay stays live, written by a connection that no longer
 // holds the lock: the next lock holder waits out what is left of it (see
-// holderGone). Without a lock connection (it failed) it runs the statement
-// on a pooled one.
+// holderGone). Without a lock connection (it failed, and the lock went with
+// it) the statement still says the term is over, on a pooled connection,
+// so that nobody waits for its lease (a no-op if the row was taken).
 func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) error {
 	defer b.touch()
 	s, p := g.stmt(b.sql.heldStmts, b.params(hold), b.adopt)
-	if b.lc.Conn == nil {
-		// The lock went with its connection; still say the term is over,
-		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
-		return classify(err, b.cfg.Table)
+	if _, err := b.execRow(ctx, s, p); err != nil {
+		return err
 	}
-	if _, err := exec(ctx, b.lc.Conn, s.conn, p); err != nil {
-		return b.fail(err)
-	}
-	return b.failIf(b.releaseLock(ctx))
+	return b.failIf(b.releaseLock(ctx)) // none without a lock connection
 }
 
 // lost keeps the lock for the next follow to decide, unless drop: a hold
