@@ -47,7 +47,7 @@ type backend interface {
 	// lost lets go of what the backend keeps while holding, the hold having
 	// ended without giveUp (lease lost, deposed, an error): the table
 	// backend's handover lock; with drop (the candidate will not campaign
-	// for a while: see dropHold), the lock backend's lock too, which it
+	// for a while: see Candidate.lose), the lock backend's lock too, which it
 	// otherwise keeps for its next follow to decide.
 	lost(ctx context.Context, drop bool)
 	// proclaim makes value the value the candidate publishes from now on

@@ -137,9 +137,7 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) 
 		c.releaseHold(ctx, c.st.hold, c.st.holdDeadline)
 	} else {
 		c.step()
-		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		c.b.lost(lctx, false)
-		cancel()
+		c.lose(ctx, false)
 	}
 	c.st.hold = 0
 	c.enter(following)
@@ -198,7 +196,7 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 			err = fmt.Errorf("election: handing over to %q: %w", to, err)
 		}
 	} else {
-		c.dropHold(ctx)
+		c.lose(ctx, true)
 	}
 	c.st.hold = 0
 	c.enter(following)
@@ -228,7 +226,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 		// The lease is no longer ours to give; let go of the lock, if
 		// any, since the caller will not campaign for a while.
 		c.step()
-		c.dropHold(ctx)
+		c.lose(ctx, true)
 		return
 	}
 	unserved := max(c.st.leadAt.Sub(now), 0)
@@ -241,10 +239,12 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	}
 }
 
-// dropHold ends the hold of term that cannot be released (its deadline
-// passed): the backend lets go of what it keeps (see backend.lost).
-func (c *Candidate) dropHold(ctx context.Context) {
+// lose tells the backend, on a context that survives the caller's
+// cancellation, that the hold ended without a release (see backend.lost):
+// with drop, a hold that cannot be released (its deadline passed) of a
+// candidate that will not campaign for a while.
+func (c *Candidate) lose(ctx context.Context, drop bool) {
 	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	c.b.lost(lctx, true)
+	c.b.lost(lctx, drop)
 }
