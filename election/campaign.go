@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // beat is the outcome of one acquisition attempt or renewal.
@@ -38,23 +40,20 @@ type backend interface {
 	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
 	// renew renews the hold of term hold.
 	renew(ctx context.Context, hold uint64) (beat, error)
-	// release gives term hold up so that others may take over. With
-	// unserved zero the row is marked released (the next candidate takes it
-	// at once); otherwise the row is left to expire unserved from now by the
-	// database clock, so that the lock delay this hold had not yet served
-	// is served by whoever takes it next.
-	release(ctx context.Context, hold uint64, unserved time.Duration) error
-	// handOver gives term hold up for a planned change of leader: the row
-	// is marked released and reserved for candidate to (for anyone when to
-	// is empty) until window has passed by the database clock, and the
-	// followers are woken. Called only after the holder stood down.
-	handOver(ctx context.Context, hold uint64, to string, window time.Duration) error
-	// setValue sets the value the candidate publishes from now on (in
-	// takes and renewals).
-	setValue(v string)
-	// proclaim writes the value into the row held with term hold: false
-	// when the row no longer says so.
-	proclaim(ctx context.Context, hold uint64) (bool, error)
+	// giveUp gives term hold up so that others may take over, as g says
+	// (a release or a hand-over), and then lets go of what the backend
+	// keeps while holding (model: giveUp).
+	giveUp(ctx context.Context, hold uint64, g surrender) error
+	// lost lets go of what the backend keeps while holding, the hold having
+	// ended without giveUp (lease lost, deposed, an error): the table
+	// backend's handover lock; with drop (the candidate will not campaign
+	// for a while: see Candidate.lose), the lock backend's lock too, which it
+	// otherwise keeps for its next follow to decide.
+	lost(ctx context.Context, drop bool)
+	// proclaim makes value the value the candidate publishes from now on
+	// (in takes and renewals), and writes it into the row held with term
+	// hold: false when the row no longer says so.
+	proclaim(ctx context.Context, hold uint64, value string) (bool, error)
 	// prefer asks the leader of seen to hand over to this candidate, by
 	// its priority (see preferSQL): false when the row no longer allows.
 	prefer(ctx context.Context, seen Record) (bool, error)
@@ -63,6 +62,39 @@ type backend interface {
 	// close frees what the backend holds (the lock connection); called when
 	// Run returns.
 	close()
+}
+
+// surrender is how a holder gives its row up (backend.giveUp), one of:
+//   - a release (over false): with unserved zero the row is marked
+//     released (the next candidate takes it at once); otherwise it is left
+//     to expire unserved from now by the database clock, so that the lock
+//     delay this hold had not yet served is served by whoever takes it next;
+//   - a hand-over (over true), for a planned change of leader once the
+//     holder stood down: the row is marked released and reserved for
+//     candidate to (for anyone when to is empty) until window has passed
+//     by the database clock, and the followers are woken.
+type surrender struct {
+	over     bool
+	to       string
+	unserved time.Duration
+	window   time.Duration
+}
+
+// stmt returns the statement of s that gives the row up as g says, and its
+// parameters from p (the holder's); adopt is the adopted lease in
+// milliseconds during an adoption period (see adoptedMillis), which a
+// hand-off never undercuts: a recipe node that takes the row over keeps its
+// lease_ms.
+func (g surrender) stmt(s heldStmts, p stmt.Params, adopt int64) (rowStmt, stmt.Params) {
+	switch {
+	case g.over:
+		p.To, p.Lease = g.to, ceilMillis(g.window)
+		return s.handOver, p
+	case g.unserved > 0:
+		p.Lease = max(ceilMillis(g.unserved), adopt)
+		return s.handOff, p
+	}
+	return s.release, p
 }
 
 // phase is where a candidate is in its campaign. The model

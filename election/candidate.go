@@ -43,11 +43,15 @@ import (
 //     Config.Health.Check and writes checked, unhealthy and lastFailure, and
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
-//     the backend's await while the Run goroutine only waits.
+//     wake.await while the Run goroutine only waits.
 type Candidate struct {
-	cfg     settings
-	b       backend
-	db      *sql.DB // the caller's, for Fenced
+	cfg settings
+	b   backend
+	db  *sql.DB // the caller's, for Fenced
+	// wake lets a follower learn early that the holder let go (the table
+	// backend's handover lock); nil without (the lock backend, or
+	// Config.Tuning.DisableFastHandover).
+	wake    *wakeup
 	fence   fenceMode
 	log     *slog.Logger
 	running atomic.Bool
@@ -290,23 +294,12 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 	}
 }
 
-// waker is implemented by backends whose followers can learn early that
-// the holder let go (the table backend's handover lock).
-type waker interface {
-	// await blocks for at most about d and reports whether the holder let
-	// go meanwhile. It is called from a goroutine Run owns and joins, never
-	// at the same time as another backend method.
-	await(ctx context.Context, d time.Duration) bool
-	// awaits reports whether await can wake at all (it is configured).
-	awaits() bool
-}
-
 // startAwait lets a following candidate's wait of d end early when the
 // holder lets go: the returned channel is closed then. stop cancels the wait
 // and returns once its goroutine has exited; it must always be called.
 func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
-	w, ok := c.b.(waker)
-	if !ok || !w.awaits() || c.st.holds() || d < minAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
+	w := c.wake
+	if w == nil || c.st.holds() || d < minAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
 		return nil, func() {}
 	}
 	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)

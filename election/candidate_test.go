@@ -29,7 +29,7 @@ type fakeBackend struct {
 	followErr error    // when non-nil, follow fails with it
 	handed    []string // the target of each hand-over
 	window    time.Duration
-	value     string // the value set by setValue
+	value     string // the value set by proclaim
 	proclaims []uint64
 	prefers   []Record // the records prefer was called with
 }
@@ -72,27 +72,25 @@ func (f *fakeBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return fn(hold)
 }
 
-func (f *fakeBackend) release(_ context.Context, hold uint64, unserved time.Duration) error {
+func (f *fakeBackend) giveUp(_ context.Context, hold uint64, g surrender) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if g.over {
+		f.handed = append(f.handed, g.to)
+		f.window = g.window
+		return nil
+	}
 	f.released = append(f.released, hold)
-	f.unserved = append(f.unserved, unserved)
+	f.unserved = append(f.unserved, g.unserved)
 	return nil
 }
 
-func (f *fakeBackend) handOver(_ context.Context, hold uint64, to string, window time.Duration) error {
+func (f *fakeBackend) lost(context.Context, bool) {}
+
+func (f *fakeBackend) proclaim(_ context.Context, hold uint64, value string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.handed = append(f.handed, to)
-	f.window = window
-	return nil
-}
-
-func (f *fakeBackend) setValue(v string) { f.mu.Lock(); f.value = v; f.mu.Unlock() }
-
-func (f *fakeBackend) proclaim(_ context.Context, hold uint64) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.value = value
 	f.proclaims = append(f.proclaims, hold)
 	return true, nil
 }

@@ -127,7 +127,7 @@ func (c *Candidate) demote(reason Reason) {
 // standDown ends the hold, if any (holding → following, model: standDown,
 // and standDownRelease with release): if leading, the leadership ends
 // first (see demote); with release, the row is then given up (see
-// releaseHold), else the backend is told the hold was lost (holdLoser).
+// releaseHold), else the backend is told the hold was lost (backend.lost).
 func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) {
 	if !c.st.holds() {
 		return
@@ -135,11 +135,9 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) 
 	c.demote(reason)
 	if release {
 		c.releaseHold(ctx, c.st.hold, c.st.holdDeadline)
-	} else if l, ok := c.b.(holdLoser); ok {
+	} else {
 		c.step()
-		lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		l.lost(lctx, c.st.hold)
-		cancel()
+		c.lose(ctx, false)
 	}
 	c.st.hold = 0
 	c.enter(following)
@@ -190,7 +188,7 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 	if now = c.cfg.Clock.Now(); now.Before(c.st.holdDeadline) {
 		c.step()
 		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		err = c.b.handOver(rctx, c.st.hold, to, transferWindow(c.cfg.RetryInterval))
+		err = c.b.giveUp(rctx, c.st.hold, surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)})
 		cancel()
 		if err != nil {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.st.hold, "to", to, "err", err)
@@ -198,7 +196,7 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 			err = fmt.Errorf("election: handing over to %q: %w", to, err)
 		}
 	} else {
-		c.dropHold(ctx, c.st.hold)
+		c.lose(ctx, true)
 	}
 	c.st.hold = 0
 	c.enter(following)
@@ -228,43 +226,25 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 		// The lease is no longer ours to give; let go of the lock, if
 		// any, since the caller will not campaign for a while.
 		c.step()
-		c.dropHold(ctx, term)
+		c.lose(ctx, true)
 		return
 	}
 	unserved := max(c.st.leadAt.Sub(now), 0)
 	c.step()
 	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	if err := c.b.release(rctx, term, unserved); err != nil {
+	if err := c.b.giveUp(rctx, term, surrender{unserved: unserved}); err != nil {
 		c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 	}
 }
 
-// lockDropper is implemented by backends that may keep a lock after a hold
-// ended without a release (the lock backend): dropLock lets it go, on a
-// context of its own, when the candidate will not campaign for a while.
-type lockDropper interface {
-	dropLock(ctx context.Context)
-}
-
-// dropHold ends the hold of term that cannot be released (its deadline
-// passed): the backend lets go of what it keeps (see holdLoser and
-// lockDropper).
-func (c *Candidate) dropHold(ctx context.Context, term uint64) {
+// lose tells the backend, on a context that survives the caller's
+// cancellation, that the hold ended without a release (see backend.lost):
+// with drop, a hold that cannot be released (its deadline passed) of a
+// candidate that will not campaign for a while.
+func (c *Candidate) lose(ctx context.Context, drop bool) {
 	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	if l, ok := c.b.(holdLoser); ok {
-		l.lost(lctx, term)
-	}
-	if d, ok := c.b.(lockDropper); ok {
-		d.dropLock(lctx)
-	}
-}
-
-// holdLoser is implemented by backends that keep something while holding
-// (the lock backend's lock): lost is called when a hold ends without a
-// release (lease lost, deposed, error), on a context of its own.
-type holdLoser interface {
-	lost(ctx context.Context, hold uint64)
+	c.b.lost(lctx, drop)
 }

@@ -171,7 +171,7 @@ type lockBackend struct {
 	lastUsed time.Time // end of lc's last statement, for the idle limit
 
 	// value is the value the candidate publishes: cfg.Value until Proclaim
-	// changes it (see setValue).
+	// changes it (see proclaim).
 	value string
 
 	// bound limits lock waits of statements on pooled connections (the
@@ -207,28 +207,6 @@ func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
 	p := b.params(0)
 	p.Acquired, p.Term = acquired, term
 	return p
-}
-
-// releaseStmt is the statement, and its params, that gives the row of term
-// hold up: marks it released, or with an unserved lock delay leaves it to
-// expire when the delay ends.
-func (b *lockBackend) releaseStmt(hold uint64, unserved time.Duration) (rowStmt, stmt.Params) {
-	p := b.params(hold)
-	if unserved > 0 {
-		// During an adoption period, never less than the adopted lease.
-		p.Lease = max(ceilMillis(unserved), b.adopt)
-		return b.sql.handOff, p
-	}
-	return b.sql.release, p
-}
-
-// handOverStmt is the statement, and its params, that gives the row of
-// term hold up for a planned change: marks it released and reserved for to
-// (anyone when empty) for window.
-func (b *lockBackend) handOverStmt(hold uint64, to string, window time.Duration) (rowStmt, stmt.Params) {
-	p := b.params(hold)
-	p.To, p.Lease = to, ceilMillis(window)
-	return b.sql.handOver, p
 }
 
 // exec runs s with p on c.
@@ -774,56 +752,43 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 	return beat{held: true, term: term, inserted: true}, nil
 }
 
-func (b *lockBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
+// giveUp runs the statement that gives the row up as g says (see
+// surrender), which ends the row's term, on the lock connection and then
+// releases the lock: a waiter that is not a hand-over's target gets it,
+// finds the row reserved and lets it go (see yieldLock). A row handed off
+// with an unserved delay stays live, written by a connection that no longer
+// holds the lock: the next lock holder waits out what is left of it (see
+// holderGone). Without a lock connection (it failed, and the lock went with
+// it) the statement still says the term is over, on a pooled connection,
+// so that nobody waits for its lease (a no-op if the row was taken).
+func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) error {
 	defer b.touch()
-	// A row handed off with an unserved delay stays live, written by a
-	// connection that no longer holds the lock: the next lock holder
-	// waits out what is left of it (see holderGone).
-	s, p := b.releaseStmt(hold, unserved)
-	return b.giveUp(ctx, s, p)
-}
-
-// handOver marks the row released and reserved for to (see
-// tableBackend.handOver), then releases the lock: a waiter that is not to
-// gets it, finds the row reserved and lets it go (see yieldLock).
-func (b *lockBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
-	defer b.touch()
-	s, p := b.handOverStmt(hold, to, window)
-	return b.giveUp(ctx, s, p)
-}
-
-// giveUp runs s with p, which ends the row's term, on the lock connection
-// and then releases the lock; without a lock connection (it failed) it runs
-// s on a pooled one.
-func (b *lockBackend) giveUp(ctx context.Context, s rowStmt, p stmt.Params) error {
-	if b.lc.Conn == nil {
-		// The lock went with its connection; still say the term is over,
-		// so that nobody waits for its lease (a no-op if it was taken).
-		_, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
-		return classify(err, b.cfg.Table)
+	s, p := g.stmt(b.sql.heldStmts, b.params(hold), b.adopt)
+	if _, err := b.execRow(ctx, s, p); err != nil {
+		return err
 	}
-	if _, err := exec(ctx, b.lc.Conn, s.conn, p); err != nil {
-		return b.fail(err)
-	}
-	return b.failIf(b.releaseLock(ctx))
+	return b.failIf(b.releaseLock(ctx)) // none without a lock connection
 }
 
-// dropLock implements lockDropper: a hold that ended past its deadline
-// without a release lets the lock go, so that a candidate that now sits out
-// (Resign, an unhealthy check, a transfer) does not keep others from taking
-// over until the server drops its idle connection. Whoever gets the lock
-// next finds the row naming this candidate and waits out its lease (see
-// holderGone). An error discards the connection, which releases the lock.
-func (b *lockBackend) dropLock(ctx context.Context) {
+// lost keeps the lock for the next follow to decide, unless drop: a hold
+// that ended past its deadline without a release then lets the lock go, so
+// that a candidate that now sits out (Resign, an unhealthy check, a
+// transfer) does not keep others from taking over until the server drops
+// its idle connection. Whoever gets the lock next finds the row naming this
+// candidate and waits out its lease (see holderGone). An error discards the
+// connection, which releases the lock.
+func (b *lockBackend) lost(ctx context.Context, drop bool) {
+	if !drop {
+		return
+	}
 	defer b.touch()
 	if err := b.failIf(b.releaseLock(ctx)); err != nil {
 		b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
 	}
 }
 
-func (b *lockBackend) setValue(v string) { b.value = v }
-
-func (b *lockBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+func (b *lockBackend) proclaim(ctx context.Context, hold uint64, value string) (bool, error) {
+	b.value = value
 	return b.execRow(ctx, b.sql.proclaim, b.params(hold))
 }
 

@@ -56,7 +56,7 @@ type lockWant struct {
 // held by this candidate's connection, by another or by nobody, it runs the
 // statement the table names (take, insert, placeholder, renew, release,
 // hand-off, hand-over) and checks its affected rows and the row it leaves,
-// then runs the backend's step (follow, renew, release, handOver) from the
+// then runs the backend's step (follow, renew, giveUp) from the
 // same state and checks the row, the lock and what the candidate concludes.
 // Terms are checked as "above the old one", not their values.
 func TestLockConformance(t *testing.T) {
@@ -77,11 +77,16 @@ func TestLockConformance(t *testing.T) {
 		watch       = "watch"        // another connection holds the lock: follow writes a placeholder or nothing
 		renew       = "renew"        // holding the lock: the renewal, renewLost
 		renewFresh  = "renew-fresh"  // the lock connection was lost: the retry on a fresh one
-		release     = "release"      // release(hold, 0)
-		handOff     = "hand-off"     // release(hold, unserved)
-		handOverTo  = "hand-over"    // handOver(hold, "x", window)
+		release     = "release"      // giveUp(hold) marking the row released
+		handOff     = "hand-off"     // giveUp(hold) with an unserved delay
+		handOverTo  = "hand-over"    // giveUp(hold) handing over to "x"
 		takeChanged = "take-changed" // the take of a row that changed since it was read
 	)
+	gives := map[string]surrender{
+		release:    {},
+		handOff:    {unserved: 3 * time.Second},
+		handOverTo: {over: true, to: "x", window: 2 * time.Second},
+	}
 	cases := []struct {
 		name   string
 		step   string
@@ -312,14 +317,8 @@ func TestLockConformance(t *testing.T) {
 					if tc.row.missing {
 						p.Hold = 1
 					}
-				case release:
-					rs, rp := b.releaseStmt(before, 0)
-					s, p = rs.conn, rp
-				case handOff:
-					rs, rp := b.releaseStmt(before, 3*time.Second)
-					s, p = rs.conn, rp
-				case handOverTo:
-					rs, rp := b.handOverStmt(before, "x", 2*time.Second)
+				case release, handOff, handOverTo:
+					rs, rp := gives[tc.step].stmt(b.sql.heldStmts, b.params(before), b.adopt)
 					s, p = rs.conn, rp
 				}
 				res, err := exec(ctx, b.lc.Conn, s, p)
@@ -359,12 +358,8 @@ func TestLockConformance(t *testing.T) {
 			case renewFresh:
 				b.lc.Discard() // the lock connection failed
 				bt, err = b.renew(ctx, before)
-			case release:
-				err = b.release(ctx, before, 0)
-			case handOff:
-				err = b.release(ctx, before, 3*time.Second)
-			case handOverTo:
-				err = b.handOver(ctx, before, "x", 2*time.Second)
+			case release, handOff, handOverTo:
+				err = b.giveUp(ctx, before, gives[tc.step])
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", tc.step, err)

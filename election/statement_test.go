@@ -422,9 +422,13 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 		p    stmt.Params
 	}{
 		{"release", b.sql.release, b.params(p.Hold)},
-		{"handOff", b.sql.handOff, func() stmt.Params { _, q := b.releaseStmt(p.Hold, time.Duration(p.Lease)*time.Millisecond); return q }()},
+		{"handOff", b.sql.handOff, func() stmt.Params {
+			_, q := surrender{unserved: time.Duration(p.Lease) * time.Millisecond}.stmt(b.sql.heldStmts, b.params(p.Hold), b.adopt)
+			return q
+		}()},
 		{"handOver", b.sql.handOver, func() stmt.Params {
-			_, q := b.handOverStmt(p.Hold, p.To, time.Duration(p.Lease)*time.Millisecond)
+			g := surrender{over: true, to: p.To, window: time.Duration(p.Lease) * time.Millisecond}
+			_, q := g.stmt(b.sql.heldStmts, b.params(p.Hold), b.adopt)
 			return q
 		}()},
 		{"proclaim", b.sql.proclaim, b.params(p.Hold)},

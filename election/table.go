@@ -36,6 +36,7 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if !cfg.DisableFastHandover {
 		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().Heartbeat(cfg.Name, 0, err) },
 			func() { c.metrics().HandoverSkipped(cfg.Name) })
+		c.wake = t.wake
 	}
 	return c, nil
 }
@@ -45,7 +46,7 @@ type tableBackend struct {
 	cfg  settings
 	wake *wakeup // nil with Config.Tuning.DisableFastHandover
 	// value is the value the candidate publishes: cfg.Value until
-	// Proclaim changes it (see setValue).
+	// Proclaim changes it (see proclaim).
 	value string
 	// bound limits the statements' server-side lock waits; set by
 	// preflight, which then prepares the statements again.
@@ -211,16 +212,7 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return t.heartbeat(ctx, hold)
 }
 
-// await implements waker.
-func (t *tableBackend) await(ctx context.Context, d time.Duration) bool {
-	return t.wake != nil && t.wake.await(ctx, d)
-}
-
-// awaits implements waker.
-func (t *tableBackend) awaits() bool { return t.wake != nil }
-
-// lost implements holdLoser: the hold ended without a release.
-func (t *tableBackend) lost(ctx context.Context, _ uint64) {
+func (t *tableBackend) lost(ctx context.Context, _ bool) {
 	if t.wake != nil {
 		t.wake.letGo(ctx)
 	}
@@ -339,33 +331,15 @@ func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) 
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }
 
-func (t *tableBackend) release(ctx context.Context, hold uint64, unserved time.Duration) error {
-	s, p := t.stmts.release, t.params(hold)
-	if unserved > 0 {
-		// During an adoption period, never less than the adopted lease:
-		// a recipe node that takes the row over keeps its lease_ms.
-		s, p.Lease = t.stmts.handOff, max(ceilMillis(unserved), t.adopt)
-	}
+func (t *tableBackend) giveUp(ctx context.Context, hold uint64, g surrender) error {
+	s, p := g.stmt(t.stmts.heldStmts, t.params(hold), t.adopt)
 	_, err := floor.ExecCommitted(ctx, t.db, s.pool, s.conn, p)
-	if t.wake != nil {
-		t.wake.letGo(ctx) // after the row says released: woken followers take it
-	}
+	t.lost(ctx, false) // after the row says released: woken followers look
 	return classify(err, t.cfg.Table)
 }
 
-func (t *tableBackend) handOver(ctx context.Context, hold uint64, to string, window time.Duration) error {
-	p := t.params(hold)
-	p.To, p.Lease = to, ceilMillis(window)
-	_, err := floor.ExecCommitted(ctx, t.db, t.stmts.handOver.pool, t.stmts.handOver.conn, p)
-	if t.wake != nil {
-		t.wake.letGo(ctx) // after the row says released: woken followers look
-	}
-	return classify(err, t.cfg.Table)
-}
-
-func (t *tableBackend) setValue(v string) { t.value = v }
-
-func (t *tableBackend) proclaim(ctx context.Context, hold uint64) (bool, error) {
+func (t *tableBackend) proclaim(ctx context.Context, hold uint64, value string) (bool, error) {
+	t.value = value
 	n, err := floor.ExecCommitted(ctx, t.db, t.stmts.proclaim.pool, t.stmts.proclaim.conn, t.params(hold))
 	return n == 1, classify(err, t.cfg.Table)
 }

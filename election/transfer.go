@@ -73,15 +73,13 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		if c.st.phase != leading || !c.IsLeader() {
 			return fmt.Errorf("election: proclaim: %w", ErrNotLeader)
 		}
-		changed := value != c.st.value
-		c.st.value = value
-		c.b.setValue(value)
-		if !changed {
+		if value == c.st.value {
 			return nil
 		}
+		c.st.value = value
 		c.step()
 		qctx, cancel := c.queryContext(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
-		held, err := c.b.proclaim(qctx, c.st.hold)
+		held, err := c.b.proclaim(qctx, c.st.hold, value)
 		cancel()
 		switch {
 		case err != nil:

@@ -145,7 +145,9 @@ func (w *wakeup) close() { w.held.Discard() }
 // it did. It returns false at once when nobody keeps the lock (no holder, or
 // one that does not keep it): the caller's timer decides then. The server's
 // timeout ends a little before d, so that waiting out d never needs to
-// cancel the statement (which would cost the connection).
+// cancel the statement (which would cost the connection). It is called
+// from a goroutine Run owns and joins (Candidate.startAwait), never at the
+// same time as a backend method.
 func (w *wakeup) await(ctx context.Context, d time.Duration) bool {
 	timeout := d - 2*time.Millisecond
 	if timeout < minAwait {

@@ -254,7 +254,7 @@ inline giveUp(c, h, unserved, to, over) {
 	fi
 }
 
-/* releaseHold (lead.go): the deadline passed: dropLock; else give up
+/* releaseHold (lead.go): the deadline passed: lost(drop); else give up
  * the row, handing on an unserved lock delay */
 inline releaseHold(c) {
 	if
