@@ -228,16 +228,14 @@ test-matrix: deps
 # (the host's 498 s, two rounds of the quick faults; MySQL 9.7's 518 s;
 # MariaDB 11.8's 313 s). Both kinds of leg wait more than they compute: a
 # chaos-short run on MariaDB 11.8 used 122 s of CPU in 309 s (0.4 of a
-# core, its servers and candidates included), one on MySQL 9.7 (Group
-# Replication included) 276 s in 750 s on a machine others loaded (0.37),
-# the integration module's go test -race on MariaDB 11.8 96 s in 207 s
-# (0.46). So the chaos runs now go beside the go test legs, one at a
-# time: a go test leg has 0.4 of a core beside it, where it passed beside
-# two CPU hogs (2 cores) three times in a row, and a chaos run has one go
-# test leg beside it, where it took what it takes alone beside two CPU
-# hogs; two go test legs still never run at once. The chaos runs (about
-# 1,250 s one after another) should end before the go test legs (about
-# 1,350 s), which then set the total.
+# core, its servers and candidates included), the integration module's go
+# test -race on it 96 s in 207 s (0.46). So the chaos runs now go beside
+# the go test legs, one at a time: a go test leg has 0.4 of a core beside
+# it, where it passed beside two CPU hogs (2 cores) three times in a row,
+# and a chaos run has one go test leg beside it, where it took what it
+# takes alone beside two CPU hogs; two go test legs still never run at
+# once. The chaos runs (about 1,250 s one after another) end before the go
+# test legs (about 1,350 s), which set the total.
 # The chaos-short runs of ci, one after another, in this order (host: the
 # host's MariaDB 10.11, with Galera; mysql-9.7, with Group Replication,
 # first: the longest).
