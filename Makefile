@@ -258,7 +258,7 @@ ci: deps model-deps
 	( set +e; setsid sh -c 'echo $$$$ >'"$$mdir/pid"'; exec nice -n 19 sh model/check.sh' >$$mdir/log 2>&1; echo $$? >$$mdir/rc; \
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
 	leg "chaos-short in the background, one server at a time: $(CI_CHAOS)"; cdir=$$(mktemp -d); \
-	( set +e; t0=$$t0 setsid -w sh -c 'echo $$$$ >'"$$cdir/pid"'; leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(CHAOS_SH); \
+	( set +e; t0=$$t0 setsid sh -c 'echo $$$$ >'"$$cdir/pid"'; leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(CHAOS_SH); \
 	    for s in $(CI_CHAOS); do if [ $$s = host ]; then chaos "" ""; else chaos $$s 1; fi >'"$$cdir"'/$$s 2>&1; echo $$? >'"$$cdir"'/$$s.rc; \
 	      echo "== ci: $$s: chaos-short ended: $$(( $$(date +%s) - t0 )) s since start" >>'"$$cdir"'/$$s; done'; \
 	  echo $$? >$$cdir/rc ) & cpid=$$!; \
