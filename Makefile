@@ -190,11 +190,11 @@ test-matrix: deps
 #   - make model (the protocol's model, see model/) starts in the
 #     background at nice 19, in a session of its own (killed if a leg
 #     fails); its output is printed at the end;
-#   - chaos-short starts in the background too, in a session of its own
-#     (killed if a leg fails), on one server at a time (CI_CHAOS): MySQL
-#     9.7's (with Group Replication) and MariaDB 11.8's with one round of
-#     each fault, the host's (with Galera) the short version; printed when
-#     the go test legs have ended;
+#   - chaos-short (one round of each fault) starts in the background too,
+#     in a session of its own (killed if a leg fails), on one server at a
+#     time (CI_CHAOS): MySQL 9.7's (with Group Replication), the host's
+#     (with Galera), MariaDB 11.8's; printed when the go test legs have
+#     ended;
 #   - meanwhile, on the host's MariaDB 10.11: make test (lint, promtool,
 #     vet, go test -race of both modules, Galera included);
 #   - then on Oracle MySQL 9.7 (with Group Replication), then on MariaDB
@@ -259,7 +259,7 @@ ci: deps model-deps
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
 	leg "chaos-short in the background, one server at a time: $(CI_CHAOS)"; cdir=$$(mktemp -d); \
 	( set +e; t0=$$t0 setsid sh -c 'echo $$$$ >'"$$cdir/pid"'; leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(CHAOS_SH); \
-	    for s in $(CI_CHAOS); do if [ $$s = host ]; then chaos "" ""; else chaos $$s 1; fi >'"$$cdir"'/$$s 2>&1; echo $$? >'"$$cdir"'/$$s.rc; \
+	    for s in $(CI_CHAOS); do chaos "$${s#host}" 1 >'"$$cdir"'/$$s 2>&1; echo $$? >'"$$cdir"'/$$s.rc; \
 	      echo "== ci: $$s: chaos-short ended: $$(( $$(date +%s) - t0 )) s since start" >>'"$$cdir"'/$$s; done'; \
 	  echo $$? >$$cdir/rc ) & cpid=$$!; \
 	trap 'for d in $$mdir $$cdir; do if [ ! -f $$d/rc ] && [ -f $$d/pid ]; then kill -- -$$(cat $$d/pid) 2>/dev/null || true; fi; done' EXIT; \
