@@ -382,7 +382,10 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	for i, a := range ivs {
 		if i > 0 {
 			res.TermsChecked++
-			if p := ivs[i-1]; a.Term <= p.Term {
+			// The same candidate may lead the same term again right after
+			// (Callbacks: a renewal that lands after the deadline begins a
+			// new leadership with the same term; nobody led in between).
+			if p := ivs[i-1]; a.Term < p.Term || a.Term == p.Term && (a.ID != p.ID || a.Start.Before(p.End)) {
 				violate("term", fmt.Sprintf("term %d of %s does not increase on term %d of %s", a.Term, a.ID, p.Term, p.ID),
 					p.Elected, a.Elected)
 			}
@@ -492,13 +495,21 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 		}
 		return ws[i].Seq < ws[j].Seq
 	})
-	byKey := map[string]*Interval{}
+	// A candidate's term may have several leaderships (see the term
+	// check): a write belongs to the last one that began before it.
+	byKey := map[string][]*Interval{}
 	for _, iv := range ivs {
-		byKey[fmt.Sprintf("%s/%d", iv.ID, iv.Term)] = iv
+		k := fmt.Sprintf("%s/%d", iv.ID, iv.Term)
+		byKey[k] = append(byKey[k], iv)
 	}
 	res.Margins.FencedLate = -time.Hour
 	for i, w := range ws {
-		iv := byKey[fmt.Sprintf("%s/%d", w.Who, w.Term)]
+		var iv *Interval
+		for _, c := range byKey[fmt.Sprintf("%s/%d", w.Who, w.Term)] {
+			if iv == nil || !c.Start.After(w.At) {
+				iv = c
+			}
+		}
 		if iv != nil {
 			res.Margins.FencedLate = max(res.Margins.FencedLate, w.At.Sub(iv.End))
 		}

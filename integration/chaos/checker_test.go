@@ -209,6 +209,29 @@ func TestCheckProtocol(t *testing.T) {
 	wantKinds(t, r, "protocol,protocol,protocol,protocol,protocol")
 }
 
+// TestCheckSameTermAgain: a renewal that lands after the deadline begins a
+// new leadership of the same term (the Callbacks contract); the checker
+// accepts it when nobody led in between, and matches writes to the
+// leadership they were made in.
+func TestCheckSameTermAgain(t *testing.T) {
+	recs := []Record{
+		elected("a", 10, 0),
+		demoted("a", 10, 1000, 1000),
+		elected("a", 10, 1200),
+		demoted("a", 10, 2000, 2000),
+		elected("b", 11, 3000),
+		demoted("b", 11, 4000, 4000),
+	}
+	writes := []Write{{1, 10, "a", at(500), ""}, {2, 10, "a", at(1500), ""}, {3, 11, "b", at(3500), ""}}
+	wantKinds(t, Check(cfg, recs, writes), "")
+	wantKinds(t, Check(cfg, recs, []Write{{1, 10, "a", at(1100), ""}}), "fence") // between the two
+	wantKinds(t, Check(cfg, []Record{                                            // another led in between
+		elected("a", 10, 0), demoted("a", 10, 1000, 1000),
+		elected("b", 10, 1100), demoted("b", 10, 1150, 1150),
+		elected("a", 10, 1200), demoted("a", 10, 2000, 2000),
+	}, nil), "term,term")
+}
+
 func TestCheckFence(t *testing.T) {
 	recs := []Record{
 		elected("a", 10, 0),
