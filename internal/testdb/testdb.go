@@ -34,6 +34,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -92,7 +93,8 @@ var shared sharedServer
 // sharedServer is set up at most once; the fields after once are written
 // only inside once.Do and read only after it.
 type sharedServer struct {
-	once sync.Once
+	once  sync.Once
+	noted sync.Once // the notes are logged by the first test that gets the server
 
 	err    error
 	notes  []string      // how setup went, logged in the test that ran it
@@ -112,18 +114,16 @@ type sharedServer struct {
 func get(t testing.TB) *sharedServer {
 	t.Helper()
 	s := &shared
-	ran := false
 	s.once.Do(func() {
-		ran = true
 		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 		defer cancel()
 		s.err = s.setup(ctx)
 	})
-	if ran {
+	s.noted.Do(func() {
 		for _, n := range s.notes {
 			t.Log(n)
 		}
-	}
+	})
 	if s.err != nil {
 		msg := fmt.Sprintf("testdb: no database server: %v\n%s", s.err, howTo)
 		if testing.Short() {
@@ -267,13 +267,42 @@ func Main(m *testing.M) { MainWith(m, nil) }
 
 // MainWith is Main with a way to start a Docker container, tried after
 // SQLELECT_TEST_DSN and before a local server; nil means no Docker path.
+//
+// Under -short, Main also sets the server up before any test runs; when
+// there is none, it skips the package's Examples (an Example cannot skip
+// itself, and the ones here need the server), as the tests that need it
+// skip, and says so on stderr.
 func MainWith(m *testing.M, docker Docker) {
 	shared.docker = docker
+	flag.Parse()
+	if testing.Short() {
+		skipExamplesWithoutServer()
+	}
 	code := m.Run()
 	if err := shared.teardown(); err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: tearing down the shared server: %v\n", err)
 	}
 	os.Exit(code)
+}
+
+// skipExamplesWithoutServer sets the shared server up and, when that
+// fails, adds the Examples to -test.skip.
+func skipExamplesWithoutServer() {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	shared.once.Do(func() { shared.err = shared.setup(ctx) })
+	if shared.err == nil {
+		return
+	}
+	skip := "^Example"
+	if old := flag.Lookup("test.skip").Value.String(); old != "" {
+		skip = old + "|" + skip
+	}
+	if err := flag.Set("test.skip", skip); err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: skipping the Examples: %v\n", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "testdb: no database server (%v): -short skips the tests and Examples that need one\n", shared.err)
 }
 
 // DSN creates a new, empty database named sqlelect_<12 hex digits> with
