@@ -175,7 +175,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := probe.ScratchPrefix + hex.EncodeToString(b[:])
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, tbl: kit.Quoted, name: name, name2: name + "/2"}
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
 	if ch.site, err = getlock.ReadSite(qctx, db, kit.Table); err == nil {
@@ -212,7 +212,6 @@ type checker struct {
 	db           *sql.DB
 	sdb          *sqlx.DB // db, for the connections whose rows are scanned whole
 	kit          probe.Kit
-	tbl          string // kit.Quoted
 	name, name2  string // the scratch elections
 	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
@@ -299,48 +298,44 @@ func (ch *checker) variable(name string) (val string, ok bool, err error) {
 // nothing is written or locked) and also tells a read-only server apart. A
 // missing table or column is Check's error.
 func (ch *checker) privileges() error {
-	var missing, readOnly []string
-	var firstErr error
-	noDelete := false
+	var denied, refused []string // the privileges the user lacks; the probes a read-only server refused
+	var firstErr error           // of the first denied probe but DELETE's
 	for _, p := range ch.kit.PrivilegeProbes {
 		_, err := ch.exec(p.Query)
-		switch denied := errors.Is(election.Classify(err), election.ErrAccessDenied); {
+		switch {
 		case err == nil:
-		case denied && p.Name == "DELETE":
-			noDelete = true
-		case denied:
-			missing = append(missing, p.Name)
-			firstErr = cmp.Or(firstErr, err)
+		case errors.Is(election.Classify(err), election.ErrAccessDenied):
+			denied = append(denied, p.Name)
+			if p.Name != "DELETE" {
+				firstErr = cmp.Or(firstErr, err)
+			}
 		case p.Name == "SELECT":
 			ctx, cancel := ch.step(0)
 			defer cancel()
 			return ch.kit.Layout(ctx, ch.db, err)
 		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
 			ch.noWrites = true
-			readOnly = append(readOnly, p.Name)
+			refused = append(refused, p.Name)
 		default:
 			ch.noWrites = true
 			ch.unverified(PropPrivileges, both(), p.Name, err)
 			return nil
 		}
 	}
-	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
+	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.kit.Quoted + " TO the user"
 	switch {
-	case missing != nil:
+	case firstErr != nil:
 		ch.noWrites = true
-		if noDelete {
-			missing = append(missing, "DELETE")
-		}
-		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(missing, ", "), ch.tbl, firstErr),
+		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.kit.Quoted, firstErr),
 			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant)
-	case readOnly != nil:
+	case refused != nil:
 		ch.add(PropPrivileges, both(), CheckWarn,
-			"SELECT on "+ch.tbl+"; "+strings.Join(readOnly, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
-	case noDelete:
-		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.tbl+" but not DELETE",
+			"SELECT on "+ch.kit.Quoted+"; "+strings.Join(refused, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
+	case denied != nil: // DELETE only
+		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.kit.Quoted+" but not DELETE",
 			"Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail", grant)
 	default:
-		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.tbl)
+		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.kit.Quoted)
 	}
 	return nil
 }
@@ -516,7 +511,7 @@ func (ch *checker) replace() {
 	if ch.skip(PropReplace, none()) {
 		return
 	}
-	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
+	res, err := ch.exec(`REPLACE INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
 		ch.unverified(PropReplace, none(), "REPLACE", err)
 		return
@@ -525,7 +520,7 @@ func (ch *checker) replace() {
 	var acquired string
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name).Scan(&acquired)
+	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.kit.Quoted+` WHERE anchor = ?`, ch.name).Scan(&acquired)
 	if n == 2 && err == nil && acquired == "operator" {
 		ch.pass(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name")
 		return
@@ -754,7 +749,7 @@ func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
 
 // lockRowSQL is a locking read of a row: anchor.
 func (ch *checker) lockRowSQL() string {
-	return `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor = ? FOR UPDATE`
+	return `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor = ? FOR UPDATE`
 }
 
 // contended locks row ch.name in a transaction (ta) on a connection of its
@@ -798,7 +793,7 @@ func (ch *checker) skipLocked() {
 	if ch.skip(PropSkipLocked, none()) {
 		return
 	}
-	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
+	if _, err := ch.exec(`INSERT INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
 		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
 		return
 	}
@@ -815,7 +810,7 @@ func (ch *checker) skipLocked() {
 	defer func() { _ = tb.Rollback() }()
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	skipLocked := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
+	skipLocked := `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
 	var gotA, gotB []string
 	if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
 		ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
@@ -962,8 +957,8 @@ func (ch *checker) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.kit.QueryTimeout)
 	defer cancel()
-	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.tbl+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
+	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.kit.Quoted+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
 		ch.add(PropCleanup, none(), CheckWarn, fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
-			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.tbl+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
+			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.kit.Quoted+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
 	}
 }
