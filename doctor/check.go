@@ -624,9 +624,9 @@ func (ch *checker) nowOneClock(offset int64) {
 	}
 }
 
-// locks: GET_LOCK with zero and fractional timeouts, IS_USED_LOCK, and the
-// release of a lock when its session ends, on a scratch lock held by one
-// connection (a) and tried by another (b).
+// locks: GET_LOCK with zero and fractional timeouts (getLock), IS_USED_LOCK,
+// and the release of a lock when its session ends, on a scratch lock held by
+// one connection (a) and tried by another (b).
 func (ch *checker) locks() {
 	lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 	a, b := &getlock.Conn{Lock: lock}, &getlock.Conn{Lock: lock}
@@ -648,9 +648,39 @@ func (ch *checker) locks() {
 	if !ch.getLock(lock, a, b) {
 		return
 	}
-	ch.isUsedLock(lock, a, b)
+	// IS_USED_LOCK, asked by b, names a, the holder.
+	ctx, cancel = ch.step(0)
+	holder, err := b.Scan(ctx, lock.Holder)
+	cancel()
+	switch {
+	case err != nil:
+		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
+	case !holder.Valid || uint64(holder.Int64) != a.ID:
+		got := "NULL"
+		if holder.Valid {
+			got = strconv.FormatInt(holder.Int64, 10)
+		}
+		ch.add(PropIsUsedLock, lockOnly(), CheckFail,
+			fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
+			"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
+			"use the table backend on this server")
+	default:
+		ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
+	}
+	// A lock is released when its session ends: once the holder's
+	// connection closed, b's wait gets it.
 	a.Discard()
-	ch.lockSessionEnd(lock, b)
+	const wait = 3 * time.Second
+	switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
+	case err != nil:
+		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
+	case !ok:
+		ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
+			"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
+			"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
+	default:
+		ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
+	}
 }
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
@@ -707,44 +737,6 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 			frac, dF.Round(time.Millisecond)))
 	}
 	return true
-}
-
-// isUsedLock: IS_USED_LOCK, asked by b, names a, the holder.
-func (ch *checker) isUsedLock(lock getlock.Lock, a, b *getlock.Conn) {
-	ctx, cancel := ch.step(0)
-	holder, err := b.Scan(ctx, lock.Holder)
-	cancel()
-	switch {
-	case err != nil:
-		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
-	case !holder.Valid || uint64(holder.Int64) != a.ID:
-		got := "NULL"
-		if holder.Valid {
-			got = strconv.FormatInt(holder.Int64, 10)
-		}
-		ch.add(PropIsUsedLock, lockOnly(), CheckFail,
-			fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
-			"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
-			"use the table backend on this server")
-	default:
-		ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
-	}
-}
-
-// lockSessionEnd: a lock is released when its session ends: once the
-// holder's connection closed, b's wait gets it.
-func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
-	const wait = 3 * time.Second
-	switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
-	case err != nil:
-		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
-	case !ok:
-		ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
-			"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
-			"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
-	default:
-		ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
-	}
 }
 
 // lockRowSQL is a locking read of a row: anchor.
