@@ -11,12 +11,10 @@ package doctor
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,9 +170,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	if err != nil {
 		return Report{}, err
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := probe.ScratchPrefix + hex.EncodeToString(b[:])
+	name := fmt.Sprintf("%s%08x", probe.ScratchPrefix, rand.Uint32())
 	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
@@ -875,7 +871,7 @@ func (ch *checker) statementBounds() {
 // lease (the server drops a silent holder); pooled connections should
 // outlive a lease of idleness.
 func (ch *checker) waitTimeout() {
-	leaseSecs := max(int64(math.Ceil(ch.kit.LeaseDuration.Seconds())), 1)
+	leaseSecs := max(int64((ch.kit.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
 		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
