@@ -6,17 +6,15 @@
 // start; the doctor makes the same ones, through the same code, and more.
 package doctor
 
-// This file is Check and its probes; their statements are in statements.go.
+// This file is Check and its probes.
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,19 +93,10 @@ type Finding struct {
 // StatusFor is the finding's verdict for backend: a fail on a property the
 // backend's safety does not rest on is a warning.
 func (f Finding) StatusFor(backend string) CheckStatus {
-	if f.Status == CheckFail && !f.concerns(backend) {
+	if f.Status == CheckFail && !slices.Contains(f.Backends, backend) {
 		return CheckWarn
 	}
 	return f.Status
-}
-
-func (f Finding) concerns(backend string) bool {
-	for _, b := range f.Backends {
-		if b == backend {
-			return true
-		}
-	}
-	return false
 }
 
 // Report is what Check found, one Finding per property.
@@ -153,9 +142,6 @@ func (r Report) Find(property string) (Finding, bool) {
 	return Finding{}, false
 }
 
-// scratchPrefix starts the names of the scratch elections Check works in.
-const scratchPrefix = probe.ScratchPrefix
-
 // Check tells whether the server behind db keeps the promises the backends
 // rely on: one Finding per property (see the Prop* constants), each pass,
 // warn or fail with the consequence and the fix. Report.Safe tells whether
@@ -180,11 +166,21 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	if db == nil {
 		return Report{}, election.ErrNilDB
 	}
-	ch, err := newChecker(ctx, db, config)
+	kit, err := election.Probe(config)
 	if err != nil {
 		return Report{}, err
 	}
-	if err := ch.privileges(); err != nil {
+	name := fmt.Sprintf("%s%08x", probe.ScratchPrefix, rand.Uint32())
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, name: name, name2: name + "/2"}
+	qctx, cancel := ch.step(0)
+	defer cancel()
+	if ch.site, err = getlock.ReadSite(qctx, db, kit.Table); err == nil {
+		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
+	}
+	if err == nil {
+		err = ch.privileges()
+	}
+	if err != nil {
 		return Report{}, err
 	}
 	for _, run := range []func(){
@@ -203,37 +199,15 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	return ch.report, nil
 }
 
-// newChecker returns a checker for config on db, with the server's version
-// and site read.
-func newChecker(ctx context.Context, db *sql.DB, config election.Config) (*checker, error) {
-	kit, err := election.Probe(config)
-	if err != nil {
-		return nil, err
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := scratchPrefix + hex.EncodeToString(b[:])
-	tbl := kit.Quoted
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, tbl: tbl,
-		sql: newStatements(tbl, kit.TermNow), name: name, name2: name + "/2"}
-	qctx, cancel := ch.step(0)
-	defer cancel()
-	site, err := getlock.ReadSite(qctx, db, kit.Table)
-	if err == nil {
-		err = db.QueryRowContext(qctx, ch.sql.version).Scan(&ch.report.Server)
-	}
-	ch.site = site
-	return ch, err
-}
-
-// checker runs Check's probes; each adds its findings to report.
+// checker runs Check's probes; each adds its findings to report. The
+// statements it shares with Run (the privilege probes, the preflight
+// checks, the heartbeat probe) are election's, through probe.Kit; the
+// others are its own.
 type checker struct {
 	ctx          context.Context
 	db           *sql.DB
-	sdb          *sqlx.DB // for getlock.Conn only
+	sdb          *sqlx.DB // db, for the connections whose rows are scanned whole
 	kit          probe.Kit
-	tbl          string // quoted
-	sql          statements
 	name, name2  string // the scratch elections
 	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
@@ -247,29 +221,38 @@ func tableOnly() []string { return []string{BackendTable} }
 func lockOnly() []string  { return []string{BackendLock} }
 func none() []string      { return []string{} } // a Batcher's, or an operator's tool's: never a fail for a backend
 
-func (ch *checker) add(f Finding) {
-	if f.Status == CheckPass {
-		f.Consequence, f.Fix = "", ""
+// add adds a finding on property for backends; a pass has no consequence
+// and no fix.
+func (ch *checker) add(property string, backends []string, st CheckStatus, detail, consequence, fix string) {
+	if st == CheckPass {
+		consequence, fix = "", ""
 	}
-	f.Backends = slices.Clone(f.Backends) // the caller's to change
-	ch.report.Findings = append(ch.report.Findings, f)
+	ch.report.Findings = append(ch.report.Findings, Finding{Property: property, Status: st,
+		Backends: slices.Clone(backends), Detail: detail, Consequence: consequence, Fix: fix})
+}
+
+// pass adds a pass on property for backends.
+func (ch *checker) pass(property string, backends []string, detail string) {
+	ch.add(property, backends, CheckPass, detail, "", "")
 }
 
 // unverified adds a fail for property, which could not be checked because
 // of err.
 func (ch *checker) unverified(property string, backends []string, what string, err error) {
-	ch.add(Finding{Property: property, Status: CheckFail, Backends: backends,
-		Detail:      fmt.Sprintf("could not check (%s): %v", what, err),
-		Consequence: "unverified: the backend's safety cannot be vouched for on this server",
-		Fix:         "see the error; run the check again with a user and server that answer it"})
+	ch.add(property, backends, CheckFail, fmt.Sprintf("could not check (%s): %v", what, err),
+		"unverified: the backend's safety cannot be vouched for on this server",
+		"see the error; run the check again with a user and server that answer it")
 }
 
-// skipped adds a warning for a write probe not run because the user cannot
-// write the table (the privileges or read_only finding fails already).
-func (ch *checker) skipped(property string, backends []string) {
-	ch.add(Finding{Property: property, Status: CheckWarn, Backends: backends,
-		Detail:      "not checked: the user cannot write the table (see privileges and read_only)",
-		Consequence: "unverified", Fix: "run the check with a user that can write the table, on a writable server"})
+// skip adds a warning for a write probe, and reports true, when the user
+// cannot write the table (the privileges or read_only finding fails
+// already).
+func (ch *checker) skip(property string, backends []string) bool {
+	if ch.noWrites {
+		ch.add(property, backends, CheckWarn, "not checked: the user cannot write the table (see privileges and read_only)",
+			"unverified", "run the check with a user that can write the table, on a writable server")
+	}
+	return ch.noWrites
 }
 
 // step is a context for one statement of ch: QueryTimeout, plus extra for
@@ -285,88 +268,18 @@ func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
 }
 
 // conn takes a connection of its own from the pool; closeConn discards it.
-func (ch *checker) conn() (*sql.Conn, error) {
+func (ch *checker) conn() (*sqlx.Conn, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	return ch.db.Conn(ctx)
+	return ch.sdb.Connx(ctx)
 }
 
 // closeConn closes c without giving it back to the pool (its session has
 // locks, a transaction or changed variables): the server ends the session.
-func closeConn(c *sql.Conn) {
+func closeConn(c *sqlx.Conn) {
 	if c != nil {
-		_ = c.Raw(func(any) error { return driver.ErrBadConn })
-		_ = c.Close()
+		(&getlock.Conn{Conn: c.Conn}).Discard()
 	}
-}
-
-// erOptionPreventsStatement is ER_OPTION_PREVENTS_STATEMENT: a read-only
-// server refuses a write (--read-only, super_read_only).
-const erOptionPreventsStatement = 1290
-
-// privileges runs Run's privilege probes (probe.Kit.PrivilegeProbes:
-// nothing is written or locked) and also tells a read-only server apart. A
-// missing table or column is Check's error.
-func (ch *checker) privileges() error {
-	var missing, missingDelete, readOnly []string
-	var firstErr error
-	for _, p := range ch.kit.PrivilegeProbes {
-		_, err := ch.exec(p.Query)
-		switch denied := accessDenied(err); {
-		case err == nil:
-		case denied && p.Name == "DELETE":
-			missingDelete = append(missingDelete, p.Name)
-		case denied:
-			missing = append(missing, p.Name)
-			firstErr = cmpErr(firstErr, err)
-		case p.Name == "SELECT":
-			ctx, cancel := ch.step(0)
-			defer cancel()
-			return ch.kit.Layout(ctx, ch.db, err)
-		case mysqlerr.Errno(err) == erOptionPreventsStatement:
-			ch.noWrites = true
-			readOnly = append(readOnly, p.Name)
-		default:
-			ch.noWrites = true
-			ch.unverified(PropPrivileges, both(), p.Name, err)
-			return nil
-		}
-	}
-	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
-	switch {
-	case missing != nil:
-		ch.noWrites = true
-		ch.add(Finding{Property: PropPrivileges, Status: CheckFail, Backends: both(),
-			Detail:      fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(append(missing, missingDelete...), ", "), ch.tbl, firstErr),
-			Consequence: "a candidate without them cannot take over: a standby that fails only at the failover it exists for",
-			Fix:         grant})
-	case readOnly != nil:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both(),
-			Detail:      "SELECT on " + ch.tbl + "; " + strings.Join(readOnly, ", ") + " not checked: the server refuses writes (see read_only)",
-			Consequence: "unverified", Fix: grant})
-	case missingDelete != nil:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckWarn, Backends: both(),
-			Detail:      "the user has SELECT, INSERT and UPDATE on " + ch.tbl + " but not DELETE",
-			Consequence: "Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail",
-			Fix:         grant})
-	default:
-		ch.add(Finding{Property: PropPrivileges, Status: CheckPass, Backends: both(),
-			Detail: "SELECT, INSERT, UPDATE and DELETE on " + ch.tbl})
-	}
-	return nil
-}
-
-// accessDenied reports whether the server refused err's statement for a
-// missing privilege.
-func accessDenied(err error) bool {
-	return errors.Is(election.Classify(err), election.ErrAccessDenied)
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // variable reads a global or session variable (scope.name); ok is false
@@ -377,24 +290,70 @@ func (ch *checker) variable(name string) (val string, ok bool, err error) {
 	return stmt.ServerVariable(ctx, ch.db, name)
 }
 
+// privileges runs Run's privilege probes (probe.Kit.PrivilegeProbes:
+// nothing is written or locked) and also tells a read-only server apart. A
+// missing table or column is Check's error.
+func (ch *checker) privileges() error {
+	var denied, refused []string // the privileges the user lacks; the probes a read-only server refused
+	var firstErr error           // of the first denied probe but DELETE's
+	for _, p := range ch.kit.PrivilegeProbes {
+		_, err := ch.exec(p.Query)
+		switch {
+		case err == nil:
+		case errors.Is(election.Classify(err), election.ErrAccessDenied):
+			denied = append(denied, p.Name)
+			if p.Name != "DELETE" {
+				firstErr = cmp.Or(firstErr, err)
+			}
+		case p.Name == "SELECT":
+			ctx, cancel := ch.step(0)
+			defer cancel()
+			return ch.kit.Layout(ctx, ch.db, err)
+		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
+			ch.noWrites = true
+			refused = append(refused, p.Name)
+		default:
+			ch.noWrites = true
+			ch.unverified(PropPrivileges, both(), p.Name, err)
+			return nil
+		}
+	}
+	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.kit.Quoted + " TO the user"
+	switch {
+	case firstErr != nil:
+		ch.noWrites = true
+		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.kit.Quoted, firstErr),
+			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant)
+	case refused != nil:
+		ch.add(PropPrivileges, both(), CheckWarn,
+			"SELECT on "+ch.kit.Quoted+"; "+strings.Join(refused, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
+	case denied != nil: // DELETE only
+		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.kit.Quoted+" but not DELETE",
+			"Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail", grant)
+	default:
+		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.kit.Quoted)
+	}
+	return nil
+}
+
 // readOnly: a read-only server, or a replica, takes no heartbeat (or, with
 // a privileged user, takes heartbeats that its primary never sees).
 func (ch *checker) readOnly() {
 	var why []string
-	for _, v := range []string{"global.read_only", "global.super_read_only"} {
-		val, ok, err := ch.variable(v)
+	for _, v := range []string{"read_only", "super_read_only"} {
+		val, ok, err := ch.variable("global." + v)
 		if err != nil {
 			ch.unverified(PropReadOnly, both(), "read_only", err)
 			return
 		}
 		if ok && stmt.IsOn(val) {
-			why = append(why, strings.TrimPrefix(v, "global.")+"=ON")
+			why = append(why, v+"=ON")
 		}
 	}
 	channels, err := ch.replicaChannels()
 	note := ""
 	switch {
-	case err != nil && accessDenied(err):
+	case errors.Is(election.Classify(err), election.ErrAccessDenied):
 		note = "; whether it replicates from another server could not be read (SHOW REPLICA STATUS needs REPLICATION CLIENT, or SLAVE MONITOR on MariaDB)"
 	case err != nil:
 		note = fmt.Sprintf("; whether it replicates could not be read (%v)", err)
@@ -403,19 +362,17 @@ func (ch *checker) readOnly() {
 	}
 	if why != nil {
 		ch.noWrites = true
-		ch.add(Finding{Property: PropReadOnly, Status: CheckFail, Backends: both(),
-			Detail:      "the server is read-only or a replica: " + strings.Join(why, ", ") + note,
-			Consequence: "candidates cannot write the row (no leader), or, with a privileged user, elect a leader of their own that the primary's candidates never see",
-			Fix:         "point the DSN at the primary (the writable server of the topology), never at a replica"})
+		ch.add(PropReadOnly, both(), CheckFail, "the server is read-only or a replica: "+strings.Join(why, ", ")+note,
+			"candidates cannot write the row (no leader), or, with a privileged user, elect a leader of their own that the primary's candidates never see",
+			"point the DSN at the primary (the writable server of the topology), never at a replica")
 		return
 	}
 	st := CheckPass
 	if note != "" {
 		st = CheckWarn
 	}
-	ch.add(Finding{Property: PropReadOnly, Status: st, Backends: both(),
-		Detail:      "read_only=OFF, super_read_only=OFF" + note,
-		Consequence: "a replica would go unnoticed", Fix: "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary"})
+	ch.add(PropReadOnly, both(), st, "read_only=OFF, super_read_only=OFF"+note,
+		"a replica would go unnoticed", "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary")
 }
 
 // binlogFormat: a server that writes a STATEMENT binary log has its
@@ -431,17 +388,14 @@ func (ch *checker) binlogFormat() {
 	}
 	switch {
 	case err != nil:
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckWarn, Backends: both(),
-			Detail: fmt.Sprintf("could not check (the binary log's format): %v", err), Consequence: "unverified",
-			Fix: "make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"})
+		ch.add(PropBinlogFormat, both(), CheckWarn, fmt.Sprintf("could not check (the binary log's format): %v", err), "unverified",
+			"make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)")
 	case stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"):
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckFail, Backends: both(),
-			Detail:      "the server writes its binary log as statements (binlog_format=STATEMENT)",
-			Consequence: "a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
-			Fix:         "SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration"})
+		ch.add(PropBinlogFormat, both(), CheckFail, "the server writes its binary log as statements (binlog_format=STATEMENT)",
+			"a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
+			"SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration")
 	default:
-		ch.add(Finding{Property: PropBinlogFormat, Status: CheckPass, Backends: both(),
-			Detail: fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format)})
+		ch.pass(PropBinlogFormat, both(), fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format))
 	}
 }
 
@@ -450,44 +404,28 @@ func (ch *checker) binlogFormat() {
 func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	rows, err := ch.db.QueryContext(ctx, ch.sql.replicaStatus)
-	if err != nil && mysqlerr.Errno(err) == erParse { // before MySQL 8.0.22 and MariaDB 10.5.1
-		rows, err = ch.db.QueryContext(ctx, ch.sql.slaveStatus)
+	rows, err := ch.sdb.QueryxContext(ctx, `SHOW REPLICA STATUS`)
+	if mysqlerr.Errno(err) == 1064 { // ER_PARSE_ERROR: before MySQL 8.0.22 and MariaDB 10.5.1
+		rows, err = ch.sdb.QueryxContext(ctx, `SHOW SLAVE STATUS`)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
 	var out []string
 	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		row, col := map[string]any{}, map[string]string{}
+		if err := rows.MapScan(row); err != nil {
 			return nil, err
 		}
-		name, source := "", ""
-		for i, c := range cols {
-			switch strings.ToLower(c) {
-			case "channel_name", "connection_name":
-				name = string(vals[i])
-			case "source_host", "master_host":
-				source = string(vals[i])
-			}
+		for k, v := range row {
+			b, _ := v.([]byte)
+			col[strings.ToLower(k)] = string(b)
 		}
-		if strings.HasPrefix(name, "group_replication") {
-			continue
+		name := cmp.Or(col["channel_name"], col["connection_name"])
+		if !strings.HasPrefix(name, "group_replication") {
+			out = append(out, cmp.Or(name, "default")+" from "+cmp.Or(col["source_host"], col["master_host"]))
 		}
-		if name == "" {
-			name = "default"
-		}
-		out = append(out, name+" from "+source)
 	}
 	return out, rows.Err()
 }
@@ -497,19 +435,16 @@ func (ch *checker) replicaChannels() ([]string, error) {
 func (ch *checker) topology() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err := ch.kit.Topology(ctx, ch.db)
-	switch {
+	switch err := ch.kit.Topology(ctx, ch.db); {
 	case errors.Is(err, election.ErrUnsupportedTopology):
-		ch.add(Finding{Property: PropTopology, Status: CheckFail, Backends: lockOnly(),
-			Detail: strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ") +
-				"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
-			Consequence: "the lock backend could elect one leader per node",
-			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"})
+		ch.add(PropTopology, lockOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ")+
+			"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
+			"the lock backend could elect one leader per node",
+			"use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline")
 	case err != nil:
 		ch.unverified(PropTopology, lockOnly(), "the topology", err)
 	default:
-		ch.add(Finding{Property: PropTopology, Status: CheckPass, Backends: lockOnly(),
-			Detail: "neither a Galera node nor a multi-primary Group Replication member: both backends may be used"})
+		ch.pass(PropTopology, lockOnly(), "neither a Galera node nor a multi-primary Group Replication member: both backends may be used")
 	}
 }
 
@@ -522,81 +457,57 @@ func (ch *checker) preflight() {
 		cancel()
 		switch {
 		case err == nil:
-			ch.add(Finding{Property: c.Prop, Status: CheckPass, Backends: c.Backends, Detail: c.Pass})
+			ch.pass(c.Prop, c.Backends, c.Pass)
 		case ch.kit.Permanent(err):
-			if c.Prop == PropAssignmentOrder {
-				ch.simultaneous = true
-			}
-			ch.add(Finding{Property: c.Prop, Status: CheckFail, Backends: c.Backends, Detail: err.Error(),
-				Consequence: c.Consequence, Fix: c.Fix})
+			ch.simultaneous = ch.simultaneous || c.Prop == PropAssignmentOrder
+			ch.add(c.Prop, c.Backends, CheckFail, err.Error(), c.Consequence, c.Fix)
 		default:
 			ch.unverified(c.Prop, c.Backends, c.Prop, err)
 		}
 	}
 }
 
-// erParse is ER_PARSE_ERROR: a statement the server does not know.
-const erParse = 1064
-
 // affectedRows runs the heartbeat probe on the pool (autocommit, as candidates
 // do).
 func (ch *checker) affectedRows() {
-	if ch.noWrites {
-		ch.skipped(PropAffectedRows, tableOnly())
+	if ch.skip(PropAffectedRows, tableOnly()) {
 		return
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	p, err := ch.kit.Heartbeat(ctx, ch.db, ch.name)
-	if ch.simultaneous && probe.IsCheckViolation(err) {
-		// The heartbeat fails on its CHECK constraint there, by design.
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly(),
-			Detail:      "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): " + err.Error(),
-			Consequence: "unverified"})
-		return
-	}
-	if mysqlerr.Errno(err) == mysqlerr.BadNull {
-		// The heartbeat refuses such a session by design (see time_zone).
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckWarn, Backends: tableOnly(),
-			Detail:      "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): " + err.Error(),
-			Consequence: "unverified"})
-		return
-	}
-	if err != nil {
-		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
-		return
-	}
 	ok, foundRows := p.OK()
 	switch why := p.Problem(); {
+	case ch.simultaneous && probe.IsCheckViolation(err): // the heartbeat fails on its CHECK constraint there, by design
+		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): "+
+			err.Error(), "unverified", "")
+	case mysqlerr.Errno(err) == mysqlerr.BadNull: // the heartbeat refuses such a session by design (see time_zone)
+		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): "+
+			err.Error(), "unverified", "")
+	case err != nil:
+		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
 	case ok && why != "":
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly(),
-			Detail:      why,
-			Consequence: "a candidate may believe it leads while another does",
-			Fix:         "recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced"})
+		ch.add(PropAffectedRows, tableOnly(), CheckFail, why, "a candidate may believe it leads while another does",
+			"recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced")
 	case !ok:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckFail, Backends: tableOnly(),
-			Detail: fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
-				"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d",
-				p, p.Term, p.Took),
-			Consequence: "the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
-			Fix:         "do not run the table backend on this server; use MySQL or MariaDB"})
+		ch.add(PropAffectedRows, tableOnly(), CheckFail, fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
+			"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d", p, p.Term, p.Took),
+			"the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
+			"do not run the table backend on this server; use MySQL or MariaDB")
 	case foundRows:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly(),
-			Detail: "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row"})
+		ch.pass(PropAffectedRows, tableOnly(), "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row")
 	default:
-		ch.add(Finding{Property: PropAffectedRows, Status: CheckPass, Backends: tableOnly(),
-			Detail: "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)"})
+		ch.pass(PropAffectedRows, tableOnly(), "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)")
 	}
 }
 
 // replace: an operator's REPLACE over a row reports 2 (a delete and an
 // insert) and resets the columns it does not name.
 func (ch *checker) replace() {
-	if ch.noWrites {
-		ch.skipped(PropReplace, none())
+	if ch.skip(PropReplace, none()) {
 		return
 	}
-	res, err := ch.exec(ch.sql.replace, ch.name, probe.B)
+	res, err := ch.exec(`REPLACE INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
 		ch.unverified(PropReplace, none(), "REPLACE", err)
 		return
@@ -605,69 +516,56 @@ func (ch *checker) replace() {
 	var acquired string
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err = ch.db.QueryRowContext(ctx, ch.sql.acquired, ch.name).Scan(&acquired)
+	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.kit.Quoted+` WHERE anchor = ?`, ch.name).Scan(&acquired)
 	if n == 2 && err == nil && acquired == "operator" {
-		ch.add(Finding{Property: PropReplace, Status: CheckPass, Backends: none(), Detail: "REPLACE over a row reports 2 and resets the columns it does not name"})
+		ch.pass(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name")
 		return
 	}
-	ch.add(Finding{Property: PropReplace, Status: CheckWarn, Backends: none(),
-		Detail:      fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
-		Consequence: "the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
-		Fix:         "steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE"})
+	ch.add(PropReplace, none(), CheckWarn,
+		fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
+		"the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
+		"steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE")
 }
 
-// clock: NOW(6) has microseconds, never goes back on one connection, and
-// is the same clock for two connections.
-func (ch *checker) clock() {
-	vals, offset, ok := ch.readClocks()
-	if !ok {
-		return
-	}
-	ch.nowMicroseconds(vals)
-	ch.nowMonotonic(vals)
-	ch.nowOneClock(offset)
-}
-
-// clockReads is how many times readClocks reads the second connection's
-// clock between two of the first's.
+// clockReads is how many times clock reads the second connection's clock
+// between two of the first's.
 const clockReads = 20
 
-// readClocks reads NOW(6) on two connections of its own, 2*clockReads
-// readings of the first (vals) and one of the second between each two,
-// and returns the largest distance of the second's reading outside the
-// first's two around it, in µs; ok is false when it added an unverified
-// finding instead.
-func (ch *checker) readClocks() (vals []int64, offset int64, ok bool) {
-	var c [2]*sql.Conn
-	for i, what := range []string{"a connection", "a second connection"} {
-		conn, err := ch.conn()
+// clock: NOW(6) has microseconds, never goes back on one connection, and
+// is the same clock for two connections. It reads NOW(6) on two
+// connections of its own, 2*clockReads readings of the first (vals) and one
+// of the second between each two, and takes the largest distance of the
+// second's reading outside the first's two around it (offset, in µs).
+func (ch *checker) clock() {
+	var c [2]*sqlx.Conn
+	for i := range c {
+		var err error
+		c[i], err = ch.conn()
+		defer closeConn(c[i])
 		if err != nil {
-			ch.unverified(PropNowMicroseconds, both(), what, err)
-			return nil, 0, false
+			ch.unverified(PropNowMicroseconds, both(), "a connection", err)
+			return
 		}
-		defer closeConn(conn)
-		c[i] = conn
 	}
-	now := func(c *sql.Conn) (int64, error) {
-		ctx, cancel := ch.step(0)
-		defer cancel()
-		var v int64
-		err := c.QueryRowContext(ctx, ch.sql.now).Scan(&v)
-		return v, err
-	}
+	var vals []int64
+	var offset int64
 	for range clockReads {
 		var r [3]int64
-		for k, conn := range []*sql.Conn{c[0], c[1], c[0]} {
-			var err error
-			if r[k], err = now(conn); err != nil {
+		for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
+			ctx, cancel := ch.step(0)
+			err := conn.QueryRowContext(ctx, `SELECT `+ch.kit.TermNow).Scan(&r[k])
+			cancel()
+			if err != nil {
 				ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
-				return nil, 0, false
+				return
 			}
 		}
 		vals = append(vals, r[0], r[2])
 		offset = max(offset, r[0]-r[1], r[1]-r[2])
 	}
-	return vals, offset, true
+	ch.nowMicroseconds(vals)
+	ch.nowMonotonic(vals)
+	ch.nowOneClock(offset)
 }
 
 // nowMicroseconds: the readings have microseconds.
@@ -679,17 +577,14 @@ func (ch *checker) nowMicroseconds(vals []int64) {
 	}
 	switch {
 	case micro:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckPass, Backends: both(), Detail: "the server clock (SYSDATE(6), which terms use) has microseconds"})
+		ch.pass(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds")
 	case milli:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckWarn, Backends: both(),
-			Detail:      fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
-			Consequence: "leases are judged a millisecond coarser than they are written",
-			Fix:         "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
+		ch.add(PropNowMicroseconds, both(), CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
+			"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)")
 	default:
-		ch.add(Finding{Property: PropNowMicroseconds, Status: CheckFail, Backends: both(),
-			Detail:      fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
-			Consequence: "a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
-			Fix:         "use a server whose NOW(6) has microseconds"})
+		ch.add(PropNowMicroseconds, both(), CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
+			"a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
+			"use a server whose NOW(6) has microseconds")
 	}
 }
 
@@ -700,14 +595,11 @@ func (ch *checker) nowMonotonic(vals []int64) {
 		back = max(back, vals[i-1]-vals[i])
 	}
 	if back > 0 {
-		ch.add(Finding{Property: PropNowMonotonic, Status: CheckFail, Backends: both(),
-			Detail:      fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
-			Consequence: "a lease measured by the database clock can end early: two leaders",
-			Fix:         "use one server whose clock does not step (NTP slewing, not stepping)"})
+		ch.add(PropNowMonotonic, both(), CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
+			"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)")
 		return
 	}
-	ch.add(Finding{Property: PropNowMonotonic, Status: CheckPass, Backends: both(),
-		Detail: fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals))})
+	ch.pass(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)))
 }
 
 // nowOneClock: two connections' clocks differ by offset µs at most.
@@ -716,59 +608,75 @@ func (ch *checker) nowOneClock(offset int64) {
 	d := time.Duration(offset) * time.Microsecond
 	switch {
 	case offset <= 0:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckPass, Backends: both(),
-			Detail: fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads)})
+		ch.pass(PropNowOneClock, both(), fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads))
 	case d < margin/10:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckWarn, Backends: both(),
-			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
-			Consequence: fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
-			Fix:         "keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
+		ch.add(PropNowOneClock, both(), CheckWarn, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
+			fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
+			"keep the servers' clocks synchronized (NTP), or connect all candidates to one server")
 	default:
-		ch.add(Finding{Property: PropNowOneClock, Status: CheckFail, Backends: both(),
-			Detail:      fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
-			Consequence: fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
-			Fix:         "connect all candidates to one server, or synchronize the servers' clocks well within the margin"})
+		ch.add(PropNowOneClock, both(), CheckFail, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
+			fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
+			"connect all candidates to one server, or synchronize the servers' clocks well within the margin")
 	}
 }
 
-// locks: GET_LOCK with zero and fractional timeouts, IS_USED_LOCK, and the
-// release of a lock when its session ends, on a scratch lock held by one
-// connection (a) and tried by another (b).
+// locks: GET_LOCK with zero and fractional timeouts (getLock), IS_USED_LOCK,
+// and the release of a lock when its session ends, on a scratch lock held by
+// one connection (a) and tried by another (b).
 func (ch *checker) locks() {
 	lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
-	a, err := ch.openLock(lock)
-	if err != nil {
-		ch.unverified(PropGetLock, lockOnly(), "a connection", err)
-		return
-	}
+	a, b := &getlock.Conn{Lock: lock}, &getlock.Conn{Lock: lock}
 	defer a.Discard()
-	b, err := ch.openLock(lock)
+	defer b.Discard()
+	ctx, cancel := ch.step(0)
+	err := a.Open(ctx, ch.db)
+	if err == nil {
+		err = a.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&a.ID)
+	}
+	if err == nil {
+		err = b.Open(ctx, ch.db)
+	}
+	cancel()
 	if err != nil {
-		ch.unverified(PropGetLock, lockOnly(), "a second connection", err)
+		ch.unverified(PropGetLock, lockOnly(), "two connections", err)
 		return
 	}
-	defer b.Discard()
 	if !ch.getLock(lock, a, b) {
 		return
 	}
-	ch.isUsedLock(lock, a, b)
+	// IS_USED_LOCK, asked by b, names a, the holder.
+	ctx, cancel = ch.step(0)
+	holder, err := b.Scan(ctx, lock.Holder)
+	cancel()
+	switch {
+	case err != nil:
+		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
+	case !holder.Valid || uint64(holder.Int64) != a.ID:
+		got := "NULL"
+		if holder.Valid {
+			got = strconv.FormatInt(holder.Int64, 10)
+		}
+		ch.add(PropIsUsedLock, lockOnly(), CheckFail,
+			fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
+			"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
+			"use the table backend on this server")
+	default:
+		ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
+	}
+	// A lock is released when its session ends: once the holder's
+	// connection closed, b's wait gets it.
 	a.Discard()
-	ch.lockSessionEnd(lock, b)
-}
-
-// openLock opens a connection of the checker's own for lock, and reads its
-// CONNECTION_ID().
-func (ch *checker) openLock(lock getlock.Lock) (*getlock.Conn, error) {
-	c := &getlock.Conn{Lock: lock}
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	if err := c.Open(ctx, ch.db); err != nil {
-		return nil, err
+	const wait = 3 * time.Second
+	switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
+	case err != nil:
+		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
+	case !ok:
+		ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
+			"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
+			"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
+	default:
+		ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
 	}
-	if err := c.Conn.QueryRowContext(ctx, ch.sql.connectionID).Scan(&c.ID); err != nil {
-		return nil, c.Fail(err)
-	}
-	return c, nil
 }
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
@@ -786,23 +694,21 @@ func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (b
 // when a could not take the lock (nothing else can be checked).
 func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	const frac = 300 * time.Millisecond
-	var problems, notes []string
-	fail := false
 	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK(name, 0) on a free lock", cmpErr(err, errors.New("it returned 0")))
+		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK(name, 0) on a free lock", cmp.Or(err, errors.New("it returned 0")))
 		return false
 	}
-	ok0, d0, err0 := ch.lockGet(b, lock.TryLock, 0)
-	okF, dF, errF := false, time.Duration(0), error(nil)
-	if err0 == nil {
-		okF, dF, errF = ch.lockGet(b, lock.Wait(frac), frac)
+	ok0, d0, err := ch.lockGet(b, lock.TryLock, 0)
+	okF, dF := false, time.Duration(0)
+	if err == nil {
+		okF, dF, err = ch.lockGet(b, lock.Wait(frac), frac)
 	}
-	switch {
-	case err0 != nil || errF != nil:
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK on a held lock", cmpErr(err0, errF))
+	if err != nil {
+		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK on a held lock", err)
 		return false
-	case ok0 || okF:
-		fail = true
+	}
+	var problems []string
+	if ok0 || okF {
 		problems = append(problems, "a second session got a lock another session held")
 	}
 	if d0 > time.Second {
@@ -813,132 +719,78 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut)", frac, dF.Round(time.Millisecond)))
 	case dF > 2*frac:
 		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was rounded up)", frac, dF.Round(time.Millisecond)))
-	default:
-		notes = append(notes, fmt.Sprintf("a %v wait on a held lock returned 0 after %v", frac, dF.Round(time.Millisecond)))
 	}
 	switch {
-	case fail:
-		ch.add(Finding{Property: PropGetLock, Status: CheckFail, Backends: lockOnly(),
-			Detail:      strings.Join(problems, "; "),
-			Consequence: "two lock-backend candidates can hold the election's lock at once: two leaders",
-			Fix:         "use the table backend on this server"})
+	case ok0 || okF:
+		ch.add(PropGetLock, lockOnly(), CheckFail, strings.Join(problems, "; "),
+			"two lock-backend candidates can hold the election's lock at once: two leaders", "use the table backend on this server")
 	case problems != nil:
-		ch.add(Finding{Property: PropGetLock, Status: CheckWarn, Backends: lockOnly(),
-			Detail:      strings.Join(problems, "; "),
-			Consequence: "waiting lock-backend candidates (and the table backend's fast handover) poll too often or block past their bound: slower takeovers, more load",
-			Fix:         "prefer the table backend on this server"})
+		ch.add(PropGetLock, lockOnly(), CheckWarn, strings.Join(problems, "; "),
+			"waiting lock-backend candidates (and the table backend's fast handover) poll too often or block past their bound: slower takeovers, more load",
+			"prefer the table backend on this server")
 	default:
-		ch.add(Finding{Property: PropGetLock, Status: CheckPass, Backends: lockOnly(),
-			Detail: "GET_LOCK(name, 0) on a held lock returned 0 at once; " + strings.Join(notes, "; ")})
+		ch.pass(PropGetLock, lockOnly(), fmt.Sprintf("GET_LOCK(name, 0) on a held lock returned 0 at once; a %v wait on a held lock returned 0 after %v",
+			frac, dF.Round(time.Millisecond)))
 	}
 	return true
 }
 
-// isUsedLock: IS_USED_LOCK, asked by b, names a, the holder.
-func (ch *checker) isUsedLock(lock getlock.Lock, a, b *getlock.Conn) {
-	ctx, cancel := ch.step(0)
-	holder, err := b.Scan(ctx, lock.Holder)
-	cancel()
-	switch {
-	case err != nil:
-		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
-	case !holder.Valid || uint64(holder.Int64) != a.ID:
-		ch.add(Finding{Property: PropIsUsedLock, Status: CheckFail, Backends: lockOnly(),
-			Detail:      fmt.Sprintf("IS_USED_LOCK from another session returned %v, not the holder's CONNECTION_ID() %d", nullInt(holder), a.ID),
-			Consequence: "the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
-			Fix:         "use the table backend on this server"})
-	default:
-		ch.add(Finding{Property: PropIsUsedLock, Status: CheckPass, Backends: lockOnly(),
-			Detail: fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID)})
-	}
+// lockRowSQL is a locking read of a row: anchor.
+func (ch *checker) lockRowSQL() string {
+	return `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor = ? FOR UPDATE`
 }
 
-// lockSessionEnd: a lock is released when its session ends: once the
-// holder's connection closed, b's wait gets it.
-func (ch *checker) lockSessionEnd(lock getlock.Lock, b *getlock.Conn) {
-	const wait = 3 * time.Second
-	ok, d, err := ch.lockGet(b, lock.Wait(wait), wait)
-	switch {
-	case err != nil:
-		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
-	case !ok:
-		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckFail, Backends: lockOnly(),
-			Detail:      fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
-			Consequence: "a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
-			Fix:         "connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend"})
-	default:
-		ch.add(Finding{Property: PropLockSessionEnd, Status: CheckPass, Backends: lockOnly(),
-			Detail: fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond))})
-	}
-}
-
-func nullInt(v sql.NullInt64) string {
-	if !v.Valid {
-		return "NULL"
-	}
-	return strconv.FormatInt(v.Int64, 10)
-}
-
-// lockRow begins a transaction on a connection of its own that locks row
-// anchor (SELECT … FOR UPDATE); release ends it and discards the connection.
-func (ch *checker) lockRow(anchor string) (tx *sql.Tx, release func(), err error) {
-	c, err := ch.conn()
-	if err != nil {
-		return nil, nil, err
+// contended locks row ch.name in a transaction (ta) on a connection of its
+// own, and opens a second connection (b) to contend for it; release ends
+// both. ok is false when it added an unverified finding on property
+// instead.
+func (ch *checker) contended(property string) (ta *sqlx.Tx, b *sqlx.Conn, release func(), ok bool) {
+	a, err := ch.conn()
+	release = func() {
+		if ta != nil {
+			_ = ta.Rollback()
+		}
+		closeConn(a)
+		closeConn(b)
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	// The transaction outlives this step: it is begun on ch.ctx, and each
-	// statement has its own deadline.
-	tx, err = c.BeginTx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		closeConn(c)
-		return nil, nil, err
+	if err == nil {
+		// The transaction outlives this step: it is begun on ch.ctx, and
+		// each statement has its own deadline.
+		ta, err = a.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
-	release = func() { _ = tx.Rollback(); closeConn(c) }
-	var got string
-	if err := tx.QueryRowContext(ctx, ch.sql.lockRow, anchor).Scan(&got); err != nil {
+	if err == nil {
+		err = ta.QueryRowContext(ctx, ch.lockRowSQL(), ch.name).Scan(new(string))
+	}
+	if err == nil {
+		b, err = ch.conn()
+	}
+	if err != nil {
 		release()
-		return nil, nil, err
-	}
-	return tx, release, nil
-}
-
-// contended locks row ch.name in a transaction of its own (tx), and opens
-// a second connection (c) to contend for it; release ends both. ok is false
-// when it added an unverified finding on property instead.
-func (ch *checker) contended(property string) (tx *sql.Tx, c *sql.Conn, release func(), ok bool) {
-	tx, releaseA, err := ch.lockRow(ch.name)
-	if err != nil {
-		ch.unverified(property, none(), "SELECT … FOR UPDATE", err)
+		ch.unverified(property, none(), "SELECT … FOR UPDATE, and a second connection", err)
 		return nil, nil, nil, false
 	}
-	if c, err = ch.conn(); err != nil {
-		releaseA()
-		ch.unverified(property, none(), "a second connection", err)
-		return nil, nil, nil, false
-	}
-	return tx, c, func() { closeConn(c); releaseA() }, true
+	return ta, b, release, true
 }
 
 // skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
 // LOCKED of both rows gets only the other one, at once, and A's of B's row
 // gets nothing (the Batcher's renewals rely on it).
 func (ch *checker) skipLocked() {
-	if ch.noWrites {
-		ch.skipped(PropSkipLocked, none())
+	if ch.skip(PropSkipLocked, none()) {
 		return
 	}
-	if _, err := ch.exec(ch.sql.insert, ch.name2, probe.B); err != nil {
+	if _, err := ch.exec(`INSERT INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
 		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
 		return
 	}
-	ta, c, release, ok := ch.contended(PropSkipLocked)
+	ta, b, release, ok := ch.contended(PropSkipLocked)
 	if !ok {
 		return
 	}
 	defer release()
-	tb, err := c.BeginTx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tb, err := b.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		ch.unverified(PropSkipLocked, none(), "a transaction", err)
 		return
@@ -946,65 +798,42 @@ func (ch *checker) skipLocked() {
 	defer func() { _ = tb.Rollback() }()
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	gotB, err := anchors(ctx, tb, ch.sql.skipLocked, ch.name, ch.name2)
-	if err != nil {
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckWarn, Backends: none(),
-			Detail:      fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
-			Consequence: "a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)",
-			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
+	skipLocked := `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
+	var gotA, gotB []string
+	if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
+		ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
+			"a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)", "do not use a Batcher (Config.Tuning.Batcher) here")
 		return
 	}
-	gotA, err := anchors(ctx, ta, ch.sql.skipLocked, ch.name2, ch.name2)
-	switch {
+	switch err := ta.SelectContext(ctx, &gotA, skipLocked, ch.name2, ch.name2); {
 	case err != nil:
 		ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
 	case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckFail, Backends: none(),
-			Detail: fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)",
-				gotB, gotA),
-			Consequence: "a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
-			Fix:         "do not use a Batcher (Config.Tuning.Batcher) here"})
+		ch.add(PropSkipLocked, none(), CheckFail,
+			fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)", gotB, gotA),
+			"a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
+			"do not use a Batcher (Config.Tuning.Batcher) here")
 	default:
-		ch.add(Finding{Property: PropSkipLocked, Status: CheckPass, Backends: none(),
-			Detail: "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took"})
+		ch.pass(PropSkipLocked, none(), "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took")
 	}
-}
-
-// anchors returns the anchors query selects in tx.
-func anchors(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
 }
 
 // statementBounds: a locking read wrapped by the bound of the server's
 // flavour (stmt.Bound) ends within about a second while another transaction
 // holds the row, instead of waiting for the client to give up.
 func (ch *checker) statementBounds() {
-	if ch.noWrites {
-		ch.skipped(PropStatementBounds, none())
+	const fix = "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5"
+	if ch.skip(PropStatementBounds, none()) {
 		return
 	}
 	bound := stmt.NewBound(ch.site.Flavor, time.Second)
 	if bound.Flavor == stmt.FlavorOther {
-		ch.add(Finding{Property: PropStatementBounds, Status: CheckWarn, Backends: none(),
-			Detail:      "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
-			Consequence: "a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
-			Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5)"})
+		ch.add(PropStatementBounds, none(), CheckWarn, "the server is neither MariaDB nor MySQL 8.0.3+ ("+ch.report.Server+"): statements are sent without bounds",
+			"a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
+			fix+")")
 		return
 	}
-	_, c, release, ok := ch.contended(PropStatementBounds)
+	_, b, release, ok := ch.contended(PropStatementBounds)
 	if !ok {
 		return
 	}
@@ -1012,18 +841,18 @@ func (ch *checker) statementBounds() {
 	ctx, cancel := ch.step(2 * time.Second)
 	defer cancel()
 	start := ch.kit.Now()
-	var got string
-	err := c.QueryRowContext(ctx, bound.Wrap(ch.sql.lockRow), ch.name).Scan(&got)
+	err := b.QueryRowContext(ctx, bound.Wrap(ch.lockRowSQL()), ch.name).Scan(new(string))
 	took := ch.kit.Now().Sub(start).Round(time.Millisecond)
-	var st CheckStatus
-	var detail string
+	kind := "MAX_EXECUTION_TIME"
+	if bound.Flavor == stmt.FlavorMariaDB {
+		kind = "SET STATEMENT innodb_lock_wait_timeout"
+	}
+	st, detail := CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", kind, took, err)
 	switch n := mysqlerr.Errno(err); {
 	case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
-		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", boundKind(bound), took, n)
+		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", kind, took, n)
 	case err == nil:
-		st, detail = CheckWarn, "a locking read of a row another transaction holds returned at once"
-	default:
-		st, detail = CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", boundKind(bound), took, err)
+		detail = "a locking read of a row another transaction holds returned at once"
 	}
 	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
 		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
@@ -1033,23 +862,16 @@ func (ch *checker) statementBounds() {
 			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 		}
 	}
-	ch.add(Finding{Property: PropStatementBounds, Status: st, Backends: none(), Detail: detail,
-		Consequence: "statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
-		Fix:         "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5: the driver sets it on every connection)"})
-}
-
-func boundKind(b stmt.Bound) string {
-	if b.Flavor == stmt.FlavorMariaDB {
-		return "SET STATEMENT innodb_lock_wait_timeout"
-	}
-	return "MAX_EXECUTION_TIME"
+	ch.add(PropStatementBounds, none(), st, detail,
+		"statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
+		fix+": the driver sets it on every connection)")
 }
 
 // waitTimeout: the lock backend sets its connection's wait_timeout to the
 // lease (the server drops a silent holder); pooled connections should
 // outlive a lease of idleness.
 func (ch *checker) waitTimeout() {
-	leaseSecs := max(int64(math.Ceil(ch.kit.LeaseDuration.Seconds())), 1)
+	leaseSecs := max(int64((ch.kit.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
 		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
@@ -1057,35 +879,31 @@ func (ch *checker) waitTimeout() {
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
 	c, err := ch.conn()
+	defer closeConn(c)
 	if err != nil {
 		ch.unverified(PropWaitTimeout, lockOnly(), "a connection", err)
 		return
 	}
-	defer closeConn(c)
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
 	bound, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: leaseSecs})
-	_, err = c.ExecContext(ctx, bound)
-	if err == nil {
-		var v string
+	if _, err = c.ExecContext(ctx, bound); err == nil {
 		v, _, err = stmt.ServerVariable(ctx, c, "session.wait_timeout")
 		set, _ = strconv.ParseInt(v, 10, 64)
 	}
 	switch {
 	case err != nil || set != leaseSecs:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckFail, Backends: lockOnly(),
-			Detail:      fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
-			Consequence: "the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
-			Fix:         "use the table backend on this server"})
+		ch.add(PropWaitTimeout, lockOnly(), CheckFail, fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
+			"the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
+			"use the table backend on this server")
 	case secs < leaseSecs:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckWarn, Backends: lockOnly(),
-			Detail:      fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
-			Consequence: "idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
-			Fix:         fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs)})
+		ch.add(PropWaitTimeout, lockOnly(), CheckWarn, fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
+			"idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
+			fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs))
 	default:
-		ch.add(Finding{Property: PropWaitTimeout, Status: CheckPass, Backends: lockOnly(),
-			Detail: fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs)})
+		ch.pass(PropWaitTimeout, lockOnly(),
+			fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs))
 	}
 }
 
@@ -1094,33 +912,29 @@ func (ch *checker) waitTimeout() {
 // read that may confirm it).
 func (ch *checker) roundTrip() {
 	var slowest time.Duration
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		ctx, cancel := ch.step(0)
 		start := ch.kit.Now()
-		var one int
-		err := ch.db.QueryRowContext(ctx, ch.sql.ping).Scan(&one)
-		d := ch.kit.Now().Sub(start)
+		err := ch.db.QueryRowContext(ctx, `SELECT 1`).Scan(new(int))
+		slowest = max(slowest, ch.kit.Now().Sub(start))
 		cancel()
 		if err != nil {
 			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
 			return
 		}
-		slowest = max(slowest, d)
 	}
 	room := ch.kit.RenewDeadline - ch.kit.RenewInterval
 	detail := fmt.Sprintf("slowest of 5 round trips %v; a leader has %v (RenewDeadline - RenewInterval) to renew, in up to two round trips",
 		slowest.Round(10*time.Microsecond), room)
 	switch {
 	case 2*slowest >= room:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckFail, Backends: both(), Detail: detail,
-			Consequence: "renewals do not complete before the renew deadline: leaders stand down again and again",
-			Fix:         "run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)"})
+		ch.add(PropRoundTrip, both(), CheckFail, detail, "renewals do not complete before the renew deadline: leaders stand down again and again",
+			"run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)")
 	case slowest >= ch.kit.RenewInterval/10:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckWarn, Backends: both(), Detail: detail,
-			Consequence: "a slow network leaves little room for a retry before the renew deadline",
-			Fix:         "run the candidates near the database, or lengthen the lease"})
+		ch.add(PropRoundTrip, both(), CheckWarn, detail, "a slow network leaves little room for a retry before the renew deadline",
+			"run the candidates near the database, or lengthen the lease")
 	default:
-		ch.add(Finding{Property: PropRoundTrip, Status: CheckPass, Backends: both(), Detail: detail})
+		ch.pass(PropRoundTrip, both(), detail)
 	}
 }
 
@@ -1131,11 +945,8 @@ func (ch *checker) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.kit.QueryTimeout)
 	defer cancel()
-	_, err := ch.db.ExecContext(ctx, ch.sql.cleanup, ch.name, ch.name2)
-	if err != nil {
-		ch.add(Finding{Property: PropCleanup, Status: CheckWarn, Backends: none(),
-			Detail:      fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
-			Consequence: "two stale rows in the election table (status lists them)",
-			Fix:         ch.sql.cleanupFix})
+	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.kit.Quoted+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
+		ch.add(PropCleanup, none(), CheckWarn, fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
+			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.kit.Quoted+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 // CheckPrivileges checks that the user of db may campaign in table (empty
@@ -15,12 +14,7 @@ import (
 // names every missing privilege. Run checks the same at preflight and stops
 // with the error; the CLI's status warns with it.
 func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
-	if table == "" {
-		table = election.DefaultTable
-	}
-	if err := ident.Table(table); err != nil {
-		return err
-	}
+	// Probe defaults the table and validates it (ident.Table) as Run does.
 	kit, err := election.Probe(election.Config{Table: table})
 	if err != nil {
 		return err
