@@ -85,9 +85,8 @@ type Fake struct {
 	running atomic.Bool
 
 	// Read by IsLeader, Term and Healthy from any goroutine.
-	leading   atomic.Bool
-	term      atomic.Uint64
-	unhealthy atomic.Bool // the last Health.Check failed
+	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
+	unhealthy atomic.Bool   // the last Health.Check failed
 
 	mu        sync.Mutex
 	db        *sql.DB
@@ -106,10 +105,11 @@ type Fake struct {
 
 var _ election.Election = (*Fake)(nil)
 
-// request is a change carried out on the Run goroutine.
+// request is a change carried out on the Run goroutine; done receives
+// do's error.
 type request struct {
-	do   func()
-	done chan struct{}
+	do   func() error
+	done chan error
 }
 
 // New returns a fake candidate configured by cfg: Name (required, as for
@@ -151,15 +151,10 @@ func (f *Fake) ID() string { return f.cfg.ID }
 
 // IsLeader implements election.Election: true from Elect (or SetLeader
 // naming this candidate) until the leadership ends.
-func (f *Fake) IsLeader() bool { return f.leading.Load() }
+func (f *Fake) IsLeader() bool { return f.term.Load() != 0 }
 
 // Term implements election.Election.
-func (f *Fake) Term() uint64 {
-	if !f.leading.Load() {
-		return 0
-	}
-	return f.term.Load()
-}
+func (f *Fake) Term() uint64 { return f.term.Load() }
 
 // Run implements election.Election. It carries out the driving methods'
 // changes until ctx ends; then, if this candidate leads, it stands down
@@ -174,28 +169,24 @@ func (f *Fake) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if f.demote(election.ReasonResigned) {
-				f.setRecord(election.Record{}) // released on the way out
-			}
+			f.release(election.ReasonResigned) // on the way out
 			return nil
 		case r := <-f.reqs:
-			r.do()
-			close(r.done)
+			r.done <- r.do() // buffered: never blocks
 		}
 	}
 }
 
 // do carries out fn on the Run goroutine: it waits until Run takes it (or
-// ctx ends) and until fn returned.
-func (f *Fake) do(ctx context.Context, fn func()) error {
-	r := request{do: fn, done: make(chan struct{})}
+// ctx ends) and until fn returned, and returns fn's error.
+func (f *Fake) do(ctx context.Context, fn func() error) error {
+	r := request{do: fn, done: make(chan error, 1)}
 	select {
 	case f.reqs <- r:
 	case <-ctx.Done():
 		return fmt.Errorf("electionfake: waiting for Run: %w", ctx.Err())
 	}
-	<-r.done // Run finishes a request it took before anything else
-	return nil
+	return <-r.done // Run finishes a request it took before anything else
 }
 
 // Elect makes this candidate the leader with a new term, higher than every
@@ -219,15 +210,13 @@ func (f *Fake) Elect(ctx context.Context) (uint64, error) {
 // ctx's error when ctx ends first.
 func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 	var term uint64
-	var unhealthy error
-	err := f.do(ctx, func() {
+	err := f.do(ctx, func() error {
 		if id == f.cfg.ID {
-			if f.leading.Load() {
-				term = f.term.Load()
-				return
+			if term = f.term.Load(); term != 0 {
+				return nil
 			}
-			if unhealthy = f.check(ctx); unhealthy != nil {
-				return // an unhealthy candidate does not campaign
+			if err := f.check(ctx); err != nil {
+				return err // an unhealthy candidate does not campaign
 			}
 		}
 		f.demote(election.ReasonDeposed)
@@ -235,11 +224,9 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 		if id == f.cfg.ID {
 			f.lead(term)
 		}
+		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return term, unhealthy
+	return term, err
 }
 
 // CheckHealth runs Config.Health.Check once, as a real candidate's health
@@ -253,15 +240,13 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 // from electing it while it fails. It waits for Run, and returns ctx's
 // error when ctx ends first.
 func (f *Fake) CheckHealth(ctx context.Context) error {
-	var unhealthy error
-	if err := f.do(ctx, func() {
-		if unhealthy = f.check(ctx); unhealthy != nil && f.demote(election.ReasonUnhealthy) {
-			f.setRecord(election.Record{}) // released
+	return f.do(ctx, func() error {
+		err := f.check(ctx)
+		if err != nil {
+			f.release(election.ReasonUnhealthy)
 		}
-	}); err != nil {
 		return err
-	}
-	return unhealthy
+	})
 }
 
 // Healthy reports whether the last run of Config.Health.Check passed: true
@@ -300,17 +285,7 @@ func (f *Fake) Depose(ctx context.Context, reason election.Reason) error {
 	if reason == "" {
 		reason = election.ReasonDeposed
 	}
-	var err error
-	if derr := f.do(ctx, func() {
-		if !f.demote(reason) {
-			err = fmt.Errorf("electionfake: depose: %w", election.ErrNotLeader)
-			return
-		}
-		f.setRecord(election.Record{})
-	}); derr != nil {
-		return derr
-	}
-	return err
+	return f.leaderDo(ctx, "depose", func() { f.release(reason) })
 }
 
 // Resign implements election.Election: when this candidate leads it stands
@@ -323,16 +298,15 @@ func (f *Fake) Resign(ctx context.Context) error {
 	if !f.running.Load() {
 		return fmt.Errorf("electionfake: resign: %w", election.ErrNotRunning)
 	}
-	return f.do(ctx, func() {
+	return f.do(ctx, func() error {
 		f.mu.Lock()
 		f.resigns++
 		if f.resigns == 1 {
 			close(f.resigned)
 		}
 		f.mu.Unlock()
-		if f.demote(election.ReasonResigned) {
-			f.setRecord(election.Record{})
-		}
+		f.release(election.ReasonResigned)
+		return nil
 	})
 }
 
@@ -371,29 +345,20 @@ func (f *Fake) Proclaim(ctx context.Context, value string) error {
 		f.record.Value = value
 		r := f.record
 		f.mu.Unlock()
-		if r.Value != f.seen.Value {
-			f.seen = r
-			if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
-				cb(r)
-			}
-		}
+		f.notify(r)
 	})
 }
 
 // leaderDo runs fn on the Run goroutine (waiting for Run) if this
 // candidate leads; what names the operation in errors.
 func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
-	var err error
-	if derr := f.do(ctx, func() {
-		if !f.leading.Load() {
-			err = fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
-			return
+	return f.do(ctx, func() error {
+		if f.term.Load() == 0 {
+			return fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
 		}
 		fn()
-	}); derr != nil {
-		return derr
-	}
-	return err
+		return nil
+	})
 }
 
 // Resigns returns how many times Resign was called (while Run ran).
@@ -510,20 +475,26 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 	}
 	f.record = r
 	f.mu.Unlock()
-	if r.ID != f.seen.ID || r.Term != f.seen.Term || r.Value != f.seen.Value {
-		f.seen = r
-		if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
-			cb(r)
-		}
-	}
+	f.notify(r)
 	return r.Term
+}
+
+// notify reports r through OnLeaderChanged when its holder, term or value
+// differs from the last one reported. Run goroutine only.
+func (f *Fake) notify(r election.Record) {
+	if r.ID == f.seen.ID && r.Term == f.seen.Term && r.Value == f.seen.Value {
+		return
+	}
+	f.seen = r
+	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+		cb(r)
+	}
 }
 
 // lead starts a leadership of term: IsLeader turns true, then OnElected
 // starts in its own goroutine. Run goroutine only.
 func (f *Fake) lead(term uint64) {
 	f.term.Store(term)
-	f.leading.Store(true)
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	f.cancelLead, f.leadDone = cancel, done
@@ -541,12 +512,10 @@ func (f *Fake) lead(term uint64) {
 // one: IsLeader turns false, the elected context is cancelled, OnElected is
 // waited for and OnDemoted called. Run goroutine only.
 func (f *Fake) demote(reason election.Reason) bool {
-	if !f.leading.Load() {
+	term := f.term.Swap(0)
+	if term == 0 {
 		return false
 	}
-	term := f.term.Load()
-	f.leading.Store(false)
-	f.term.Store(0)
 	until := f.now()
 	f.cancelLead()
 	<-f.leadDone
@@ -554,6 +523,15 @@ func (f *Fake) demote(reason election.Reason) bool {
 		cb(election.Demotion{Term: term, Reason: reason, Until: until})
 	}
 	return true
+}
+
+// release ends the current leadership, if any, as demote does, and then
+// reports that nobody leads: the leader released the row. Run goroutine
+// only.
+func (f *Fake) release(reason election.Reason) {
+	if f.demote(reason) {
+		f.setRecord(election.Record{})
+	}
 }
 
 // now reads Tuning.Clock, or the time package's clock when it is nil.
