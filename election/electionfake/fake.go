@@ -80,9 +80,11 @@ var ErrUnhealthy = errors.New("electionfake: health check failing")
 // Fake is one candidate of an in-memory election. Create it with New and
 // run it with Run, as a real election.Election.
 type Fake struct {
-	cfg     election.Config
-	reqs    chan request
-	running atomic.Bool
+	cfg      election.Config
+	reqs     chan request
+	running  atomic.Bool
+	resigns  atomic.Int64  // Resign calls
+	resigned chan struct{} // closed at the first Resign
 
 	// Read by IsLeader, Term and Healthy from any goroutine.
 	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
@@ -93,9 +95,7 @@ type Fake struct {
 	fencedErr error
 	record    election.Record // who holds the election; ID empty when nobody
 	lastTerm  uint64
-	resigns   int
-	resigned  chan struct{} // closed at the first Resign
-	value     string        // the value published: Config.Value, or what Proclaim set
+	value     string // the value published: Config.Value, or what Proclaim set
 
 	// Owned by the Run goroutine.
 	seen       election.Record
@@ -299,12 +299,9 @@ func (f *Fake) Resign(ctx context.Context) error {
 		return fmt.Errorf("electionfake: resign: %w", election.ErrNotRunning)
 	}
 	return f.do(ctx, func() error {
-		f.mu.Lock()
-		f.resigns++
-		if f.resigns == 1 {
+		if f.resigns.Add(1) == 1 {
 			close(f.resigned)
 		}
-		f.mu.Unlock()
 		f.release(election.ReasonResigned)
 		return nil
 	})
@@ -362,11 +359,7 @@ func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
 }
 
 // Resigns returns how many times Resign was called (while Run ran).
-func (f *Fake) Resigns() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.resigns
-}
+func (f *Fake) Resigns() int { return int(f.resigns.Load()) }
 
 // Resigned returns a channel closed when Resign is first called (while Run
 // ran), for a test to wait on code that resigns from another goroutine.
