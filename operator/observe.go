@@ -187,13 +187,9 @@ func (w *watch) await(ctx context.Context, d time.Duration) bool {
 // permanent reports whether err, from a look, cannot go away by looking
 // again.
 func permanent(err error) bool {
-	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch,
-		election.ErrUnknownTimeZone, election.ErrInvalidConfig} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrAccessDenied) ||
+		errors.Is(err, election.ErrSchemaMismatch) || errors.Is(err, election.ErrUnknownTimeZone) ||
+		errors.Is(err, election.ErrInvalidConfig)
 }
 
 // jitter returns d times a random factor in [1, 1+factor).

@@ -70,15 +70,6 @@ func (o *Operator) List(ctx context.Context) ([]election.Record, error) {
 	return election.ReadRecords(ctx, o.db, o.table)
 }
 
-// check validates an action's election name and candidates' IDs.
-func check(name string, ids ...string) error {
-	errs := []error{ident.Name(name)}
-	for _, id := range ids {
-		errs = append(errs, ident.ID(id))
-	}
-	return errors.Join(errs...)
-}
-
 // defaultQueryTimeout bounds an operator's statement when ctx has no
 // deadline: election's default Config.Tuning.QueryTimeout.
 const defaultQueryTimeout = 5 * time.Second
