@@ -58,6 +58,7 @@
 package electionfake
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -90,12 +91,13 @@ type Fake struct {
 	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
 	unhealthy atomic.Bool   // the last Health.Check failed
 
-	mu        sync.Mutex
-	db        *sql.DB
-	fencedErr error
-	record    election.Record // who holds the election; ID empty when nobody
-	lastTerm  uint64
-	value     string // the value published: Config.Value, or what Proclaim set
+	db        atomic.Pointer[sql.DB]
+	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
+
+	mu       sync.Mutex
+	record   election.Record // who holds the election; ID empty when nobody
+	lastTerm uint64
+	value    string // the value published: Config.Value, or what Proclaim set
 
 	// Owned by the Run goroutine.
 	seen       election.Record
@@ -121,12 +123,8 @@ type request struct {
 // constructors it copies cfg and returns an error wrapping
 // election.ErrInvalidConfig for a bad Name, ID or Value.
 func New(cfg election.Config) (*Fake, error) {
-	if cfg.ID == "" {
-		cfg.ID = election.DefaultID()
-	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = election.DefaultLeaseDuration
-	}
+	cfg.ID = cmp.Or(cfg.ID, election.DefaultID())
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, election.DefaultLeaseDuration)
 	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID)); err != nil {
 		return nil, err
 	}
@@ -393,27 +391,19 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 // The Leadership OnElected receives fences the same way, but fails
 // (wrapping election.ErrNotLeader) once that leadership ended.
 func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return f.fenced(ctx, nil, 0, fn)
+	return f.fenced(ctx, context.Background(), 0, fn)
 }
 
 // fenced is Fenced for the leadership of term (0: the current one) whose
-// elected context's Done channel is ended (nil: none).
-func (f *Fake) fenced(ctx context.Context, ended <-chan struct{}, term uint64, fn func(tx *sql.Tx) error) error {
-	f.mu.Lock()
-	db, ferr := f.db, f.fencedErr
-	f.mu.Unlock()
-	if ferr != nil {
-		return ferr
+// elected context is lctx (context.Background() for none).
+func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
+	if ferr := f.fencedErr.Load(); ferr != nil && *ferr != nil {
+		return *ferr
 	}
-	now := f.Term()
-	select {
-	case <-ended:
-		now = 0
-	default:
-	}
-	if now == 0 || term != 0 && now != term {
+	if now := f.Term(); now == 0 || term != 0 && now != term || lctx.Err() != nil {
 		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
 	}
+	db := f.db.Load()
 	if db == nil {
 		return fn(nil)
 	}
@@ -435,20 +425,12 @@ func (f *Fake) fenced(ctx context.Context, ended <-chan struct{}, term uint64, f
 // until FailFenced(nil). Pass an error wrapping election.ErrNotLeader to
 // model a leader deposed before it noticed, or any other error for a
 // database failure.
-func (f *Fake) FailFenced(err error) {
-	f.mu.Lock()
-	f.fencedErr = err
-	f.mu.Unlock()
-}
+func (f *Fake) FailFenced(err error) { f.fencedErr.Store(&err) }
 
 // SetDB sets the database Fenced runs fn's transactions on (nil: none, fn
 // gets a nil *sql.Tx). Any driver will do: the fake sends no statement of
 // its own.
-func (f *Fake) SetDB(db *sql.DB) {
-	f.mu.Lock()
-	f.db = db
-	f.mu.Unlock()
-}
+func (f *Fake) SetDB(db *sql.DB) { f.db.Store(db) }
 
 // setRecord makes r's holder (nobody when r.ID is empty) hold the election
 // with a new term, and reports the change through OnLeaderChanged. It
@@ -495,7 +477,7 @@ func (f *Fake) lead(term uint64) {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
 			cb(lctx, election.Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
-				return f.fenced(ctx, lctx.Done(), term, fn)
+				return f.fenced(ctx, lctx, term, fn)
 			}})
 		}
 	}()
