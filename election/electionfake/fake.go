@@ -82,7 +82,7 @@ var ErrUnhealthy = errors.New("electionfake: health check failing")
 // run it with Run, as a real election.Election.
 type Fake struct {
 	cfg      election.Config
-	reqs     chan request
+	reqs     chan func() // changes carried out on the Run goroutine
 	running  atomic.Bool
 	resigns  atomic.Int64  // Resign calls
 	resigned chan struct{} // closed at the first Resign
@@ -107,13 +107,6 @@ type Fake struct {
 
 var _ election.Election = (*Fake)(nil)
 
-// request is a change carried out on the Run goroutine; done receives
-// do's error.
-type request struct {
-	do   func() error
-	done chan error
-}
-
 // New returns a fake candidate configured by cfg: Name (required, as for
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
 // Health.Check and Health.Timeout (see the package documentation),
@@ -133,7 +126,7 @@ func New(cfg election.Config) (*Fake, error) {
 	}
 	return &Fake{
 		cfg:      cfg,
-		reqs:     make(chan request),
+		reqs:     make(chan func()),
 		record:   election.Record{Election: cfg.Name},
 		resigned: make(chan struct{}),
 		value:    cfg.Value,
@@ -169,8 +162,8 @@ func (f *Fake) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			f.release(election.ReasonResigned) // on the way out
 			return nil
-		case r := <-f.reqs:
-			r.done <- r.do() // buffered: never blocks
+		case change := <-f.reqs:
+			change()
 		}
 	}
 }
@@ -178,13 +171,13 @@ func (f *Fake) Run(ctx context.Context) error {
 // do carries out fn on the Run goroutine: it waits until Run takes it (or
 // ctx ends) and until fn returned, and returns fn's error.
 func (f *Fake) do(ctx context.Context, fn func() error) error {
-	r := request{do: fn, done: make(chan error, 1)}
+	done := make(chan error, 1) // buffered: Run never blocks on it
 	select {
-	case f.reqs <- r:
+	case f.reqs <- func() { done <- fn() }:
 	case <-ctx.Done():
 		return fmt.Errorf("electionfake: waiting for Run: %w", ctx.Err())
 	}
-	return <-r.done // Run finishes a request it took before anything else
+	return <-done // Run finishes a change it took before anything else
 }
 
 // Elect makes this candidate the leader with a new term, higher than every
