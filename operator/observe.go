@@ -134,13 +134,8 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 // holder keeps one; it returns false when ctx ended.
 func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	start := w.t.Clock.Now()
-	if w.hint && live && wait >= minAwait {
-		actx, acancel := context.WithTimeout(ctx, wait+w.t.QueryTimeout)
-		woke := w.await(actx, wait)
-		acancel()
-		if woke {
-			return true // the holder let go: look now
-		}
+	if w.hint && live && wait >= minAwait && w.await(ctx, wait) {
+		return true // the holder let go: look now
 	}
 	t := w.t.Clock.NewTimer(max(wait-w.t.Clock.Now().Sub(start), 0))
 	select {
@@ -155,14 +150,17 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 // await waits up to about d for the holder to let go of the hint, and
 // reports whether it did. It returns false at once when nobody keeps it.
 // The server's timeout ends a little before d, so that waiting out d never
-// needs to cancel the statement (which would cost the connection). It
-// takes a connection only when the pool has one to spare
-// (getlock.OpenSpare), and counts a skip otherwise.
+// needs to cancel the statement (which would cost the connection); ctx
+// is bounded by d and a query timeout all the same. It takes a connection
+// only when the pool has one to spare (getlock.OpenSpare), and counts a
+// skip otherwise.
 func (w *watch) await(ctx context.Context, d time.Duration) bool {
 	timeout := d - 2*time.Millisecond
 	if timeout < minAwait {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(ctx, d+w.t.QueryTimeout)
+	defer cancel()
 	c := getlock.Conn{Lock: w.lock}
 	ok, err := c.OpenSpare(ctx, w.o.db)
 	if ok {

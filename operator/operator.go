@@ -11,6 +11,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -34,9 +35,7 @@ type Operator struct {
 // when empty. It fails, wrapping election.ErrInvalidConfig, when table is
 // not a valid name, and with election.ErrNilDB when db is nil.
 func New(db *sql.DB, table string) (*Operator, error) {
-	if table == "" {
-		table = election.DefaultTable
-	}
+	table = cmp.Or(table, election.DefaultTable)
 	if err := ident.Table(table); err != nil {
 		return nil, err
 	}
