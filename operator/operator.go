@@ -124,15 +124,13 @@ func retryConflicts(ctx context.Context, f func() error) error {
 // named the table. Other errors are returned as they are.
 func (o *Operator) classify(err error) error {
 	c := election.Classify(err)
-	for _, s := range []error{election.ErrUnknownDatabase, election.ErrTableMissing, election.ErrAccessDenied,
-		election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
-		if c == err || !errors.Is(c, s) {
-			continue
+	if c == err {
+		return err
+	}
+	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
+		if errors.Is(c, s) || s == election.ErrTableMissing && errors.Is(c, election.ErrUnknownDatabase) {
+			return fmt.Errorf("%w: %s: %w", s, o.table, err)
 		}
-		if s == election.ErrUnknownDatabase {
-			s = election.ErrTableMissing
-		}
-		return fmt.Errorf("%w: %s: %w", s, o.table, err)
 	}
 	return err
 }
