@@ -273,9 +273,7 @@ func (f *Fake) check(ctx context.Context) error {
 // this candidate does not lead. It waits for Run, and returns an error when
 // ctx ends first.
 func (f *Fake) Depose(ctx context.Context, reason election.Reason) error {
-	if reason == "" {
-		reason = election.ReasonDeposed
-	}
+	reason = cmp.Or(reason, election.ReasonDeposed)
 	return f.leaderDo(ctx, "depose", func() { f.release(reason) })
 }
 
