@@ -6,6 +6,7 @@
 package electionhttp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,9 +29,7 @@ type progresser interface {
 // and notLeaderStatus (404 when 0) with "not leader" elsewhere. It reads only
 // IsLeader: no database call. Safe for concurrent use.
 func LeaderCheckHandler(e election.Election, notLeaderStatus int) http.Handler {
-	if notLeaderStatus == 0 {
-		notLeaderStatus = http.StatusNotFound
-	}
+	notLeaderStatus = cmp.Or(notLeaderStatus, http.StatusNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if e.IsLeader() {
 			reply(w, http.StatusOK, "leader\n")
