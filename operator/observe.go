@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -71,10 +70,7 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 	if err != nil {
 		return err
 	}
-	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
-	if !w.t.DisableFastHandover {
-		w.hint = &hint{db: o.db}
-	}
+	w := watch{o: o, cfg: cfg, t: cfg.Tuning, hint: !cfg.Tuning.DisableFastHandover}
 	var last *observed
 	backoff := minAwait // the wait after a changed look that found nobody leading
 	for {
@@ -104,12 +100,15 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 	}
 }
 
-// watch is Observe's state.
+// watch is Observe's state, with the table backend's handover hint as a
+// follower waits on it.
 type watch struct {
-	o    *Operator
-	cfg  election.Config // with defaults
-	t    election.TuningConfig
-	hint *hint // nil when fast handover is off, or its preparation failed
+	o      *Operator
+	cfg    election.Config // with defaults
+	t      election.TuningConfig
+	hint   bool         // wait on the hint: fast handover is on, and its preparation did not fail
+	lock   getlock.Lock // the hint, set after the first look
+	warned bool         // a skip was logged
 }
 
 // look is one look of Observe: the election's record. The hint is prepared
@@ -119,13 +118,13 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 	qctx, cancel := context.WithTimeout(ctx, w.t.QueryTimeout)
 	defer cancel()
 	rec, err := w.o.Status(qctx, w.cfg.Name)
-	if err == nil && w.hint != nil && w.hint.lock.Name == "" {
+	if err == nil && w.hint && w.lock.Name == "" {
 		site, perr := getlock.ReadSite(qctx, w.o.db, w.o.table)
 		if perr != nil {
 			w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, perr)
-			w.hint = nil
+			w.hint = false
 		} else {
-			w.hint.lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+			w.lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
 		}
 	}
 	return rec, err
@@ -135,13 +134,8 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 // holder keeps one; it returns false when ctx ended.
 func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	start := w.t.Clock.Now()
-	if w.hint != nil && live && wait >= minAwait {
-		actx, acancel := context.WithTimeout(ctx, wait+w.t.QueryTimeout)
-		woke := w.await(actx, wait)
-		acancel()
-		if woke {
-			return true // the holder let go: look now
-		}
+	if w.hint && live && wait >= minAwait && w.await(ctx, wait) {
+		return true // the holder let go: look now
 	}
 	t := w.t.Clock.NewTimer(max(wait-w.t.Clock.Now().Sub(start), 0))
 	select {
@@ -153,35 +147,30 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	}
 }
 
-// hint is the table backend's handover hint, as a follower waits on it.
-type hint struct {
-	db     *sql.DB
-	lock   getlock.Lock // set after the first look
-	warned bool         // a skip was logged
-}
-
 // await waits up to about d for the holder to let go of the hint, and
 // reports whether it did. It returns false at once when nobody keeps it.
 // The server's timeout ends a little before d, so that waiting out d never
-// needs to cancel the statement (which would cost the connection). It
-// takes a connection only when the pool has one to spare
-// (getlock.OpenSpare), and counts a skip otherwise.
+// needs to cancel the statement (which would cost the connection); ctx
+// is bounded by d and a query timeout all the same. It takes a connection
+// only when the pool has one to spare (getlock.OpenSpare), and counts a
+// skip otherwise.
 func (w *watch) await(ctx context.Context, d time.Duration) bool {
 	timeout := d - 2*time.Millisecond
 	if timeout < minAwait {
 		return false
 	}
-	h := w.hint
-	c := getlock.Conn{Lock: h.lock}
-	ok, err := c.OpenSpare(ctx, h.db)
+	ctx, cancel := context.WithTimeout(ctx, d+w.t.QueryTimeout)
+	defer cancel()
+	c := getlock.Conn{Lock: w.lock}
+	ok, err := c.OpenSpare(ctx, w.o.db)
 	if ok {
 		defer c.GiveBack()
 		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
 	} else if err == nil {
 		w.cfg.Metrics.HandoverSkipped(w.cfg.Name)
-		if !h.warned {
-			h.warned = true
-			s := h.db.Stats()
+		if !w.warned {
+			w.warned = true
+			s := w.o.db.Stats()
 			w.t.Logger.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
 				"election", w.cfg.Name, "max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
 		}
@@ -196,13 +185,9 @@ func (w *watch) await(ctx context.Context, d time.Duration) bool {
 // permanent reports whether err, from a look, cannot go away by looking
 // again.
 func permanent(err error) bool {
-	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch,
-		election.ErrUnknownTimeZone, election.ErrInvalidConfig} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrAccessDenied) ||
+		errors.Is(err, election.ErrSchemaMismatch) || errors.Is(err, election.ErrUnknownTimeZone) ||
+		errors.Is(err, election.ErrInvalidConfig)
 }
 
 // jitter returns d times a random factor in [1, 1+factor).

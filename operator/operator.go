@@ -11,6 +11,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -34,9 +35,7 @@ type Operator struct {
 // when empty. It fails, wrapping election.ErrInvalidConfig, when table is
 // not a valid name, and with election.ErrNilDB when db is nil.
 func New(db *sql.DB, table string) (*Operator, error) {
-	if table == "" {
-		table = election.DefaultTable
-	}
+	table = cmp.Or(table, election.DefaultTable)
 	if err := ident.Table(table); err != nil {
 		return nil, err
 	}
@@ -68,15 +67,6 @@ func (o *Operator) Status(ctx context.Context, name string) (election.Record, er
 // List reads every election's record, ordered by name, live or not.
 func (o *Operator) List(ctx context.Context) ([]election.Record, error) {
 	return election.ReadRecords(ctx, o.db, o.table)
-}
-
-// check validates an action's election name and candidates' IDs.
-func check(name string, ids ...string) error {
-	errs := []error{ident.Name(name)}
-	for _, id := range ids {
-		errs = append(errs, ident.ID(id))
-	}
-	return errors.Join(errs...)
 }
 
 // defaultQueryTimeout bounds an operator's statement when ctx has no
@@ -134,15 +124,13 @@ func retryConflicts(ctx context.Context, f func() error) error {
 // named the table. Other errors are returned as they are.
 func (o *Operator) classify(err error) error {
 	c := election.Classify(err)
-	for _, s := range []error{election.ErrUnknownDatabase, election.ErrTableMissing, election.ErrAccessDenied,
-		election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
-		if c == err || !errors.Is(c, s) {
-			continue
+	if c == err {
+		return err
+	}
+	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
+		if errors.Is(c, s) || s == election.ErrTableMissing && errors.Is(c, election.ErrUnknownDatabase) {
+			return fmt.Errorf("%w: %s: %w", s, o.table, err)
 		}
-		if s == election.ErrUnknownDatabase {
-			s = election.ErrTableMissing
-		}
-		return fmt.Errorf("%w: %s: %w", s, o.table, err)
 	}
 	return err
 }

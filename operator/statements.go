@@ -9,6 +9,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -68,7 +69,7 @@ func quote(table string) string {
 // and can still fail under a steady stream of fenced writes; retry, or run
 // it through the leader's node (where it waits for them instead).
 func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record, error) {
-	if err := check(name, id); err != nil {
+	if err := errors.Join(ident.Name(name), ident.ID(id)); err != nil {
 		return election.Record{}, err
 	}
 	bound, err := o.bound(ctx)
@@ -122,7 +123,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 // (5 s without a deadline). On Galera the DELETE
 // is tried up to three times, like Assume's REPLACE.
 func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, error) {
-	if err := check(name); err != nil {
+	if err := ident.Name(name); err != nil {
 		return election.Record{}, err
 	}
 	prev, err := o.Status(ctx, name)
@@ -162,7 +163,7 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 // ErrNoLiveLease) when nobody holds a live lease. Candidates of versions
 // without transfers ignore the request (they renew over it).
 func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Record, error) {
-	if err := check(name, to); err != nil {
+	if err := errors.Join(ident.Name(name), ident.ID(to)); err != nil {
 		return election.Record{}, err
 	}
 	return o.request(ctx, name, to)
@@ -181,7 +182,7 @@ func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Reco
 //	UPDATE service_election SET transfer_to = ''
 //	WHERE anchor = 'name' AND released = 0;
 func (o *Operator) StepDown(ctx context.Context, name string) (election.Record, error) {
-	if err := check(name); err != nil {
+	if err := ident.Name(name); err != nil {
 		return election.Record{}, err
 	}
 	return o.request(ctx, name, "")

@@ -58,6 +58,7 @@
 package electionfake
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -80,23 +81,23 @@ var ErrUnhealthy = errors.New("electionfake: health check failing")
 // Fake is one candidate of an in-memory election. Create it with New and
 // run it with Run, as a real election.Election.
 type Fake struct {
-	cfg     election.Config
-	reqs    chan request
-	running atomic.Bool
+	cfg      election.Config
+	reqs     chan func() // changes carried out on the Run goroutine
+	running  atomic.Bool
+	resigns  atomic.Int64  // Resign calls
+	resigned chan struct{} // closed at the first Resign
 
 	// Read by IsLeader, Term and Healthy from any goroutine.
-	leading   atomic.Bool
-	term      atomic.Uint64
-	unhealthy atomic.Bool // the last Health.Check failed
+	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
+	unhealthy atomic.Bool   // the last Health.Check failed
 
-	mu        sync.Mutex
-	db        *sql.DB
-	fencedErr error
-	record    election.Record // who holds the election; ID empty when nobody
-	lastTerm  uint64
-	resigns   int
-	resigned  chan struct{} // closed at the first Resign
-	value     string        // the value published: Config.Value, or what Proclaim set
+	db        atomic.Pointer[sql.DB]
+	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
+
+	mu       sync.Mutex
+	record   election.Record // who holds the election; ID empty when nobody
+	lastTerm uint64
+	value    string // the value published: Config.Value, or what Proclaim set
 
 	// Owned by the Run goroutine.
 	seen       election.Record
@@ -105,12 +106,6 @@ type Fake struct {
 }
 
 var _ election.Election = (*Fake)(nil)
-
-// request is a change carried out on the Run goroutine.
-type request struct {
-	do   func()
-	done chan struct{}
-}
 
 // New returns a fake candidate configured by cfg: Name (required, as for
 // the real backends), ID (default election.DefaultID()), Value, Callbacks,
@@ -121,12 +116,8 @@ type request struct {
 // constructors it copies cfg and returns an error wrapping
 // election.ErrInvalidConfig for a bad Name, ID or Value.
 func New(cfg election.Config) (*Fake, error) {
-	if cfg.ID == "" {
-		cfg.ID = election.DefaultID()
-	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = election.DefaultLeaseDuration
-	}
+	cfg.ID = cmp.Or(cfg.ID, election.DefaultID())
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, election.DefaultLeaseDuration)
 	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID)); err != nil {
 		return nil, err
 	}
@@ -135,7 +126,7 @@ func New(cfg election.Config) (*Fake, error) {
 	}
 	return &Fake{
 		cfg:      cfg,
-		reqs:     make(chan request),
+		reqs:     make(chan func()),
 		record:   election.Record{Election: cfg.Name},
 		resigned: make(chan struct{}),
 		value:    cfg.Value,
@@ -151,15 +142,10 @@ func (f *Fake) ID() string { return f.cfg.ID }
 
 // IsLeader implements election.Election: true from Elect (or SetLeader
 // naming this candidate) until the leadership ends.
-func (f *Fake) IsLeader() bool { return f.leading.Load() }
+func (f *Fake) IsLeader() bool { return f.term.Load() != 0 }
 
 // Term implements election.Election.
-func (f *Fake) Term() uint64 {
-	if !f.leading.Load() {
-		return 0
-	}
-	return f.term.Load()
-}
+func (f *Fake) Term() uint64 { return f.term.Load() }
 
 // Run implements election.Election. It carries out the driving methods'
 // changes until ctx ends; then, if this candidate leads, it stands down
@@ -174,28 +160,24 @@ func (f *Fake) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if f.demote(election.ReasonResigned) {
-				f.setRecord(election.Record{}) // released on the way out
-			}
+			f.release(election.ReasonResigned) // on the way out
 			return nil
-		case r := <-f.reqs:
-			r.do()
-			close(r.done)
+		case change := <-f.reqs:
+			change()
 		}
 	}
 }
 
 // do carries out fn on the Run goroutine: it waits until Run takes it (or
-// ctx ends) and until fn returned.
-func (f *Fake) do(ctx context.Context, fn func()) error {
-	r := request{do: fn, done: make(chan struct{})}
+// ctx ends) and until fn returned, and returns fn's error.
+func (f *Fake) do(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1) // buffered: Run never blocks on it
 	select {
-	case f.reqs <- r:
+	case f.reqs <- func() { done <- fn() }:
 	case <-ctx.Done():
 		return fmt.Errorf("electionfake: waiting for Run: %w", ctx.Err())
 	}
-	<-r.done // Run finishes a request it took before anything else
-	return nil
+	return <-done // Run finishes a change it took before anything else
 }
 
 // Elect makes this candidate the leader with a new term, higher than every
@@ -219,15 +201,13 @@ func (f *Fake) Elect(ctx context.Context) (uint64, error) {
 // ctx's error when ctx ends first.
 func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 	var term uint64
-	var unhealthy error
-	err := f.do(ctx, func() {
+	err := f.do(ctx, func() error {
 		if id == f.cfg.ID {
-			if f.leading.Load() {
-				term = f.term.Load()
-				return
+			if term = f.term.Load(); term != 0 {
+				return nil
 			}
-			if unhealthy = f.check(ctx); unhealthy != nil {
-				return // an unhealthy candidate does not campaign
+			if err := f.check(ctx); err != nil {
+				return err // an unhealthy candidate does not campaign
 			}
 		}
 		f.demote(election.ReasonDeposed)
@@ -235,11 +215,9 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 		if id == f.cfg.ID {
 			f.lead(term)
 		}
+		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return term, unhealthy
+	return term, err
 }
 
 // CheckHealth runs Config.Health.Check once, as a real candidate's health
@@ -253,15 +231,13 @@ func (f *Fake) SetLeader(ctx context.Context, id string) (uint64, error) {
 // from electing it while it fails. It waits for Run, and returns ctx's
 // error when ctx ends first.
 func (f *Fake) CheckHealth(ctx context.Context) error {
-	var unhealthy error
-	if err := f.do(ctx, func() {
-		if unhealthy = f.check(ctx); unhealthy != nil && f.demote(election.ReasonUnhealthy) {
-			f.setRecord(election.Record{}) // released
+	return f.do(ctx, func() error {
+		err := f.check(ctx)
+		if err != nil {
+			f.release(election.ReasonUnhealthy)
 		}
-	}); err != nil {
 		return err
-	}
-	return unhealthy
+	})
 }
 
 // Healthy reports whether the last run of Config.Health.Check passed: true
@@ -297,20 +273,8 @@ func (f *Fake) check(ctx context.Context) error {
 // this candidate does not lead. It waits for Run, and returns an error when
 // ctx ends first.
 func (f *Fake) Depose(ctx context.Context, reason election.Reason) error {
-	if reason == "" {
-		reason = election.ReasonDeposed
-	}
-	var err error
-	if derr := f.do(ctx, func() {
-		if !f.demote(reason) {
-			err = fmt.Errorf("electionfake: depose: %w", election.ErrNotLeader)
-			return
-		}
-		f.setRecord(election.Record{})
-	}); derr != nil {
-		return derr
-	}
-	return err
+	reason = cmp.Or(reason, election.ReasonDeposed)
+	return f.leaderDo(ctx, "depose", func() { f.release(reason) })
 }
 
 // Resign implements election.Election: when this candidate leads it stands
@@ -323,16 +287,12 @@ func (f *Fake) Resign(ctx context.Context) error {
 	if !f.running.Load() {
 		return fmt.Errorf("electionfake: resign: %w", election.ErrNotRunning)
 	}
-	return f.do(ctx, func() {
-		f.mu.Lock()
-		f.resigns++
-		if f.resigns == 1 {
+	return f.do(ctx, func() error {
+		if f.resigns.Add(1) == 1 {
 			close(f.resigned)
 		}
-		f.mu.Unlock()
-		if f.demote(election.ReasonResigned) {
-			f.setRecord(election.Record{})
-		}
+		f.release(election.ReasonResigned)
+		return nil
 	})
 }
 
@@ -371,37 +331,24 @@ func (f *Fake) Proclaim(ctx context.Context, value string) error {
 		f.record.Value = value
 		r := f.record
 		f.mu.Unlock()
-		if r.Value != f.seen.Value {
-			f.seen = r
-			if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
-				cb(r)
-			}
-		}
+		f.notify(r)
 	})
 }
 
 // leaderDo runs fn on the Run goroutine (waiting for Run) if this
 // candidate leads; what names the operation in errors.
 func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
-	var err error
-	if derr := f.do(ctx, func() {
-		if !f.leading.Load() {
-			err = fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
-			return
+	return f.do(ctx, func() error {
+		if f.term.Load() == 0 {
+			return fmt.Errorf("electionfake: %s: %w", what, election.ErrNotLeader)
 		}
 		fn()
-	}); derr != nil {
-		return derr
-	}
-	return err
+		return nil
+	})
 }
 
 // Resigns returns how many times Resign was called (while Run ran).
-func (f *Fake) Resigns() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.resigns
-}
+func (f *Fake) Resigns() int { return int(f.resigns.Load()) }
 
 // Resigned returns a channel closed when Resign is first called (while Run
 // ran), for a test to wait on code that resigns from another goroutine.
@@ -435,27 +382,19 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 // The Leadership OnElected receives fences the same way, but fails
 // (wrapping election.ErrNotLeader) once that leadership ended.
 func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return f.fenced(ctx, nil, 0, fn)
+	return f.fenced(ctx, context.Background(), 0, fn)
 }
 
 // fenced is Fenced for the leadership of term (0: the current one) whose
-// elected context's Done channel is ended (nil: none).
-func (f *Fake) fenced(ctx context.Context, ended <-chan struct{}, term uint64, fn func(tx *sql.Tx) error) error {
-	f.mu.Lock()
-	db, ferr := f.db, f.fencedErr
-	f.mu.Unlock()
-	if ferr != nil {
-		return ferr
+// elected context is lctx (context.Background() for none).
+func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
+	if ferr := f.fencedErr.Load(); ferr != nil && *ferr != nil {
+		return *ferr
 	}
-	now := f.Term()
-	select {
-	case <-ended:
-		now = 0
-	default:
-	}
-	if now == 0 || term != 0 && now != term {
+	if now := f.Term(); now == 0 || term != 0 && now != term || lctx.Err() != nil {
 		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
 	}
+	db := f.db.Load()
 	if db == nil {
 		return fn(nil)
 	}
@@ -477,20 +416,12 @@ func (f *Fake) fenced(ctx context.Context, ended <-chan struct{}, term uint64, f
 // until FailFenced(nil). Pass an error wrapping election.ErrNotLeader to
 // model a leader deposed before it noticed, or any other error for a
 // database failure.
-func (f *Fake) FailFenced(err error) {
-	f.mu.Lock()
-	f.fencedErr = err
-	f.mu.Unlock()
-}
+func (f *Fake) FailFenced(err error) { f.fencedErr.Store(&err) }
 
 // SetDB sets the database Fenced runs fn's transactions on (nil: none, fn
 // gets a nil *sql.Tx). Any driver will do: the fake sends no statement of
 // its own.
-func (f *Fake) SetDB(db *sql.DB) {
-	f.mu.Lock()
-	f.db = db
-	f.mu.Unlock()
-}
+func (f *Fake) SetDB(db *sql.DB) { f.db.Store(db) }
 
 // setRecord makes r's holder (nobody when r.ID is empty) hold the election
 // with a new term, and reports the change through OnLeaderChanged. It
@@ -510,20 +441,26 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 	}
 	f.record = r
 	f.mu.Unlock()
-	if r.ID != f.seen.ID || r.Term != f.seen.Term || r.Value != f.seen.Value {
-		f.seen = r
-		if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
-			cb(r)
-		}
-	}
+	f.notify(r)
 	return r.Term
+}
+
+// notify reports r through OnLeaderChanged when its holder, term or value
+// differs from the last one reported. Run goroutine only.
+func (f *Fake) notify(r election.Record) {
+	if r.ID == f.seen.ID && r.Term == f.seen.Term && r.Value == f.seen.Value {
+		return
+	}
+	f.seen = r
+	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+		cb(r)
+	}
 }
 
 // lead starts a leadership of term: IsLeader turns true, then OnElected
 // starts in its own goroutine. Run goroutine only.
 func (f *Fake) lead(term uint64) {
 	f.term.Store(term)
-	f.leading.Store(true)
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	f.cancelLead, f.leadDone = cancel, done
@@ -531,7 +468,7 @@ func (f *Fake) lead(term uint64) {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
 			cb(lctx, election.Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
-				return f.fenced(ctx, lctx.Done(), term, fn)
+				return f.fenced(ctx, lctx, term, fn)
 			}})
 		}
 	}()
@@ -541,12 +478,10 @@ func (f *Fake) lead(term uint64) {
 // one: IsLeader turns false, the elected context is cancelled, OnElected is
 // waited for and OnDemoted called. Run goroutine only.
 func (f *Fake) demote(reason election.Reason) bool {
-	if !f.leading.Load() {
+	term := f.term.Swap(0)
+	if term == 0 {
 		return false
 	}
-	term := f.term.Load()
-	f.leading.Store(false)
-	f.term.Store(0)
 	until := f.now()
 	f.cancelLead()
 	<-f.leadDone
@@ -554,6 +489,15 @@ func (f *Fake) demote(reason election.Reason) bool {
 		cb(election.Demotion{Term: term, Reason: reason, Until: until})
 	}
 	return true
+}
+
+// release ends the current leadership, if any, as demote does, and then
+// reports that nobody leads: the leader released the row. Run goroutine
+// only.
+func (f *Fake) release(reason election.Reason) {
+	if f.demote(reason) {
+		f.setRecord(election.Record{})
+	}
 }
 
 // now reads Tuning.Clock, or the time package's clock when it is nil.

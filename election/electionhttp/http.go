@@ -6,10 +6,12 @@
 package electionhttp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -27,20 +29,22 @@ type progresser interface {
 // and notLeaderStatus (404 when 0) with "not leader" elsewhere. It reads only
 // IsLeader: no database call. Safe for concurrent use.
 func LeaderCheckHandler(e election.Election, notLeaderStatus int) http.Handler {
-	if notLeaderStatus == 0 {
-		notLeaderStatus = http.StatusNotFound
-	}
+	notLeaderStatus = cmp.Or(notLeaderStatus, http.StatusNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
 		if e.IsLeader() {
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("leader\n"))
+			reply(w, http.StatusOK, "leader\n")
 			return
 		}
-		w.WriteHeader(notLeaderStatus)
-		_, _ = w.Write([]byte("not leader\n"))
+		reply(w, notLeaderStatus, "not leader\n")
 	})
+}
+
+// reply answers code with a plain-text body, not to be cached.
+func reply(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
 }
 
 // StatusJSON is the body StatusHandler serves.
@@ -114,33 +118,23 @@ func StatusHandler(e election.Election) http.Handler {
 // concurrent use.
 func HealthzHandler(e election.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
 		pe, ok := e.(progresser)
-		var p election.Progress
-		if ok {
-			p = pe.Progress()
+		if !ok {
+			reply(w, http.StatusOK, "ok\n")
+			return
 		}
-		switch {
-		case !ok:
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("ok\n"))
+		switch p := pe.Progress(); {
 		case !p.Running:
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not running\n"))
+			reply(w, http.StatusServiceUnavailable, "not running\n")
 		case p.Wedged:
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintf(w, "wedged: no progress for %v past due (renew deadline %v)\n",
-				p.Overdue.Round(time.Millisecond), p.RenewDeadline)
+			reply(w, http.StatusServiceUnavailable, fmt.Sprintf("wedged: no progress for %v past due (renew deadline %v)\n",
+				p.Overdue.Round(time.Millisecond), p.RenewDeadline))
 		case p.Unreachable > 0:
-			w.WriteHeader(http.StatusOK)
-			_, _ = fmt.Fprintf(w, "ok; database unreachable for %v: retrying\n", p.Unreachable.Round(time.Millisecond))
+			reply(w, http.StatusOK, fmt.Sprintf("ok; database unreachable for %v: retrying\n", p.Unreachable.Round(time.Millisecond)))
 		case !p.Healthy:
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("ok; health check failing: not campaigning\n"))
+			reply(w, http.StatusOK, "ok; health check failing: not campaigning\n")
 		default:
-			w.WriteHeader(http.StatusOK)
-			_, _ = w.Write([]byte("ok\n"))
+			reply(w, http.StatusOK, "ok\n")
 		}
 	})
 }

@@ -41,14 +41,8 @@ import (
 //	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within Health.Timeout
 //	sqlelect_preference_requests_total       with Config.Preference.Priority: requests this follower wrote for a lower-priority leader to hand over to it
 type Metrics struct {
-	changes  *prometheus.CounterVec
+	counters [numCounters]*prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	errors   *prometheus.CounterVec
-	skips    *prometheus.CounterVec
-	health   *prometheus.CounterVec
-	// healthTimeouts counts the failures of health that were timeouts.
-	healthTimeouts *prometheus.CounterVec
-	prefers        *prometheus.CounterVec
 
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
 	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
@@ -56,6 +50,17 @@ type Metrics struct {
 	mu         sync.Mutex
 	candidates map[*candidate]struct{}
 }
+
+// The counters, indexes of Metrics.counters.
+const (
+	changes         = iota // sqlelect_leadership_changes_total, by reason
+	heartbeatErrors        // sqlelect_heartbeat_errors_total, by kind
+	handoverSkips          // sqlelect_fast_handover_skipped_total
+	healthFailures         // sqlelect_health_check_failures_total
+	healthTimeouts         // sqlelect_health_check_timeouts_total (also failures)
+	preferRequests         // sqlelect_preference_requests_total
+	numCounters
+)
 
 var _ election.Metrics = (*Metrics)(nil)
 
@@ -69,35 +74,11 @@ type candidate struct {
 // NewMetrics returns a Metrics to register on a registry of yours.
 func NewMetrics() *Metrics {
 	l := []string{"election"}
-	return &Metrics{
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_leadership_changes_total",
-			Help: "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).",
-		}, []string{"election", "reason"}),
+	m := &Metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sqlelect_heartbeat_duration_seconds",
 			Help:    "Duration of heartbeat statements (renewals, and followers' looks).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, l),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_heartbeat_errors_total",
-			Help: "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).",
-		}, []string{"election", "kind"}),
-		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_fast_handover_skipped_total",
-			Help: "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).",
-		}, l),
-		health: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_health_check_failures_total",
-			Help: "Config.Health.Check calls that failed or did not answer in time.",
-		}, l),
-		healthTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_health_check_timeouts_total",
-			Help: "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).",
-		}, l),
-		prefers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sqlelect_preference_requests_total",
-			Help: "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.",
 		}, l),
 		attemptDesc: prometheus.NewDesc("sqlelect_last_attempt_age_seconds", "Time since the campaign loop last began a step (a heartbeat statement, a stand-down), by the local clock.", l, nil),
 		wedgedDesc:  prometheus.NewDesc("sqlelect_wedged", "1 while Run runs but its campaign loop has made no progress for more than the renew deadline past when it was due, else 0.", l, nil),
@@ -108,35 +89,41 @@ func NewMetrics() *Metrics {
 		ageDesc:     prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
 		candidates:  map[*candidate]struct{}{},
 	}
+	// Each counter's name, help, and label beside election ("" for none).
+	for i, c := range [numCounters]struct{ name, help, label string }{
+		changes:         {"sqlelect_leadership_changes_total", "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).", "reason"},
+		heartbeatErrors: {"sqlelect_heartbeat_errors_total", "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).", "kind"},
+		handoverSkips:   {"sqlelect_fast_handover_skipped_total", "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).", ""},
+		healthFailures:  {"sqlelect_health_check_failures_total", "Config.Health.Check calls that failed or did not answer in time.", ""},
+		healthTimeouts:  {"sqlelect_health_check_timeouts_total", "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).", ""},
+		preferRequests:  {"sqlelect_preference_requests_total", "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.", ""},
+	} {
+		labels := l
+		if c.label != "" {
+			labels = []string{"election", c.label}
+		}
+		m.counters[i] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, labels)
+	}
+	return m
 }
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.changes.Describe(ch)
+	for _, c := range m.counters {
+		c.Describe(ch)
+	}
 	m.duration.Describe(ch)
-	m.errors.Describe(ch)
-	m.skips.Describe(ch)
-	m.health.Describe(ch)
-	m.healthTimeouts.Describe(ch)
-	m.prefers.Describe(ch)
-	ch <- m.attemptDesc
-	ch <- m.wedgedDesc
-	ch <- m.healthyDesc
-	ch <- m.leaderDesc
-	ch <- m.termDesc
-	ch <- m.leftDesc
-	ch <- m.ageDesc
+	for _, d := range []*prometheus.Desc{m.attemptDesc, m.wedgedDesc, m.healthyDesc, m.leaderDesc, m.termDesc, m.leftDesc, m.ageDesc} {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.changes.Collect(ch)
+	for _, c := range m.counters {
+		c.Collect(ch)
+	}
 	m.duration.Collect(ch)
-	m.errors.Collect(ch)
-	m.skips.Collect(ch)
-	m.health.Collect(ch)
-	m.healthTimeouts.Collect(ch)
-	m.prefers.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
@@ -171,20 +158,19 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 	m.mu.Lock()
 	m.candidates[c] = struct{}{}
 	m.mu.Unlock()
-	m.changes.WithLabelValues(c.name, "elected")
-	for _, r := range []election.Reason{election.ReasonResigned, election.ReasonLeaseLost, election.ReasonDeposed,
+	for _, r := range []election.Reason{"elected", election.ReasonResigned, election.ReasonLeaseLost, election.ReasonDeposed,
 		election.ReasonError, election.ReasonUnhealthy, election.ReasonTransferred} {
-		m.changes.WithLabelValues(c.name, string(r))
+		m.counters[changes].WithLabelValues(c.name, string(r))
 	}
 	for _, k := range []string{"timeout", "connection", "deadlock", "lock_wait", "server", "access", "schema", "lease_lost"} {
-		m.errors.WithLabelValues(c.name, k)
+		m.counters[heartbeatErrors].WithLabelValues(c.name, k)
 	}
 	if c.healthCheck {
-		m.health.WithLabelValues(c.name)
-		m.healthTimeouts.WithLabelValues(c.name)
+		m.counters[healthFailures].WithLabelValues(c.name)
+		m.counters[healthTimeouts].WithLabelValues(c.name)
 	}
 	if cfg.Preference.Priority > 0 {
-		m.prefers.WithLabelValues(c.name)
+		m.counters[preferRequests].WithLabelValues(c.name)
 	}
 	return func() {
 		m.mu.Lock()
@@ -193,78 +179,57 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 	}
 }
 
+// inc adds one to the series of counter i with labels; a nil m records
+// nothing.
+func (m *Metrics) inc(i int, labels ...string) {
+	if m != nil {
+		m.counters[i].WithLabelValues(labels...).Inc()
+	}
+}
+
 // Heartbeat implements election.Metrics: d is observed in
 // sqlelect_heartbeat_duration_seconds when not zero, and an error counted
 // in sqlelect_heartbeat_errors_total by its kind.
 func (m *Metrics) Heartbeat(name string, d time.Duration, err error) {
-	if m == nil {
-		return
-	}
-	if d > 0 {
+	if m != nil && d > 0 {
 		m.duration.WithLabelValues(name).Observe(d.Seconds())
 	}
 	if err != nil {
-		m.errors.WithLabelValues(name, election.ErrorKind(err)).Inc()
+		m.inc(heartbeatErrors, name, election.ErrorKind(err))
 	}
 }
 
 // LeaseLost implements election.Metrics: counted in
 // sqlelect_heartbeat_errors_total with kind lease_lost.
-func (m *Metrics) LeaseLost(name string) {
-	if m == nil {
-		return
-	}
-	m.errors.WithLabelValues(name, "lease_lost").Inc()
-}
+func (m *Metrics) LeaseLost(name string) { m.inc(heartbeatErrors, name, "lease_lost") }
 
 // HealthCheck implements election.Metrics: failures are counted in
 // sqlelect_health_check_failures_total, timeouts also in
 // sqlelect_health_check_timeouts_total.
 func (m *Metrics) HealthCheck(name string, err error, timedOut bool) {
-	if m == nil || err == nil {
-		return
+	if err != nil {
+		m.inc(healthFailures, name)
 	}
-	m.health.WithLabelValues(name).Inc()
-	if timedOut {
-		m.healthTimeouts.WithLabelValues(name).Inc()
+	if err != nil && timedOut {
+		m.inc(healthTimeouts, name)
 	}
 }
 
 // HandoverSkipped implements election.Metrics:
 // sqlelect_fast_handover_skipped_total.
-func (m *Metrics) HandoverSkipped(name string) {
-	if m == nil {
-		return
-	}
-	m.skips.WithLabelValues(name).Inc()
-}
+func (m *Metrics) HandoverSkipped(name string) { m.inc(handoverSkips, name) }
 
 // Elected implements election.Metrics: sqlelect_leadership_changes_total
 // with reason elected.
-func (m *Metrics) Elected(name string, _ uint64) {
-	if m == nil {
-		return
-	}
-	m.changes.WithLabelValues(name, "elected").Inc()
-}
+func (m *Metrics) Elected(name string, _ uint64) { m.inc(changes, name, "elected") }
 
 // Demoted implements election.Metrics: sqlelect_leadership_changes_total
 // by reason.
-func (m *Metrics) Demoted(name string, r election.Reason) {
-	if m == nil {
-		return
-	}
-	m.changes.WithLabelValues(name, string(r)).Inc()
-}
+func (m *Metrics) Demoted(name string, r election.Reason) { m.inc(changes, name, string(r)) }
 
 // PreferenceRequested implements election.Metrics:
 // sqlelect_preference_requests_total.
-func (m *Metrics) PreferenceRequested(name string) {
-	if m == nil {
-		return
-	}
-	m.prefers.WithLabelValues(name).Inc()
-}
+func (m *Metrics) PreferenceRequested(name string) { m.inc(preferRequests, name) }
 
 func b2f(b bool) float64 {
 	if b {

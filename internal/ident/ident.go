@@ -47,26 +47,17 @@ func Name(name string) error {
 }
 
 // ID checks a candidate identity: 1 to 255 characters of UTF-8 without
-// control characters, not only white space and not ending in a space (see
-// checkIDSpaces).
+// control characters, not only white space and not ending in a space. It
+// refuses the identities that the server could confuse with another or that
+// show as blank: a trailing space (under a PAD SPACE collation, as
+// service_id has at schema version 1, 'n1 ' equals 'n1', so two candidates
+// would both match the row), or only white space. The schema's later
+// versions also compare service_id without padding (migration 2).
 func ID(id string) error {
-	ok := id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= maxIDLen &&
-		strings.IndexFunc(id, unicode.IsControl) < 0
-	if !ok {
-		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalid, id, maxIDLen)
-	}
-	return checkIDSpaces(id)
-}
-
-// checkIDSpaces refuses candidate identities that the server could confuse
-// with another or that show as blank: a trailing space (under a PAD SPACE
-// collation, as service_id has at schema version 1, 'n1 ' equals 'n1', so
-// two candidates would both match the row), or only white space. ID calls
-// it; the schema's later versions also compare service_id without padding
-// (migration 2).
-func checkIDSpaces(id string) error {
 	switch {
-	case id != "" && strings.TrimFunc(id, unicode.IsSpace) == "":
+	case id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > maxIDLen || strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: candidate id %q: must be 1 to %d characters of UTF-8 without control characters", ErrInvalid, id, maxIDLen)
+	case strings.TrimFunc(id, unicode.IsSpace) == "":
 		return fmt.Errorf("%w: candidate id %q: only white space", ErrInvalid, id)
 	case strings.HasSuffix(id, " "):
 		return fmt.Errorf("%w: candidate id %q: ends with a space (the server ignores trailing spaces when comparing at schema version 1)",

@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-func TestCheckIDSpaces(t *testing.T) {
+// TestIDSpaces: ID refuses the identities the server could confuse with
+// another (a trailing space) or that show as blank.
+func TestIDSpaces(t *testing.T) {
 	for _, tc := range []struct {
 		id string
 		ok bool
@@ -16,7 +18,7 @@ func TestCheckIDSpaces(t *testing.T) {
 		{"web-1:4242:a1b2c3", true},
 		{" n1", true}, // a leading space is significant under PAD SPACE too
 		{"n 1", true},
-		{"", true}, // empty is ID's to refuse
+		{"", false},
 		{"n1 ", false},
 		{"n1   ", false},
 		{" ", false},
@@ -25,9 +27,9 @@ func TestCheckIDSpaces(t *testing.T) {
 		{"\u00a0 ", false},
 		{"n1\u00a0", true}, // not padded by the server
 	} {
-		err := checkIDSpaces(tc.id)
+		err := ID(tc.id)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
-			t.Errorf("checkIDSpaces(%q) = %v, want ok=%v", tc.id, err, tc.ok)
+			t.Errorf("ID(%q) = %v, want ok=%v", tc.id, err, tc.ok)
 		}
 	}
 }

@@ -60,11 +60,6 @@ func WriteConflict(err error) bool {
 	if !errors.As(err, &me) {
 		return false
 	}
-	switch me.Number {
-	case LockDeadlock, RollbackDuringCommit:
-		return true
-	case ErrorDuringCommit:
-		return strings.HasPrefix(me.Message, haLockDeadlock)
-	}
-	return false
+	return me.Number == LockDeadlock || me.Number == RollbackDuringCommit ||
+		me.Number == ErrorDuringCommit && strings.HasPrefix(me.Message, haLockDeadlock)
 }
