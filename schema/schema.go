@@ -177,7 +177,8 @@ func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, l layou
 	case dirty && !dirtyOK:
 		return 0, false, layout{}, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
 	case v > int(Latest()):
-		return 0, false, layout{}, newerError(v, action)
+		return 0, false, layout{}, fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
+			"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
 	case dirty:
 		return v, true, layout{}, nil
 	}
@@ -207,11 +208,6 @@ func (s *session) columnsVersion(l layout) (int, error) {
 		v++
 	}
 	return v, nil
-}
-
-func newerError(v int, action string) error {
-	return fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
-		"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
 }
 
 // Latest returns the highest version among the embedded migrations: the
