@@ -124,14 +124,17 @@ func (s *session) adopt(timeout time.Duration) error {
 
 // adoptSQL turns the recipe's table into migration 1's; %d is the lease of
 // the existing rows and the column's default, in milliseconds, and the
-// column's comment marks the adoption period.
+// column's comment marks the adoption period while the default is the
+// adopted lease. Migration 3 leaves the default of a column whose comment
+// starts with "sqlelect adoption" (adoption.Marker) alone; migrations that
+// change lease_ms must do the same.
 const adoptSQL = `ALTER TABLE ` + tableName + `
   MODIFY anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   ADD COLUMN term BIGINT UNSIGNED NOT NULL DEFAULT (FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000)),
   ADD COLUMN term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d COMMENT '` + adoptionComment + `',
+  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d COMMENT '` + adoption.Marker + ` period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end',
   ADD COLUMN released TINYINT UNSIGNED NOT NULL DEFAULT 0,
   ADD COLUMN acquired VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'operator',
   ADD COLUMN value VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
@@ -229,12 +232,6 @@ FROM `+tableName+` ORDER BY anchor`)
 	}
 	return hs, nil
 }
-
-// adoptionComment is lease_ms's comment during an adoption period (see
-// Adopt), while the column's default is the adopted lease. Migration 3
-// leaves the default of a column whose comment starts with "sqlelect
-// adoption" alone; migrations that change lease_ms must do the same.
-const adoptionComment = adoption.Marker + " period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end"
 
 // Adoption reports the adoption period that Adopt begins: while it runs,
 // a row written without lease_ms (a recipe node's INSERT, an operator's

@@ -18,10 +18,7 @@ import (
 	"github.com/sqlelect/sqlelect/migrations"
 )
 
-var (
-	errNoDatabase  = errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
-	errUnsupported = errors.New("schema: not supported")
-)
+var errUnsupported = errors.New("schema: not supported")
 
 // lockWait is how long Lock waits for golang-migrate's lock (GET_LOCK), as
 // golang-migrate's mysql driver does.
@@ -86,7 +83,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&nam
 	case err != nil:
 		return fmt.Errorf("schema: %w", err)
 	case name.String == "":
-		return errNoDatabase
+		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
 	}
 	s.lockID, _ = database.GenerateAdvisoryLockId(name.String + ":" + MigrationsTable) // never fails
 	if n > 0 {
