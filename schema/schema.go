@@ -239,15 +239,12 @@ func DDL(table string) string {
 	var b strings.Builder
 	for _, name := range upFiles() {
 		data, _ := fs.ReadFile(migrations.FS(), name)
-		b.WriteString("-- " + name + "\n")
-		b.Write(data)
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "-- %s\n%s\n", name, data)
 	}
-	s := b.String()
-	if table != "" && table != "service_election" {
-		s = strings.ReplaceAll(s, "service_election", table)
+	if table == "" {
+		return b.String()
 	}
-	return s
+	return strings.ReplaceAll(b.String(), tableName, table)
 }
 
 func upFiles() []string {
