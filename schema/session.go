@@ -86,10 +86,9 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&nam
 		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
 	}
 	s.lockID, _ = database.GenerateAdvisoryLockId(name.String + ":" + MigrationsTable) // never fails
-	if n > 0 {
-		return nil
+	if n == 0 {
+		_, err = s.conn.ExecContext(s.ctx, "CREATE TABLE IF NOT EXISTS `"+MigrationsTable+"` (version bigint not null primary key, dirty boolean not null)")
 	}
-	_, err = s.conn.ExecContext(s.ctx, "CREATE TABLE IF NOT EXISTS `"+MigrationsTable+"` (version bigint not null primary key, dirty boolean not null)")
 	if err != nil {
 		return fmt.Errorf("schema: creating %s: %w", MigrationsTable, err)
 	}

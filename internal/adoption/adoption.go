@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,16 +89,14 @@ func Classify(cols []Column) Kind {
 	if len(cols) == 0 {
 		return KindMissing
 	}
-	byName := map[string]Column{}
+	byName, ours := map[string]Column{}, 0
 	for _, c := range cols {
 		byName[c.Name] = c
+		if slices.Contains(V1Columns, c.Name) {
+			ours++
+		}
 	}
-	ours := true
-	for _, name := range V1Columns {
-		_, ok := byName[name]
-		ours = ours && ok
-	}
-	if ours {
+	if ours == len(V1Columns) {
 		return KindSqlelect
 	}
 	anchor, service, seen := byName["anchor"], byName["service_id"], byName["last_seen_active"]
