@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,15 +63,12 @@ type Holder struct {
 // or 1 (an older sqlelect's "migrate up" recorded 1 over the recipe's table
 // without changing it). Unadopt reverts it.
 func (g *Migrator) Adopt(ctx context.Context, opts AdoptOptions) (hs []Holder, err error) {
-	timeout := opts.RecipeTimeout
-	if timeout == 0 {
-		timeout = DefaultRecipeTimeout
-	}
+	timeout := cmp.Or(opts.RecipeTimeout, DefaultRecipeTimeout)
 	if err := CheckRecipeTimeout(timeout); err != nil {
 		return nil, err
 	}
 	err = run(ctx, g.db, func(s *session, m *migrate.Migrate) error {
-		if err := s.adopt(timeout); err != nil {
+		if err := s.withLock(func() error { return s.adopt(timeout) }); err != nil {
 			return err
 		}
 		if err := m.Up(); err != nil && !errors.Is(err, ErrNoChange) {
@@ -91,16 +89,11 @@ func CheckRecipeTimeout(d time.Duration) error {
 	return nil
 }
 
-func (s *session) adopt(timeout time.Duration) (err error) {
-	if err := s.Lock(); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, s.Unlock()) }()
-	v, l, err := s.state("migrate adopt")
-	if err != nil {
-		return err
-	}
+func (s *session) adopt(timeout time.Duration) error {
+	v, _, l, err := s.state("migrate adopt", false)
 	switch {
+	case err != nil:
+		return err
 	case l.kind == adoption.KindSqlelect:
 		return fmt.Errorf("%w: the table %s is sqlelect's already", ErrNoChange, tableName)
 	case l.kind != adoption.KindRecipe:
@@ -131,14 +124,17 @@ func (s *session) adopt(timeout time.Duration) (err error) {
 
 // adoptSQL turns the recipe's table into migration 1's; %d is the lease of
 // the existing rows and the column's default, in milliseconds, and the
-// column's comment marks the adoption period.
+// column's comment marks the adoption period while the default is the
+// adopted lease. Migration 3 leaves the default of a column whose comment
+// starts with "sqlelect adoption" (adoption.Marker) alone; migrations that
+// change lease_ms must do the same.
 const adoptSQL = `ALTER TABLE ` + tableName + `
   MODIFY anchor VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY service_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
   MODIFY last_seen_active TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   ADD COLUMN term BIGINT UNSIGNED NOT NULL DEFAULT (FLOOR(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(6)) * 1000000)),
   ADD COLUMN term_started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d COMMENT '` + adoptionComment + `',
+  ADD COLUMN lease_ms INT UNSIGNED NOT NULL DEFAULT %d COMMENT '` + adoption.Marker + ` period: the default is the recipe timeout + 1 s; end it with: sqlelect migrate adopt-end',
   ADD COLUMN released TINYINT UNSIGNED NOT NULL DEFAULT 0,
   ADD COLUMN acquired VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'operator',
   ADD COLUMN value VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
@@ -168,15 +164,12 @@ func (g *Migrator) Unadopt(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := s.Lock(); err != nil {
-			return err
-		}
-		if _, err = s.conn.ExecContext(s.ctx, unadoptSQL); err == nil {
-			err = s.SetVersion(database.NilVersion, false)
-		} else {
-			err = fmt.Errorf("schema: unadopt: %w", err)
-		}
-		return errors.Join(err, s.Unlock())
+		return s.withLock(func() error {
+			if _, err := s.conn.ExecContext(s.ctx, unadoptSQL); err != nil {
+				return fmt.Errorf("schema: unadopt: %w", err)
+			}
+			return s.SetVersion(database.NilVersion, false)
+		})
 	})
 }
 
@@ -187,25 +180,9 @@ const unadoptSQL = `ALTER TABLE ` + tableName + `
   MODIFY service_id VARCHAR(128) NOT NULL,
   MODIFY last_seen_active TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP`
 
-// state reads the recorded version, refusing a dirty one and one newer
-// than Latest, and the table's layout.
-func (s *session) state(action string) (int, layout, error) {
-	v, dirty, err := s.Version()
-	switch {
-	case err != nil:
-		return 0, layout{}, err
-	case dirty:
-		return 0, layout{}, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
-	case v > int(Latest()):
-		return 0, layout{}, newerError(v, action)
-	}
-	l, err := inspect(s.ctx, s.conn)
-	return v, l, err
-}
-
 // unadoptCheck returns the recorded version when Unadopt can proceed.
 func (s *session) unadoptCheck() (int, error) {
-	v, l, err := s.state("migrate unadopt")
+	v, _, l, err := s.state("migrate unadopt", false)
 	switch {
 	case err != nil:
 		return 0, err
@@ -254,4 +231,56 @@ FROM `+tableName+` ORDER BY anchor`)
 		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
 	}
 	return hs, nil
+}
+
+// Adoption reports the adoption period that Adopt begins: while it runs,
+// a row written without lease_ms (a recipe node's INSERT, an operator's
+// plain REPLACE or INSERT) gets lease, the recipe's timeout plus one
+// second, as its lease, instead of the usual default (15 s). ok is false
+// outside the period, and on a table that is not sqlelect's.
+func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
+	return adoptionLease(ctx, g.db)
+}
+
+func adoptionLease(ctx context.Context, q adoption.Queryer) (lease time.Duration, ok bool, err error) {
+	lease, ok, err = adoption.Lease(ctx, q, tableName)
+	if err != nil {
+		return 0, false, fmt.Errorf("schema: %w", err)
+	}
+	return lease, ok, nil
+}
+
+// EndAdoption ends the adoption period Adopt began: rows written later
+// without lease_ms get the usual default lease again (15 s, migration 3's;
+// 20 s below version 3). Run it once no recipe node runs any more: a recipe
+// node that inserts the election's row afterwards (after a DELETE) gets that
+// default as its lease, and a recipe holder frozen for longer than it, but
+// less than the recipe's own timeout, would lead beside a sqlelect
+// candidate. The rows that exist keep their lease. It returns ErrNoChange
+// outside an adoption period.
+func (g *Migrator) EndAdoption(ctx context.Context) error {
+	return run(ctx, g.db, func(s *session, _ *migrate.Migrate) error { return s.withLock(s.endAdoption) })
+}
+
+func (s *session) endAdoption() error {
+	v, _, l, err := s.state("migrate adopt-end", false)
+	if err != nil {
+		return err
+	}
+	if l.kind != adoption.KindSqlelect {
+		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt-end"}
+	}
+	if _, ok, err := adoptionLease(s.ctx, s.conn); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: %s is in no adoption period", ErrNoChange, tableName)
+	}
+	def := 15000 // migration 3's default
+	if v < 3 {
+		def = 20000 // migration 1's
+	}
+	if _, err := s.conn.ExecContext(s.ctx, fmt.Sprintf(`ALTER TABLE %s MODIFY lease_ms INT UNSIGNED NOT NULL DEFAULT %d`, tableName, def)); err != nil {
+		return fmt.Errorf("schema: adopt-end: %w", err)
+	}
+	return nil
 }

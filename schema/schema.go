@@ -22,7 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -39,6 +39,31 @@ const tableName = "service_election"
 
 // ErrNoChange is returned by Up and Down when there was nothing to do.
 var ErrNoChange = migrate.ErrNoChange
+
+// Errors of Up, Down, Steps, Adopt and Unadopt that mean nothing was done.
+// The returned error is a *LayoutError (or wraps ErrSchemaNewer) with the
+// details; check the kind with errors.Is.
+var (
+	// ErrRecipeTable means the table has the layout of the MySQL-table
+	// recipe sqlelect grows out of (anchor, service_id, last_seen_active):
+	// Adopt converts it in place, keeping its holder.
+	ErrRecipeTable = errors.New("schema: the table is the MySQL-table recipe's")
+	// ErrForeignTable means the table exists with a layout that is neither
+	// sqlelect's nor the recipe's.
+	ErrForeignTable = errors.New("schema: the table is not sqlelect's")
+	// ErrTableMissing means the table is absent although a version is
+	// recorded, or Adopt found no table.
+	ErrTableMissing = errors.New("schema: the table is missing")
+	// ErrSchemaNewer means the database records a version higher than the
+	// embedded migrations know: a newer sqlelect migrated it.
+	ErrSchemaNewer = errors.New("schema: the database's schema is newer than this binary's migrations")
+	// ErrUnrecorded means the table has the columns of a later version than
+	// MigrationsTable records: another tool applied the migrations and
+	// recorded them elsewhere (golang-migrate's CLI without
+	// x-migrations-table=sqlelect_schema_migrations records them in
+	// schema_migrations).
+	ErrUnrecorded = errors.New("schema: the table is ahead of the version sqlelect_schema_migrations records")
+)
 
 // Migrator applies the migrations to the database of a *sql.DB. Its calls
 // may run concurrently; golang-migrate takes a database lock (GET_LOCK,
@@ -107,22 +132,18 @@ func (g *Migrator) Version(ctx context.Context) (version uint, dirty bool, err e
 
 // check refuses to run migrations the database cannot take; see Up.
 func (s *session) check(action string) error {
-	v, dirty, err := s.Version()
-	if err != nil {
-		return err
-	}
-	if v > int(Latest()) {
-		return newerError(v, action)
-	}
-	if dirty {
-		return nil // golang-migrate reports ErrDirty
-	}
-	l, err := inspect(s.ctx, s.conn)
-	if err != nil {
-		return err
-	}
-	if l.kind == adoption.KindRecipe || l.kind == adoption.KindForeign || l.kind == adoption.KindMissing && v > 0 {
+	v, dirty, l, err := s.state(action, true)
+	switch {
+	case err != nil || dirty:
+		return err // golang-migrate reports ErrDirty
+	case l.kind == adoption.KindRecipe || l.kind == adoption.KindForeign || l.kind == adoption.KindMissing && v > 0:
 		return &LayoutError{layout: l, Table: tableName, Version: v, Action: action}
+	case l.kind == adoption.KindMissing:
+		return nil
+	}
+	cv, err := s.columnsVersion(l)
+	if err != nil {
+		return err
 	}
 	// golang-migrate records a version (dirty) before it runs that
 	// migration's DDL, so a version read after the layout is at least the
@@ -131,23 +152,6 @@ func (s *session) check(action string) error {
 	// for another tool.
 	if v, dirty, err = s.Version(); err != nil {
 		return err
-	}
-	cv := columnsVersion(l)
-	if cv == 5 || cv == 7 {
-		// Versions 6 and 8 change no column of the table: 6 adds the term
-		// floor's table, 8 its column marked_at.
-		q := `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`
-		if cv == 7 {
-			q = `SELECT COUNT(*) FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'marked_at'`
-		}
-		var n int
-		if err := s.conn.QueryRowContext(s.ctx, q, tableName+"_floor").Scan(&n); err != nil {
-			return fmt.Errorf("schema: reading the tables: %w", err)
-		}
-		if n > 0 {
-			cv++
-		}
 	}
 	if cv > max(v, 0) && !dirty {
 		recorded := fmt.Sprintf("records version %d", v)
@@ -162,21 +166,57 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'marked_at'
 	return nil
 }
 
-func newerError(v int, action string) error {
-	return fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
-		"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
+// state reads the recorded version and, unless it is dirty, the table's
+// layout. It refuses a dirty version unless dirtyOK, then one newer than
+// Latest.
+func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, l layout, err error) {
+	if v, dirty, err = s.Version(); err != nil {
+		return 0, false, layout{}, err
+	}
+	switch {
+	case dirty && !dirtyOK:
+		return 0, false, layout{}, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+	case v > int(Latest()):
+		return 0, false, layout{}, fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
+			"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
+	case dirty:
+		return v, true, layout{}, nil
+	}
+	cols, err := adoption.Columns(s.ctx, s.conn, tableName)
+	if err != nil {
+		return 0, false, layout{}, fmt.Errorf("schema: %w", err)
+	}
+	return v, false, layout{kind: adoption.Classify(cols), columns: cols}, nil
 }
 
-// Latest returns the highest version among the embedded migrations.
-func Latest() uint {
-	var latest uint
-	for _, name := range upFiles() {
-		var v uint
-		if _, err := fmt.Sscanf(name, "%d_", &v); err == nil && v > latest {
-			latest = v
-		}
+// columnsVersion is the lowest schema version that has every column of l,
+// sqlelect's table, and of its floor table: 4 with transfer_to, 5 with
+// priority, 6 with the floor table as well, 7 with decision, 8 with the
+// floor's marked_at, else 1 (versions 2 and 3 change no column's name;
+// versions 6 and 8 none of l's).
+func (s *session) columnsVersion(l layout) (int, error) {
+	floor, err := adoption.Columns(s.ctx, s.conn, tableName+"_floor")
+	if err != nil {
+		return 0, fmt.Errorf("schema: %w", err)
 	}
-	return latest
+	added := map[string]int{"transfer_to": 4, "priority": 5, "decision": 7}
+	v := 1
+	for _, c := range l.columns {
+		v = max(v, added[c.Name])
+	}
+	if v == 5 && len(floor) > 0 || v == 7 && slices.ContainsFunc(floor, func(c adoption.Column) bool { return c.Name == "marked_at" }) {
+		v++
+	}
+	return v, nil
+}
+
+// Latest returns the highest version among the embedded migrations: the
+// last one's (their names begin with the version, zero-padded).
+func Latest() uint {
+	names := upFiles()
+	var v uint
+	_, _ = fmt.Sscanf(names[len(names)-1], "%d_", &v)
+	return v
 }
 
 // wrap prefixes golang-migrate's own errors; the session's have the
@@ -199,19 +239,77 @@ func DDL(table string) string {
 	var b strings.Builder
 	for _, name := range upFiles() {
 		data, _ := fs.ReadFile(migrations.FS(), name)
-		b.WriteString("-- " + name + "\n")
-		b.Write(data)
-		b.WriteString("\n")
+		fmt.Fprintf(&b, "-- %s\n%s\n", name, data)
 	}
-	s := b.String()
-	if table != "" && table != "service_election" {
-		s = strings.ReplaceAll(s, "service_election", table)
+	if table == "" {
+		return b.String()
 	}
-	return s
+	return strings.ReplaceAll(b.String(), tableName, table)
 }
 
 func upFiles() []string {
 	names, _ := fs.Glob(migrations.FS(), "*.up.sql")
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
+}
+
+// layout is the table's columns, in order, and what they make it.
+type layout struct {
+	kind    adoption.Kind
+	columns []adoption.Column
+}
+
+// LayoutError says why the table cannot be migrated as it is: what was
+// found and what to do. It wraps ErrRecipeTable, ErrForeignTable or
+// ErrTableMissing.
+type LayoutError struct {
+	layout
+	Table   string // service_election
+	Version int    // the version recorded by golang-migrate, -1 for none
+	Action  string // what was refused: "migrate up", "adopt"…
+}
+
+func (e *LayoutError) Unwrap() error {
+	switch e.kind {
+	case adoption.KindRecipe:
+		return ErrRecipeTable
+	case adoption.KindMissing:
+		return ErrTableMissing
+	}
+	return ErrForeignTable
+}
+
+func (e *LayoutError) Error() string {
+	switch e.kind {
+	case adoption.KindMissing:
+		if e.Action == "adopt" {
+			return fmt.Sprintf("schema: there is no table %s to adopt: run 'sqlelect migrate up' to create it", e.Table)
+		}
+		return fmt.Sprintf("schema: the table %s is missing but %s records version %d; %s refused, nothing done: "+
+			"run 'sqlelect migrate force -1' (then 'sqlelect migrate up' to create it)", e.Table, MigrationsTable, e.Version, e.Action)
+	case adoption.KindRecipe:
+		return fmt.Sprintf("schema: the table %s has the layout of the MySQL-table recipe (%s); %s refused, nothing done: "+
+			"run 'sqlelect migrate adopt' to convert it in place, keeping its current holder "+
+			"(docs/adopting.md, \"Moving from the MySQL-table recipe\")", e.Table, e.columnList(), e.Action)
+	}
+	hint := fmt.Sprintf("rename or drop it (RENAME TABLE %s TO %s_old) or point the DSN at another database", e.Table, e.Table)
+	for _, c := range e.columns {
+		if c.Name == "host" || c.Name == "hostname" {
+			hint = fmt.Sprintf("if it is the recipe's table with the holder in %s: stop the recipe's nodes (their statements name that column), "+
+				"ALTER TABLE %s RENAME COLUMN %s TO service_id, then run 'sqlelect migrate adopt'; otherwise %s", c.Name, e.Table, c.Name, hint)
+		}
+	}
+	return fmt.Sprintf("schema: the table %s exists but is neither sqlelect's nor the MySQL-table recipe's: columns found: %s; "+
+		"sqlelect's has %s; %s refused, nothing done: %s", e.Table, e.columnList(), strings.Join(adoption.V1Columns, ", "), e.Action, hint)
+}
+
+func (e *LayoutError) columnList() string {
+	parts := make([]string, len(e.columns))
+	for i, c := range e.columns {
+		parts[i] = c.Name + " " + c.Type
+		if c.Key == "PRI" {
+			parts[i] += " primary key"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -18,10 +18,7 @@ import (
 	"github.com/sqlelect/sqlelect/migrations"
 )
 
-var (
-	errNoDatabase  = errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
-	errUnsupported = errors.New("schema: not supported")
-)
+var errUnsupported = errors.New("schema: not supported")
 
 // lockWait is how long Lock waits for golang-migrate's lock (GET_LOCK), as
 // golang-migrate's mysql driver does.
@@ -86,13 +83,12 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&nam
 	case err != nil:
 		return fmt.Errorf("schema: %w", err)
 	case name.String == "":
-		return errNoDatabase
+		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
 	}
 	s.lockID, _ = database.GenerateAdvisoryLockId(name.String + ":" + MigrationsTable) // never fails
-	if n > 0 {
-		return nil
+	if n == 0 {
+		_, err = s.conn.ExecContext(s.ctx, "CREATE TABLE IF NOT EXISTS `"+MigrationsTable+"` (version bigint not null primary key, dirty boolean not null)")
 	}
-	_, err = s.conn.ExecContext(s.ctx, "CREATE TABLE IF NOT EXISTS `"+MigrationsTable+"` (version bigint not null primary key, dirty boolean not null)")
 	if err != nil {
 		return fmt.Errorf("schema: creating %s: %w", MigrationsTable, err)
 	}
@@ -132,6 +128,14 @@ func (s *session) Unlock() error {
 	return nil
 }
 
+// withLock runs f holding the lock.
+func (s *session) withLock(f func() error) error {
+	if err := s.Lock(); err != nil {
+		return err
+	}
+	return errors.Join(f(), s.Unlock())
+}
+
 // Run runs a migration file's statements one by one.
 func (s *session) Run(r io.Reader) error {
 	script, err := io.ReadAll(r)
@@ -149,17 +153,15 @@ func (s *session) Run(r io.Reader) error {
 // SetVersion records version, as golang-migrate's mysql driver does.
 func (s *session) SetVersion(version int, dirty bool) error {
 	tx, err := s.conn.BeginTx(s.ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
-	if err != nil {
-		return fmt.Errorf("schema: recording the version: %w", err)
+	if err == nil {
+		defer tx.Rollback() //nolint:errcheck // after Commit, or after the error returned
+		_, err = tx.ExecContext(s.ctx, "DELETE FROM `"+MigrationsTable+"` LIMIT 1")
 	}
-	_, err = tx.ExecContext(s.ctx, "DELETE FROM `"+MigrationsTable+"` LIMIT 1")
 	if err == nil && (version >= 0 || version == database.NilVersion && dirty) {
 		_, err = tx.ExecContext(s.ctx, "INSERT INTO `"+MigrationsTable+"` (version, dirty) VALUES (?, ?)", version, dirty)
 	}
 	if err == nil {
 		err = tx.Commit()
-	} else {
-		err = errors.Join(err, tx.Rollback())
 	}
 	if err != nil {
 		return fmt.Errorf("schema: recording the version: %w", err)

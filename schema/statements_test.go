@@ -64,3 +64,15 @@ func TestStatementsOfMigrations(t *testing.T) {
 		}
 	}
 }
+
+// TestDDLRenames: DDL(table) renames the election table and the names
+// derived from it, and DDL("") is service_election's.
+func TestDDLRenames(t *testing.T) {
+	d := DDL("jobs")
+	if strings.Contains(d, "service_election") || !strings.Contains(d, "CREATE TABLE IF NOT EXISTS jobs (") || !strings.Contains(d, "jobs_floor") {
+		t.Errorf("DDL(\"jobs\") does not rename service_election everywhere:\n%s", d)
+	}
+	if DDL("service_election") != DDL("") || !strings.HasPrefix(DDL(""), "-- 000001_service_election.up.sql\n") {
+		t.Errorf("DDL(\"\") is not the migrations as they are:\n%s", DDL(""))
+	}
+}

@@ -1,16 +1,16 @@
-// Package adoption reads the adoption period of an election table (the one
-// reader of its marker) and tells the MySQL-table recipe's table from
-// sqlelect's (the one reader of a table's layout). It is shared by package
-// election (Run's preflight, its errors) and package schema (migrations,
-// Adopt, Migrator.Adoption, which begins and ends periods), which cannot
-// import each other.
+// Package adoption reads an election table's columns (the one reader of a
+// table's layout), tells the MySQL-table recipe's table from sqlelect's,
+// and finds the adoption period in them (the one reader of its marker). It
+// is shared by package election (Run's preflight, its errors) and package
+// schema (migrations, Adopt, Migrator.Adoption, which begins and ends
+// periods), which cannot import each other.
 package adoption
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,28 +25,108 @@ const Marker = "sqlelect adoption"
 // Queryer is a *sql.DB, *sql.Conn or *sql.Tx.
 type Queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// Lease reads the adoption period of table (a name, optionally qualified by
-// a database; unqualified, in the connection's default database): the
-// adopted lease, and ok false outside a period, or when the table has no
-// lease_ms (missing, or not sqlelect's). One information_schema read.
+// Column is a column as information_schema.COLUMNS describes it.
+type Column struct {
+	Name    string // COLUMN_NAME, in lower case
+	Type    string // COLUMN_TYPE, e.g. "tinyint(3) unsigned"
+	Data    string // DATA_TYPE in lower case, e.g. "tinyint"
+	Key     string // COLUMN_KEY: "PRI" for a primary key column
+	Default string // COLUMN_DEFAULT, "" for NULL
+	Comment string // COLUMN_COMMENT
+}
+
+// Kind classifies what a database holds under a table's name.
+type Kind int
+
+// The kinds of layout Classify tells apart.
+const (
+	KindMissing  Kind = iota // no such table
+	KindSqlelect             // sqlelect's table (every column of version 1, maybe more)
+	KindRecipe               // the recipe's table: anchor (integer, primary key), service_id (string), last_seen_active (timestamp), nothing else
+	KindForeign              // anything else
+)
+
+// V1Columns are the columns of sqlelect's migration 1, in order.
+var V1Columns = []string{"anchor", "service_id", "last_seen_active", "term", "term_started_at",
+	"lease_ms", "released", "acquired", "value", "backend", "connection_id"}
+
+// Columns reads the columns of table (a name, optionally qualified by a
+// database; unqualified, in the connection's default database), in order;
+// none when there is no such table.
+func Columns(ctx context.Context, db Queryer, table string) ([]Column, error) {
+	cond, args := `TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, []any{table}
+	if d, n, ok := strings.Cut(table, "."); ok {
+		cond, args = `TABLE_SCHEMA = ? AND TABLE_NAME = ?`, []any{d, n}
+	}
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, COLUMN_KEY, COALESCE(COLUMN_DEFAULT, ''), COLUMN_COMMENT
+FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	var cols []Column
+	for rows.Next() {
+		var c Column
+		if err := rows.Scan(&c.Name, &c.Type, &c.Data, &c.Key, &c.Default, &c.Comment); err != nil {
+			return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
+		}
+		c.Name, c.Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
+	}
+	return cols, nil
+}
+
+// Classify tells what cols (as Columns reads them) make: sqlelect's table
+// when every column of V1Columns is there, the recipe's when there are
+// exactly its three columns with its types (in any order), no table when
+// there are none, else a foreign one.
+func Classify(cols []Column) Kind {
+	if len(cols) == 0 {
+		return KindMissing
+	}
+	byName, ours := map[string]Column{}, 0
+	for _, c := range cols {
+		byName[c.Name] = c
+		if slices.Contains(V1Columns, c.Name) {
+			ours++
+		}
+	}
+	if ours == len(V1Columns) {
+		return KindSqlelect
+	}
+	anchor, service, seen := byName["anchor"], byName["service_id"], byName["last_seen_active"]
+	integer := map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true}
+	if len(cols) == 3 && integer[anchor.Data] && anchor.Key == "PRI" &&
+		(service.Data == "varchar" || service.Data == "char") && seen.Data == "timestamp" {
+		return KindRecipe
+	}
+	return KindForeign
+}
+
+// Lease reads the adoption period of table (see Columns): the adopted
+// lease, and ok false outside a period, or when the table has no lease_ms
+// (missing, or not sqlelect's). One information_schema read.
 func Lease(ctx context.Context, db Queryer, table string) (lease time.Duration, ok bool, err error) {
-	cond, args := tableCond(table)
-	var def sql.NullString
-	err = db.QueryRowContext(ctx, `SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS
-WHERE `+cond+` AND COLUMN_NAME = 'lease_ms' AND COLUMN_COMMENT LIKE ?`,
-		append(args, Marker+"%")...).Scan(&def)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	cols, err := Columns(ctx, db, table)
 	if err != nil {
-		return 0, false, fmt.Errorf("reading the adoption period: %w", err)
+		return 0, false, err
 	}
-	ms, err := strconv.ParseInt(strings.Trim(def.String, "'"), 10, 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("reading the adoption period: lease_ms's default %q: %w", def.String, err)
+	for _, c := range cols {
+		// As the migrations' LIKE 'sqlelect adoption%' (the comment's
+		// collation ignores case).
+		if c.Name != "lease_ms" || !strings.HasPrefix(strings.ToLower(c.Comment), Marker) {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.Trim(c.Default, "'"), 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("reading the adoption period: lease_ms's default %q: %w", c.Default, err)
+		}
+		return time.Duration(ms) * time.Millisecond, true, nil
 	}
-	return time.Duration(ms) * time.Millisecond, true, nil
+	return 0, false, nil
 }
