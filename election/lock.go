@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -139,13 +138,8 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 	if cfg.Batcher != nil {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
-	b := &lockBackend{
-		db:    db,
-		cfg:   cfg,
-		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
-		value: cfg.Value,
-	}
-	b.lc.Log = b.log
+	log := cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock")
+	b := &lockBackend{db: db, cfg: cfg, log: log, value: cfg.Value, lc: getlock.Conn{Log: log}}
 	c := newCandidate(cfg, b)
 	c.db = db
 	return c, nil
@@ -279,9 +273,8 @@ func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	}
 	var online int
 	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
-	var me *mysql.MySQLError
 	switch {
-	case errors.As(err, &me):
+	case mysqlerr.Errno(err) != 0: // the server refused the statement
 		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
 	case err != nil:
 		return fmt.Errorf("election: checking the topology (Group Replication members): %w", err)
@@ -506,12 +499,10 @@ func (b *lockBackend) claimOf(rec Record) (acquired string, delay time.Duration)
 		return "expired", 0
 	case rec.ID != b.cfg.ID:
 		return "lock", b.holderGone(rec)
-	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote:
+	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote, rec.ConnectionID == 0 && rec.Acquired == "first":
 		// This very connection wrote the row and held the lock since:
-		// nobody else can have led, and this candidate stood down.
-		return "claimed", 0
-	case rec.ConnectionID == 0 && rec.Acquired == "first":
-		// This candidate's placeholder for an election that never
+		// nobody else can have led, and this candidate stood down. Or
+		// this candidate's placeholder for an election that never
 		// existed, taken with its term (the take requires it): nobody
 		// led before it, nor since.
 		return "claimed", 0

@@ -219,14 +219,11 @@ type Conn struct {
 	noKeepalive bool // the server refused the session keepalive variables
 }
 
-// Open takes a connection from db for the lock; c.Conn must be nil.
-func (c *Conn) Open(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	c.Conn, c.ID, c.Locked = conn, 0, false
-	return nil
+// Open takes a connection from db for the lock; c.Conn must be nil (and
+// so ID 0 and Locked false: Discard and GiveBack clear them).
+func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
+	c.Conn, err = db.Conn(ctx)
+	return err
 }
 
 // OpenSpare opens c on a connection from db when the pool has one to
