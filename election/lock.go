@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -139,13 +138,8 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 	if cfg.Batcher != nil {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
-	b := &lockBackend{
-		db:    db,
-		cfg:   cfg,
-		log:   cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock"),
-		value: cfg.Value,
-	}
-	b.lc.Log = b.log
+	log := cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock")
+	b := &lockBackend{db: db, cfg: cfg, log: log, value: cfg.Value, lc: getlock.Conn{Log: log}}
 	c := newCandidate(cfg, b)
 	c.db = db
 	return c, nil
@@ -165,9 +159,12 @@ type lockBackend struct {
 	adopt int64
 
 	// lc is the lock connection, on the lock getlock.Name(database, cfg.Table,
-	// cfg.Name), set by preflight.
-	lc       getlock.Conn
-	wrote    uint64    // the term lc's connection last wrote naming this candidate
+	// cfg.Name), set by preflight. After an error on it, it is discarded
+	// (see done).
+	lc getlock.Conn
+	// wrote is the term lc's connection last wrote naming this candidate
+	// (a placeholder's too, which names no connection: see claimOf).
+	wrote    uint64
 	lastUsed time.Time // end of lc's last statement, for the idle limit
 
 	// value is the value the candidate publishes: cfg.Value until Proclaim
@@ -209,10 +206,14 @@ func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
 	return p
 }
 
-// exec runs s with p on c.
-func exec(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
+// exec runs s with p on c, and returns the rows it changed.
+func exec(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (int64, error) {
 	query, args := s.Bind(p)
-	return c.ExecContext(ctx, query, args...)
+	res, err := c.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -244,53 +245,41 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	return nil
 }
 
-// checkLockTopology refuses servers where GET_LOCK is not cluster-wide.
+// checkLockTopology refuses servers where GET_LOCK is not cluster-wide: a
+// Galera node (MariaDB Galera Cluster, Percona XtraDB Cluster), or MySQL
+// Group Replication in multi-primary mode. A variable the server does not
+// have reads as "" (and not ok): it is not that kind of server.
 func checkLockTopology(ctx context.Context, db *sql.DB) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
 			ErrUnsupportedTopology, why)
 	}
-	variable := func(name string) (string, bool, error) {
+	multiPrimary := false
+	for _, name := range []string{"wsrep_on", "wsrep_provider", "group_replication_single_primary_mode"} {
 		v, ok, err := stmt.ServerVariable(ctx, db, "global."+name)
-		if err != nil {
-			return "", false, fmt.Errorf("election: checking the topology: %w", err)
-		}
-		return v, ok, nil
-	}
-
-	// Galera: MariaDB Galera Cluster, Percona XtraDB Cluster.
-	v, ok, err := variable("wsrep_on")
-	if err != nil {
-		return err
-	}
-	if ok && stmt.IsOn(v) {
-		return refuse("the server is a Galera cluster node (wsrep_on=ON)")
-	}
-	v, ok, err = variable("wsrep_provider")
-	if err != nil {
-		return err
-	}
-	if ok && v != "" && !strings.EqualFold(v, "none") {
-		return refuse(fmt.Sprintf("the server has a Galera provider loaded (wsrep_provider=%s)", v))
-	}
-
-	// MySQL Group Replication in multi-primary mode.
-	v, ok, err = variable("group_replication_single_primary_mode")
-	if err != nil {
-		return err
-	}
-	if ok && !stmt.IsOn(v) {
-		var online int
-		err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
-		var me *mysql.MySQLError
 		switch {
-		case errors.As(err, &me):
-			return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
 		case err != nil:
-			return fmt.Errorf("election: checking the topology (Group Replication members): %w", err)
-		case online > 0:
-			return refuse("the server runs Group Replication in multi-primary mode")
+			return fmt.Errorf("election: checking the topology: %w", err)
+		case name == "wsrep_on" && stmt.IsOn(v):
+			return refuse("the server is a Galera cluster node (wsrep_on=ON)")
+		case name == "wsrep_provider" && v != "" && !strings.EqualFold(v, "none"):
+			return refuse(fmt.Sprintf("the server has a Galera provider loaded (wsrep_provider=%s)", v))
+		case name == "group_replication_single_primary_mode":
+			multiPrimary = ok && !stmt.IsOn(v)
 		}
+	}
+	if !multiPrimary {
+		return nil
+	}
+	var online int
+	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
+	switch {
+	case mysqlerr.Errno(err) != 0: // the server refused the statement
+		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
+	case err != nil:
+		return fmt.Errorf("election: checking the topology (Group Replication members): %w", err)
+	case online > 0:
+		return refuse("the server runs Group Replication in multi-primary mode")
 	}
 	return nil
 }
@@ -306,11 +295,8 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if b.lc.Conn != nil {
 		return b.lc.Conn, nil
 	}
-	if err := b.lc.Open(ctx, b.db); err != nil {
-		return nil, err
-	}
 	b.wrote = 0
-	if err := b.lc.Setup(ctx, b.sql.session, b.waitTimeout); err != nil {
+	if err := b.lc.Setup(ctx, b.db, b.sql.session, b.waitTimeout); err != nil {
 		return nil, err
 	}
 	b.lastUsed = b.cfg.Clock.Now()
@@ -318,20 +304,16 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	return b.lc.Conn, nil
 }
 
-// fail discards the lock connection after an error on it and returns the
-// error classified.
-func (b *lockBackend) fail(err error) error {
-	return classify(b.lc.Fail(err), b.cfg.Table)
-}
-
-// followFailed is follow's result after an error on the lock connection.
-func (b *lockBackend) followFailed(err error) (Record, beat, time.Duration, error) {
-	return Record{}, beat{}, 0, b.fail(err)
-}
-
-// touch records that the lock connection was just used.
-func (b *lockBackend) touch() {
-	if b.lc.Conn != nil {
+// done ends a method that used the lock connection, with its error err:
+// after an error the connection is discarded (its state on the server is
+// unknown; closing it frees a lock it held) and the error classified;
+// otherwise the connection's last use is recorded, for the idle limit.
+// Without a lock connection (a statement ran on a pooled one) it only
+// classifies.
+func (b *lockBackend) done(err *error) {
+	if *err != nil {
+		*err = classify(b.lc.Fail(*err), b.cfg.Table)
+	} else if b.lc.Conn != nil {
 		b.lastUsed = b.cfg.Clock.Now()
 	}
 }
@@ -356,26 +338,23 @@ func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
-	if err != nil {
-		return Record{}, false, err
-	}
-	return rec, true, nil
+	return rec, err == nil, err
 }
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection
-// holds it, the row's state decides how the row is taken (see takeNew,
-// takeFree, takeOurs and takeOthers).
-func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	defer b.touch()
+// holds it, the row's state decides how the row is taken (see takeNew and
+// claimOf), or whether the lock is let go (yieldLock).
+func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait time.Duration, err error) {
+	defer b.done(&err)
 	c, err := b.ensureConn(ctx)
 	if err != nil {
-		return Record{}, beat{}, 0, b.fail(err)
+		return Record{}, beat{}, 0, err
 	}
 	if !b.lc.Locked {
 		start := b.cfg.Clock.Now()
 		got, woke, err := b.acquire(ctx)
 		if err != nil {
-			return b.followFailed(err)
+			return Record{}, beat{}, 0, err
 		}
 		if !got {
 			return b.watch(ctx, c, start, woke)
@@ -386,20 +365,26 @@ func (b *lockBackend) follow(ctx context.Context) (Record, beat, time.Duration, 
 	rec, exists, err := b.read(ctx, c)
 	switch {
 	case err != nil:
-		return b.followFailed(err)
+		return Record{}, beat{}, 0, err
 	case !exists:
 		return b.takeNew(ctx, c, rec)
 	case rec.reservedFor(b.cfg.ID):
 		// Handed to another candidate (a transfer), whose window is
 		// open: let the lock go so that it can take over.
 		return b.yieldLock(ctx, rec)
-	case rec.Released || rec.LeaseLeft <= 0:
-		return b.takeFree(ctx, c, rec)
-	case rec.ID == b.cfg.ID:
-		return b.takeOurs(ctx, c, rec)
-	default:
-		return b.takeOthers(ctx, c, rec)
+	case !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0:
+		// takeOthers: an operator named another candidate, with a live
+		// lease: let it take over.
+		return b.yieldLock(ctx, rec)
 	}
+	// takeFree, takeOurs, takeOthers: the take, unless the row changed
+	// since it was read (an operator's write).
+	acquired, delay := b.claimOf(rec)
+	term, _, err := b.write(ctx, c, b.sql.take, b.takeParams(acquired, rec.Term))
+	if err != nil || term == 0 {
+		return rec, beat{}, 0, err
+	}
+	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
 // acquire takes the lock if it is free, else waits up to lockWait for its
@@ -440,15 +425,13 @@ func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
 // gets the lock.
 func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
 	rec, exists, err := b.read(ctx, c)
-	if err != nil {
-		return b.followFailed(err)
+	if err == nil && !exists {
+		rec, err = b.placeholder(ctx, c, rec)
 	}
-	if !exists {
-		if rec, err = b.placeholder(ctx, c, rec); err != nil {
-			return b.followFailed(err)
-		}
-	}
-	if woke {
+	switch {
+	case err != nil:
+		return Record{}, beat{}, 0, err
+	case woke:
 		return rec, beat{}, 0, nil
 	}
 	return rec, beat{}, max(b.lockWait-b.cfg.Clock.Now().Sub(start), 0), nil
@@ -468,7 +451,7 @@ func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, w
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn, rec Record) (Record, error) {
-	if _, _, err := b.writeTerm(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
+	if _, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
 		return rec, err
 	}
 	now, exists, err := b.read(ctx, c)
@@ -494,40 +477,39 @@ func (b *lockBackend) takeNew(ctx context.Context, c *sql.Conn, rec Record) (Rec
 	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
-// takeFree takes a row that was released or has expired by the database
-// clock, with no lock delay.
-func (b *lockBackend) takeFree(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
-	acquired := "expired"
+// claimOf says how follow, holding the lock, takes rec, a row it does not
+// let go for another candidate: as what (the row's acquired) and with what
+// lock delay.
+//
+//   - takeFree: a row that was released or has expired by the database
+//     clock is taken with no lock delay.
+//   - takeOthers: a live row that names another candidate, which a lock
+//     holder wrote, is taken after what is left of the writer's lease (see
+//     holderGone).
+//   - takeOurs: a live row that names this candidate. An operator named
+//     this candidate; the previous holder may not know yet, unless this
+//     very connection held the lock since it wrote the row.
+func (b *lockBackend) claimOf(rec Record) (acquired string, delay time.Duration) {
 	switch {
 	case rec.Released && rec.Transfer && rec.TransferTo == b.cfg.ID:
-		acquired = "transferred" // handed to this candidate
+		return "transferred", 0 // handed to this candidate
 	case rec.Released:
-		acquired = "released"
-	}
-	return b.claim(ctx, c, rec, b.takeParams(acquired, rec.Term), 0)
-}
-
-// takeOurs takes a live row that names this candidate.
-func (b *lockBackend) takeOurs(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
-	// An operator named this candidate; the previous holder may not know
-	// yet, unless this very connection held the lock since it wrote the row.
-	var delay time.Duration
-	switch {
-	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote:
+		return "released", 0
+	case rec.LeaseLeft <= 0:
+		return "expired", 0
+	case rec.ID != b.cfg.ID:
+		return "lock", b.holderGone(rec)
+	case rec.ConnectionID == b.lc.ID && rec.Term == b.wrote, rec.ConnectionID == 0 && rec.Acquired == "first":
 		// This very connection wrote the row and held the lock since:
-		// nobody else can have led, and this candidate stood down.
-		delay = 0
-	case rec.ConnectionID == 0 && rec.Acquired == "first":
-		// This candidate's placeholder for an election that never
+		// nobody else can have led, and this candidate stood down. Or
+		// this candidate's placeholder for an election that never
 		// existed, taken with its term (the take requires it): nobody
 		// led before it, nor since.
-		delay = 0
+		return "claimed", 0
 	case rec.ConnectionID != 0:
-		delay = b.holderGone(rec)
-	default:
-		delay = b.sinceWritten(rec)
+		return "claimed", b.holderGone(rec)
 	}
-	return b.claim(ctx, c, rec, b.takeParams("claimed", rec.Term), delay)
+	return "claimed", b.sinceWritten(rec)
 }
 
 // sinceWritten is the lock delay of taking a live row that names this
@@ -556,22 +538,12 @@ func (b *lockBackend) sinceWritten(rec Record) time.Duration {
 	return max(b.cfg.LockDelay-elapsed, 0)
 }
 
-// takeOthers takes a live row that names another candidate, which a lock
-// holder wrote; one that an operator wrote it lets be.
-func (b *lockBackend) takeOthers(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
-	if rec.ConnectionID != 0 {
-		return b.claim(ctx, c, rec, b.takeParams("lock", rec.Term), b.holderGone(rec))
-	}
-	// An operator named another candidate: let it take over.
-	return b.yieldLock(ctx, rec)
-}
-
 // yieldLock lets the lock go so that the candidate rec names, or reserves
 // the row for, can take over, and looks again when its lease (or transfer
 // window) may run out.
 func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, time.Duration, error) {
 	if err := b.releaseLock(ctx); err != nil {
-		return b.followFailed(err)
+		return Record{}, beat{}, 0, err
 	}
 	wait := jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
 	return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
@@ -593,35 +565,12 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 	return min(rec.LeaseLeft, b.cfg.LockDelay)
 }
 
-// claim runs the take with p, and reports the hold it began, with lock
-// delay delay; none when an operator wrote the row first.
-func (b *lockBackend) claim(ctx context.Context, c *sql.Conn, rec Record, p stmt.Params, delay time.Duration) (Record, beat, time.Duration, error) {
-	term, _, err := b.write(ctx, c, b.sql.take, p)
-	if err != nil || term == 0 {
-		return rec, beat{}, 0, err
-	}
-	return rec, beat{held: true, term: term, delay: delay}, 0, nil
-}
-
-// write runs s, a take or an insert, with p, and returns the term it wrote, or 0
-// when an operator wrote the row first (the take changed no row, or the
-// insert found one), and whether the election had no term floor row (an
-// insert is then acquired = 'first').
-func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (uint64, bool, error) {
-	term, first, err := b.writeTerm(ctx, c, s, p)
-	if err != nil {
-		return 0, false, b.fail(err)
-	}
-	if term != 0 {
-		b.wrote = term
-	}
-	return term, first, nil
-}
-
-// writeTerm runs s with p on c in one transaction with the election's term
-// floor (floor.InTx), which gives :floor and :insert, and returns the term it wrote (0 for none: it changed no row,
-// or found one to insert) and whether the election had no floor row.
-func (b *lockBackend) writeTerm(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
+// write runs s, a take or an insert, with p on c in one transaction with
+// the election's term floor (floor.InTx), which gives :floor and :insert,
+// and returns the term it wrote, or 0 when an operator wrote the row first
+// (the take changed no row, or the insert found one), and whether the
+// election had no term floor row (an insert is then acquired = 'first').
+func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
@@ -638,37 +587,26 @@ func (b *lockBackend) writeTerm(ctx context.Context, c *sql.Conn, s stmt.Stmt, p
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return 0, err
 		}
-		term, err = newTerm(ctx, tx, res, b.sql.lastInsertID)
+		// LAST_INSERT_ID(term) came back in the OK packet, else the row
+		// is read (nobody else writes it while this connection holds the
+		// lock but operators).
+		if id, err := res.LastInsertId(); err == nil && id > 0 {
+			term = uint64(id)
+			return term, nil
+		}
+		err = tx.QueryRowContext(ctx, b.sql.lastInsertID).Scan(&term)
 		return term, err
 	})
 	if err != nil {
 		return 0, false, err
 	}
+	if term != 0 {
+		b.wrote = term
+	}
 	return term, first, nil
 }
 
-// failIf is fail for an error that may be nil.
-func (b *lockBackend) failIf(err error) error {
-	if err == nil {
-		return nil
-	}
-	return b.fail(err)
-}
-
-// newTerm returns the term a take or insert wrote: LAST_INSERT_ID(term) came
-// back in the OK packet, else the row is read (nobody else writes it while
-// this connection holds the lock but operators).
-func newTerm(ctx context.Context, tx floor.Tx, res sql.Result, lastInsertID string) (uint64, error) {
-	if id, err := res.LastInsertId(); err == nil && id > 0 {
-		return uint64(id), nil
-	}
-	var term uint64
-	err := tx.QueryRowContext(ctx, lastInsertID).Scan(&term)
-	return term, err
-}
-
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
-	defer b.touch()
 	bt, err := b.renewOnce(ctx, hold)
 	if err != nil && b.lc.Conn == nil && ctx.Err() == nil && !permanent(err) {
 		// The lock connection failed (and was discarded): the lock may
@@ -680,27 +618,23 @@ func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return bt, err
 }
 
-func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) {
+func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (bt beat, err error) {
+	defer b.done(&err)
 	c, err := b.ensureConn(ctx)
 	if err != nil {
-		return beat{}, b.fail(err)
+		return beat{}, err
 	}
 	if mine, err := b.keepLock(ctx, hold); err != nil || !mine {
 		return beat{}, err
 	}
-	res, err := exec(ctx, c, b.sql.renew, b.params(hold))
-	if err != nil {
-		return beat{}, b.fail(err)
+	switch n, err := exec(ctx, c, b.sql.renew, b.params(hold)); {
+	case err != nil:
+		return beat{}, err
+	case n != 1:
+		return b.renewLost(ctx, c, hold)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return beat{}, b.fail(err)
-	}
-	if n == 1 {
-		b.wrote = hold
-		return beat{held: true, term: hold}, nil
-	}
-	return b.renewLost(ctx, c, hold)
+	b.wrote = hold
+	return beat{held: true, term: hold}, nil
 }
 
 // keepLock reports whether the lock connection holds the lock, taking it
@@ -708,22 +642,16 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (beat, error) 
 func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 	if !b.lc.Locked {
 		got, err := b.lc.Get(ctx, b.lc.Lock.TryLock)
-		if err != nil {
-			return false, b.fail(err)
-		}
-		if !got {
+		if err == nil && !got {
 			b.log.Info("lock held by another connection", "term", hold)
 		}
-		return got, nil
+		return got, err
 	}
 	mine, err := b.lc.Mine(ctx)
-	if err != nil {
-		return false, b.fail(err)
-	}
-	if !mine {
+	if err == nil && !mine {
 		b.log.Warn("lock lost while its connection lives", "term", hold, "connection_id", b.lc.ID)
 	}
-	return mine, nil
+	return mine, err
 }
 
 // renewLost handles a renewal of term hold that changed nothing: the row
@@ -731,13 +659,12 @@ func (b *lockBackend) keepLock(ctx context.Context, hold uint64) (bool, error) {
 // an operator asked for a transfer or a step-down.
 func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (beat, error) {
 	rec, exists, err := b.read(ctx, c)
-	if err != nil {
-		return beat{}, b.fail(err)
-	}
-	if exists && rec.ID == b.cfg.ID && rec.Term == hold && !rec.Released && rec.Transfer {
+	switch {
+	case err != nil:
+		return beat{}, err
+	case exists && rec.ID == b.cfg.ID && rec.Term == hold && !rec.Released && rec.Transfer:
 		return beat{requested: true, to: rec.TransferTo}, nil
-	}
-	if exists {
+	case exists:
 		// Keep the lock: the next follow reads the row and either takes
 		// it (it names this candidate) or lets the lock go.
 		return beat{}, nil
@@ -761,13 +688,13 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 // holderGone). Without a lock connection (it failed, and the lock went with
 // it) the statement still says the term is over, on a pooled connection,
 // so that nobody waits for its lease (a no-op if the row was taken).
-func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) error {
-	defer b.touch()
+func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) (err error) {
+	defer b.done(&err)
 	s, p := g.stmt(b.sql.heldStmts, b.params(hold), b.adopt)
 	if _, err := b.execRow(ctx, s, p); err != nil {
 		return err
 	}
-	return b.failIf(b.releaseLock(ctx)) // none without a lock connection
+	return b.releaseLock(ctx) // none without a lock connection
 }
 
 // lost keeps the lock for the next follow to decide, unless drop: a hold
@@ -781,8 +708,8 @@ func (b *lockBackend) lost(ctx context.Context, drop bool) {
 	if !drop {
 		return
 	}
-	defer b.touch()
-	if err := b.failIf(b.releaseLock(ctx)); err != nil {
+	err := b.releaseLock(ctx)
+	if b.done(&err); err != nil {
 		b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
 	}
 }
@@ -801,17 +728,14 @@ func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 // execRow runs s with p, an UPDATE of the election's row, on the lock
 // connection, or on a pooled one when there is none, and reports whether
 // it changed the row.
-func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (bool, error) {
-	defer b.touch()
+func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (changed bool, err error) {
+	defer b.done(&err)
+	var n int64
 	if b.lc.Conn == nil {
-		n, err := floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
-		return n == 1, classify(err, b.cfg.Table)
+		n, err = floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
+	} else {
+		n, err = exec(ctx, b.lc.Conn, s.conn, p)
 	}
-	res, err := exec(ctx, b.lc.Conn, s.conn, p)
-	if err != nil {
-		return false, b.fail(err)
-	}
-	n, err := res.RowsAffected()
 	return n == 1, err
 }
 
@@ -820,15 +744,10 @@ func (b *lockBackend) leader(ctx context.Context) (Record, error) {
 }
 
 func (b *lockBackend) close() {
-	if b.lc.Conn == nil {
-		return
-	}
-	if b.lc.Locked {
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.QueryTimeout)
-		if err := b.releaseLock(ctx); err != nil {
-			b.log.Debug("RELEASE_LOCK failed; closing the connection frees the lock", "err", err)
-		}
-		cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.QueryTimeout)
+	defer cancel()
+	if err := b.releaseLock(ctx); err != nil { // none without the lock
+		b.log.Debug("RELEASE_LOCK failed; closing the connection frees the lock", "err", err)
 	}
 	b.lc.Discard()
 }

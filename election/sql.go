@@ -481,10 +481,10 @@ type lockStmts struct {
 	read         stmt.Stmt // the election's row
 	peek         string    // no row, but fails unless the table has the columns
 	pass         stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
-	lastInsertID string    // the term a take or insert wrote, when its OK packet lacks it (newTerm)
+	lastInsertID string    // the term a take or insert wrote, when its OK packet lacks it (lockBackend.write)
 
 	// The statements that assign a term, run in one transaction with the
-	// term floor (see writeTerm): :floor and :insert come from it.
+	// term floor (see lockBackend.write): :floor and :insert come from it.
 	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
 	insert      stmt.Stmt // writes a new row naming this candidate
 	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)

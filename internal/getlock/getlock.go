@@ -219,14 +219,11 @@ type Conn struct {
 	noKeepalive bool // the server refused the session keepalive variables
 }
 
-// Open takes a connection from db for the lock; c.Conn must be nil.
-func (c *Conn) Open(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	c.Conn, c.ID, c.Locked = conn, 0, false
-	return nil
+// Open takes a connection from db for the lock; c.Conn must be nil (and
+// so ID 0 and Locked false: Discard and GiveBack clear them).
+func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
+	c.Conn, err = db.Conn(ctx)
+	return err
 }
 
 // OpenSpare opens c on a connection from db when the pool has one to
@@ -254,19 +251,24 @@ func (c *Conn) OpenSpare(ctx context.Context, db *sql.DB) (bool, error) {
 	return true, nil
 }
 
-// Setup ends any transaction the connection came from the pool with, runs
-// session (SET SESSION statements) on it, asks for TCP keepalive probes
-// after keepalive of silence (see trySessionKeepalive) and reads the
+// Setup takes a connection from db for the lock (see Open), ends any
+// transaction it came from the pool with, runs session (SET SESSION
+// statements, no parameters) on it, asks for TCP keepalive probes after
+// keepalive of silence (see trySessionKeepalive) and reads the
 // connection's id. A transaction left open (by COMMIT AND CHAIN, or a BEGIN
 // sent as a statement) would hold every later statement's change
 // uncommitted, a renewal's too (issue 31): it is rolled back, as the
 // server would at the end of the session; the connection never goes back
 // to the pool.
-func (c *Conn) Setup(ctx context.Context, session stmt.Stmt, keepalive time.Duration) error {
+func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepalive time.Duration) error {
+	if err := c.Open(ctx, db); err != nil {
+		return err
+	}
 	if _, err := c.Conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
 		return c.Fail(err)
 	}
-	if _, err := c.Exec(ctx, session); err != nil {
+	query, _ := session.Bind(stmt.Params{})
+	if _, err := c.Conn.ExecContext(ctx, query); err != nil {
 		return c.Fail(err)
 	}
 	if !c.noKeepalive {
@@ -299,13 +301,6 @@ func (c *Conn) trySessionKeepalive(ctx context.Context, idle time.Duration) {
 		c.noKeepalive = true
 		return
 	}
-}
-
-// Exec runs s, a statement of the lock's (no parameters), on the
-// connection.
-func (c *Conn) Exec(ctx context.Context, s stmt.Stmt) (sql.Result, error) {
-	query, args := s.Bind(stmt.Params{})
-	return c.Conn.ExecContext(ctx, query, args...)
 }
 
 // Scan runs s, a statement of the lock's returning one number (no
@@ -412,9 +407,8 @@ func (c *Conn) Discard() {
 		return
 	}
 	_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = c.Conn.Close()
 	c.debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
-	c.Conn, c.ID, c.Locked = nil, 0, false
+	c.GiveBack() // Raw's error closed it already: this clears the state
 }
 
 // GiveBack returns the connection, which holds no lock, to the pool.
