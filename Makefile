@@ -164,9 +164,10 @@ SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlele
 # then the go test flags FLAG..., e.g. -skip or a narrower -run) on SERVER
 # with ROUNDS rounds of each fault ("" for the short version: two rounds
 # of the quick faults, one of the long ones), prints the tail of its
-# output (the summary tables) and fails as it does. The suite runs TestChaos (table, lock, batch) on SERVER, Galera on
-# the host's MariaDB only when SERVER is the host's, Group Replication only
-# on mysql-9.7, and the long fenced transaction.
+# output (the summary tables) and fails as it does. The suite runs
+# TestChaos (table, lock, batch) on SERVER, Galera on the host's MariaDB
+# only when SERVER is the host's, Group Replication only on mysql-9.7, and
+# the long fenced transaction.
 GOTEST_SH = gotest() { for m in $(MODULES); do leg "$$1: $$m: go test"; \
 	(cd $$m && pkgs=./... && if [ "$$1" != mariadb-10.11 ]; then pkgs=$$($(GO) list ./... | $(SERVERLESS_GREP)); fi && \
 	SQLELECT_TEST_SERVER=$$1 SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) $(GOTEST_FLAGS) -timeout 20m $$pkgs) || return; done; }
@@ -204,9 +205,9 @@ test-matrix: deps
 #     printed when all have ended. Three at once (until 2026-11-28) put the
 #     Batcher's runs past the liveness bound at that load; two at once
 #     (MySQL 9.7's and MariaDB 11.8's) passed. The host's run had two
-#     rounds of the quick faults until 2026-11-28 (the short version):
-#     their second round, and Galera's, re-ran what its first one, and the
-#     other servers' runs, already cover; make chaos-short keeps them.
+#     rounds of the quick faults until 2026-11-28 (the short version): the
+#     second round (Galera's too) injects again the faults that the first
+#     one and the other servers' runs inject; make chaos-short keeps it.
 # Each leg prints when it starts. The tests wait on servers and timers
 # more than they compute: the race detector costs these legs no time, a
 # chaos-short run beside two CPU hogs took what it takes alone (378 s and
