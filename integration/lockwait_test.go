@@ -30,6 +30,9 @@ func TestHeldRowLockLeavesServerUsable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server of its own and holds a row lock for seconds")
 	}
+	// A server of its own, and it waits out the operator's lock: beside
+	// the package's other waiting tests rather than after them.
+	t.Parallel()
 	const (
 		hold       = 12 * time.Second // the operator's lock
 		perBackend = 4                // candidates per backend
