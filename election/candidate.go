@@ -145,31 +145,13 @@ func (c *Candidate) Term() uint64 {
 
 // Leader implements Election.
 func (c *Candidate) Leader(ctx context.Context) (Record, error) {
-	ctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
 	return c.b.leader(ctx)
 }
 
 // Resign implements Election.
-func (c *Candidate) Resign(ctx context.Context) error {
-	if !c.running.Load() {
-		return ErrNotRunning
-	}
-	o := op{run: c.resign, reply: make(chan error, 1)}
-	select {
-	case c.opCh <- o:
-	case <-c.stopped():
-		return ErrNotRunning
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-o.reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Candidate) Resign(ctx context.Context) error { return c.do(ctx, "", c.resign) }
 
 // resign stands the candidate down, releasing the row, and sits out: Resign,
 // run on the Run goroutine.
@@ -187,12 +169,6 @@ func (c *Candidate) stopped() <-chan struct{} {
 		return *p
 	}
 	return nil
-}
-
-// queryContext bounds one SQL call by d, on the local clock's terms: the
-// deadline itself is real time (database/sql needs one).
-func (c *Candidate) queryContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
 }
 
 // Run implements Election.
@@ -239,7 +215,7 @@ func (c *Candidate) Run(ctx context.Context) error {
 func (c *Candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
-		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 		err := Classify(c.b.preflight(pctx)) // the lock backend's first query does not classify
 		cancel()
 		if ctx.Err() != nil {

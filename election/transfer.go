@@ -17,16 +17,21 @@ type op struct {
 }
 
 // do runs f on the Run goroutine, between two steps of the campaign, and
-// returns its error; what wraps the errors of do itself.
+// returns its error; what, when not empty, prefixes the ErrNotRunning do
+// returns (Resign's is bare).
 func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	notRunning := ErrNotRunning
+	if what != "" {
+		notRunning = fmt.Errorf("election: %s: %w", what, ErrNotRunning)
+	}
 	if !c.running.Load() {
-		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
+		return notRunning
 	}
 	o := op{run: f, reply: make(chan error, 1)}
 	select {
 	case c.opCh <- o:
 	case <-c.stopped():
-		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
+		return notRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -78,7 +83,7 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		}
 		c.st.value = value
 		c.step()
-		qctx, cancel := c.queryContext(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
 		held, err := c.b.proclaim(qctx, c.st.hold, value)
 		cancel()
 		switch {
