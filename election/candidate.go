@@ -120,20 +120,8 @@ func (c *Candidate) elapsed() int64 {
 	return int64(c.cfg.Clock.Now().Sub(c.epoch))
 }
 
-// deadline returns the instant leadership ends, and whether leading.
-func (c *Candidate) deadline() (time.Time, bool) {
-	d := c.leadUntil.Load()
-	return c.epoch.Add(time.Duration(d)), d != 0
-}
-
-// setDeadline sets when leadership ends; the zero time means not leading.
-func (c *Candidate) setDeadline(t time.Time) {
-	if t.IsZero() {
-		c.leadUntil.Store(0)
-		return
-	}
-	c.leadUntil.Store(max(int64(t.Sub(c.epoch)), 1))
-}
+// setDeadline sets when leadership ends (see demote for its end).
+func (c *Candidate) setDeadline(t time.Time) { c.leadUntil.Store(max(int64(t.Sub(c.epoch)), 1)) }
 
 // Term implements Election.
 func (c *Candidate) Term() uint64 {
@@ -234,12 +222,25 @@ func (c *Candidate) preflight(ctx context.Context) error {
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 		wait := c.jitter(c.cfg.RetryInterval)
 		c.due(wait)
-		t := c.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C():
+		if !c.sleep(ctx, wait) {
+			return nil
 		}
+	}
+}
+
+// sleep waits d on the candidate's clock and reports whether it did: false
+// when ctx ended first (or had ended).
+func (c *Candidate) sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }
 

@@ -64,15 +64,8 @@ func (c *Candidate) watchHealth(ctx context.Context) {
 	for {
 		start := c.cfg.Clock.Now()
 		c.checkHealth(ctx, c.cfg.Health.Timeout)
-		if ctx.Err() != nil {
+		if !c.sleep(ctx, max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0)) {
 			return
-		}
-		t := c.cfg.Clock.NewTimer(max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
 		}
 	}
 }

@@ -65,12 +65,8 @@ func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 			}
 			continue // extended meanwhile
 		}
-		t := c.cfg.Clock.NewTimer(left)
-		select {
-		case <-lctx.Done():
-			t.Stop()
+		if !c.sleep(lctx, left) {
 			return
-		case <-t.C():
 		}
 	}
 }
@@ -108,7 +104,7 @@ func (c *Candidate) demote(reason Reason) {
 	}
 	c.enter(holding)
 	c.st.lead = leadership{}
-	c.setDeadline(time.Time{})
+	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
 	<-l.done

@@ -35,10 +35,11 @@ func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 		scanned[int64](func(us sql.Null[int64]) { r.LeaseLeft = time.Duration(us.V) * time.Microsecond }))
 }
 
-// scanRecords reads the rows selected by recordColumns, and closes them.
+// scanRecords reads the rows selected by recordColumns (none: an empty
+// slice, not nil), and closes them.
 func scanRecords(rows *sql.Rows) ([]Record, error) {
 	defer rows.Close()
-	var out []Record
+	out := []Record{}
 	for rows.Next() {
 		var r Record
 		if err := r.scan(rows); err != nil {
@@ -105,15 +106,12 @@ func deadState(r Record) string {
 // for concurrent use.
 func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
 	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
+	var out []Record
+	if err == nil {
+		out, err = scanRecords(rows)
+	}
 	if err != nil {
 		return nil, classify(err, table)
-	}
-	out, err := scanRecords(rows)
-	if err != nil {
-		return nil, classify(err, table)
-	}
-	if out == nil {
-		out = []Record{}
 	}
 	return out, nil
 }
