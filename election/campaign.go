@@ -243,8 +243,7 @@ func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
 		c.log.Warn("health check failed: standing down", "term", c.st.hold)
 		c.standDown(ctx, ReasonUnhealthy, true)
-		c.sitOut(0)
-		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+		return c.sitOut(0), nil
 	}
 	if !now.Before(c.st.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
@@ -305,8 +304,7 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		deadline := c.st.holdDeadline
 		c.standDown(ctx, ReasonDeposed, false)
 		_ = c.releaseHold(ctx, b.term, deadline, surrender{})
-		c.sitOut(0)
-		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now())
+		return c.sitOut(0)
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
 		// released): a new hold, with its lock delay.

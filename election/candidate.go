@@ -72,7 +72,7 @@ type Candidate struct {
 	downSince atomic.Int64
 
 	// The latest result of Config.Health.Check, written by the health
-	// goroutine (see watchHealth) and read by the campaign loop: unhealthy
+	// goroutine (see startHealth) and read by the campaign loop: unhealthy
 	// above says it failed; checked that there is one; lastFailure when
 	// the latest failure was recorded, or Run began, as elapsed ns plus one
 	// (0: no HealthCheck).
@@ -170,15 +170,13 @@ func (c *Candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	stopMetrics := c.metrics().Start(c.cfg.config(), c.Progress)
-	defer stopMetrics()
+	defer c.metrics().Start(c.cfg.config(), c.Progress)() // stops it
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
 		return migrateHint(err, c.cfg.Table)
 	}
 	c.log.Debug("campaign started")
-	stopHealth := c.startHealth(ctx)
-	defer stopHealth()
+	defer c.startHealth(ctx)() // stops it
 	// The campaign: follow until holding, then renew until standing down
 	// (one step of the phase per tick), and between two steps wait,
 	// serving Resign, Transfer, Proclaim and the health check's results.

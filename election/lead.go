@@ -138,10 +138,13 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) 
 // campaigning for two retry intervals plus extra, counted from the end of
 // any lock delay it handed on (see releaseHold), so that another candidate
 // wins rather than this one claiming its own row back (following or
-// sittingOut → sittingOut, model: sitOut).
-func (c *Candidate) sitOut(extra time.Duration) {
+// sittingOut → sittingOut, model: sitOut). It returns the time left to sit
+// out.
+func (c *Candidate) sitOut(extra time.Duration) time.Duration {
 	c.enter(sittingOut)
-	c.st.sitOutUntil = later(c.cfg.Clock.Now(), c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+	now := c.cfg.Clock.Now()
+	c.st.sitOutUntil = later(now, c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+	return c.st.sitOutUntil.Sub(now)
 }
 
 // handOver stands the holder down and hands the row over for a planned
