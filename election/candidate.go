@@ -81,7 +81,7 @@ type Candidate struct {
 	lastFailure atomic.Int64
 	healthCh    chan struct{}
 
-	opCh chan op // Resign, Transfer and Proclaim, run on the Run goroutine
+	opCh chan func(ctx context.Context) // Resign, Transfer and Proclaim (see do), run on the Run goroutine with its context
 	// runDone is closed when the current Run returns, so that a request
 	// sent as Run ends does not wait for a Run goroutine that is gone.
 	runDone atomic.Pointer[chan struct{}]
@@ -94,7 +94,7 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
-		opCh:     make(chan op),
+		opCh:     make(chan func(context.Context)),
 		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
 		st:       campaign{value: cfg.Value},
@@ -255,9 +255,9 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case o := <-c.opCh:
+		case run := <-c.opCh:
 			stopAwait()
-			o.reply <- o.run(ctx)
+			run(ctx)
 		case <-c.healthCh:
 			if !c.healthMatters() {
 				continue // the next step would do what it does anyway
@@ -286,12 +286,6 @@ func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 		}
 	}()
 	return wch, func() {
-		select {
-		case <-done:
-			cancel()
-			return
-		default:
-		}
 		// Cancelling costs the connection (the driver closes it), so
 		// give a wait that is about to end by itself a moment first.
 		g := c.cfg.Clock.NewTimer(awaitGrace)

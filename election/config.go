@@ -304,14 +304,8 @@ func describe(what string, d, given time.Duration, derived string) string {
 	return fmt.Sprintf("%s %v (default: %s)", what, d, derived)
 }
 
-// quoteTable returns a validated table name quoted for SQL.
-func quoteTable(table string) string {
-	parts := strings.Split(table, ".")
-	for i, p := range parts {
-		parts[i] = "`" + p + "`"
-	}
-	return strings.Join(parts, ".")
-}
+// quoteTable returns a validated table name quoted for SQL: `db`.`table`.
+func quoteTable(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // DefaultID returns a human-readable identity unique to this process:
 // "host:pid:token", the token being 6 random hex digits, as the MySQL recipe

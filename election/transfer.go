@@ -9,13 +9,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
-// op is a request run on the Run goroutine (Transfer, Proclaim), which owns
-// the campaign's state.
-type op struct {
-	run   func(ctx context.Context) error // given Run's context
-	reply chan error
-}
-
 // do runs f on the Run goroutine, between two steps of the campaign, and
 // returns its error; what, when not empty, prefixes the ErrNotRunning do
 // returns (Resign's is bare).
@@ -27,16 +20,16 @@ func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Cont
 	if !c.running.Load() {
 		return notRunning
 	}
-	o := op{run: f, reply: make(chan error, 1)}
+	reply := make(chan error, 1)
 	select {
-	case c.opCh <- o:
+	case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
 	case <-c.stopped():
 		return notRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-o.reply:
+	case err := <-reply:
 		return err
 	case <-ctx.Done():
 		// The op runs to its end on the Run goroutine all the same.
