@@ -119,15 +119,8 @@ const (
 )
 
 func (p phase) String() string {
-	switch p {
-	case following:
-		return "following"
-	case sittingOut:
-		return "sitting out"
-	case holding:
-		return "holding"
-	case leading:
-		return "leading"
+	if p <= leading {
+		return [...]string{"following", "sitting out", "holding", "leading"}[p]
 	}
 	return fmt.Sprintf("phase(%d)", uint8(p))
 }
@@ -220,7 +213,7 @@ func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
 // election and sends the heartbeat when the row may be taken (see
 // backend.follow); a hold that began with it is acquired.
 func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
-	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
 	seen, b, wait, err := c.b.follow(qctx)
 	cancel()
@@ -250,8 +243,7 @@ func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
 		c.log.Warn("health check failed: standing down", "term", c.st.hold)
 		c.standDown(ctx, ReasonUnhealthy, true)
-		c.sitOut(0)
-		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), nil
+		return c.sitOut(0), nil
 	}
 	if !now.Before(c.st.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
@@ -264,7 +256,7 @@ func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	// connection, and with it the lock, before the release that follows
 	// has marked the row released; a follower would then find a live row
 	// and wait out its lease instead of taking over at once.
-	qctx, cancel := c.queryContext(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(now)))
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(now)))
 	b, err := c.b.renew(qctx, c.st.hold)
 	cancel()
 	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
@@ -311,9 +303,8 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		c.log.Info("row deleted: standing down for a re-election", "term", c.st.hold)
 		deadline := c.st.holdDeadline
 		c.standDown(ctx, ReasonDeposed, false)
-		c.releaseHold(ctx, b.term, deadline)
-		c.sitOut(0)
-		return c.st.sitOutUntil.Sub(c.cfg.Clock.Now())
+		_ = c.releaseHold(ctx, b.term, deadline, surrender{})
+		return c.sitOut(0)
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
 		// released): a new hold, with its lock delay.

@@ -72,7 +72,7 @@ type Candidate struct {
 	downSince atomic.Int64
 
 	// The latest result of Config.Health.Check, written by the health
-	// goroutine (see watchHealth) and read by the campaign loop: unhealthy
+	// goroutine (see startHealth) and read by the campaign loop: unhealthy
 	// above says it failed; checked that there is one; lastFailure when
 	// the latest failure was recorded, or Run began, as elapsed ns plus one
 	// (0: no HealthCheck).
@@ -81,7 +81,7 @@ type Candidate struct {
 	lastFailure atomic.Int64
 	healthCh    chan struct{}
 
-	opCh chan op // Resign, Transfer and Proclaim, run on the Run goroutine
+	opCh chan func(ctx context.Context) // Resign, Transfer and Proclaim (see do), run on the Run goroutine with its context
 	// runDone is closed when the current Run returns, so that a request
 	// sent as Run ends does not wait for a Run goroutine that is gone.
 	runDone atomic.Pointer[chan struct{}]
@@ -94,7 +94,7 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
-		opCh:     make(chan op),
+		opCh:     make(chan func(context.Context)),
 		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
 		st:       campaign{value: cfg.Value},
@@ -120,20 +120,8 @@ func (c *Candidate) elapsed() int64 {
 	return int64(c.cfg.Clock.Now().Sub(c.epoch))
 }
 
-// deadline returns the instant leadership ends, and whether leading.
-func (c *Candidate) deadline() (time.Time, bool) {
-	d := c.leadUntil.Load()
-	return c.epoch.Add(time.Duration(d)), d != 0
-}
-
-// setDeadline sets when leadership ends; the zero time means not leading.
-func (c *Candidate) setDeadline(t time.Time) {
-	if t.IsZero() {
-		c.leadUntil.Store(0)
-		return
-	}
-	c.leadUntil.Store(max(int64(t.Sub(c.epoch)), 1))
-}
+// setDeadline sets when leadership ends (see demote for its end).
+func (c *Candidate) setDeadline(t time.Time) { c.leadUntil.Store(max(int64(t.Sub(c.epoch)), 1)) }
 
 // Term implements Election.
 func (c *Candidate) Term() uint64 {
@@ -145,31 +133,13 @@ func (c *Candidate) Term() uint64 {
 
 // Leader implements Election.
 func (c *Candidate) Leader(ctx context.Context) (Record, error) {
-	ctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
 	return c.b.leader(ctx)
 }
 
 // Resign implements Election.
-func (c *Candidate) Resign(ctx context.Context) error {
-	if !c.running.Load() {
-		return ErrNotRunning
-	}
-	o := op{run: c.resign, reply: make(chan error, 1)}
-	select {
-	case c.opCh <- o:
-	case <-c.stopped():
-		return ErrNotRunning
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-o.reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Candidate) Resign(ctx context.Context) error { return c.do(ctx, "", c.resign) }
 
 // resign stands the candidate down, releasing the row, and sits out: Resign,
 // run on the Run goroutine.
@@ -189,12 +159,6 @@ func (c *Candidate) stopped() <-chan struct{} {
 	return nil
 }
 
-// queryContext bounds one SQL call by d, on the local clock's terms: the
-// deadline itself is real time (database/sql needs one).
-func (c *Candidate) queryContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}
-
 // Run implements Election.
 func (c *Candidate) Run(ctx context.Context) error {
 	c.step()
@@ -206,15 +170,13 @@ func (c *Candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	stopMetrics := c.metrics().Start(c.cfg.config(), c.Progress)
-	defer stopMetrics()
+	defer c.metrics().Start(c.cfg.config(), c.Progress)() // stops it
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
 		return migrateHint(err, c.cfg.Table)
 	}
 	c.log.Debug("campaign started")
-	stopHealth := c.startHealth(ctx)
-	defer stopHealth()
+	defer c.startHealth(ctx)() // stops it
 	// The campaign: follow until holding, then renew until standing down
 	// (one step of the phase per tick), and between two steps wait,
 	// serving Resign, Transfer, Proclaim and the health check's results.
@@ -239,7 +201,7 @@ func (c *Candidate) Run(ctx context.Context) error {
 func (c *Candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
-		pctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 		err := Classify(c.b.preflight(pctx)) // the lock backend's first query does not classify
 		cancel()
 		if ctx.Err() != nil {
@@ -258,12 +220,25 @@ func (c *Candidate) preflight(ctx context.Context) error {
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 		wait := c.jitter(c.cfg.RetryInterval)
 		c.due(wait)
-		t := c.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C():
+		if !c.sleep(ctx, wait) {
+			return nil
 		}
+	}
+}
+
+// sleep waits d on the candidate's clock and reports whether it did: false
+// when ctx ended first (or had ended).
+func (c *Candidate) sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	t := c.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -280,9 +255,9 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case o := <-c.opCh:
+		case run := <-c.opCh:
 			stopAwait()
-			o.reply <- o.run(ctx)
+			run(ctx)
 		case <-c.healthCh:
 			if !c.healthMatters() {
 				continue // the next step would do what it does anyway
@@ -311,12 +286,6 @@ func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 		}
 	}()
 	return wch, func() {
-		select {
-		case <-done:
-			cancel()
-			return
-		default:
-		}
 		// Cancelling costs the connection (the driver closes it), so
 		// give a wait that is about to end by itself a moment first.
 		g := c.cfg.Clock.NewTimer(awaitGrace)

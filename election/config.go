@@ -182,99 +182,44 @@ func (s settings) config() Config {
 		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure}}
 }
 
-// settings returns c with defaults filled in, validated.
+// settings returns c with defaults filled in, validated. The zero
+// durations are filled in from the given ones: the lease from the renew
+// deadline (or DefaultLeaseDuration), the renew deadline and the retry
+// interval from the lease, the renew interval from the renew deadline, the
+// lock delay from the lease and the query timeout from the renew deadline.
+// Out-of-range values are left for validate.
 func (c Config) settings() (settings, error) {
-	return c.flat().withDefaults()
-}
-
-// withDefaults returns a copy of c with defaults filled in, validated.
-func (c settings) withDefaults() (settings, error) {
-	if c.ID == "" {
-		c.ID = DefaultID()
+	given := c.flat()
+	s := given
+	s.ID = cmp.Or(s.ID, DefaultID())
+	s.Table = cmp.Or(s.Table, DefaultTable)
+	if s.LeaseDuration == 0 && s.RenewDeadline > 0 {
+		s.LeaseDuration = scale(s.RenewDeadline, 1/renewDeadlineFraction)
 	}
-	if c.Table == "" {
-		c.Table = DefaultTable
+	s.LeaseDuration = cmp.Or(s.LeaseDuration, DefaultLeaseDuration)
+	s.RenewDeadline = cmp.Or(s.RenewDeadline, scale(s.LeaseDuration, renewDeadlineFraction))
+	s.RenewInterval = cmp.Or(s.RenewInterval, scale(s.RenewDeadline, renewIntervalFraction))
+	s.RetryInterval = cmp.Or(s.RetryInterval, scale(s.LeaseDuration, retryIntervalFraction))
+	s.LockDelay = cmp.Or(s.LockDelay, s.LeaseDuration)
+	s.QueryTimeout = cmp.Or(s.QueryTimeout, min(defaultQueryTimeout, s.RenewDeadline))
+	s.PreferenceTenure = cmp.Or(s.PreferenceTenure, s.LeaseDuration)
+	s.Health.Interval = cmp.Or(s.Health.Interval, s.RenewInterval)
+	s.Health.Timeout = cmp.Or(s.Health.Timeout, s.RenewDeadline/2)
+	s.Health.HoldDown = cmp.Or(s.Health.HoldDown, max(s.PreferenceTenure, holdDownIntervals*s.Health.Interval))
+	s.JitterFactor = cmp.Or(s.JitterFactor, defaultJitterFactor)
+	s.Clock = cmp.Or[Clock](s.Clock, realClock{})
+	s.Logger = cmp.Or(s.Logger, slog.Default())
+	s.Metrics = cmp.Or[Metrics](s.Metrics, nopMetrics{})
+	if err := s.validate(given); err != nil {
+		return s, err
 	}
-	var given timing
-	c, given = c.withTimingDefaults()
-	if c.JitterFactor == 0 {
-		c.JitterFactor = defaultJitterFactor
-	}
-	if c.Clock == nil {
-		c.Clock = realClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = nopMetrics{}
-	}
-	if err := c.validate(given); err != nil {
-		return c, err
-	}
-	if c.Batcher != nil {
-		c.DisableFastHandover = true
-		if c.Batcher.table != c.Table {
-			return c, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, c.Batcher.table, c.Table)
+	if s.Batcher != nil {
+		s.DisableFastHandover = true
+		if s.Batcher.table != s.Table {
+			return s, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, s.Batcher.table, s.Table)
 		}
 	}
-	return c, nil
-}
-
-// timing records which durations the caller gave (the others are derived),
-// so that an error about a derived one says where it came from.
-type timing struct {
-	lease, renewDeadline, renewInterval, retryInterval, lockDelay, queryTimeout bool
-	tenure, healthInterval, healthTimeout, holdDown                             bool
-	leaseFromDeadline                                                           bool // the lease was derived from the renew deadline
-}
-
-// withTimingDefaults fills in the zero durations from the given ones: the
-// lease from the renew deadline (or DefaultLeaseDuration), the renew
-// deadline and the retry interval from the lease, the renew interval from
-// the renew deadline, the lock delay from the lease and the query timeout
-// from the renew deadline. Out-of-range values are left for validate.
-func (c settings) withTimingDefaults() (settings, timing) {
-	given := timing{lease: c.LeaseDuration != 0, renewDeadline: c.RenewDeadline != 0,
-		renewInterval: c.RenewInterval != 0, retryInterval: c.RetryInterval != 0,
-		lockDelay: c.LockDelay != 0, queryTimeout: c.QueryTimeout != 0, tenure: c.PreferenceTenure != 0,
-		healthInterval: c.Health.Interval != 0, healthTimeout: c.Health.Timeout != 0, holdDown: c.Health.HoldDown != 0}
-	switch {
-	case given.lease:
-	case given.renewDeadline && c.RenewDeadline > 0:
-		c.LeaseDuration = scale(c.RenewDeadline, 1/renewDeadlineFraction)
-		given.leaseFromDeadline = true
-	default:
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if !given.renewDeadline {
-		c.RenewDeadline = scale(c.LeaseDuration, renewDeadlineFraction)
-	}
-	if !given.renewInterval {
-		c.RenewInterval = scale(c.RenewDeadline, renewIntervalFraction)
-	}
-	if !given.retryInterval {
-		c.RetryInterval = scale(c.LeaseDuration, retryIntervalFraction)
-	}
-	if !given.lockDelay {
-		c.LockDelay = c.LeaseDuration
-	}
-	if !given.queryTimeout {
-		c.QueryTimeout = min(defaultQueryTimeout, c.RenewDeadline)
-	}
-	if !given.tenure {
-		c.PreferenceTenure = c.LeaseDuration
-	}
-	if !given.healthInterval {
-		c.Health.Interval = c.RenewInterval
-	}
-	if !given.healthTimeout {
-		c.Health.Timeout = c.RenewDeadline / 2
-	}
-	if !given.holdDown {
-		c.Health.HoldDown = max(c.PreferenceTenure, holdDownIntervals*c.Health.Interval)
-	}
-	return c, given
+	return s, nil
 }
 
 // scale is d times f, rounded to the nanosecond.
@@ -301,67 +246,57 @@ func (c Config) Validate() error {
 	return err
 }
 
-// validate checks c, whose defaults are applied; given says which
-// durations the caller set. It returns the first problem only: a later one
-// is often a consequence of it.
-func (c settings) validate(given timing) error {
+// validate checks c, whose defaults are applied; given is c as the caller
+// gave it, to say which durations are derived. It returns the first
+// problem only: a later one is often a consequence of it.
+func (c settings) validate(given settings) error {
 	if err := cmp.Or(ident.Name(c.Name), ident.ID(c.ID), ident.Table(c.Table)); err != nil {
 		return err
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	lease := describe("lease duration", c.LeaseDuration, given.LeaseDuration, "")
+	deadline := describe("renew deadline", c.RenewDeadline, given.RenewDeadline, "2/3 of the lease")
+	leaseRange := fmt.Sprintf("lease duration %v: must be from %v to %v", c.LeaseDuration, minLeaseDuration, maxLeaseDuration)
+	if given.LeaseDuration == 0 && given.RenewDeadline > 0 {
+		// The lease is 3/2 of the renew deadline (always above it).
+		leaseRange = fmt.Sprintf("renew deadline %v: must be from %v to %v", c.RenewDeadline,
+			scale(minLeaseDuration, renewDeadlineFraction), scale(maxLeaseDuration, renewDeadlineFraction))
 	}
-	lease := describe("lease duration", c.LeaseDuration, given.lease, "")
-	deadline := describe("renew deadline", c.RenewDeadline, given.renewDeadline, "2/3 of the lease")
-	if given.leaseFromDeadline {
-		lease = describe("lease duration", c.LeaseDuration, false, "3/2 of the renew deadline")
-	}
-	switch {
-	case c.LeaseDuration < minLeaseDuration || c.LeaseDuration > maxLeaseDuration:
-		if given.leaseFromDeadline {
-			return bad("renew deadline %v: must be from %v to %v", c.RenewDeadline,
-				scale(minLeaseDuration, renewDeadlineFraction), scale(maxLeaseDuration, renewDeadlineFraction))
+	for _, check := range []struct {
+		bad     bool
+		problem string
+	}{
+		{c.LeaseDuration < minLeaseDuration || c.LeaseDuration > maxLeaseDuration, leaseRange},
+		{c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration, deadline + ": must be positive and less than the " + lease},
+		{c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline,
+			describe("renew interval", c.RenewInterval, given.RenewInterval, "1/5 of the renew deadline") + ": must be positive and less than the " + deadline},
+		{c.RetryInterval <= 0, fmt.Sprintf("retry interval %v: must be positive", c.RetryInterval)},
+		{!(c.JitterFactor <= 1), // also NaN
+			fmt.Sprintf("jitter factor %v: must be at most 1 (0 for the default %v, negative for none)", c.JitterFactor, defaultJitterFactor)},
+		{c.LockDelay < 0, fmt.Sprintf("lock delay %v: must not be negative", c.LockDelay)},
+		{!c.DisableLockDelay && c.LockDelay < c.RenewDeadline, describe("lock delay", c.LockDelay, given.LockDelay, "the lease") +
+			": must be at least the " + deadline + ", or a deposed leader could still act"},
+		{c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline,
+			describe("query timeout", c.QueryTimeout, given.QueryTimeout, "at most 5s") + ": must be positive and at most the " + deadline},
+		{len(c.Value) > ident.MaxValueLen || !utf8.ValidString(c.Value), fmt.Sprintf("value: must be valid UTF-8 of at most %d bytes", ident.MaxValueLen)},
+		{c.Priority < 0 || c.Priority > maxPriority, fmt.Sprintf("priority %d: must be from 0 (no preference) to %d", c.Priority, maxPriority)},
+		{c.PreferenceTenure < 0, fmt.Sprintf("preference tenure %v: must not be negative", c.PreferenceTenure)},
+		{c.Health.Interval < 0, fmt.Sprintf("health check interval %v: must not be negative", c.Health.Interval)},
+		{c.Health.Timeout < 0, fmt.Sprintf("health check timeout %v: must not be negative", c.Health.Timeout)},
+		{c.Health.HoldDown < 0, fmt.Sprintf("health check hold-down %v: must not be negative", c.Health.HoldDown)},
+	} {
+		if check.bad {
+			return fmt.Errorf("%w: %s", ErrInvalidConfig, check.problem)
 		}
-		return bad("lease duration %v: must be from %v to %v", c.LeaseDuration, minLeaseDuration, maxLeaseDuration)
-	case c.RenewDeadline <= 0 || c.RenewDeadline >= c.LeaseDuration:
-		return bad("%s: must be positive and less than the %s", deadline, lease)
-	case c.RenewInterval <= 0 || c.RenewInterval >= c.RenewDeadline:
-		return bad("%s: must be positive and less than the %s",
-			describe("renew interval", c.RenewInterval, given.renewInterval, "1/5 of the renew deadline"), deadline)
-	case c.RetryInterval <= 0:
-		return bad("retry interval %v: must be positive", c.RetryInterval)
-	case !(c.JitterFactor <= 1): // also NaN
-		return bad("jitter factor %v: must be at most 1 (0 for the default %v, negative for none)", c.JitterFactor, defaultJitterFactor)
-	case c.LockDelay < 0:
-		return bad("lock delay %v: must not be negative", c.LockDelay)
-	case !c.DisableLockDelay && c.LockDelay < c.RenewDeadline:
-		return bad("%s: must be at least the %s, or a deposed leader could still act",
-			describe("lock delay", c.LockDelay, given.lockDelay, "the lease"), deadline)
-	case c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline:
-		return bad("%s: must be positive and at most the %s",
-			describe("query timeout", c.QueryTimeout, given.queryTimeout, "at most 5s"), deadline)
-	case len(c.Value) > ident.MaxValueLen || !utf8.ValidString(c.Value):
-		return bad("value: must be valid UTF-8 of at most %d bytes", ident.MaxValueLen)
-	case c.Priority < 0 || c.Priority > maxPriority:
-		return bad("priority %d: must be from 0 (no preference) to %d", c.Priority, maxPriority)
-	case c.PreferenceTenure < 0:
-		return bad("preference tenure %v: must not be negative", c.PreferenceTenure)
-	case c.Health.Interval < 0:
-		return bad("health check interval %v: must not be negative", c.Health.Interval)
-	case c.Health.Timeout < 0:
-		return bad("health check timeout %v: must not be negative", c.Health.Timeout)
-	case c.Health.HoldDown < 0:
-		return bad("health check hold-down %v: must not be negative", c.Health.HoldDown)
 	}
 	return nil
 }
 
 // describe names a duration for an error message, and says that it is a
-// default, and how it was derived, when the caller did not give it:
-// "renew deadline 10s (default: 2/3 of the lease)".
-func describe(what string, d time.Duration, given bool, derived string) string {
+// default, and how it was derived, when the caller did not give it (given
+// is zero): "renew deadline 10s (default: 2/3 of the lease)".
+func describe(what string, d, given time.Duration, derived string) string {
 	switch {
-	case given:
+	case given != 0:
 		return fmt.Sprintf("%s %v", what, d)
 	case derived == "":
 		return fmt.Sprintf("%s %v (default)", what, d)
@@ -369,14 +304,8 @@ func describe(what string, d time.Duration, given bool, derived string) string {
 	return fmt.Sprintf("%s %v (default: %s)", what, d, derived)
 }
 
-// quoteTable returns a validated table name quoted for SQL.
-func quoteTable(table string) string {
-	parts := strings.Split(table, ".")
-	for i, p := range parts {
-		parts[i] = "`" + p + "`"
-	}
-	return strings.Join(parts, ".")
-}
+// quoteTable returns a validated table name quoted for SQL: `db`.`table`.
+func quoteTable(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // DefaultID returns a human-readable identity unique to this process:
 // "host:pid:token", the token being 6 random hex digits, as the MySQL recipe

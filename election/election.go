@@ -256,45 +256,24 @@ type Record struct {
 	Priority int `json:"priority"`
 }
 
-// recordJSON is Record's JSON: Record's fields, names and tags, with Lease
-// and LeaseLeft in whole milliseconds.
-type recordJSON struct {
-	Election     string    `json:"election"`
-	ID           string    `json:"id"`
-	Term         uint64    `json:"term"`
-	Since        time.Time `json:"since"`
-	LastRenewal  time.Time `json:"last_renewal"`
-	Lease        int64     `json:"lease_ms"`
-	LeaseLeft    int64     `json:"lease_left_ms"`
-	Released     bool      `json:"released"`
-	Acquired     string    `json:"acquired"`
-	Value        string    `json:"value"`
-	Backend      string    `json:"backend"`
-	ConnectionID uint64    `json:"connection_id,omitempty"`
-	Transfer     bool      `json:"transfer,omitempty"`
-	TransferTo   string    `json:"transfer_to,omitempty"`
-	Priority     int       `json:"priority"`
-}
-
 // MarshalJSON encodes r by its fields' tags, with Lease and LeaseLeft in
 // whole milliseconds (truncated toward zero).
 func (r Record) MarshalJSON() ([]byte, error) {
-	return json.Marshal(recordJSON{Election: r.Election, ID: r.ID, Term: r.Term, Since: r.Since,
-		LastRenewal: r.LastRenewal, Lease: r.Lease.Milliseconds(), LeaseLeft: r.LeaseLeft.Milliseconds(),
-		Released: r.Released, Acquired: r.Acquired, Value: r.Value, Backend: r.Backend,
-		ConnectionID: r.ConnectionID, Transfer: r.Transfer, TransferTo: r.TransferTo, Priority: r.Priority})
+	type plain Record // Record's fields and tags, without its methods
+	p := plain(r)
+	p.Lease, p.LeaseLeft = time.Duration(r.Lease.Milliseconds()), time.Duration(r.LeaseLeft.Milliseconds())
+	return json.Marshal(p)
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	var j recordJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	type plain Record
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	*r = Record{Election: j.Election, ID: j.ID, Term: j.Term, Since: j.Since, LastRenewal: j.LastRenewal,
-		Lease: time.Duration(j.Lease) * time.Millisecond, LeaseLeft: time.Duration(j.LeaseLeft) * time.Millisecond,
-		Released: j.Released, Acquired: j.Acquired, Value: j.Value, Backend: j.Backend,
-		ConnectionID: j.ConnectionID, Transfer: j.Transfer, TransferTo: j.TransferTo, Priority: j.Priority}
+	*r = Record(p)
+	r.Lease, r.LeaseLeft = r.Lease*time.Millisecond, r.LeaseLeft*time.Millisecond
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
@@ -136,11 +135,7 @@ func Classify(err error) error {
 
 // serverCause is the sentinel for the MySQL error in err's chain, or nil.
 func serverCause(err error) error {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return nil
-	}
-	switch me.Number {
+	switch mysqlerr.Errno(err) {
 	case mysqlerr.NoSuchTable:
 		return ErrTableMissing
 	case mysqlerr.BadDB:
@@ -191,7 +186,8 @@ func unsafeSession(err error) error {
 // conflicts of certification-based clusters: see mysqlerr.WriteConflict), lock_wait,
 // access, schema, server (any other server error).
 func ErrorKind(err error) string {
-	var me *mysql.MySQLError
+	n := mysqlerr.Errno(err) // 0: not a server error
+	ne, _ := errors.AsType[net.Error](err)
 	switch {
 	case err == nil:
 		return ""
@@ -199,19 +195,14 @@ func ErrorKind(err error) string {
 		return "schema"
 	case errors.Is(err, ErrAccessDenied):
 		return "access"
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded), ne != nil && ne.Timeout():
 		return "timeout"
 	case mysqlerr.WriteConflict(err):
 		return "deadlock"
-	case errors.As(err, &me) && me.Number == mysqlerr.LockWaitTimeout:
+	case n == mysqlerr.LockWaitTimeout:
 		return "lock_wait"
-	case errors.As(err, &me):
+	case n != 0:
 		return "server"
 	}
 	return "connection"
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -13,16 +13,10 @@ import (
 )
 
 // fenceMode says how Fenced checks the term on a candidate's server:
-// fenceUnknown until the first Fenced call found out, then fenceShare (one
-// server: a share lock) or fenceWrite (a certification-based cluster: write
-// the row).
-type fenceMode struct{ v atomic.Int32 }
-
-const (
-	fenceUnknown int32 = iota
-	fenceShare
-	fenceWrite
-)
+// unknown (nil) until the first Fenced call found out, then whether the
+// server is a node of a certification-based cluster (write the row) or not
+// (one server: a share lock).
+type fenceMode struct{ cluster atomic.Pointer[bool] }
 
 // certifiedCluster reports whether the server is a node of a cluster that
 // certifies write sets (Galera: wsrep_on; MySQL Group Replication in
@@ -34,45 +28,38 @@ func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
 		return ok && stmt.IsOn(v), err
 	}
 	v, ok, err = stmt.ServerVariable(ctx, tx, "global.group_replication_single_primary_mode")
-	if err != nil {
-		return false, err
-	}
-	return ok && !stmt.IsOn(v), nil
+	return err == nil && ok && !stmt.IsOn(v), err
 }
 
 // check runs the fence's check in tx and returns sql.ErrNoRows when the
 // candidate does not hold term with a live lease. The first call finds out
 // which check the server needs (one more query, once).
 func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term uint64, bound stmt.Bound) error {
-	mode := m.v.Load()
-	if mode == fenceUnknown {
-		cluster, err := certifiedCluster(ctx, tx)
+	cluster := m.cluster.Load()
+	if cluster == nil {
+		is, err := certifiedCluster(ctx, tx)
 		if err != nil {
 			return err
 		}
-		mode = fenceShare
-		if cluster {
-			mode = fenceWrite
-		}
-		m.v.Store(mode)
+		cluster = &is
+		m.cluster.Store(cluster)
 	}
 	p := stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: term}
-	if mode == fenceWrite {
-		query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
-			return sql.ErrNoRows
-		}
-		return nil
+	if !*cluster {
+		var one int
+		query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
+		return tx.QueryRowContext(ctx, query, args...).Scan(&one)
 	}
-	var one int
-	query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
-	return tx.QueryRowContext(ctx, query, args...).Scan(&one)
+	query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err == nil && n != 1 {
+		err = sql.ErrNoRows
+	}
+	return err
 }
 
 // fenced runs fn in a transaction on db that first checks, under a share

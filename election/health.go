@@ -35,9 +35,11 @@ func (c *Candidate) heldDown() bool {
 }
 
 // startHealth starts the goroutine that runs Config.Health.Check beside the
-// campaign loop (see watchHealth), if there is a check; the returned stop
-// cancels it and returns once it has exited (once a run under way has
-// returned).
+// campaign loop, if there is a check: every Health.Interval, start to start
+// (or as soon as the previous run returned, when that is later), recording
+// each result. The campaign loop never waits for it: it acts on the latest
+// result. The returned stop cancels it and returns once it has exited (once
+// a run under way has returned).
 func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
 	if c.cfg.Health.Check == nil {
 		return func() {}
@@ -51,30 +53,15 @@ func (c *Candidate) startHealth(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.watchHealth(hctx)
+		for {
+			start := c.cfg.Clock.Now()
+			c.checkHealth(hctx, c.cfg.Health.Timeout)
+			if !c.sleep(hctx, max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0)) {
+				return
+			}
+		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-// watchHealth runs the check every Health.Interval, start to start
-// (or as soon as the previous run returned, when that is later), until ctx
-// ends, and records each result. The campaign loop never waits for it: it
-// acts on the latest result.
-func (c *Candidate) watchHealth(ctx context.Context) {
-	for {
-		start := c.cfg.Clock.Now()
-		c.checkHealth(ctx, c.cfg.Health.Timeout)
-		if ctx.Err() != nil {
-			return
-		}
-		t := c.cfg.Clock.NewTimer(max(c.cfg.Health.Interval-c.cfg.Clock.Now().Sub(start), 0))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		}
-	}
 }
 
 // checkHealth runs the check once with a context cancelled after d by the

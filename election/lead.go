@@ -34,19 +34,14 @@ func (c *Candidate) maybeLead() {
 	done := make(chan struct{})
 	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, done: done}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // watchdog: cancel lctx when the lease runs out by the clock
-		defer wg.Done()
-		c.watchdog(lctx, cancel)
-	}()
-	go func() {
-		defer wg.Done()
+	wg.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
+	wg.Go(func() {
 		if f := c.cfg.Callbacks.OnElected; f != nil {
 			f(lctx, Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
 				return c.fencedFor(ctx, lctx.Done(), term, fn)
 			}})
 		}
-	}()
+	})
 	go func() { wg.Wait(); close(done) }()
 }
 
@@ -70,12 +65,8 @@ func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 			}
 			continue // extended meanwhile
 		}
-		t := c.cfg.Clock.NewTimer(left)
-		select {
-		case <-lctx.Done():
-			t.Stop()
+		if !c.sleep(lctx, left) {
 			return
-		case <-t.C():
 		}
 	}
 }
@@ -113,7 +104,7 @@ func (c *Candidate) demote(reason Reason) {
 	}
 	c.enter(holding)
 	c.st.lead = leadership{}
-	c.setDeadline(time.Time{})
+	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
 	<-l.done
@@ -134,7 +125,7 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) 
 	}
 	c.demote(reason)
 	if release {
-		c.releaseHold(ctx, c.st.hold, c.st.holdDeadline)
+		_ = c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{})
 	} else {
 		c.step()
 		c.lose(ctx, false)
@@ -147,10 +138,13 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) 
 // campaigning for two retry intervals plus extra, counted from the end of
 // any lock delay it handed on (see releaseHold), so that another candidate
 // wins rather than this one claiming its own row back (following or
-// sittingOut → sittingOut, model: sitOut).
-func (c *Candidate) sitOut(extra time.Duration) {
+// sittingOut → sittingOut, model: sitOut). It returns the time left to sit
+// out.
+func (c *Candidate) sitOut(extra time.Duration) time.Duration {
 	c.enter(sittingOut)
-	c.st.sitOutUntil = later(c.cfg.Clock.Now(), c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+	now := c.cfg.Clock.Now()
+	c.st.sitOutUntil = later(now, c.st.leadAt).Add(2*c.cfg.RetryInterval + extra)
+	return c.st.sitOutUntil.Sub(now)
 }
 
 // handOver stands the holder down and hands the row over for a planned
@@ -184,19 +178,9 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 		return nil
 	}
 	c.demote(ReasonTransferred)
-	var err error
-	if now = c.cfg.Clock.Now(); now.Before(c.st.holdDeadline) {
-		c.step()
-		rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		err = c.b.giveUp(rctx, c.st.hold, surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)})
-		cancel()
-		if err != nil {
-			c.log.Warn("hand-over failed; the lease will expire instead", "term", c.st.hold, "to", to, "err", err)
-			c.metrics().Heartbeat(c.cfg.Name, 0, err)
-			err = fmt.Errorf("election: handing over to %q: %w", to, err)
-		}
-	} else {
-		c.lose(ctx, true)
+	err := c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)})
+	if err != nil {
+		err = fmt.Errorf("election: handing over to %q: %w", to, err)
 	}
 	c.st.hold = 0
 	c.enter(following)
@@ -212,31 +196,38 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 
 // The backend's side of a stand-down.
 
-// releaseHold gives up the row held with term until deadline, on a
-// context that survives the caller's cancellation (Run's context has
-// usually ended here); it changes no phase (model: releaseHold). A hold
-// that never led (it was still waiting out its lock delay, st.leadAt)
-// hands the rest of that delay on: the row then expires when the delay
-// would have ended instead of being marked released, so that the
-// predecessor the delay waits for has stood down before anyone leads. A
-// release never hands over a delay that the releaser had not served.
-func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time) {
+// releaseHold gives up the row held with term until deadline as g says
+// (a release when g is zero, or a hand-over), on a context that survives
+// the caller's cancellation (Run's context has usually ended here); it
+// changes no phase (model: releaseHold). A hold that never led (it was
+// still waiting out its lock delay, st.leadAt) hands the rest of that delay
+// on: the row then expires when the delay would have ended instead of
+// being marked released, so that the predecessor the delay waits for has
+// stood down before anyone leads. A release never hands over a delay that
+// the releaser had not served. An error of the statement is logged,
+// counted and returned: the row then expires after its lease.
+func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time, g surrender) error {
 	now := c.cfg.Clock.Now()
+	c.step()
 	if !now.Before(deadline) {
 		// The lease is no longer ours to give; let go of the lock, if
 		// any, since the caller will not campaign for a while.
-		c.step()
 		c.lose(ctx, true)
-		return
+		return nil
 	}
-	unserved := max(c.st.leadAt.Sub(now), 0)
-	c.step()
-	rctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	g.unserved = max(c.st.leadAt.Sub(now), 0) // none for a hand-over, which leads first
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	if err := c.b.giveUp(rctx, term, surrender{unserved: unserved}); err != nil {
-		c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
+	err := c.b.giveUp(rctx, term, g)
+	if err != nil {
+		what := "release"
+		if g.over {
+			what = "hand-over"
+		}
+		c.log.Warn(what+" failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
 	}
+	return err
 }
 
 // lose tells the backend, on a context that survives the caller's
@@ -244,7 +235,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 // with drop, a hold that cannot be released (its deadline passed) of a
 // candidate that will not campaign for a while.
 func (c *Candidate) lose(ctx context.Context, drop bool) {
-	lctx, cancel := c.queryContext(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
 	c.b.lost(lctx, drop)
 }

@@ -110,8 +110,8 @@ func (c *Candidate) Progress() Progress {
 		HealthCheck:   c.cfg.Health.Check != nil,
 		Healthy:       !c.unhealthy.Load(),
 	}
-	if d, leading := c.deadline(); leading && now.Before(d) {
-		p.Leading, p.Term, p.LeaseLeft = true, c.term.Load(), d.Sub(now)
+	if d := c.leadUntil.Load(); d != 0 && now.Before(c.epoch.Add(time.Duration(d))) {
+		p.Leading, p.Term, p.LeaseLeft = true, c.term.Load(), c.epoch.Add(time.Duration(d)).Sub(now)
 	}
 	if r := c.lastRenew.Load(); r != nil {
 		p.LastRenewal = *r

@@ -37,7 +37,7 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 		return min(wait, left+time.Millisecond)
 	}
 	c.step()
-	qctx, cancel := c.queryContext(ctx, c.cfg.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
 	asked, err := c.b.prefer(qctx, seen)
 	cancel()

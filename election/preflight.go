@@ -113,47 +113,41 @@ func runPreflight(ctx context.Context, db *sql.DB, table, backend string) error 
 // pool, and deletes the row.
 func probeHeartbeat(ctx context.Context, ex probe.Execer, tbl, name string) (probe.Heartbeat, error) {
 	var p probe.Heartbeat
-	steps := [5]string{"insert", "renew", "another candidate's look at the live row", "expire", "take over the expired row"}
 	hb := stmt.Must(heartbeatSQL(tbl))
-	run := func(i int, s stmt.Stmt, pa stmt.Params) (sql.Result, error) {
-		query, args := s.Bind(pa)
-		res, err := ex.ExecContext(ctx, query, args...)
-		if err != nil {
-			return nil, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, steps[i], err)
-		}
-		p.Counts[i], err = res.RowsAffected()
-		return res, err
-	}
-	a := stmt.Params{Name: name, Me: probe.A, Lease: 60000}
-	res, err := run(0, hb, a)
-	if err != nil {
-		return p, err
-	}
-	term, _ := res.LastInsertId()
-	p.Term = uint64(term)
-	a.Hold = p.Term
-	if res, err = run(1, hb, a); err != nil {
-		return p, err
-	}
-	renewed, _ := res.LastInsertId()
-	p.Renewed = uint64(renewed)
-	b := stmt.Params{Name: name, Me: probe.B, Lease: 60000}
-	if _, err := run(2, hb, b); err != nil {
-		return p, err
-	}
 	// Expired a day ago, so that the takeover sees it expired whatever the
 	// session's clock (one behind, which the heartbeat tolerates, judges
 	// expiry later).
-	expire := `UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
-WHERE anchor = :name AND ` + holdsCond
-	if _, err := run(3, stmt.Must(expire), a); err != nil {
-		return p, err
+	expire := stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
+WHERE anchor = :name AND ` + holdsCond)
+	a := stmt.Params{Name: name, Me: probe.A, Lease: 60000}
+	b := stmt.Params{Name: name, Me: probe.B, Lease: 60000}
+	for i, step := range []struct {
+		what   string
+		s      stmt.Stmt
+		params *stmt.Params
+		term   *uint64 // where the step's LAST_INSERT_ID goes, if anywhere
+	}{
+		{"insert", hb, &a, &p.Term},
+		{"renew", hb, &a, &p.Renewed},
+		{"another candidate's look at the live row", hb, &b, nil},
+		{"expire", expire, &a, nil},
+		{"take over the expired row", hb, &b, &p.Took},
+	} {
+		a.Hold = p.Term // A holds the term it inserted
+		query, args := step.s.Bind(*step.params)
+		res, err := ex.ExecContext(ctx, query, args...)
+		if err != nil {
+			return p, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, step.what, err)
+		}
+		if p.Counts[i], err = res.RowsAffected(); err != nil {
+			return p, err
+		}
+		if step.term != nil {
+			id, _ := res.LastInsertId()
+			*step.term = uint64(id)
+		}
 	}
-	if res, err = run(4, hb, b); err != nil {
-		return p, err
-	}
-	took, _ := res.LastInsertId()
-	p.Took = uint64(took)
+	var err error
 	p.Guarded, err = probeDecisionGuard(ctx, ex, tbl, name)
 	return p, err
 }

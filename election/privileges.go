@@ -1,9 +1,9 @@
 package election
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -33,16 +33,14 @@ func checkPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(serverCause(err), ErrAccessDenied) {
+		if serverCause(err) != ErrAccessDenied {
 			if ctx.Err() != nil || mysqlerr.Errno(err) == 0 {
 				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
 			}
 			continue // not a privilege: the campaign will say
 		}
 		missing = append(missing, p.Name)
-		if first == nil {
-			first = err
-		}
+		first = cmp.Or(first, err)
 	}
 	if missing == nil {
 		return nil

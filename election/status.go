@@ -24,21 +24,22 @@ const recordColumns = `anchor, service_id, term,
 
 // scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
+	var since, seen, to sql.Null[string]
+	var lease, left sql.Null[int64]
 	*r = Record{}
-	return row.Scan(&r.Election, &r.ID, &r.Term,
-		scanned[string](func(s sql.Null[string]) { r.Since = unixDecimal(s.V) }),
-		scanned[string](func(s sql.Null[string]) { r.LastRenewal = unixDecimal(s.V) }),
-		scanned[int64](func(ms sql.Null[int64]) { r.Lease = time.Duration(ms.V) * time.Millisecond }),
-		&r.Released, &r.Acquired, &r.Value, &r.Backend, &r.ConnectionID,
-		scanned[string](func(to sql.Null[string]) { r.Transfer, r.TransferTo = to.Valid, to.V }),
-		&r.Priority,
-		scanned[int64](func(us sql.Null[int64]) { r.LeaseLeft = time.Duration(us.V) * time.Microsecond }))
+	err := row.Scan(&r.Election, &r.ID, &r.Term, &since, &seen, &lease, &r.Released, &r.Acquired, &r.Value,
+		&r.Backend, &r.ConnectionID, &to, &r.Priority, &left)
+	r.Since, r.LastRenewal = unixDecimal(since.V), unixDecimal(seen.V)
+	r.Lease, r.LeaseLeft = time.Duration(lease.V)*time.Millisecond, time.Duration(left.V)*time.Microsecond
+	r.Transfer, r.TransferTo = to.Valid, to.V
+	return err
 }
 
-// scanRecords reads the rows selected by recordColumns, and closes them.
+// scanRecords reads the rows selected by recordColumns (none: an empty
+// slice, not nil), and closes them.
 func scanRecords(rows *sql.Rows) ([]Record, error) {
 	defer rows.Close()
-	var out []Record
+	out := []Record{}
 	for rows.Next() {
 		var r Record
 		if err := r.scan(rows); err != nil {
@@ -47,17 +48,6 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-// scanned is a sql.Scanner that hands a column's value, or its NULL, to a
-// function.
-type scanned[T any] func(sql.Null[T])
-
-func (f scanned[T]) Scan(src any) error {
-	var v sql.Null[T]
-	err := v.Scan(src)
-	f(v)
-	return err
 }
 
 // unixDecimal parses "1763790000.123456" as a UTC time; "" gives zero.
@@ -105,15 +95,12 @@ func deadState(r Record) string {
 // for concurrent use.
 func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
 	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
+	var out []Record
+	if err == nil {
+		out, err = scanRecords(rows)
+	}
 	if err != nil {
 		return nil, classify(err, table)
-	}
-	out, err := scanRecords(rows)
-	if err != nil {
-		return nil, classify(err, table)
-	}
-	if out == nil {
-		out = []Record{}
 	}
 	return out, nil
 }

@@ -9,29 +9,27 @@ import (
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
-// op is a request run on the Run goroutine (Transfer, Proclaim), which owns
-// the campaign's state.
-type op struct {
-	run   func(ctx context.Context) error // given Run's context
-	reply chan error
-}
-
 // do runs f on the Run goroutine, between two steps of the campaign, and
-// returns its error; what wraps the errors of do itself.
+// returns its error; what, when not empty, prefixes the ErrNotRunning do
+// returns (Resign's is bare).
 func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	if !c.running.Load() {
-		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
+	notRunning := ErrNotRunning
+	if what != "" {
+		notRunning = fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 	}
-	o := op{run: f, reply: make(chan error, 1)}
+	if !c.running.Load() {
+		return notRunning
+	}
+	reply := make(chan error, 1)
 	select {
-	case c.opCh <- o:
+	case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
 	case <-c.stopped():
-		return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
+		return notRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-o.reply:
+	case err := <-reply:
 		return err
 	case <-ctx.Done():
 		// The op runs to its end on the Run goroutine all the same.
@@ -78,7 +76,7 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		}
 		c.st.value = value
 		c.step()
-		qctx, cancel := c.queryContext(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
 		held, err := c.b.proclaim(qctx, c.st.hold, value)
 		cancel()
 		switch {
