@@ -1,6 +1,7 @@
 package election
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -71,7 +72,7 @@ type Batcher struct {
 	serverProbed atomic.Bool
 
 	renews *batch.Combiner[renewReq, bool]
-	reads  *batch.Combiner[string, readResult]
+	reads  *batch.Combiner[string, Record]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -84,20 +85,13 @@ type renewReq struct {
 	term     uint64
 }
 
-type readResult struct {
-	rec   Record
-	found bool
-}
-
 // NewBatcher returns a Batcher that runs its statements on db, which stays
 // the caller's. opts is copied; an invalid table wraps ErrInvalidConfig.
 func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
-	if opts.Table == "" {
-		opts.Table = DefaultTable
-	}
+	opts.Table = cmp.Or(opts.Table, DefaultTable)
 	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
@@ -110,12 +104,8 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = defaultQueryTimeout
 	}
-	if opts.Linger == 0 {
-		opts.Linger = defaultLinger
-	}
-	if opts.Clock == nil {
-		opts.Clock = realClock{}
-	}
+	opts.Linger = cmp.Or(opts.Linger, defaultLinger)
+	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
 		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
@@ -134,10 +124,10 @@ func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (rene
 	return b.renews.Do(ctx, renewReq{name: name, id: id, term: term})
 }
 
-// read reads election name's row; found is false when there is none.
-func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
-	r, err := b.reads.Do(ctx, name)
-	return r.rec, r.found, err
+// read reads election name's row: a Record of the election alone when
+// there is none.
+func (b *Batcher) read(ctx context.Context, name string) (Record, error) {
+	return b.reads.Do(ctx, name)
 }
 
 // minRenewBatch is the smallest batch of renewals worth a transaction (seven
@@ -200,7 +190,12 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		return err
 	}
 	return floor.InConnTx(ctx, conn, func() error {
-		query, args := b.sql.lock.Bind(stmt.Params{Names: uniqueNames(reqs)})
+		// A name twice in the list matches its row once.
+		names := make([]string, len(reqs))
+		for i, r := range reqs {
+			names[i] = r.name
+		}
+		query, args := b.sql.lock.Bind(stmt.Params{Names: names})
 		locked, err := lockedRows(ctx, conn, query, args)
 		if err != nil {
 			return err
@@ -216,8 +211,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = b.sql.renew.Bind(stmt.Params{Names: renew})
-		_, err = conn.ExecContext(ctx, query, args...)
+		_, err = b.sql.renew.Exec(ctx, conn, stmt.Params{Names: renew})
 		return err
 	})
 }
@@ -241,20 +235,7 @@ func lockedRows(ctx context.Context, conn *sql.Conn, query string, args []any) (
 	return locked, rows.Err()
 }
 
-// uniqueNames lists the elections of reqs, each once, in order.
-func uniqueNames(reqs []renewReq) []string {
-	names := make([]string, 0, len(reqs))
-	seen := make(map[string]bool, len(reqs))
-	for _, r := range reqs {
-		if !seen[r.name] {
-			seen[r.name] = true
-			names = append(names, r.name)
-		}
-	}
-	return names
-}
-
-func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, error) {
+func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error) {
 	read, err := b.readStmt(ctx)
 	if err != nil {
 		return nil, err
@@ -272,13 +253,13 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	for _, r := range recs {
 		byName[r.Election] = r
 	}
-	out := make([]readResult, len(names))
+	out := make([]Record, len(names))
 	for i, n := range names {
 		rec, ok := byName[n]
 		if !ok {
 			rec = Record{Election: n}
 		}
-		out[i] = readResult{rec: rec, found: ok}
+		out[i] = rec
 	}
 	return out, nil
 }

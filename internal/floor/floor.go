@@ -29,7 +29,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -87,7 +86,8 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 }
 
 // Beginner is where a floor transaction runs: a pool (*sql.DB: one of
-// its connections) or one connection (*sql.Conn, the lock connection).
+// its connections) or one connection (*sql.Conn, the lock connection);
+// nothing else.
 type Beginner interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -98,22 +98,6 @@ type Beginner interface {
 type Tx interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// connOf returns the connection of src a floor transaction runs on and
-// the function that gives it back.
-func connOf(ctx context.Context, src Beginner) (*sql.Conn, func(), error) {
-	switch s := src.(type) {
-	case *sql.DB:
-		c, err := s.Conn(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, func() { c.Close() }, nil //nolint:errcheck // returned to the pool
-	case *sql.Conn:
-		return s, func() {}, nil
-	}
-	return nil, nil, fmt.Errorf("floor: transaction on %T", src)
 }
 
 // Write is a statement that may assign election's term, run by
@@ -141,11 +125,14 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 }
 
 func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
-	c, done, err := connOf(ctx, db)
-	if err != nil {
-		return err
+	c, ok := db.(*sql.Conn)
+	if !ok {
+		var err error
+		if c, err = db.(*sql.DB).Conn(ctx); err != nil {
+			return err
+		}
+		defer c.Close() //nolint:errcheck // returned to the pool
 	}
-	defer done()
 	return InConnTx(ctx, c, func() error { return floorTxBody(ctx, c, f, name, write) })
 }
 
@@ -190,23 +177,21 @@ func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 // session's mode. A statement that matches no row anyway costs that second
 // try too: rare (the row is no longer the candidate's).
 func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt.Params) (int64, error) {
-	query, args := pool.Bind(p)
-	res, err := db.ExecContext(ctx, query, args...)
+	res, err := pool.Exec(ctx, db, p)
 	if err != nil {
 		return 0, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n > 0 {
 		return n, err
 	}
-	c, done, err := connOf(ctx, db)
+	c, err := db.Conn(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer c.Close() //nolint:errcheck // returned to the pool
 	var n int64
 	err = InConnTx(ctx, c, func() error {
-		query, args := conn.Bind(p)
-		res, err := c.ExecContext(ctx, query, args...)
+		res, err := conn.Exec(ctx, c, p)
 		if err == nil {
 			n, err = res.RowsAffected()
 		}
@@ -242,21 +227,18 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f Stmts, name string, write W
 	if err != nil || term <= floor {
 		return err
 	}
-	query, args := f.Raise.Bind(stmt.Params{Name: name, Term: term})
-	if _, err := c.ExecContext(ctx, query, args...); err != nil || !missing {
+	if _, err := f.Raise.Exec(ctx, c, stmt.Params{Name: name, Term: term}); err != nil || !missing {
 		return err
 	}
 	// A new floor row (the read's lock kept others from creating it).
-	query, args = f.Count.Bind(stmt.Params{Name: name})
-	_, err = c.ExecContext(ctx, query, args...)
+	_, err = f.Count.Exec(ctx, c, stmt.Params{Name: name})
 	return err
 }
 
 // readFloor locks election name's floor row and reads it: missing when
 // there is none (floor 0).
 func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor uint64, missing bool, err error) {
-	query, args := f.Read.Bind(stmt.Params{Name: name})
-	err = c.QueryRowContext(ctx, query, args...).Scan(&floor)
+	err = f.Read.QueryRow(ctx, c, stmt.Params{Name: name}).Scan(&floor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, true, nil
 	}
@@ -270,28 +252,23 @@ func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor ui
 // row: first elections then wait their lock delay out for one lock delay.
 func firstElection(ctx context.Context, c *sql.Conn, f Stmts) (first, marked bool, err error) {
 	var want, sum uint64
-	query, args := f.Marker.Bind(stmt.Params{})
-	err = c.QueryRowContext(ctx, query, args...).Scan(&want, &first)
+	err = f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(&want, &first)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, false, err
 	}
 	found := err == nil
-	query, args = f.Sum.Bind(stmt.Params{})
-	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+	if err := f.Sum.QueryRow(ctx, c, stmt.Params{}).Scan(&sum); err != nil {
 		return false, false, err
 	}
 	if found && sum == want {
 		return first, false, nil
 	}
-	query, args = f.Seed.Bind(stmt.Params{})
-	if _, err := c.ExecContext(ctx, query, args...); err != nil {
+	if _, err := f.Seed.Exec(ctx, c, stmt.Params{}); err != nil {
 		return false, false, err
 	}
-	query, args = f.Sum.Bind(stmt.Params{})
-	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+	if err := f.Sum.QueryRow(ctx, c, stmt.Params{}).Scan(&sum); err != nil {
 		return false, false, err
 	}
-	query, args = f.Mark.Bind(stmt.Params{Term: sum})
-	_, err = c.ExecContext(ctx, query, args...)
+	_, err = f.Mark.Exec(ctx, c, stmt.Params{Term: sum})
 	return false, true, err
 }
