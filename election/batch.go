@@ -161,22 +161,17 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		}
 		_ = conn.Close()
 	}()
-	if _, err := conn.ExecContext(ctx, b.sql.bound); err != nil {
-		return nil, classify(err, b.table)
-	}
 	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
-		return nil, classify(err, b.table)
-	}
-	if _, err := conn.ExecContext(ctx, b.sql.restore); err != nil {
 		return nil, classify(err, b.table)
 	}
 	return out, nil
 }
 
-// renewLocked renews, in one transaction on conn (floor.InConnTx: its COMMIT
-// too ends with ctx), the rows of reqs that it can lock at once and that
-// still name their request's candidate and term, and sets out[i] for each
-// request renewed.
+// renewLocked bounds conn's session, renews, in one transaction on conn
+// (floor.InConnTx: its COMMIT too ends with ctx), the rows of reqs that it
+// can lock at once (their elections, candidates and terms as the lock
+// reads them) and that still name their request's candidate and term, sets
+// out[i] for each request renewed, and puts the session's values back.
 //
 // READ COMMITTED: the UPDATE may scan the whole primary key (the
 // optimizer's choice when the batch is a large part of the table); under
@@ -186,18 +181,32 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
 func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
-	if _, err := conn.ExecContext(ctx, b.sql.readCommitted); err != nil {
-		return err
+	for _, set := range []string{b.sql.bound, b.sql.readCommitted} {
+		if _, err := conn.ExecContext(ctx, set); err != nil {
+			return err
+		}
 	}
-	return floor.InConnTx(ctx, conn, func() error {
+	err := floor.InConnTx(ctx, conn, func() error {
 		// A name twice in the list matches its row once.
 		names := make([]string, len(reqs))
 		for i, r := range reqs {
 			names[i] = r.name
 		}
 		query, args := b.sql.lock.Bind(stmt.Params{Names: names})
-		locked, err := lockedRows(ctx, conn, query, args)
+		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		locked := make(map[renewReq]bool)
+		for rows.Next() {
+			var r renewReq
+			if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
+				return err
+			}
+			locked[r] = true
+		}
+		if err := rows.Err(); err != nil {
 			return err
 		}
 		var renew []string
@@ -214,25 +223,11 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		_, err = b.sql.renew.Exec(ctx, conn, stmt.Params{Names: renew})
 		return err
 	})
-}
-
-// lockedRows runs query, the lock of a batch's rows, on conn: the
-// elections, candidates and terms of the rows it locked.
-func lockedRows(ctx context.Context, conn *sql.Conn, query string, args []any) (map[renewReq]bool, error) {
-	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rows.Close()
-	locked := make(map[renewReq]bool)
-	for rows.Next() {
-		var r renewReq
-		if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
-			return nil, err
-		}
-		locked[r] = true
-	}
-	return locked, rows.Err()
+	_, err = conn.ExecContext(ctx, b.sql.restore)
+	return err
 }
 
 func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error) {
