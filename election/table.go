@@ -248,13 +248,11 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if hold != 0 {
 		// A holder's renewal first, in one statement; the heartbeat,
 		// in its transaction, only when that renews nothing.
-		res, err := t.stmts.renew.Exec(ctx, t.db, t.params(hold))
+		n, err := t.stmts.renew.Affected(ctx, t.db, t.params(hold))
 		if err != nil {
 			return beat{}, classify(err, t.cfg.Table)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return beat{}, err
-		} else if n == 1 {
+		if n == 1 {
 			return beat{held: true, term: hold}, nil // renewed
 		}
 	}
@@ -341,12 +339,8 @@ func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.PreferenceTenure)
 	// A request not written (a session that would not commit it, see
 	// commitsSQL) is asked again at the next look.
-	res, err := t.stmts.prefer.pool.Exec(ctx, t.db, p)
-	if err != nil {
-		return false, classify(err, t.cfg.Table)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, p)
+	return n == 1, classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) leader(ctx context.Context) (Record, error) {

@@ -100,8 +100,7 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	} else {
 		select {
 		case <-b.done:
-		case <-ctx.Done():
-			return zero, ctx.Err()
+		case <-ctx.Done(): // the check below returns its error
 		}
 	}
 	if ctx.Err() != nil {

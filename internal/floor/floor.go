@@ -95,10 +95,7 @@ type Beginner interface {
 // Tx is the transaction a Write runs its statements in: one
 // connection, every statement (BEGIN and COMMIT included) under the
 // caller's context (see InConnTx).
-type Tx interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+type Tx = *sql.Conn
 
 // Write is a statement that may assign election's term, run by
 // InTx in its transaction with the floor (0 when the election has no
@@ -177,11 +174,7 @@ func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 // session's mode. A statement that matches no row anyway costs that second
 // try too: rare (the row is no longer the candidate's).
 func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt.Params) (int64, error) {
-	res, err := pool.Exec(ctx, db, p)
-	if err != nil {
-		return 0, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
+	if n, err := pool.Affected(ctx, db, p); err != nil || n > 0 {
 		return n, err
 	}
 	c, err := db.Conn(ctx)
@@ -190,11 +183,8 @@ func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt
 	}
 	defer c.Close() //nolint:errcheck // returned to the pool
 	var n int64
-	err = InConnTx(ctx, c, func() error {
-		res, err := conn.Exec(ctx, c, p)
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
+	err = InConnTx(ctx, c, func() (err error) {
+		n, err = conn.Affected(ctx, c, p)
 		return err
 	})
 	return n, err

@@ -145,6 +145,15 @@ func (s Stmt) Exec(ctx context.Context, db Execer, p Params) (sql.Result, error)
 	return db.ExecContext(ctx, query, args...)
 }
 
+// Affected runs s with p on db and returns its affected rows.
+func (s Stmt) Affected(ctx context.Context, db Execer, p Params) (int64, error) {
+	res, err := s.Exec(ctx, db, p)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // QueryRow runs s, a query of one row, with p on db.
 func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
 	query, args := s.Bind(p)
