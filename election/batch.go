@@ -71,8 +71,13 @@ type Batcher struct {
 	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
 	serverProbed atomic.Bool
 
+	// renews renews the term of a candidate in an election if the row
+	// still says so and is not locked by another transaction: false
+	// otherwise, and the caller decides with its own heartbeat.
 	renews *batch.Combiner[renewReq, bool]
-	reads  *batch.Combiner[string, Record]
+	// reads reads an election's row: a Record of the election alone when
+	// there is none.
+	reads *batch.Combiner[string, Record]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -115,19 +120,6 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	b.renews = batch.New(bo, b.execRenew)
 	b.reads = batch.New(bo, b.execRead)
 	return b, nil
-}
-
-// renew renews term of candidate id in election name if the row still says
-// so and is not locked by another transaction: renewed is false otherwise,
-// and the caller decides with its own heartbeat.
-func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (renewed bool, err error) {
-	return b.renews.Do(ctx, renewReq{name: name, id: id, term: term})
-}
-
-// read reads election name's row: a Record of the election alone when
-// there is none.
-func (b *Batcher) read(ctx context.Context, name string) (Record, error) {
-	return b.reads.Do(ctx, name)
 }
 
 // minRenewBatch is the smallest batch of renewals worth a transaction (seven
@@ -230,17 +222,25 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 	return err
 }
 
+// execRead reads the rows of a batch of elections with the reads'
+// statement, bounded for the server (see stmt.Bound), which it compiles at
+// the first call, once it read the server's version.
 func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error) {
-	read, err := b.readStmt(ctx)
-	if err != nil {
-		return nil, err
+	read := b.readBounded.Load()
+	if read == nil {
+		bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
+		if err != nil {
+			return nil, err
+		}
+		read = new(bound.Stmt(b.sql.read))
+		b.readBounded.Store(read)
 	}
 	query, args := read.Bind(stmt.Params{Names: names})
 	rows, err := b.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify(err, b.table)
+	var recs []Record
+	if err == nil {
+		recs, err = scanRecords(rows)
 	}
-	recs, err := scanRecords(rows)
 	if err != nil {
 		return nil, classify(err, b.table)
 	}
@@ -257,19 +257,4 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		out[i] = rec
 	}
 	return out, nil
-}
-
-// readStmt returns the reads' statement, bounded for the server (see
-// stmt.Bound), reading the server's version at the first call.
-func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
-	if p := b.readBounded.Load(); p != nil {
-		return *p, nil
-	}
-	bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
-	if err != nil {
-		return stmt.Stmt{}, err
-	}
-	read := bound.Stmt(b.sql.read)
-	b.readBounded.Store(&read)
-	return read, nil
 }

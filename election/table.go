@@ -171,7 +171,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	var rec Record
 	var err error
 	if t.cfg.Batcher != nil {
-		rec, err = t.cfg.Batcher.read(ctx, t.cfg.Name)
+		rec, err = t.cfg.Batcher.reads.Do(ctx, t.cfg.Name)
 	} else {
 		rec, err = ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
 	}
@@ -193,7 +193,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	if t.cfg.Batcher != nil {
-		renewed, err := t.cfg.Batcher.renew(ctx, t.cfg.Name, t.cfg.ID, hold)
+		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{name: t.cfg.Name, id: t.cfg.ID, term: hold})
 		if err != nil {
 			return beat{}, err
 		}
