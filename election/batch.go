@@ -178,7 +178,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 			return err
 		}
 	}
-	err := floor.InConnTx(ctx, conn, func() error {
+	err := floor.InConnTx(ctx, conn, func(*sql.Conn) error {
 		// A name twice in the list matches its row once.
 		names := make([]string, len(reqs))
 		for i, r := range reqs {

@@ -122,6 +122,21 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 }
 
 func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+	return InConnTx(ctx, db, func(c *sql.Conn) error { return floorTxBody(ctx, c, f, name, write) })
+}
+
+// InConnTx runs body, which runs its statements on c, in one transaction:
+// BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
+// under ctx. c is db itself (a *sql.Conn), or one of its connections,
+// given back to the pool after. database/sql's Tx.Commit takes no context, and a COMMIT can
+// wait for seconds (a Galera cluster stalls every commit until it evicts a
+// dead node): a heartbeat, or a Batcher's renewal, must not. The library's
+// transactions (InTx, a Batcher's renewal) all run so.
+//
+// A connection that cannot be rolled back (its context ended, or it broke)
+// or whose COMMIT failed is discarded: never handed back to the pool with
+// the transaction and its locks still open.
+func InConnTx(ctx context.Context, db Beginner, body func(c *sql.Conn) error) error {
 	c, ok := db.(*sql.Conn)
 	if !ok {
 		var err error
@@ -130,24 +145,10 @@ func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Writ
 		}
 		defer c.Close() //nolint:errcheck // returned to the pool
 	}
-	return InConnTx(ctx, c, func() error { return floorTxBody(ctx, c, f, name, write) })
-}
-
-// InConnTx runs body, which runs its statements on c, in one transaction:
-// BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
-// under ctx. database/sql's Tx.Commit takes no context, and a COMMIT can
-// wait for seconds (a Galera cluster stalls every commit until it evicts a
-// dead node): a heartbeat, or a Batcher's renewal, must not. The library's
-// transactions (InTx, a Batcher's renewal) all run so.
-//
-// A connection that cannot be rolled back (its context ended, or it broke)
-// or whose COMMIT failed is discarded: never handed back to the pool with
-// the transaction and its locks still open.
-func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
-	if err := body(); err != nil {
+	if err := body(c); err != nil {
 		if ctx.Err() != nil {
 			discard(c)
 		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); rerr != nil {
@@ -177,13 +178,8 @@ func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt
 	if n, err := pool.Affected(ctx, db, p); err != nil || n > 0 {
 		return n, err
 	}
-	c, err := db.Conn(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close() //nolint:errcheck // returned to the pool
 	var n int64
-	err = InConnTx(ctx, c, func() (err error) {
+	err := InConnTx(ctx, db, func(c *sql.Conn) (err error) {
 		n, err = conn.Affected(ctx, c, p)
 		return err
 	})
