@@ -88,9 +88,7 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 // Beginner is where a floor transaction runs: a pool (*sql.DB: one of
 // its connections) or one connection (*sql.Conn, the lock connection);
 // nothing else.
-type Beginner interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+type Beginner = stmt.Execer
 
 // Tx is the transaction a Write runs its statements in: one
 // connection, every statement (BEGIN and COMMIT included) under the
