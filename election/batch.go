@@ -1,6 +1,7 @@
 package election
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -70,8 +71,13 @@ type Batcher struct {
 	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
 	serverProbed atomic.Bool
 
+	// renews renews the term of a candidate in an election if the row
+	// still says so and is not locked by another transaction: false
+	// otherwise, and the caller decides with its own heartbeat.
 	renews *batch.Combiner[renewReq, bool]
-	reads  *batch.Combiner[string, readResult]
+	// reads reads an election's row: a Record of the election alone when
+	// there is none.
+	reads *batch.Combiner[string, Record]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -84,20 +90,13 @@ type renewReq struct {
 	term     uint64
 }
 
-type readResult struct {
-	rec   Record
-	found bool
-}
-
 // NewBatcher returns a Batcher that runs its statements on db, which stays
 // the caller's. opts is copied; an invalid table wraps ErrInvalidConfig.
 func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if db == nil {
 		return nil, ErrNilDB
 	}
-	if opts.Table == "" {
-		opts.Table = DefaultTable
-	}
+	opts.Table = cmp.Or(opts.Table, DefaultTable)
 	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
@@ -110,12 +109,8 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = defaultQueryTimeout
 	}
-	if opts.Linger == 0 {
-		opts.Linger = defaultLinger
-	}
-	if opts.Clock == nil {
-		opts.Clock = realClock{}
-	}
+	opts.Linger = cmp.Or(opts.Linger, defaultLinger)
+	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
 		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
@@ -125,19 +120,6 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	b.renews = batch.New(bo, b.execRenew)
 	b.reads = batch.New(bo, b.execRead)
 	return b, nil
-}
-
-// renew renews term of candidate id in election name if the row still says
-// so and is not locked by another transaction: renewed is false otherwise,
-// and the caller decides with its own heartbeat.
-func (b *Batcher) renew(ctx context.Context, name, id string, term uint64) (renewed bool, err error) {
-	return b.renews.Do(ctx, renewReq{name: name, id: id, term: term})
-}
-
-// read reads election name's row; found is false when there is none.
-func (b *Batcher) read(ctx context.Context, name string) (Record, bool, error) {
-	r, err := b.reads.Do(ctx, name)
-	return r.rec, r.found, err
 }
 
 // minRenewBatch is the smallest batch of renewals worth a transaction (seven
@@ -171,22 +153,17 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		}
 		_ = conn.Close()
 	}()
-	if _, err := conn.ExecContext(ctx, b.sql.bound); err != nil {
-		return nil, classify(err, b.table)
-	}
 	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
-		return nil, classify(err, b.table)
-	}
-	if _, err := conn.ExecContext(ctx, b.sql.restore); err != nil {
 		return nil, classify(err, b.table)
 	}
 	return out, nil
 }
 
-// renewLocked renews, in one transaction on conn (floor.InConnTx: its COMMIT
-// too ends with ctx), the rows of reqs that it can lock at once and that
-// still name their request's candidate and term, and sets out[i] for each
-// request renewed.
+// renewLocked bounds conn's session, renews, in one transaction on conn
+// (floor.InConnTx: its COMMIT too ends with ctx), the rows of reqs that it
+// can lock at once (their elections, candidates and terms as the lock
+// reads them) and that still name their request's candidate and term, sets
+// out[i] for each request renewed, and puts the session's values back.
 //
 // READ COMMITTED: the UPDATE may scan the whole primary key (the
 // optimizer's choice when the batch is a large part of the table); under
@@ -196,13 +173,32 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
 func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
-	if _, err := conn.ExecContext(ctx, b.sql.readCommitted); err != nil {
-		return err
+	for _, set := range []string{b.sql.bound, b.sql.readCommitted} {
+		if _, err := conn.ExecContext(ctx, set); err != nil {
+			return err
+		}
 	}
-	return floor.InConnTx(ctx, conn, func() error {
-		query, args := b.sql.lock.Bind(stmt.Params{Names: uniqueNames(reqs)})
-		locked, err := lockedRows(ctx, conn, query, args)
+	err := floor.InConnTx(ctx, conn, func(*sql.Conn) error {
+		// A name twice in the list matches its row once.
+		names := make([]string, len(reqs))
+		for i, r := range reqs {
+			names[i] = r.name
+		}
+		query, args := b.sql.lock.Bind(stmt.Params{Names: names})
+		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		locked := make(map[renewReq]bool)
+		for rows.Next() {
+			var r renewReq
+			if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
+				return err
+			}
+			locked[r] = true
+		}
+		if err := rows.Err(); err != nil {
 			return err
 		}
 		var renew []string
@@ -216,55 +212,35 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = b.sql.renew.Bind(stmt.Params{Names: renew})
-		_, err = conn.ExecContext(ctx, query, args...)
+		_, err = b.sql.renew.Exec(ctx, conn, stmt.Params{Names: renew})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, b.sql.restore)
+	return err
 }
 
-// lockedRows runs query, the lock of a batch's rows, on conn: the
-// elections, candidates and terms of the rows it locked.
-func lockedRows(ctx context.Context, conn *sql.Conn, query string, args []any) (map[renewReq]bool, error) {
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	locked := make(map[renewReq]bool)
-	for rows.Next() {
-		var r renewReq
-		if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
+// execRead reads the rows of a batch of elections with the reads'
+// statement, bounded for the server (see stmt.Bound), which it compiles at
+// the first call, once it read the server's version.
+func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error) {
+	read := b.readBounded.Load()
+	if read == nil {
+		bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
+		if err != nil {
 			return nil, err
 		}
-		locked[r] = true
-	}
-	return locked, rows.Err()
-}
-
-// uniqueNames lists the elections of reqs, each once, in order.
-func uniqueNames(reqs []renewReq) []string {
-	names := make([]string, 0, len(reqs))
-	seen := make(map[string]bool, len(reqs))
-	for _, r := range reqs {
-		if !seen[r.name] {
-			seen[r.name] = true
-			names = append(names, r.name)
-		}
-	}
-	return names
-}
-
-func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, error) {
-	read, err := b.readStmt(ctx)
-	if err != nil {
-		return nil, err
+		read = new(bound.Stmt(b.sql.read))
+		b.readBounded.Store(read)
 	}
 	query, args := read.Bind(stmt.Params{Names: names})
 	rows, err := b.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, classify(err, b.table)
+	var recs []Record
+	if err == nil {
+		recs, err = scanRecords(rows)
 	}
-	recs, err := scanRecords(rows)
 	if err != nil {
 		return nil, classify(err, b.table)
 	}
@@ -272,28 +248,13 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]readResult, e
 	for _, r := range recs {
 		byName[r.Election] = r
 	}
-	out := make([]readResult, len(names))
+	out := make([]Record, len(names))
 	for i, n := range names {
 		rec, ok := byName[n]
 		if !ok {
 			rec = Record{Election: n}
 		}
-		out[i] = readResult{rec: rec, found: ok}
+		out[i] = rec
 	}
 	return out, nil
-}
-
-// readStmt returns the reads' statement, bounded for the server (see
-// stmt.Bound), reading the server's version at the first call.
-func (b *Batcher) readStmt(ctx context.Context) (stmt.Stmt, error) {
-	if p := b.readBounded.Load(); p != nil {
-		return *p, nil
-	}
-	bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
-	if err != nil {
-		return stmt.Stmt{}, err
-	}
-	read := bound.Stmt(b.sql.read)
-	b.readBounded.Store(&read)
-	return read, nil
 }

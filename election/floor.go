@@ -1,7 +1,6 @@
 package election
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,11 +16,10 @@ import (
 // what they need from the package: the tables' names, the clock, and the
 // errors preflight reports.
 
-// newFloorStmts returns the floor statements of election table table
-// (DefaultTable when empty), bounded by b, for a candidate whose lock delay
-// is lockDelay.
+// newFloorStmts returns the floor statements of election table table (a
+// Config's, whose defaults settings filled in: never empty), bounded by b,
+// for a candidate whose lock delay is lockDelay.
 func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floor.Stmts {
-	table = cmp.Or(table, DefaultTable)
 	return floor.NewStmts(quoteTable(table), quoteTable(floor.Table(table)), b, lockDelay, termNowSQL)
 }
 
@@ -31,7 +29,6 @@ func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floor.St
 // write it (as checkPrivileges: statements that match no row; other errors
 // are left to the campaign).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string, f floor.Stmts) error {
-	table = cmp.Or(table, DefaultTable)
 	if _, err := db.ExecContext(ctx, f.Peek); err != nil {
 		what := "is missing (schema version 6)"
 		switch mysqlerr.Errno(err) {

@@ -72,7 +72,7 @@ VALUES ('bench-other', 'other', NOW(6) + INTERVAL 1 HOUR, 15000)`); err != nil {
 	b.Run("statement", func(b *testing.B) {
 		for b.Loop() {
 			qctx, qcancel := context.WithTimeout(ctx, time.Second)
-			res, err := tb.exec(qctx, tb.stmts.heartbeat, tb.params(first.term))
+			res, err := tb.stmts.heartbeat.Exec(qctx, tb.db, tb.params(first.term))
 			qcancel()
 			if err != nil {
 				b.Fatal(err)

@@ -1,7 +1,6 @@
 package election
 
 import (
-	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
@@ -92,15 +91,6 @@ const clockSQL = dbclock.Now
 // once per statement.
 const trustedSQL = dbclock.Trusted
 
-// dstProbeSQL is the seconds between two dates half a year apart in the
-// session's time zone: 181 days (15,638,400 s) unless it has daylight
-// saving time. trustedSQL and checkTimeZone both use it.
-const dstProbeSQL = dbclock.DSTProbe
-
-// liveSQL is true while the row's lease has not run out by the server's
-// clock when it is evaluated.
-const liveSQL = dbclock.Live
-
 // termNowSQL is the database clock in microseconds: a new term, or with
 // GREATEST(term + 1, …) one never less than the previous term plus one.
 const termNowSQL = dbclock.TermNow
@@ -182,7 +172,7 @@ func heldStatements(tbl string, conn, pool stmt.Bound) heldStmts {
 // as for operator.Transfer (see Candidate.handOver).
 func preferSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :me
-WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + liveSQL + `
+WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + dbclock.Live + `
   AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
   AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + clockSQL
 }
@@ -202,7 +192,7 @@ func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
 // (:me) with the term :hold and a live lease, on a session whose time zone
 // has no daylight saving time (trustedSQL).
 const fencedCond = `anchor = :name AND ` + holdsCond + `
-  AND ` + liveSQL + ` AND ` + trustedSQL
+  AND ` + dbclock.Live + ` AND ` + trustedSQL
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
 // under fencedCond. The share lock makes any takeover (which must update the
@@ -238,27 +228,13 @@ func fencedSessionSQL(idleSecs int64) (set, restore string) {
 		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
 }
 
-// column is a column and the expression it gets, in an INSERT or REPLACE.
-type column struct{ name, value string }
-
-// insertColumns renders cols as "(name, …)\nVALUES (value, …)"'s two lists:
-// the column list and the value list, generated from one list so that they
-// cannot drift apart.
-func insertColumns(cols []column) (names, values string) {
-	n, v := make([]string, len(cols)), make([]string, len(cols))
-	for i, c := range cols {
-		n[i], v[i] = c.name, c.value
-	}
-	return strings.Join(n, ","), strings.Join(v, ",")
-}
-
 // Run's preflight reads the session and the server with these (see
 // checkTimeZone, checkCommits, checkAssignmentOrder, checkSysdate and
 // checkLockTopology); the doctor reuses them.
 const (
 	// timeZoneProbeSQL is 181 days in seconds unless the session's time
 	// zone has daylight saving time.
-	timeZoneProbeSQL = `SELECT ` + dstProbeSQL
+	timeZoneProbeSQL = `SELECT ` + dbclock.DSTProbe
 	// commitModeSQL: whether the session commits each statement.
 	commitModeSQL = `SELECT @@autocommit, @@completion_type`
 	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
@@ -354,27 +330,16 @@ END`
 // confirmed by reading the row, so a DSN with clientFoundRows=true cannot
 // produce a false leader.
 func heartbeatSQL(tbl string) string {
-	cols, values := insertColumns([]column{
-		{"anchor", unsafeSessionSQL},
-		{"service_id", ":me"},
-		{"term", "LAST_INSERT_ID(" + termNewSQL + ")"},
-		{"term_started_at", clockSQL},
-		// After term_started_at: SYSDATE(6) is read at each call, and a
-		// row whose last renewal came before its term began would say so
-		// (a first election leads before it renews).
-		{"last_seen_active", clockSQL},
-		{"lease_ms", ":lease"},
-		{"acquired", ":insert"},
-		{"value", ":value"},
-		{"priority", ":priority"},
-		// released, backend, connection_id, transfer_to and decision keep
-		// their defaults: 0, 'table', NULL, NULL, NULL.
-	})
 	// took is a take's decision; every other reads the decision as a
 	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
 	const took = `decision>1`
-	return `INSERT INTO ` + tbl + `(` + cols + `)
-VALUES(` + values + `)
+	// The insert: last_seen_active after term_started_at, since SYSDATE(6)
+	// is read at each call, and a row whose last renewal came before its
+	// term began would say so (a first election leads before it renews).
+	// released, backend, connection_id, transfer_to and decision keep
+	// their defaults: 0, 'table', NULL, NULL, NULL.
+	return `INSERT INTO ` + tbl + `(anchor,service_id,term,term_started_at,last_seen_active,lease_ms,acquired,value,priority)
+VALUES(` + unsafeSessionSQL + `,:me,LAST_INSERT_ID(` + termNewSQL + `),` + clockSQL + `,` + clockSQL + `,:lease,:insert,:value,:priority)
 ON DUPLICATE KEY UPDATE
 decision=` + decideSQL + `,
 acquired=IF(` + took + `,decision,acquired),

@@ -65,12 +65,6 @@ func (t *tableBackend) params(hold uint64) stmt.Params {
 		Priority: t.cfg.Priority}
 }
 
-// exec runs s with p.
-func (t *tableBackend) exec(ctx context.Context, s stmt.Stmt, p stmt.Params) (sql.Result, error) {
-	query, args := s.Bind(p)
-	return t.db.ExecContext(ctx, query, args...)
-}
-
 func (t *tableBackend) preflight(ctx context.Context) error {
 	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
 		return explainLayout(ctx, t.db, t.cfg.Table, classify(err, t.cfg.Table))
@@ -177,7 +171,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	var rec Record
 	var err error
 	if t.cfg.Batcher != nil {
-		rec, _, err = t.cfg.Batcher.read(ctx, t.cfg.Name)
+		rec, err = t.cfg.Batcher.reads.Do(ctx, t.cfg.Name)
 	} else {
 		rec, err = ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
 	}
@@ -199,7 +193,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	if t.cfg.Batcher != nil {
-		renewed, err := t.cfg.Batcher.renew(ctx, t.cfg.Name, t.cfg.ID, hold)
+		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{name: t.cfg.Name, id: t.cfg.ID, term: hold})
 		if err != nil {
 			return beat{}, err
 		}
@@ -235,8 +229,7 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, er
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		p.Floor, p.First = floor, first && t.adopt == 0
-		query, args := t.stmts.heartbeat.Bind(p)
-		res, err := tx.ExecContext(ctx, query, args...)
+		res, err := t.stmts.heartbeat.Exec(ctx, tx, p)
 		if err != nil {
 			return 0, err
 		}
@@ -255,13 +248,11 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if hold != 0 {
 		// A holder's renewal first, in one statement; the heartbeat,
 		// in its transaction, only when that renews nothing.
-		res, err := t.exec(ctx, t.stmts.renew, t.params(hold))
+		n, err := t.stmts.renew.Affected(ctx, t.db, t.params(hold))
 		if err != nil {
 			return beat{}, classify(err, t.cfg.Table)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return beat{}, err
-		} else if n == 1 {
+		if n == 1 {
 			return beat{held: true, term: hold}, nil // renewed
 		}
 	}
@@ -297,8 +288,7 @@ func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) 
 		acquired   string
 		transferTo sql.NullString
 	}
-	query, args := t.stmts.check.Bind(t.params(hold))
-	err := t.db.QueryRowContext(ctx, query, args...).Scan(&row.term, &row.acquired, &row.transferTo)
+	err := t.stmts.check.QueryRow(ctx, t.db, t.params(hold)).Scan(&row.term, &row.acquired, &row.transferTo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return beat{}, nil
 	}
@@ -349,12 +339,8 @@ func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.PreferenceTenure)
 	// A request not written (a session that would not commit it, see
 	// commitsSQL) is asked again at the next look.
-	res, err := t.exec(ctx, t.stmts.prefer.pool, p)
-	if err != nil {
-		return false, classify(err, t.cfg.Table)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, p)
+	return n == 1, classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) leader(ctx context.Context) (Record, error) {

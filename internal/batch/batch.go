@@ -16,14 +16,11 @@ import (
 // until the batch is full) and a free slot, then runs the whole batch, so no
 // goroutine of its own is needed.
 type Combiner[Req, Res any] struct {
-	mu      sync.Mutex
-	cur     *batch[Req, Res]
-	slots   chan struct{}
-	max     int
-	timeout time.Duration
-	linger  time.Duration
-	timer   func(d time.Duration) (fire <-chan time.Time, stop func() bool)
-	exec    func(ctx context.Context, reqs []Req) ([]Res, error)
+	mu    sync.Mutex
+	cur   *batch[Req, Res]
+	slots chan struct{}
+	o     Options
+	exec  func(ctx context.Context, reqs []Req) ([]Res, error)
 }
 
 type batch[Req, Res any] struct {
@@ -41,22 +38,14 @@ type Options struct {
 	Timeout     time.Duration // bounds each batch's run
 	Linger      time.Duration // how long a batch waits for more requests; not positive for none
 	// Timer times the linger: a channel that fires once after d, and the
-	// function that stops it. Nil: the time package's.
+	// function that stops it. Needed with a positive Linger.
 	Timer func(d time.Duration) (fire <-chan time.Time, stop func() bool)
 }
 
 // New returns a Combiner that runs its batches with exec, which returns
 // one result per request, in order.
 func New[Req, Res any](o Options, exec func(context.Context, []Req) ([]Res, error)) *Combiner[Req, Res] {
-	timer := o.Timer
-	if timer == nil {
-		timer = func(d time.Duration) (<-chan time.Time, func() bool) {
-			t := time.NewTimer(d)
-			return t.C, t.Stop
-		}
-	}
-	return &Combiner[Req, Res]{slots: make(chan struct{}, o.MaxInFlight), max: o.MaxBatch, timeout: o.Timeout,
-		linger: o.Linger, timer: timer, exec: exec}
+	return &Combiner[Req, Res]{slots: make(chan struct{}, o.MaxInFlight), o: o, exec: exec}
 }
 
 // ErrShort is a batch that returned fewer results than requests.
@@ -75,7 +64,7 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	}
 	i := len(b.reqs)
 	b.reqs = append(b.reqs, r)
-	if len(b.reqs) >= c.max {
+	if len(b.reqs) >= c.o.MaxBatch {
 		c.cur = nil // full: later requests start another batch
 		close(b.full)
 	}
@@ -86,8 +75,8 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 		// (bounded by the running batches' timeouts), then close the
 		// batch and run it. It runs even if this caller's context ends:
 		// others wait for it.
-		if c.linger > 0 {
-			fire, stop := c.timer(c.linger)
+		if c.o.Linger > 0 {
+			fire, stop := c.o.Timer(c.o.Linger)
 			select {
 			case <-fire:
 			case <-b.full:
@@ -100,7 +89,7 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 			c.cur = nil
 		}
 		c.mu.Unlock()
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.Timeout)
 		b.res, b.err = c.exec(ectx, b.reqs)
 		cancel()
 		if b.err == nil && len(b.res) < len(b.reqs) {
@@ -111,8 +100,7 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	} else {
 		select {
 		case <-b.done:
-		case <-ctx.Done():
-			return zero, ctx.Err()
+		case <-ctx.Done(): // the check below returns its error
 		}
 	}
 	if ctx.Err() != nil {

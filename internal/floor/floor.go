@@ -29,7 +29,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -87,34 +86,14 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 }
 
 // Beginner is where a floor transaction runs: a pool (*sql.DB: one of
-// its connections) or one connection (*sql.Conn, the lock connection).
-type Beginner interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+// its connections) or one connection (*sql.Conn, the lock connection);
+// nothing else.
+type Beginner = stmt.Execer
 
 // Tx is the transaction a Write runs its statements in: one
 // connection, every statement (BEGIN and COMMIT included) under the
 // caller's context (see InConnTx).
-type Tx interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// connOf returns the connection of src a floor transaction runs on and
-// the function that gives it back.
-func connOf(ctx context.Context, src Beginner) (*sql.Conn, func(), error) {
-	switch s := src.(type) {
-	case *sql.DB:
-		c, err := s.Conn(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, func() { c.Close() }, nil //nolint:errcheck // returned to the pool
-	case *sql.Conn:
-		return s, func() {}, nil
-	}
-	return nil, nil, fmt.Errorf("floor: transaction on %T", src)
-}
+type Tx = *sql.Conn
 
 // Write is a statement that may assign election's term, run by
 // InTx in its transaction with the floor (0 when the election has no
@@ -141,17 +120,13 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 }
 
 func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
-	c, done, err := connOf(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer done()
-	return InConnTx(ctx, c, func() error { return floorTxBody(ctx, c, f, name, write) })
+	return InConnTx(ctx, db, func(c *sql.Conn) error { return floorTxBody(ctx, c, f, name, write) })
 }
 
 // InConnTx runs body, which runs its statements on c, in one transaction:
 // BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
-// under ctx. database/sql's Tx.Commit takes no context, and a COMMIT can
+// under ctx. c is db itself (a *sql.Conn), or one of its connections,
+// given back to the pool after. database/sql's Tx.Commit takes no context, and a COMMIT can
 // wait for seconds (a Galera cluster stalls every commit until it evicts a
 // dead node): a heartbeat, or a Batcher's renewal, must not. The library's
 // transactions (InTx, a Batcher's renewal) all run so.
@@ -159,11 +134,19 @@ func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Writ
 // A connection that cannot be rolled back (its context ended, or it broke)
 // or whose COMMIT failed is discarded: never handed back to the pool with
 // the transaction and its locks still open.
-func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
+func InConnTx(ctx context.Context, db Beginner, body func(c *sql.Conn) error) error {
+	c, ok := db.(*sql.Conn)
+	if !ok {
+		var err error
+		if c, err = db.(*sql.DB).Conn(ctx); err != nil {
+			return err
+		}
+		defer c.Close() //nolint:errcheck // returned to the pool
+	}
 	if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
 		return err
 	}
-	if err := body(); err != nil {
+	if err := body(c); err != nil {
 		if ctx.Err() != nil {
 			discard(c)
 		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); rerr != nil {
@@ -190,26 +173,12 @@ func InConnTx(ctx context.Context, c *sql.Conn, body func() error) error {
 // session's mode. A statement that matches no row anyway costs that second
 // try too: rare (the row is no longer the candidate's).
 func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt.Params) (int64, error) {
-	query, args := pool.Bind(p)
-	res, err := db.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 {
+	if n, err := pool.Affected(ctx, db, p); err != nil || n > 0 {
 		return n, err
 	}
-	c, done, err := connOf(ctx, db)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
 	var n int64
-	err = InConnTx(ctx, c, func() error {
-		query, args := conn.Bind(p)
-		res, err := c.ExecContext(ctx, query, args...)
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
+	err := InConnTx(ctx, db, func(c *sql.Conn) (err error) {
+		n, err = conn.Affected(ctx, c, p)
 		return err
 	})
 	return n, err
@@ -242,21 +211,18 @@ func floorTxBody(ctx context.Context, c *sql.Conn, f Stmts, name string, write W
 	if err != nil || term <= floor {
 		return err
 	}
-	query, args := f.Raise.Bind(stmt.Params{Name: name, Term: term})
-	if _, err := c.ExecContext(ctx, query, args...); err != nil || !missing {
+	if _, err := f.Raise.Exec(ctx, c, stmt.Params{Name: name, Term: term}); err != nil || !missing {
 		return err
 	}
 	// A new floor row (the read's lock kept others from creating it).
-	query, args = f.Count.Bind(stmt.Params{Name: name})
-	_, err = c.ExecContext(ctx, query, args...)
+	_, err = f.Count.Exec(ctx, c, stmt.Params{Name: name})
 	return err
 }
 
 // readFloor locks election name's floor row and reads it: missing when
 // there is none (floor 0).
 func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor uint64, missing bool, err error) {
-	query, args := f.Read.Bind(stmt.Params{Name: name})
-	err = c.QueryRowContext(ctx, query, args...).Scan(&floor)
+	err = f.Read.QueryRow(ctx, c, stmt.Params{Name: name}).Scan(&floor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, true, nil
 	}
@@ -270,28 +236,23 @@ func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor ui
 // row: first elections then wait their lock delay out for one lock delay.
 func firstElection(ctx context.Context, c *sql.Conn, f Stmts) (first, marked bool, err error) {
 	var want, sum uint64
-	query, args := f.Marker.Bind(stmt.Params{})
-	err = c.QueryRowContext(ctx, query, args...).Scan(&want, &first)
+	err = f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(&want, &first)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, false, err
 	}
 	found := err == nil
-	query, args = f.Sum.Bind(stmt.Params{})
-	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+	if err := f.Sum.QueryRow(ctx, c, stmt.Params{}).Scan(&sum); err != nil {
 		return false, false, err
 	}
 	if found && sum == want {
 		return first, false, nil
 	}
-	query, args = f.Seed.Bind(stmt.Params{})
-	if _, err := c.ExecContext(ctx, query, args...); err != nil {
+	if _, err := f.Seed.Exec(ctx, c, stmt.Params{}); err != nil {
 		return false, false, err
 	}
-	query, args = f.Sum.Bind(stmt.Params{})
-	if err := c.QueryRowContext(ctx, query, args...).Scan(&sum); err != nil {
+	if err := f.Sum.QueryRow(ctx, c, stmt.Params{}).Scan(&sum); err != nil {
 		return false, false, err
 	}
-	query, args = f.Mark.Bind(stmt.Params{Term: sum})
-	_, err = c.ExecContext(ctx, query, args...)
+	_, err = f.Mark.Exec(ctx, c, stmt.Params{Term: sum})
 	return false, true, err
 }

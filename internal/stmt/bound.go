@@ -101,21 +101,16 @@ type SessionVar struct {
 // renewal, a fenced transaction); without keep restore is "" (the lock
 // backend's connection, which never returns to the pool).
 func SessionSQL(keep bool, vars ...SessionVar) (set, restore string) {
-	var sets, restores []string
+	var saves, sets, restores []string
 	for _, v := range vars {
-		if keep {
-			sets = append(sets, "@sqlelect_"+v.Name+" = @@session."+v.Name)
-			restores = append(restores, "SESSION "+v.Name+" = @sqlelect_"+v.Name)
-		}
-	}
-	for _, v := range vars {
+		saves = append(saves, "@sqlelect_"+v.Name+" = @@session."+v.Name)
 		sets = append(sets, fmt.Sprintf("SESSION %s = %v", v.Name, v.Value))
+		restores = append(restores, "SESSION "+v.Name+" = @sqlelect_"+v.Name)
 	}
-	set = "SET " + strings.Join(sets, ",\n  ")
-	if keep {
-		restore = "SET " + strings.Join(restores, ",\n  ")
+	if !keep {
+		return "SET " + strings.Join(sets, ",\n  "), ""
 	}
-	return set, restore
+	return "SET " + strings.Join(append(saves, sets...), ",\n  "), "SET " + strings.Join(restores, ",\n  ")
 }
 
 // FlavorOf tells the flavour from VERSION(): "10.11.6-MariaDB-…" is
@@ -125,20 +120,11 @@ func FlavorOf(version string) Flavor {
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		return FlavorMariaDB
 	}
-	parts := strings.SplitN(version, ".", 3)
-	if len(parts) < 3 {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "%d.%d.", &major, &minor); err != nil {
 		return FlavorOther
 	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return FlavorOther
-	}
-	digits := parts[2]
-	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		digits = digits[:i]
-	}
-	patch, _ := strconv.Atoi(digits) // 0 when none
+	_, _ = fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch) // patch 0 unless a number
 	if major > 8 || major == 8 && (minor > 0 || patch >= 3) {
 		return FlavorMySQL
 	}

@@ -48,3 +48,14 @@ func TestLockBoundWrap(t *testing.T) {
 		}
 	}
 }
+
+func TestFlavorOfMalformed(t *testing.T) {
+	for v, want := range map[string]Flavor{
+		"9.7": FlavorOther, "9.7.x": FlavorMySQL, "9.7junk.2": FlavorOther, "9junk.1.2": FlavorOther,
+		"8.0.x": FlavorOther, "8.0junk.3": FlavorOther, "8.0.3x": FlavorMySQL, "10.0": FlavorOther,
+	} {
+		if got := FlavorOf(v); got != want {
+			t.Errorf("FlavorOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+}

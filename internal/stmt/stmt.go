@@ -4,6 +4,8 @@
 package stmt
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,7 +19,7 @@ import (
 // condition that a statement repeats carries its parameters wherever it goes,
 // and no list of positional arguments is kept by hand next to the text.
 
-// ErrInvalid is a statement Compile refuses.
+// ErrInvalid is a statement Must refuses.
 var ErrInvalid = errors.New("stmt: invalid statement")
 
 // Params are the values a statement's named parameters take.
@@ -37,64 +39,13 @@ type Params struct {
 	Acquired string   // :acquired, how a lock holder took the row (see the lock backend's takeParams)
 }
 
-// param is a named parameter, resolved when a statement is compiled.
-type param uint8
+// listParam is the one list parameter: :names.
+const listParam = "names"
 
-const (
-	paramName param = iota
-	paramMe
-	paramHold
-	paramLease
-	paramValue
-	paramTo
-	paramPriority
-	paramTerm
-	paramTenure
-	paramFloor
-	paramInsert
-	paramAcquired
-	paramNames
-)
-
-// lookupParam resolves a parameter's name.
-func lookupParam(name string) (param, bool) {
-	switch name {
-	case "name":
-		return paramName, true
-	case "me":
-		return paramMe, true
-	case "hold":
-		return paramHold, true
-	case "lease":
-		return paramLease, true
-	case "value":
-		return paramValue, true
-	case "to":
-		return paramTo, true
-	case "priority":
-		return paramPriority, true
-	case "term":
-		return paramTerm, true
-	case "tenure":
-		return paramTenure, true
-	case "floor":
-		return paramFloor, true
-	case "insert":
-		return paramInsert, true
-	case "acquired":
-		return paramAcquired, true
-	case "names":
-		return paramNames, true
-	}
-	return 0, false
-}
-
-// scalars are p's values of the scalar parameters, indexed by param, each
-// converted to an interface once for all its placeholders.
-func (p *Params) scalars() [paramNames]any {
-	return [paramNames]any{paramName: p.Name, paramMe: p.Me, paramHold: p.Hold, paramLease: p.Lease, paramValue: p.Value, paramTo: p.To,
-		paramPriority: p.Priority, paramTerm: p.Term, paramTenure: p.Tenure, paramFloor: p.Floor, paramInsert: p.Insert(),
-		paramAcquired: p.Acquired}
+// values are p's values of the scalar parameters, by name.
+func (p *Params) values() map[string]any {
+	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
+		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": p.Insert(), "acquired": p.Acquired}
 }
 
 // Insert is :insert, how an insert acquires the row (its acquired column):
@@ -106,101 +57,105 @@ func (p *Params) Insert() string {
 	return "insert"
 }
 
-// Stmt is a compiled statement: text between its parameters, and the
-// parameters in the order of their placeholders. A Stmt is immutable and
-// safe to share.
+// Stmt is a compiled statement: its text with a ? for each scalar
+// parameter, and the parameters' names in the order of their placeholders.
+// A Stmt is immutable and safe to share.
 type Stmt struct {
-	parts  []string // len(params)+1 pieces of text around the placeholders
-	params []param
-	list   bool   // a parameter is a list: the text depends on its length
-	text   string // the parts joined with ?, without a list
+	text   string
+	names  []string
+	listAt int // where in text the list parameter's placeholders go; -1 for none
 }
 
-// Compile compiles sql with named parameters (a colon and a parameter's
-// name, see lookupParam) into a Stmt. Text in quotes ('…', "…" or `…`,
-// without backslash escapes) is left alone; a positional ? outside quotes is
-// refused, so that every argument comes from a name.
-func Compile(sql string) (Stmt, error) {
-	var s Stmt
-	var cur strings.Builder
+// Must compiles sql, which is one of the library's own statements, with
+// named parameters (a colon and a parameter's name, see Params) into a
+// Stmt; it panics (ErrInvalid) on an error, a bug caught by any test that
+// builds the statement. Text in quotes ('…', "…" or `…`, without backslash
+// escapes) is left alone; a positional ? outside quotes is refused, so that
+// every argument comes from a name.
+func Must(sql string) Stmt {
+	s := Stmt{listAt: -1}
+	var b strings.Builder
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
 		switch {
 		case c == '\'' || c == '"' || c == '`':
 			end := strings.IndexByte(sql[i+1:], c)
 			if end < 0 {
-				return Stmt{}, fmt.Errorf("%w: unterminated quote in %q", ErrInvalid, sql)
+				panic(fmt.Errorf("%w: unterminated quote in %q", ErrInvalid, sql))
 			}
-			cur.WriteString(sql[i : i+end+2])
+			b.WriteString(sql[i : i+end+2])
 			i += end + 1
 		case c == '?':
-			return Stmt{}, fmt.Errorf("%w: positional placeholder in %q", ErrInvalid, sql)
+			panic(fmt.Errorf("%w: positional placeholder in %q", ErrInvalid, sql))
 		case c == ':' && i+1 < len(sql) && isParamByte(sql[i+1]):
 			j := i + 1
 			for j < len(sql) && isParamByte(sql[j]) {
 				j++
 			}
-			id, ok := lookupParam(sql[i+1 : j])
-			if !ok {
-				return Stmt{}, fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, sql[i+1:j], sql)
+			name := sql[i+1 : j]
+			if _, ok := (&Params{}).values()[name]; ok {
+				b.WriteByte('?')
+			} else if name == listParam && s.listAt < 0 {
+				s.listAt = b.Len()
+			} else {
+				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
-			s.list = s.list || id == paramNames
-			s.parts = append(s.parts, cur.String())
-			s.params = append(s.params, id)
-			cur.Reset()
+			s.names = append(s.names, name)
 			i = j - 1
 		default:
-			cur.WriteByte(c)
+			b.WriteByte(c)
 		}
 	}
-	s.parts = append(s.parts, cur.String())
-	if !s.list {
-		s.text = strings.Join(s.parts, "?")
-	}
-	return s, nil
+	s.text = b.String()
+	return s
 }
 
 func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
 
-// Must compiles sql, which is one of the library's own statements: an
-// error is a bug, caught by any test that builds the statement.
-func Must(sql string) Stmt {
-	s, err := Compile(sql)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // Bind returns the statement's text and its arguments taken from p, in the
-// order of the placeholders. A list parameter becomes one placeholder per
+// order of the placeholders. The list parameter becomes one placeholder per
 // element (at least one element is needed for valid SQL).
 func (s Stmt) Bind(p Params) (string, []any) {
-	v := p.scalars()
-	if !s.list {
-		args := make([]any, len(s.params))
-		for i, id := range s.params {
-			args[i] = v[id]
-		}
-		return s.text, args
-	}
-	args := make([]any, 0, len(s.params)+len(p.Names))
-	var b strings.Builder
-	for i, id := range s.params {
-		b.WriteString(s.parts[i])
-		if id != paramNames {
-			b.WriteByte('?')
-			args = append(args, v[id])
+	v := p.values()
+	args := make([]any, 0, len(s.names))
+	for _, name := range s.names {
+		if name != listParam {
+			args = append(args, v[name])
 			continue
 		}
-		for j, name := range p.Names {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('?')
-			args = append(args, name)
+		for _, n := range p.Names {
+			args = append(args, n)
 		}
 	}
-	b.WriteString(s.parts[len(s.parts)-1])
-	return b.String(), args
+	if s.listAt < 0 {
+		return s.text, args
+	}
+	list := strings.TrimSuffix(strings.Repeat("?,", len(p.Names)), ",")
+	return s.text[:s.listAt] + list + s.text[s.listAt:], args
+}
+
+// Execer is a *sql.DB, *sql.Conn or *sql.Tx.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Exec runs s with p on db.
+func (s Stmt) Exec(ctx context.Context, db Execer, p Params) (sql.Result, error) {
+	query, args := s.Bind(p)
+	return db.ExecContext(ctx, query, args...)
+}
+
+// Affected runs s with p on db and returns its affected rows.
+func (s Stmt) Affected(ctx context.Context, db Execer, p Params) (int64, error) {
+	res, err := s.Exec(ctx, db, p)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// QueryRow runs s, a query of one row, with p on db.
+func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
+	query, args := s.Bind(p)
+	return db.QueryRowContext(ctx, query, args...)
 }

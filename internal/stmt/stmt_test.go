@@ -1,6 +1,7 @@
 package stmt
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -22,14 +23,9 @@ func TestCompileStmt(t *testing.T) {
 		{"UPDATE t SET acquired = :acquired WHERE anchor = 'x:me' AND term = :term", "UPDATE t SET acquired = ? WHERE anchor = 'x:me' AND term = ?", []any{"lock", uint64(0)}},
 		{"SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", "SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", []any{}},
 	} {
-		s, err := Compile(c.sql)
-		if err != nil {
-			t.Errorf("Compile(%q): %v", c.sql, err)
-			continue
-		}
-		gotSQL, gotArgs := s.Bind(p)
+		gotSQL, gotArgs := Must(c.sql).Bind(p)
 		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
-			t.Errorf("Compile(%q).Bind = %q %#v, want %q %#v", c.sql, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
+			t.Errorf("Must(%q).Bind = %q %#v, want %q %#v", c.sql, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
 		}
 	}
 	for _, bad := range []string{
@@ -37,8 +33,13 @@ func TestCompileStmt(t *testing.T) {
 		"SELECT 1 FROM t WHERE a = :nobody", // unknown name
 		"SELECT 'unterminated FROM t",
 	} {
-		if _, err := Compile(bad); err == nil {
-			t.Errorf("Compile(%q) succeeded, want an error", bad)
-		}
+		func() {
+			defer func() {
+				if err, _ := recover().(error); !errors.Is(err, ErrInvalid) {
+					t.Errorf("Must(%q) did not panic with ErrInvalid: %v", bad, err)
+				}
+			}()
+			Must(bad)
+		}()
 	}
 }
