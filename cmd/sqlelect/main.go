@@ -10,6 +10,7 @@
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
 //	sqlelect doctor [--backend table|lock] [--json]
+//	sqlelect completion bash|zsh|fish
 //	sqlelect version
 //	sqlelect help [COMMAND]
 //
@@ -21,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,13 +71,14 @@ type command struct {
 	summary string // one line for `sqlelect help`
 	detail  string // paragraphs for `sqlelect COMMAND --help`
 	example string
+	json    bool // has --json: errors are reported on stdout as JSON too
 	run     func(c *cli, cmd *command, args []string) error
 }
 
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd,
+		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, completionCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
@@ -89,6 +92,10 @@ type cli struct {
 	stdin          *os.File
 	stdout, stderr io.Writer
 	commands       []*command
+	// flagSet, when set, is given each command's flag set at parse instead
+	// of parsing it (the command then ends with errHelp): completion
+	// learns the flags this way.
+	flagSet func(*pflag.FlagSet)
 }
 
 func main() {
@@ -137,7 +144,36 @@ func (c *cli) main(args []string) int {
 		lines[i] = "\t" + strings.TrimLeft(lines[i], " \t")
 	}
 	fmt.Fprintf(c.stderr, "sqlelect %s: %s\n", cmd.name, strings.Join(lines, "\n"))
+	if cmd.json && wantsJSON(args[1:]) {
+		// A script that reads stdout learns of the error too.
+		for i := range lines {
+			lines[i] = strings.TrimLeft(lines[i], "\t")
+		}
+		_ = json.NewEncoder(c.stdout).Encode(jsonError{Command: cmd.name, Error: strings.Join(lines, "\n"), ExitCode: code})
+	}
 	return code
+}
+
+// jsonError is how a command given --json reports an error on stdout (as
+// well as on stderr): one object on a line of its own.
+type jsonError struct {
+	Command  string `json:"command"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// wantsJSON reports whether args ask for JSON output (--json before any
+// "--"), read without the command's flag set: parsing may be what failed.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true", "--json=1":
+			return true
+		}
+	}
+	return false
 }
 
 // exitErr is an error with an exit code and a message of its own; err, if
@@ -227,6 +263,10 @@ var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
 // the usage and returns errHelp for -h/--help, and a usage error for bad
 // flags.
 func (c *cli) parse(cmd *command, fs *pflag.FlagSet, args []string) ([]string, error) {
+	if c.flagSet != nil {
+		c.flagSet(fs)
+		return nil, errHelp
+	}
 	// A negative number that is not a flag's value is positional: hide it
 	// from pflag, which would take it for a shorthand flag.
 	const hide = "\x00"
@@ -276,11 +316,16 @@ var errHelp = &exitErr{code: exitOK, msg: "help"}
 type common struct {
 	dsn   string
 	table string
+	// dsnGiven reports whether --dsn was given (pflag's Changed): an empty
+	// --dsn is a mistake (an unset shell variable), not a request for
+	// $SQLELECT_DSN.
+	dsnGiven func() bool
 }
 
 func (co *common) register(fs *pflag.FlagSet) {
 	fs.StringVar(&co.dsn, "dsn", "", "go-sql-driver/mysql `DSN`, e.g. user:pass@tcp(db:3306)/app (default $"+envDSN+")")
 	fs.StringVar(&co.table, "table", election.DefaultTable, "election `table`, optionally db.table")
+	co.dsnGiven = func() bool { return fs.Changed("dsn") }
 }
 
 // ---- connecting -----------------------------------------------------------
@@ -291,6 +336,9 @@ func (co *common) register(fs *pflag.FlagSet) {
 // shown (password replaced by ***).
 func (co *common) dsnConfig() (*mysql.Config, string, error) {
 	dsn := co.dsn
+	if dsn == "" && co.dsnGiven != nil && co.dsnGiven() {
+		return nil, "", failf(exitUsage, "--dsn is empty: give a DSN, or leave the flag out for $%s", envDSN)
+	}
 	if dsn == "" {
 		dsn = os.Getenv(envDSN)
 	}
@@ -446,7 +494,7 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 		return nil, err
 	}
 	if log != nil {
-		cfg.Logger = driverLogger{log}
+		cfg.Logger = useDriverLogger(log)
 	} else {
 		cfg.Logger = &mysql.NopLogger{}
 	}
@@ -483,6 +531,16 @@ const erUnknownSystemVariable = 1193
 
 // driverLogger sends the driver's log lines to slog at debug level.
 type driverLogger struct{ log *slog.Logger }
+
+// useDriverLogger makes log the driver's default logger too (mysql.SetLogger),
+// so that every line the driver prints, on any connection, comes out in the
+// CLI's log format rather than as plain "[mysql] …" text; it returns the
+// logger for a config.
+func useDriverLogger(log *slog.Logger) mysql.Logger {
+	l := driverLogger{log}
+	_ = mysql.SetLogger(l) // fails only for a nil logger
+	return l
+}
 
 func (d driverLogger) Print(v ...any) {
 	d.log.Debug("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
@@ -583,6 +641,8 @@ go-sql-driver/mysql DSN such as 'app:secret@tcp(db:3306)/app', and --table
 time_zone (quoted: time_zone=%%27%%2B01%%3A00%%27); parseTime is not needed.
 Passwords are never printed. Durations are in Go syntax: 500ms, 2s, 1m30s.
 Flags may follow arguments; arguments that start with - go after --.
+Commands given --json report an error on stdout too, as one JSON object:
+{"command":"status","error":MESSAGE,"exit_code":N}.
 
 %s
 Run 'sqlelect COMMAND --help' for a command's flags and an example.
