@@ -43,6 +43,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // Exit codes.
@@ -217,6 +218,11 @@ func describe(err error) (int, string) {
 	is := func(target error) bool { return errors.Is(err, target) }
 	switch {
 	case is(election.ErrAccessDenied):
+		if n := mysqlerr.Errno(err); n == mysqlerr.AccessDenied || n == mysqlerr.AccessDeniedNoPass {
+			// Refused at login: not a privilege, the credentials.
+			return exitAccess, msg + "\n\tthe server refused the user or its password: check the DSN's user:password, " +
+				"and that the user may log in from this host (its 'user'@'host' account)"
+		}
 		return exitAccess, msg +
 			"\n\tthe user needs SELECT, INSERT, UPDATE and DELETE on the election table (and CREATE, DROP, ALTER for migrate)"
 	case is(election.ErrTableMissing), is(election.ErrSchemaMismatch):
@@ -231,7 +237,8 @@ func describe(err error) (int, string) {
 	case is(election.ErrUnsupportedTopology):
 		return exitUnsupported, msg + "\n\tthis backend cannot be used on this server; use --backend table"
 	case is(election.ErrUnknownDatabase):
-		return exitConnect, msg
+		return exitConnect, msg + "\n\tthe database does not exist: create it (CREATE DATABASE), or name an existing one " +
+			"in the DSN (…/DBNAME) or in --table (db.table)"
 	case is(election.ErrUnknownTimeZone):
 		return exitUsage, msg + "\n\tleave time_zone out of the DSN (sqlelect then uses '+00:00'), or load the server's time zone tables"
 	case is(election.ErrInvalidConfig), is(election.ErrUnsafeTimeZone):
@@ -509,7 +516,34 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 		db.Close()
 		return nil, connectError(err, shown)
 	}
+	if err := co.checkTableDatabase(pctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// checkTableDatabase checks that the database of a qualified --table
+// (db.table) exists: the server says "table doesn't exist" (error 1146)
+// for a table in an unknown database, which would read as "run migrate
+// up". A database the user may not see (error 1044), or any other error,
+// is left to the statements that follow, which report it as before.
+func (co *common) checkTableDatabase(ctx context.Context, db *sql.DB) error {
+	schema, table, ok := strings.Cut(co.table, ".")
+	if !ok {
+		return nil
+	}
+	// Both names are identifiers ([A-Za-z_][A-Za-z0-9_$]*, checked by
+	// dsnConfig): safe to quote as they are.
+	rows, err := db.QueryContext(ctx, "SHOW TABLES FROM `"+schema+"` LIKE '"+table+"'")
+	if err != nil {
+		if mysqlerr.Errno(err) == mysqlerr.BadDB {
+			return wrapf(exitConnect, election.Classify(err), "--table %s", co.table)
+		}
+		return nil
+	}
+	rows.Close()
+	return nil
 }
 
 // connectError explains a failed ping: exit code 3 unless the library

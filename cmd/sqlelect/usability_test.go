@@ -206,3 +206,42 @@ func TestDriverLogLines(t *testing.T) {
 		t.Errorf("driver line %q (%v), want a JSON log line", buf.String(), err)
 	}
 }
+
+// TestHints: each hint names the real cause: a wrong password is not a
+// missing privilege, and an unknown database (in the DSN or in --table)
+// is not a missing table.
+func TestHints(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongPass := cfg.Clone()
+	wrongPass.Passwd = "not-the-password"
+	noDB := cfg.Clone()
+	noDB.DBName = "sqlelect_no_such_db"
+	for _, tc := range []struct {
+		desc      string
+		dsn       string
+		args      []string
+		code      int
+		want, not string
+	}{
+		{"wrong password", wrongPass.FormatDSN(), []string{"status"}, exitAccess,
+			"the server refused the user or its password", "the user needs SELECT"},
+		{"unknown database in the DSN", noDB.FormatDSN(), []string{"status"}, exitConnect,
+			"the database does not exist: create it", "migrate up"},
+		{"unknown database in --table", dsn, []string{"status", "--table", "sqlelect_no_such_db.service_election"}, exitConnect,
+			"--table sqlelect_no_such_db.service_election: election: unknown database", "migrate up"},
+		{"unknown database in --table: campaign", dsn, append([]string{"campaign", "x", "--table", "sqlelect_no_such_db.t"}, fastFlags...),
+			exitConnect, "the database does not exist", "migrate up"},
+		{"a database that exists, without the table", dsn, []string{"status", "--table", "mysql.service_election"}, exitTable, "migrate up", "does not exist: create it"},
+	} {
+		r := mustRun(t, ctx, tc.dsn, tc.code, tc.args...)
+		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, tc.not) {
+			t.Errorf("%s: want %q and not %q: %s", tc.desc, tc.want, tc.not, r)
+		}
+	}
+}
