@@ -818,7 +818,7 @@ func TestErrors(t *testing.T) {
 		{"no UPDATE: campaign --backend lock", withUser(noUpdate, secret, ""), append([]string{"campaign", name, "--backend", "lock"}, fastFlags...), exitAccess,
 			"the user lacks UPDATE on `service_election`"},
 		{"read-only: reelect", withUser(ro, secret, ""), []string{"reelect", known, "--yes"}, exitAccess, "DELETE command denied"},
-		{"read-only: migrate down", withUser(ro, secret, ""), []string{"migrate", "down", "--yes"}, exitAccess, "DELETE command denied"},
+		{"read-only: migrate down", withUser(ro, secret, ""), []string{"migrate", "down", "--yes", "--force"}, exitAccess, "DELETE command denied"},
 		{"unknown time zone", dsn + "&time_zone=%27No%2FSuch%27", []string{"status"}, exitUsage, "time_zone"},
 		{"table missing: status", empty, []string{"status"}, exitTable, "run `sqlelect migrate up`"},
 		{"table missing: campaign", empty, append([]string{"campaign", name}, fastFlags...), exitTable, "run `sqlelect migrate up`"},

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,5 +244,35 @@ func TestHints(t *testing.T) {
 		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, tc.not) {
 			t.Errorf("%s: want %q and not %q: %s", tc.desc, tc.want, tc.not, r)
 		}
+	}
+}
+
+// TestMigrateDownLiveLeader: migrate down refuses while an election in the
+// table has a live leader, naming it, and drops the table with --force, or
+// once the leader has resigned.
+func TestMigrateDownLiveLeader(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("down")
+	c1 := start(t, "c1", dsn, append([]string{"campaign", name, "--id", "c1"}, fastFlags...)...)
+	waitFor(t, ctx, "c1 elected", func() bool { return hasEvent(c1.events(false), "elected", "") })
+	r := mustRun(t, ctx, dsn, exitError, "migrate", "down", "--yes")
+	if want := "election \"" + name + "\" is led by c1 (term "; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("want %q and --force in: %s", want, r)
+	}
+	mustRun(t, ctx, dsn, 0, "status", name) // the table is still there
+	c1.signal(syscall.SIGTERM)               // resigns: the row is released, not live
+	if code := c1.wait(t, ctx); code != 0 {
+		t.Fatalf("c1 exit %d", code)
+	}
+	mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes")
+	mustRun(t, ctx, dsn, 0, "migrate", "up")
+
+	c2 := start(t, "c2", dsn, append([]string{"campaign", name, "--id", "c2"}, fastFlags...)...)
+	waitFor(t, ctx, "c2 elected", func() bool { return hasEvent(c2.events(false), "elected", "") })
+	mustRun(t, ctx, dsn, exitError, "migrate", "down", "--yes")
+	if r := mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes", "--force"); !strings.Contains(r.stdout, "dropped") {
+		t.Errorf("migrate down --force: %s", r)
 	}
 }
