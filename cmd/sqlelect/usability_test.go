@@ -262,7 +262,7 @@ func TestMigrateDownLiveLeader(t *testing.T) {
 		t.Errorf("want %q and --force in: %s", want, r)
 	}
 	mustRun(t, ctx, dsn, 0, "status", name) // the table is still there
-	c1.signal(syscall.SIGTERM)               // resigns: the row is released, not live
+	c1.signal(syscall.SIGTERM)              // resigns: the row is released, not live
 	if code := c1.wait(t, ctx); code != 0 {
 		t.Fatalf("c1 exit %d", code)
 	}
