@@ -730,43 +730,60 @@ func (c *cli) version(cmd *command, args []string) error {
 	return nil
 }
 
-// release is the version of this source tree: the CHANGELOG's newest entry.
+// release is the version of this source tree: the CHANGELOG's newest
+// release (a test checks that they agree).
 const release = "v0.1.0"
 
-// buildVersion is the module version when the binary was built from a
-// module (go install …@v0.1.0), else release-devel with the VCS revision and
-// commit time when Go recorded them (a build from a checkout).
 func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi)
+}
+
+// releaseVersion matches a release's tag (v1.2.3, v1.2.3-rc.1); a Go
+// pseudo-version (a build between tags) ends in a 14-digit time and a
+// 12-digit revision, which pseudoVersion matches.
+var (
+	releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	pseudoVersion  = regexp.MustCompile(`[-.][0-9]{14}-([0-9a-f]{12})(\+dirty)?$`)
+)
+
+// versionOf is the version sqlelect reports for a binary built as bi
+// describes: the tag when it was built at a release (go install …@v0.1.0,
+// or make build in a clean checkout of the tag), else the CHANGELOG's
+// latest release with -devel and the revision, v0.1.0-devel+18321b7bdbf5
+// (".dirty" after it for a checkout with changes), the same under make
+// build (the revision from the checkout) and go install …@COMMIT (from the
+// pseudo-version). Without either, v0.1.0-devel.
+func versionOf(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return release + "-devel"
+	}
+	v := bi.Main.Version
+	if releaseVersion.MatchString(v) && !pseudoVersion.MatchString(v) {
+		return v
+	}
+	var rev string
+	dirty := strings.HasSuffix(v, "+dirty")
+	if m := pseudoVersion.FindStringSubmatch(v); m != nil {
+		rev = m[1]
+	}
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = true
 		}
 	}
-	var rev, at, dirty string
-	if ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "+dirty"
-				}
-			}
-		}
-	}
-	v := release + "-devel"
+	out := release + "-devel"
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
 	if rev != "" {
-		v += "+" + rev + dirty
+		out += "+" + rev
+		if dirty {
+			out += ".dirty"
+		}
 	}
-	if at != "" {
-		v += " " + at
-	}
-	return v
+	return out
 }
