@@ -13,6 +13,8 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
 PROMTOOL_PKGS := prometheus
+# systemd-analyze, which checks the service unit in examples/systemd.
+SYSTEMD_PKGS := systemd
 # make demo needs a server only (deps with DEMO=1 installs just this).
 DEMO_PKGS := mariadb-server
 # For the Galera tests (a 2- and 3-node cluster on loopback) and for
@@ -26,7 +28,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
+.PHONY: all deps lint monitoring-test demo-deps-check systemd-check test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
 
 all: build
 
@@ -53,6 +55,7 @@ deps:
 	cc="$$($(GO) env CC)"; \
 	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
 	command -v promtool >/dev/null 2>&1 || need="$$need $(PROMTOOL_PKGS)"; \
+	command -v systemd-analyze >/dev/null 2>&1 || need="$$need $(SYSTEMD_PKGS)"; \
 	optional=""; \
 	[ -e /usr/lib/galera/libgalera_smm.so ] && command -v rsync >/dev/null 2>&1 || optional=" $(GALERA_PKGS)"; \
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || optional="$$optional $(FAKETIME_PKGS)"; \
@@ -76,6 +79,9 @@ deps:
 		esac; \
 		case "$$need" in *prometheus*) \
 			echo "deps: no promtool, needed to test monitoring/ (Debian/Ubuntu: sudo apt-get install -y prometheus)." >&2;; \
+		esac; \
+		case "$$need" in *systemd*) \
+			echo "deps: no systemd-analyze, needed to check examples/systemd (Debian/Ubuntu: sudo apt-get install -y systemd)." >&2;; \
 		esac; \
 		exit 1; \
 	fi; \
@@ -105,7 +111,7 @@ MODULES := . integration
 INTEGRATION_PARALLEL ?= 6
 PARALLEL_FLAG = $$(case $$m in (integration) echo -parallel $(INTEGRATION_PARALLEL);; esac)
 
-test: deps lint monitoring-test demo-deps-check
+test: deps lint monitoring-test demo-deps-check systemd-check
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
 		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) -timeout 20m ./...); done
@@ -128,6 +134,16 @@ lint: $(STATICCHECK)
 monitoring-test: deps
 	@echo "== monitoring: promtool"
 	@cd monitoring && promtool check rules sqlelect-alerts.yml && promtool test rules sqlelect-alerts_test.yml
+
+# systemd-check verifies the service unit of examples/systemd with
+# systemd-analyze, its binaries replaced by /bin/true (verify wants them
+# to exist). A setting verify cannot parse is only a warning to it: any
+# output fails the check.
+systemd-check: deps
+	@echo "== examples/systemd: systemd-analyze verify"
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed -e 's|/usr/local/bin/[a-z]*|/bin/true|g' examples/systemd/sqlelect-run.service >"$$d/sqlelect-run.service"; \
+	out=$$(systemd-analyze verify "$$d/sqlelect-run.service" 2>&1) && [ -z "$$out" ] || { echo "$$out" >&2; exit 1; }
 
 # demo-deps-check runs deps as make demo does (DEMO=1) where no server is
 # found, with an apt-get that only records its arguments, and checks that

@@ -360,6 +360,7 @@ func TestStatusWatch(t *testing.T) {
 	if !regexp.MustCompile(`^c1/live/10\.0\.0\.1:80( \(none\)/released/-)? c2/live/- \(none\)/released/- \(none\)/deleted/-$`).MatchString(got) {
 		t.Errorf("watch saw %q", got)
 	}
+	checkWatchDocumented(t, w.lines(false))
 }
 
 func hasEvent(evs []jsonEvent, kind, leader string) bool {
