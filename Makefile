@@ -96,7 +96,8 @@ deps:
 	exit $$rc
 
 # The repository holds two modules: the library (this directory; its
-# requirements are the driver, sqlx, golang-migrate and client_golang) and
+# requirements are the driver, sqlx, golang-migrate, client_golang and, for
+# election/electionotel alone, the OpenTelemetry metrics API) and
 # integration/ (the end-to-end, chaos and bench suites, with dockertest and
 # toxiproxy). Targets that cover everything run in both.
 MODULES := . integration
