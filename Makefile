@@ -166,11 +166,11 @@ demo-deps-check:
 MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
 
 # The packages whose tests use no server: the docs, the Go test of the
-# alerting rules, the adoption layout, the fake election, the bench report,
-# testdb's Docker helpers and the chaos checker (the chaos runs skipped, as
-# gotest does). gotest runs them on the host's MariaDB 10.11 only (make test
+# alerting rules, the adoption layout, the fake election, the OpenTelemetry
+# adapter, the bench report, testdb's Docker helpers and the chaos checker
+# (the chaos runs skipped, as gotest does). gotest runs them on the host's MariaDB 10.11 only (make test
 # and test-matrix's first server), not again on each server.
-SERVERLESS_PKGS := docs monitoring internal/adoption election/electionfake \
+SERVERLESS_PKGS := docs monitoring internal/adoption election/electionfake election/electionotel \
 	integration/bench integration/testdb integration/chaos
 SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlelect/sqlelect/$(p))
 
