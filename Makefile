@@ -13,6 +13,8 @@ SERVER_DIRS := /usr/sbin /usr/local/sbin /usr/local/mysql/bin
 SERVER_PKGS := mariadb-server galera-4 rsync
 CGO_PKGS    := gcc libc6-dev
 PROMTOOL_PKGS := prometheus
+# systemd-analyze, which checks the service unit in examples/systemd.
+SYSTEMD_PKGS := systemd
 # make demo needs a server only (deps with DEMO=1 installs just this).
 DEMO_PKGS := mariadb-server
 # For the Galera tests (a 2- and 3-node cluster on loopback) and for
@@ -26,7 +28,7 @@ FAKETIME_PKGS := libfaketime
 # debootstrap (as root).
 ROOT_PKGS := debootstrap
 
-.PHONY: all deps lint monitoring-test demo-deps-check test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
+.PHONY: all deps lint monitoring-test demo-deps-check systemd-check test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
 
 all: build
 
@@ -53,6 +55,7 @@ deps:
 	cc="$$($(GO) env CC)"; \
 	command -v "$${cc%% *}" >/dev/null 2>&1 || need="$$need $(CGO_PKGS)"; \
 	command -v promtool >/dev/null 2>&1 || need="$$need $(PROMTOOL_PKGS)"; \
+	command -v systemd-analyze >/dev/null 2>&1 || need="$$need $(SYSTEMD_PKGS)"; \
 	optional=""; \
 	[ -e /usr/lib/galera/libgalera_smm.so ] && command -v rsync >/dev/null 2>&1 || optional=" $(GALERA_PKGS)"; \
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || optional="$$optional $(FAKETIME_PKGS)"; \
@@ -77,6 +80,9 @@ deps:
 		case "$$need" in *prometheus*) \
 			echo "deps: no promtool, needed to test monitoring/ (Debian/Ubuntu: sudo apt-get install -y prometheus)." >&2;; \
 		esac; \
+		case "$$need" in *systemd*) \
+			echo "deps: no systemd-analyze, needed to check examples/systemd (Debian/Ubuntu: sudo apt-get install -y systemd)." >&2;; \
+		esac; \
 		exit 1; \
 	fi; \
 	echo "deps: apt-get install$$need"; \
@@ -90,7 +96,8 @@ deps:
 	exit $$rc
 
 # The repository holds two modules: the library (this directory; its
-# requirements are the driver, sqlx, golang-migrate and client_golang) and
+# requirements are the driver, sqlx, golang-migrate, client_golang and, for
+# election/electionotel alone, the OpenTelemetry metrics API) and
 # integration/ (the end-to-end, chaos and bench suites, with dockertest and
 # toxiproxy). Targets that cover everything run in both.
 MODULES := . integration
@@ -105,7 +112,7 @@ MODULES := . integration
 INTEGRATION_PARALLEL ?= 6
 PARALLEL_FLAG = $$(case $$m in (integration) echo -parallel $(INTEGRATION_PARALLEL);; esac)
 
-test: deps lint monitoring-test demo-deps-check
+test: deps lint monitoring-test demo-deps-check systemd-check
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go vet" && $(GO) vet ./...); done
 	@set -e; for m in $(MODULES); do (cd $$m && echo "== $$m: go test" && \
 		SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) -timeout 20m ./...); done
@@ -129,6 +136,16 @@ monitoring-test: deps
 	@echo "== monitoring: promtool"
 	@cd monitoring && promtool check rules sqlelect-alerts.yml && promtool test rules sqlelect-alerts_test.yml
 
+# systemd-check verifies the service unit of examples/systemd with
+# systemd-analyze, its binaries replaced by /bin/true (verify wants them
+# to exist). A setting verify cannot parse is only a warning to it: any
+# output fails the check.
+systemd-check: deps
+	@echo "== examples/systemd: systemd-analyze verify"
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	sed -e 's|/usr/local/bin/[a-z]*|/bin/true|g' examples/systemd/sqlelect-run.service >"$$d/sqlelect-run.service"; \
+	out=$$(systemd-analyze verify "$$d/sqlelect-run.service" 2>&1) && [ -z "$$out" ] || { echo "$$out" >&2; exit 1; }
+
 # demo-deps-check runs deps as make demo does (DEMO=1) where no server is
 # found, with an apt-get that only records its arguments, and checks that
 # it would install the server and nothing else.
@@ -149,11 +166,11 @@ demo-deps-check:
 MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
 
 # The packages whose tests use no server: the docs, the Go test of the
-# alerting rules, the adoption layout, the fake election, the bench report,
-# testdb's Docker helpers and the chaos checker (the chaos runs skipped, as
-# gotest does). gotest runs them on the host's MariaDB 10.11 only (make test
+# alerting rules, the adoption layout, the fake election, the OpenTelemetry
+# adapter, the bench report, testdb's Docker helpers and the chaos checker
+# (the chaos runs skipped, as gotest does). gotest runs them on the host's MariaDB 10.11 only (make test
 # and test-matrix's first server), not again on each server.
-SERVERLESS_PKGS := docs monitoring internal/adoption election/electionfake \
+SERVERLESS_PKGS := docs monitoring internal/adoption election/electionfake election/electionotel \
 	integration/bench integration/testdb integration/chaos
 SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlelect/sqlelect/$(p))
 

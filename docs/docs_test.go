@@ -172,3 +172,41 @@ func TestCLITranscripts(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeNamesDeps checks that the README's "Two commands" names every
+// Debian package `make deps` (and so `make test`) may install: the
+// Makefile's *_PKGS variables its recipe uses.
+func TestReadmeNamesDeps(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string][]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z]+_PKGS)\s*:?=\s*(.*)$`).FindAllStringSubmatch(string(mk), -1) {
+		vars[m[1]] = strings.Fields(m[2])
+	}
+	recipe := regexp.MustCompile(`(?ms)^deps:\n(.*?)\n\n`).FindStringSubmatch(string(mk))
+	if recipe == nil {
+		t.Fatal("Makefile: no deps target")
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?ms)^## Two commands\n(.*?)^## `).FindSubmatch(readme)
+	if section == nil {
+		t.Fatal(`README.md: no section "Two commands"`)
+	}
+	n := 0
+	for _, ref := range regexp.MustCompile(`\$\(([A-Z]+_PKGS)\)`).FindAllStringSubmatch(recipe[1], -1) {
+		for _, pkg := range vars[ref[1]] {
+			n++
+			if !strings.Contains(string(section[1]), "`"+pkg+"`") {
+				t.Errorf("README.md, \"Two commands\", does not name `%s`, which make deps installs (%s)", pkg, ref[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no packages found in the deps recipe: the patterns are broken")
+	}
+}

@@ -263,7 +263,7 @@ func TestLeaseMillisRoundsUp(t *testing.T) {
 }
 
 func TestNewTableRejectsBadInput(t *testing.T) {
-	if _, err := NewTable(nil, Config{Name: "x"}); !errors.Is(err, ErrNilDB) {
+	if _, err := NewTable(nil, Config{Name: "x"}); !errors.Is(err, ErrNilDB) || !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("nil db: %v", err)
 	}
 }

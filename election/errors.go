@@ -50,8 +50,9 @@ var (
 	// ErrUnsupportedTopology means the server cannot give this backend's
 	// guarantees, for example GET_LOCK on a Galera cluster.
 	ErrUnsupportedTopology = errors.New("election: unsupported topology")
-	// ErrNilDB is returned by constructors given a nil *sql.DB.
-	ErrNilDB = errors.New("election: nil *sql.DB")
+	// ErrNilDB is returned by constructors given a nil *sql.DB; it wraps
+	// ErrInvalidConfig.
+	ErrNilDB error = &subError{"election: nil *sql.DB", ErrInvalidConfig}
 	// ErrUnknownDatabase means the database named by the DSN (or by a
 	// qualified table) does not exist.
 	ErrUnknownDatabase = errors.New("election: unknown database")

@@ -360,6 +360,7 @@ func TestStatusWatch(t *testing.T) {
 	if !regexp.MustCompile(`^c1/live/10\.0\.0\.1:80( \(none\)/released/-)? c2/live/- \(none\)/released/- \(none\)/deleted/-$`).MatchString(got) {
 		t.Errorf("watch saw %q", got)
 	}
+	checkWatchDocumented(t, w.lines(false))
 }
 
 func hasEvent(evs []jsonEvent, kind, leader string) bool {
@@ -818,7 +819,7 @@ func TestErrors(t *testing.T) {
 		{"no UPDATE: campaign --backend lock", withUser(noUpdate, secret, ""), append([]string{"campaign", name, "--backend", "lock"}, fastFlags...), exitAccess,
 			"the user lacks UPDATE on `service_election`"},
 		{"read-only: reelect", withUser(ro, secret, ""), []string{"reelect", known, "--yes"}, exitAccess, "DELETE command denied"},
-		{"read-only: migrate down", withUser(ro, secret, ""), []string{"migrate", "down", "--yes"}, exitAccess, "DELETE command denied"},
+		{"read-only: migrate down", withUser(ro, secret, ""), []string{"migrate", "down", "--yes", "--force"}, exitAccess, "DELETE command denied"},
 		{"unknown time zone", dsn + "&time_zone=%27No%2FSuch%27", []string{"status"}, exitUsage, "time_zone"},
 		{"table missing: status", empty, []string{"status"}, exitTable, "run `sqlelect migrate up`"},
 		{"table missing: campaign", empty, append([]string{"campaign", name}, fastFlags...), exitTable, "run `sqlelect migrate up`"},

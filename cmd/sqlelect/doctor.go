@@ -50,7 +50,8 @@ backend, backends, detail, consequence, fix).
 Exit code 0 when the chosen backend is safe on the server, 9 when it is not.`,
 	example: `sqlelect doctor
 sqlelect doctor --backend lock --json`,
-	run: (*cli).doctor,
+	json: true,
+	run:  (*cli).doctor,
 }
 
 func (c *cli) doctor(cmd *command, args []string) error {

@@ -10,6 +10,7 @@
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
 //	sqlelect doctor [--backend table|lock] [--json]
+//	sqlelect completion bash|zsh|fish
 //	sqlelect version
 //	sqlelect help [COMMAND]
 //
@@ -21,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +43,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // Exit codes.
@@ -69,13 +72,14 @@ type command struct {
 	summary string // one line for `sqlelect help`
 	detail  string // paragraphs for `sqlelect COMMAND --help`
 	example string
+	json    bool // has --json: errors are reported on stdout as JSON too
 	run     func(c *cli, cmd *command, args []string) error
 }
 
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd,
+		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, completionCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
@@ -89,6 +93,10 @@ type cli struct {
 	stdin          *os.File
 	stdout, stderr io.Writer
 	commands       []*command
+	// flagSet, when set, is given each command's flag set at parse instead
+	// of parsing it (the command then ends with errHelp): completion
+	// learns the flags this way.
+	flagSet func(*pflag.FlagSet)
 }
 
 func main() {
@@ -137,7 +145,36 @@ func (c *cli) main(args []string) int {
 		lines[i] = "\t" + strings.TrimLeft(lines[i], " \t")
 	}
 	fmt.Fprintf(c.stderr, "sqlelect %s: %s\n", cmd.name, strings.Join(lines, "\n"))
+	if cmd.json && wantsJSON(args[1:]) {
+		// A script that reads stdout learns of the error too.
+		for i := range lines {
+			lines[i] = strings.TrimLeft(lines[i], "\t")
+		}
+		_ = json.NewEncoder(c.stdout).Encode(jsonError{Command: cmd.name, Error: strings.Join(lines, "\n"), ExitCode: code})
+	}
 	return code
+}
+
+// jsonError is how a command given --json reports an error on stdout (as
+// well as on stderr): one object on a line of its own.
+type jsonError struct {
+	Command  string `json:"command"`
+	Error    string `json:"error"`
+	ExitCode int    `json:"exit_code"`
+}
+
+// wantsJSON reports whether args ask for JSON output (--json before any
+// "--"), read without the command's flag set: parsing may be what failed.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true", "--json=1":
+			return true
+		}
+	}
+	return false
 }
 
 // exitErr is an error with an exit code and a message of its own; err, if
@@ -181,6 +218,11 @@ func describe(err error) (int, string) {
 	is := func(target error) bool { return errors.Is(err, target) }
 	switch {
 	case is(election.ErrAccessDenied):
+		if n := mysqlerr.Errno(err); n == mysqlerr.AccessDenied || n == mysqlerr.AccessDeniedNoPass {
+			// Refused at login: not a privilege, the credentials.
+			return exitAccess, msg + "\n\tthe server refused the user or its password: check the DSN's user:password, " +
+				"and that the user may log in from this host (its 'user'@'host' account)"
+		}
 		return exitAccess, msg +
 			"\n\tthe user needs SELECT, INSERT, UPDATE and DELETE on the election table (and CREATE, DROP, ALTER for migrate)"
 	case is(election.ErrTableMissing), is(election.ErrSchemaMismatch):
@@ -195,7 +237,8 @@ func describe(err error) (int, string) {
 	case is(election.ErrUnsupportedTopology):
 		return exitUnsupported, msg + "\n\tthis backend cannot be used on this server; use --backend table"
 	case is(election.ErrUnknownDatabase):
-		return exitConnect, msg
+		return exitConnect, msg + "\n\tthe database does not exist: create it (CREATE DATABASE), or name an existing one " +
+			"in the DSN (…/DBNAME) or in --table (db.table)"
 	case is(election.ErrUnknownTimeZone):
 		return exitUsage, msg + "\n\tleave time_zone out of the DSN (sqlelect then uses '+00:00'), or load the server's time zone tables"
 	case is(election.ErrInvalidConfig), is(election.ErrUnsafeTimeZone):
@@ -227,6 +270,10 @@ var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
 // the usage and returns errHelp for -h/--help, and a usage error for bad
 // flags.
 func (c *cli) parse(cmd *command, fs *pflag.FlagSet, args []string) ([]string, error) {
+	if c.flagSet != nil {
+		c.flagSet(fs)
+		return nil, errHelp
+	}
 	// A negative number that is not a flag's value is positional: hide it
 	// from pflag, which would take it for a shorthand flag.
 	const hide = "\x00"
@@ -276,11 +323,16 @@ var errHelp = &exitErr{code: exitOK, msg: "help"}
 type common struct {
 	dsn   string
 	table string
+	// dsnGiven reports whether --dsn was given (pflag's Changed): an empty
+	// --dsn is a mistake (an unset shell variable), not a request for
+	// $SQLELECT_DSN.
+	dsnGiven func() bool
 }
 
 func (co *common) register(fs *pflag.FlagSet) {
 	fs.StringVar(&co.dsn, "dsn", "", "go-sql-driver/mysql `DSN`, e.g. user:pass@tcp(db:3306)/app (default $"+envDSN+")")
 	fs.StringVar(&co.table, "table", election.DefaultTable, "election `table`, optionally db.table")
+	co.dsnGiven = func() bool { return fs.Changed("dsn") }
 }
 
 // ---- connecting -----------------------------------------------------------
@@ -291,6 +343,9 @@ func (co *common) register(fs *pflag.FlagSet) {
 // shown (password replaced by ***).
 func (co *common) dsnConfig() (*mysql.Config, string, error) {
 	dsn := co.dsn
+	if dsn == "" && co.dsnGiven != nil && co.dsnGiven() {
+		return nil, "", failf(exitUsage, "--dsn is empty: give a DSN, or leave the flag out for $%s", envDSN)
+	}
 	if dsn == "" {
 		dsn = os.Getenv(envDSN)
 	}
@@ -446,7 +501,7 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 		return nil, err
 	}
 	if log != nil {
-		cfg.Logger = driverLogger{log}
+		cfg.Logger = useDriverLogger(log)
 	} else {
 		cfg.Logger = &mysql.NopLogger{}
 	}
@@ -461,7 +516,34 @@ func (co *common) connect(ctx context.Context, log *slog.Logger) (*sql.DB, error
 		db.Close()
 		return nil, connectError(err, shown)
 	}
+	if err := co.checkTableDatabase(pctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// checkTableDatabase checks that the database of a qualified --table
+// (db.table) exists: the server says "table doesn't exist" (error 1146)
+// for a table in an unknown database, which would read as "run migrate
+// up". A database the user may not see (error 1044), or any other error,
+// is left to the statements that follow, which report it as before.
+func (co *common) checkTableDatabase(ctx context.Context, db *sql.DB) error {
+	schema, table, ok := strings.Cut(co.table, ".")
+	if !ok {
+		return nil
+	}
+	// Both names are identifiers ([A-Za-z_][A-Za-z0-9_$]*, checked by
+	// dsnConfig): safe to quote as they are.
+	rows, err := db.QueryContext(ctx, "SHOW TABLES FROM `"+schema+"` LIKE '"+table+"'")
+	if err != nil {
+		if mysqlerr.Errno(err) == mysqlerr.BadDB {
+			return wrapf(exitConnect, election.Classify(err), "--table %s", co.table)
+		}
+		return nil
+	}
+	rows.Close()
+	return nil
 }
 
 // connectError explains a failed ping: exit code 3 unless the library
@@ -483,6 +565,16 @@ const erUnknownSystemVariable = 1193
 
 // driverLogger sends the driver's log lines to slog at debug level.
 type driverLogger struct{ log *slog.Logger }
+
+// useDriverLogger makes log the driver's default logger too (mysql.SetLogger),
+// so that every line the driver prints, on any connection, comes out in the
+// CLI's log format rather than as plain "[mysql] …" text; it returns the
+// logger for a config.
+func useDriverLogger(log *slog.Logger) mysql.Logger {
+	l := driverLogger{log}
+	_ = mysql.SetLogger(l) // fails only for a nil logger
+	return l
+}
 
 func (d driverLogger) Print(v ...any) {
 	d.log.Debug("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
@@ -583,6 +675,8 @@ go-sql-driver/mysql DSN such as 'app:secret@tcp(db:3306)/app', and --table
 time_zone (quoted: time_zone=%%27%%2B01%%3A00%%27); parseTime is not needed.
 Passwords are never printed. Durations are in Go syntax: 500ms, 2s, 1m30s.
 Flags may follow arguments; arguments that start with - go after --.
+Commands given --json report an error on stdout too, as one JSON object:
+{"command":"status","error":MESSAGE,"exit_code":N}.
 
 %s
 Run 'sqlelect COMMAND --help' for a command's flags and an example.
@@ -636,43 +730,60 @@ func (c *cli) version(cmd *command, args []string) error {
 	return nil
 }
 
-// release is the version of this source tree: the CHANGELOG's newest entry.
+// release is the version of this source tree: the CHANGELOG's newest
+// release (a test checks that they agree).
 const release = "v0.1.0"
 
-// buildVersion is the module version when the binary was built from a
-// module (go install …@v0.1.0), else release-devel with the VCS revision and
-// commit time when Go recorded them (a build from a checkout).
 func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
-		if v := bi.Main.Version; v != "" && v != "(devel)" {
-			return v
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(bi)
+}
+
+// releaseVersion matches a release's tag (v1.2.3, v1.2.3-rc.1); a Go
+// pseudo-version (a build between tags) ends in a 14-digit time and a
+// 12-digit revision, which pseudoVersion matches.
+var (
+	releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	pseudoVersion  = regexp.MustCompile(`[-.][0-9]{14}-([0-9a-f]{12})(\+dirty)?$`)
+)
+
+// versionOf is the version sqlelect reports for a binary built as bi
+// describes: the tag when it was built at a release (go install …@v0.1.0,
+// or make build in a clean checkout of the tag), else the CHANGELOG's
+// latest release with -devel and the revision, v0.1.0-devel+18321b7bdbf5
+// (".dirty" after it for a checkout with changes), the same under make
+// build (the revision from the checkout) and go install …@COMMIT (from the
+// pseudo-version). Without either, v0.1.0-devel.
+func versionOf(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return release + "-devel"
+	}
+	v := bi.Main.Version
+	if releaseVersion.MatchString(v) && !pseudoVersion.MatchString(v) {
+		return v
+	}
+	var rev string
+	dirty := strings.HasSuffix(v, "+dirty")
+	if m := pseudoVersion.FindStringSubmatch(v); m != nil {
+		rev = m[1]
+	}
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = true
 		}
 	}
-	var rev, at, dirty string
-	if ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "+dirty"
-				}
-			}
-		}
-	}
-	v := release + "-devel"
+	out := release + "-devel"
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
 	if rev != "" {
-		v += "+" + rev + dirty
+		out += "+" + rev
+		if dirty {
+			out += ".dirty"
+		}
 	}
-	if at != "" {
-		v += " " + at
-	}
-	return v
+	return out
 }

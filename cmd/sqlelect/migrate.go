@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/operator"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -21,7 +23,8 @@ var migrateCmd = &command{
 	summary: "create, drop or inspect the election table (embedded golang-migrate migrations)",
 	detail: `  up         apply every pending migration (creates ` + election.DefaultTable + `)
   down       revert every migration: DROPS the table and every election in it
-             (asks on a terminal; --yes to confirm otherwise)
+             (asks on a terminal; --yes to confirm otherwise); refuses while
+             an election in it has a live leader, naming it, unless --force
   version    print the applied version
   force N    record version N without running anything, after a failed
              migration left the schema dirty (-1: none)
@@ -54,6 +57,7 @@ func (c *cli) migrate(cmd *command, args []string) error {
 	var co common
 	co.register(fs)
 	yes := fs.Bool("yes", false, "do not ask before migrate down, adopt or unadopt")
+	force := fs.Bool("force", false, "migrate down: drop the table even while an election in it has a live leader")
 	var recipeTimeout time.Duration
 	fs.DurationVar(&recipeTimeout, "recipe-timeout", schema.DefaultRecipeTimeout, "adopt: the recipe's timeout (its `interval N second`), the adopted rows' lease")
 	args, err := c.parse(cmd, fs, args)
@@ -96,7 +100,44 @@ func (c *cli) migrate(cmd *command, args []string) error {
 		fmt.Fprintf(c.stdout, "schema version forced from %d to %d (no migration was run)\n", before, forceTo)
 		return nil
 	}
+	if action == "down" && !*force {
+		if err := refuseLiveLeaders(ctx, db); err != nil {
+			return err
+		}
+	}
 	return c.migrateStep(ctx, m, action, before, *yes)
+}
+
+// refuseLiveLeaders refuses migrate down while an election in the table
+// has a live leader, naming each: its candidates would fail (exit 5) the
+// moment the table is dropped. A table that is not there has none; one
+// whose rows this binary cannot read (an older schema version, or a table
+// that is not sqlelect's, which Down then refuses with its layout) is left
+// to Down.
+func refuseLiveLeaders(ctx context.Context, db *sql.DB) error {
+	op, err := operator.New(db, election.DefaultTable)
+	if err != nil {
+		return err
+	}
+	recs, err := op.List(ctx)
+	if errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrSchemaMismatch) {
+		return nil
+	}
+	if err != nil {
+		return wrapf(exitError, err, "cannot tell whether an election in %s has a live leader (use --force to drop it anyway)", election.DefaultTable)
+	}
+	var live []string
+	for _, r := range recs {
+		if r.Live() {
+			live = append(live, fmt.Sprintf("election %q is led by %s (term %d, lease %v left)",
+				r.Election, printable(r.ID), r.Term, r.LeaseLeft.Round(time.Millisecond)))
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return failf(exitError, "%s: stop their candidates first (they exit 5 once the table is gone), or use --force to drop %s anyway",
+		strings.Join(live, "; "), election.DefaultTable)
 }
 
 // migrateAction checks migrate's arguments: the action, and N for force.

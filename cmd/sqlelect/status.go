@@ -41,7 +41,8 @@ transfer_to (a planned change pending), priority, live and state.
 Exit code 6 when ELECTION has no row.`,
 	example: `sqlelect status
 sqlelect status web-primary --json`,
-	run: (*cli).status,
+	json: true,
+	run:  (*cli).status,
 }
 
 // state names a record's state: live, expired or released.
@@ -236,11 +237,13 @@ without id, with the state:
 empty). Runs until SIGINT
 or SIGTERM (exit 0; 130, or 143 for SIGTERM, when the signal came before
 the first line). Database errors while watching are reported on stderr and
-retried. --interval is at least 10ms. Exit code 6 when ELECTION has no row
+retried (with --json also as a line {"event":"error","election":E,"term":0,
+"time":TIME,"err":MESSAGE} on stdout). --interval is at least 10ms. Exit code 6 when ELECTION has no row
 at the start.`,
 	example: `sqlelect watch web-primary --interval 1s
 sqlelect watch web-primary --json`,
-	run: (*cli).watch,
+	json: true,
+	run:  (*cli).watch,
 }
 
 // minWatchInterval is the shortest --interval of watch.
@@ -325,6 +328,9 @@ func (w *watcher) see(rec election.Record, err error) error {
 		if msg := err.Error(); msg != w.lastErr {
 			fmt.Fprintf(w.errs, "%s error (retrying): %v\n", now.Format(time.RFC3339Nano), err)
 			w.lastErr = msg
+			if w.enc != nil {
+				return w.enc.Encode(event{Event: "error", Election: w.name, Time: now.Format(time.RFC3339Nano), Err: msg})
+			}
 		}
 		return nil
 	}
