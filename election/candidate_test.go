@@ -32,6 +32,7 @@ type fakeBackend struct {
 	value     string // the value set by proclaim
 	proclaims []uint64
 	prefers   []Record // the records prefer was called with
+	giveUpErr error    // when non-nil, giveUp fails with it
 }
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
@@ -75,6 +76,9 @@ func (f *fakeBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 func (f *fakeBackend) giveUp(_ context.Context, hold uint64, g surrender) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.giveUpErr != nil {
+		return f.giveUpErr
+	}
 	if g.over {
 		f.handed = append(f.handed, g.to)
 		f.window = g.window

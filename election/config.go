@@ -191,7 +191,9 @@ func (s settings) config() Config {
 func (c Config) settings() (settings, error) {
 	given := c.flat()
 	s := given
-	s.ID = cmp.Or(s.ID, DefaultID())
+	if s.ID == "" {
+		s.ID = DefaultID() // not computed when given: a hostname look-up and random bytes
+	}
 	s.Table = cmp.Or(s.Table, DefaultTable)
 	if s.LeaseDuration == 0 && s.RenewDeadline > 0 {
 		s.LeaseDuration = scale(s.RenewDeadline, 1/renewDeadlineFraction)

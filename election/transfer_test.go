@@ -1,9 +1,12 @@
 package election
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -219,4 +222,55 @@ func TestMetricsTransferred(t *testing.T) {
 			t.Errorf("%d demoted transferred, want 1", n)
 		}
 	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use, for a test's logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestFailedReleaseAndHandoverLogged: a hand-over whose statement fails is
+// logged with its target and its error returned, wrapped; a release that
+// fails is logged without a target (it has none), as before the two shared
+// releaseHold.
+func TestFailedReleaseAndHandoverLogged(t *testing.T) {
+	for _, handOver := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			gone := errors.New("gone")
+			b := &fakeBackend{followB: beat{held: true, term: 5}, giveUpErr: gone}
+			h := newHarness(t, b, func(c *Config) { c.Tuning.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+			synctest.Wait()
+			b.set(func(f *fakeBackend) { f.followB = beat{} })
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// After the logger's own attributes (election, id).
+			want := `msg="release failed; the lease will expire instead" election=unit id=me term=5 err=gone`
+			if handOver {
+				err := h.c.Transfer(ctx, "other")
+				if !errors.Is(err, gone) || err.Error() != `election: handing over to "other": gone` {
+					t.Fatalf("Transfer = %v, want the hand-over's error wrapped", err)
+				}
+				want = `msg="hand-over failed; the lease will expire instead" election=unit id=me term=5 to=other err=gone`
+			} else if err := h.c.Resign(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := logs.String(); !strings.Contains(got, want+"\n") {
+				t.Fatalf("logs:\n%s\nwant a line ending %s", got, want)
+			}
+		})
+	}
 }
