@@ -163,7 +163,7 @@ type lockBackend struct {
 	// (see done).
 	lc getlock.Conn
 	// wrote is the term lc's connection last wrote naming this candidate
-	// (a placeholder's too, which names no connection: see claimOf).
+	// and itself, holding the lock (not a placeholder's: see claimOf).
 	wrote    uint64
 	lastUsed time.Time // end of lc's last statement, for the idle limit
 
@@ -451,7 +451,13 @@ func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, w
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn, rec Record) (Record, error) {
-	if _, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
+	// Not this connection's write (b.wrote, which claimOf trusts): it
+	// names no connection and holds no lock (lock.pml's watch leaves
+	// wrote).
+	wrote := b.wrote
+	_, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0))
+	b.wrote = wrote
+	if err != nil {
 		return rec, err
 	}
 	now, exists, err := b.read(ctx, c)

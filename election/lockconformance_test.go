@@ -159,19 +159,27 @@ func TestLockConformance(t *testing.T) {
 			lockWant{n: 1, id: me, term: "same", conn: "me", released: true, transferTo: "x"}},
 	}
 	const goneConn = 4000000000 // no connection has this id
+	// backend is a candidate me of an election of its own, after its
+	// preflight.
+	backend := func(t *testing.T) (b *lockBackend, name string) {
+		t.Helper()
+		name = fmt.Sprintf("lockconf-%d", rand.Uint32())
+		e, err := NewLock(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, Tuning: TuningConfig{RetryInterval: 200 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = e.b.(*lockBackend)
+		if err := b.preflight(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.close)
+		return b, name
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			name := fmt.Sprintf("lockconf-%d", rand.Uint32())
-			e, err := NewLock(db, Config{Name: name, ID: me, LeaseDuration: 10 * time.Second, Tuning: TuningConfig{RetryInterval: 200 * time.Millisecond}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := e.b.(*lockBackend)
-			if err := b.preflight(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.close)
+			b, name := backend(t)
 			lockName := b.lc.Lock.Name
+			var err error
 
 			// The lock: this candidate's connection, another's, or nobody's.
 			var holder *sql.Conn
@@ -382,4 +390,39 @@ func TestLockConformance(t *testing.T) {
 			}
 		})
 	}
+
+	// A placeholder (watch) names no lock connection and is written
+	// without the lock: it is not this connection's write (b.wrote;
+	// wrote[c] in model/lock.pml, which watch leaves). Only a row this very
+	// connection wrote holding the lock is claimed without a lock delay:
+	// after an operator stamps the placeholder with the candidate's live
+	// connection id (its term unchanged), the claim still waits
+	// (holderGone).
+	t.Run("placeholder, then stamped with my connection: claim after its lease (holderGone)", func(t *testing.T) {
+		b, name := backend(t)
+		holder, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		if _, err := holder.ExecContext(ctx, "DO GET_LOCK(?, 0)", b.lc.Lock.Name); err != nil {
+			t.Fatal(err)
+		}
+		if _, bt, _, err := b.follow(ctx); err != nil || bt.held {
+			t.Fatalf("watch: held %v, %v", bt.held, err)
+		}
+		rec, err := ReadRecord(ctx, db, "service_election", name)
+		if err != nil || rec.ID != me || rec.ConnectionID != 0 || b.wrote == rec.Term {
+			t.Fatalf("placeholder %+v (b.wrote %d), %v; want naming me, no connection, not this connection's write", rec, b.wrote, err)
+		}
+		if _, err := db.ExecContext(ctx, "UPDATE service_election SET connection_id = ? WHERE anchor = ?", b.lc.ID, name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := holder.ExecContext(ctx, "DO RELEASE_LOCK(?)", b.lc.Lock.Name); err != nil {
+			t.Fatal(err)
+		}
+		if _, bt, _, err := b.follow(ctx); err != nil || !bt.held || bt.delay <= 0 {
+			t.Errorf("follow with the lock: held %v, lock delay %v, %v; want held after a lock delay", bt.held, bt.delay, err)
+		}
+	})
 }
