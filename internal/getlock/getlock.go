@@ -1,9 +1,9 @@
 // Package getlock owns MySQL user-level locks (GET_LOCK), which two parts of
 // package election hold: the lock backend (lock.go), whose election is such a lock,
 // and the table backend's fast handover (wakeup.go), whose holder keeps one
-// so that followers wake the moment it lets go. Here: how the locks are
-// named, the statements that take, check and release one, and the
-// connection one is held on.
+// so that followers (and operator.Observe) wake the moment it lets go. Here:
+// how the locks are named, the statements that take, check and release one,
+// the connection one is held on, and the handover hint's wait (Hint).
 package getlock
 
 import (
@@ -15,8 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -424,4 +426,90 @@ func (c *Conn) debug(msg string, args ...any) {
 	if c.Log != nil {
 		c.Log.Debug(msg, args...)
 	}
+}
+
+// MinAwait is the shortest wait on the handover hint worth a GET_LOCK
+// round trip.
+const MinAwait = 5 * time.Millisecond
+
+// Metrics counts the handover hint's failures and skips; election.Metrics
+// is one.
+type Metrics interface {
+	Heartbeat(election string, d time.Duration, err error)
+	HandoverSkipped(election string)
+}
+
+// Hint is the table backend's handover hint (the lock WakeName names) as
+// election's candidates (wakeup.go) and operator.Observe share it: the
+// holder keeps the lock on a connection of its own; a follower waits for
+// it in GET_LOCK (Await) and lets it go at once in the same statement.
+// Every failure only costs speed: the follower falls back to its timer.
+//
+// Both connections come from the caller's pool, which the elections' own
+// statements need too, so the hint takes one only when the pool has one
+// to spare (Take). Set Lock before Take or Await; do not copy a Hint once
+// used.
+type Hint struct {
+	DB       *sql.DB
+	Lock     Lock         // on WakeName
+	Log      *slog.Logger // with the election's attributes
+	Election string       // the name failures and skips are counted under
+	Metrics  Metrics
+
+	warned atomic.Bool // a skip was logged
+}
+
+// Take opens c on a connection from the pool for the hint, unless the pool
+// would have none left for the elections' statements (OpenSpare): then it
+// counts the skip (sqlelect_fast_handover_skipped_total), logs the first,
+// and returns false and no error.
+func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
+	ok, err := c.OpenSpare(ctx, h.DB)
+	if ok || err != nil {
+		return ok, err
+	}
+	h.Metrics.HandoverSkipped(h.Election)
+	if h.warned.CompareAndSwap(false, true) {
+		s := h.DB.Stats()
+		h.Log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
+			"max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
+	}
+	return false, nil
+}
+
+// Fail counts err, a failure of the hint, as a heartbeat error.
+func (h *Hint) Fail(err error) { h.Metrics.Heartbeat(h.Election, 0, err) }
+
+// Await waits up to about d for the holder to let go, and reports whether
+// it did. It returns false at once when nobody keeps the lock (no holder,
+// or one that does not keep it): the caller's timer decides then. The
+// server's timeout ends a little before d, so that waiting out d never
+// needs to cancel the statement (which would cost the connection); the
+// caller bounds ctx all the same, by d and a query timeout.
+func (h *Hint) Await(ctx context.Context, d time.Duration) bool {
+	timeout := d - 2*time.Millisecond
+	if timeout < MinAwait {
+		return false
+	}
+	c := Conn{Lock: h.Lock}
+	ok, err := h.Take(ctx, &c)
+	if ok {
+		defer c.GiveBack()
+		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
+	}
+	if err != nil && ctx.Err() == nil {
+		h.Fail(err) // and the caller's timer decides
+		h.Log.Debug("handover wait failed", "err", err)
+	}
+	return ok
+}
+
+// Jitter returns d times a random factor in [1, 1+factor): the retry
+// interval a follower (of either backend, or Observe) waits between looks,
+// spread so that followers do not look in step.
+func Jitter(d time.Duration, factor float64) time.Duration {
+	if factor <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*factor*float64(d))
 }
