@@ -197,7 +197,7 @@ func (l Lock) Wait(d time.Duration) stmt.Stmt {
 
 // Pass returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
-// passed on), 0 when the wait ended first; Conn.Pass runs it.
+// passed on), 0 when the wait ended first; Conn.PassOn runs it.
 func (l Lock) Pass(d time.Duration) stmt.Stmt {
 	lit := Literal(l.Name)
 	hint, call := Call(lit, d, l.MariaDB)
@@ -226,31 +226,6 @@ type Conn struct {
 func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
 	c.Conn, err = db.Conn(ctx)
 	return err
-}
-
-// OpenSpare opens c on a connection from db when the pool has one to
-// spare for it, and reports whether it did: the pool must have two to
-// spare before (it is unlimited, or MaxOpenConnections - InUse >= 2), and
-// one still once c has its own (others may take theirs at the same
-// moment: then all give them back), so that the statements of the
-// elections on the pool are never starved of a connection. It returns
-// false and no error when it skipped.
-func (c *Conn) OpenSpare(ctx context.Context, db *sql.DB) (bool, error) {
-	spare := func(n int) bool {
-		s := db.Stats()
-		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
-	}
-	if !spare(2) {
-		return false, nil
-	}
-	if err := c.Open(ctx, db); err != nil {
-		return false, err
-	}
-	if !spare(1) { // others took theirs meanwhile
-		c.GiveBack()
-		return false, nil
-	}
-	return true, nil
 }
 
 // Setup takes a connection from db for the lock (see Open), ends any
@@ -355,23 +330,17 @@ func (c *Conn) Release(ctx context.Context) (bool, error) {
 	return r.Valid && r.Int64 == 1, nil
 }
 
-// Pass runs s, a wait of the lock's pass statement (Lock.pass), which
-// waits for the lock and lets it go at once: it reports whether a holder
-// let it go meanwhile. It returns false at once when nobody holds the lock.
-func (c *Conn) Pass(ctx context.Context, s stmt.Stmt) (bool, error) {
-	r, err := c.PassOn(ctx, s)
-	return r == PassLetGo, err
-}
-
-// What passOn saw.
+// What PassOn saw.
 const (
 	PassFree    = -1 // nobody held the lock
 	PassTimeout = 0  // the holder kept it for the whole wait
 	PassLetGo   = 1  // the holder let go, and the lock was passed on
 )
 
-// PassOn is pass, telling a lock that nobody held (PassFree) from a wait
-// that ended (PassTimeout). The connection never keeps the lock: a waiter
+// PassOn runs s, a wait of the lock's Pass statement, which waits for the
+// lock and lets it go at once, and reports what it saw: whether a holder
+// let the lock go meanwhile (PassLetGo), nobody held it (PassFree), or the
+// wait ended (PassTimeout). The connection never keeps the lock: a waiter
 // that the server hands the lock to lets it go in the same statement, on
 // the server, even if its client no longer reads (a frozen process).
 func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
@@ -459,14 +428,27 @@ type Hint struct {
 	warned atomic.Bool // a skip was logged
 }
 
-// Take opens c on a connection from the pool for the hint, unless the pool
-// would have none left for the elections' statements (OpenSpare): then it
+// Take opens c on a connection from the pool for the hint when the pool
+// has one to spare for it, and reports whether it did: the pool must have
+// two to spare before (it is unlimited, or MaxOpenConnections - InUse >=
+// 2), and one still once c has its own (others may take theirs at the same
+// moment: then all give them back), so that the statements of the
+// elections on the pool are never starved of a connection. Otherwise it
 // counts the skip (sqlelect_fast_handover_skipped_total), logs the first,
 // and returns false and no error.
 func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
-	ok, err := c.OpenSpare(ctx, h.DB)
-	if ok || err != nil {
-		return ok, err
+	spare := func(n int) bool {
+		s := h.DB.Stats()
+		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+	}
+	if spare(2) {
+		if err := c.Open(ctx, h.DB); err != nil {
+			return false, err
+		}
+		if spare(1) {
+			return true, nil
+		}
+		c.GiveBack() // others took theirs meanwhile
 	}
 	h.Metrics.HandoverSkipped(h.Election)
 	if h.warned.CompareAndSwap(false, true) {
@@ -492,16 +474,17 @@ func (h *Hint) Await(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 	c := Conn{Lock: h.Lock}
+	r := int64(PassTimeout)
 	ok, err := h.Take(ctx, &c)
 	if ok {
 		defer c.GiveBack()
-		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
+		r, err = c.PassOn(ctx, c.Lock.Pass(timeout))
 	}
 	if err != nil && ctx.Err() == nil {
 		h.Fail(err) // and the caller's timer decides
 		h.Log.Debug("handover wait failed", "err", err)
 	}
-	return ok
+	return r == PassLetGo
 }
 
 // Jitter returns d times a random factor in [1, 1+factor): the retry
