@@ -279,7 +279,7 @@ func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 	if w == nil || c.st.holds() || d < getlock.MinAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
 		return nil, func() {}
 	}
-	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)
+	actx, cancel := context.WithCancel(ctx) // Await bounds it by d and the query timeout
 	wch, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

@@ -35,7 +35,10 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
-		t.wake = newWakeup(db, cfg, c.log)
+		t.wake = &wakeup{
+			Hint:  getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
+			every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)), // renewals between checks of the lock
+		}
 		c.wake = t.wake
 	}
 	return c, nil

@@ -2,8 +2,6 @@ package election
 
 import (
 	"context"
-	"database/sql"
-	"log/slog"
 
 	"github.com/sqlelect/sqlelect/internal/getlock"
 )
@@ -37,15 +35,6 @@ type wakeup struct {
 	held     getlock.Conn
 	checkDue int // renewals until the holder checks its lock is still there
 	every    int // renewals between such checks
-}
-
-// newWakeup returns the hint of cfg's election; log carries the
-// election's attributes.
-func newWakeup(db *sql.DB, cfg settings, log *slog.Logger) *wakeup {
-	return &wakeup{
-		Hint:  getlock.Hint{DB: db, Log: log, Election: cfg.Name, Metrics: cfg.Metrics},
-		every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)),
-	}
 }
 
 // preflight names the lock after the election's database and table, and

@@ -68,7 +68,8 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 	}
 	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
 	if !cfg.Tuning.DisableFastHandover {
-		w.hint = &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name), Election: name, Metrics: cfg.Metrics}
+		w.hint = &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name), Election: name,
+			Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}
 	}
 	var last *observed
 	backoff := getlock.MinAwait // the wait after a changed look that found nobody leading
@@ -131,7 +132,7 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 // holder keeps one; it returns false when ctx ended.
 func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	start := w.t.Clock.Now()
-	if w.hint != nil && live && w.await(ctx, wait) {
+	if w.hint != nil && live && w.hint.Await(ctx, wait) {
 		return true // the holder let go: look now
 	}
 	t := w.t.Clock.NewTimer(max(wait-w.t.Clock.Now().Sub(start), 0))
@@ -142,14 +143,6 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	case <-t.C():
 		return true
 	}
-}
-
-// await waits up to about d for the holder to let go of the hint
-// (getlock.Hint.Await), bounded by d and a query timeout.
-func (w *watch) await(ctx context.Context, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, d+w.t.QueryTimeout)
-	defer cancel()
-	return w.hint.Await(ctx, d)
 }
 
 // permanent reports whether err, from a look, cannot go away by looking

@@ -424,6 +424,7 @@ type Hint struct {
 	Log      *slog.Logger // with the election's attributes
 	Election string       // the name failures and skips are counted under
 	Metrics  Metrics
+	Timeout  time.Duration // a query timeout: Await(d) is bounded by d+Timeout
 
 	warned atomic.Bool // a skip was logged
 }
@@ -466,13 +467,15 @@ func (h *Hint) Fail(err error) { h.Metrics.Heartbeat(h.Election, 0, err) }
 // it did. It returns false at once when nobody keeps the lock (no holder,
 // or one that does not keep it): the caller's timer decides then. The
 // server's timeout ends a little before d, so that waiting out d never
-// needs to cancel the statement (which would cost the connection); the
-// caller bounds ctx all the same, by d and a query timeout.
+// needs to cancel the statement (which would cost the connection); ctx is
+// bounded all the same, by d and h.Timeout.
 func (h *Hint) Await(ctx context.Context, d time.Duration) bool {
 	timeout := d - 2*time.Millisecond
 	if timeout < MinAwait {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(ctx, d+h.Timeout)
+	defer cancel()
 	c := Conn{Lock: h.Lock}
 	r := int64(PassTimeout)
 	ok, err := h.Take(ctx, &c)
