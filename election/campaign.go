@@ -3,10 +3,10 @@ package election
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -201,7 +201,7 @@ func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
 	case following:
 		if !c.healthy() {
 			// Not campaigning; woken when the check passes again.
-			return c.jitter(c.cfg.RetryInterval), nil
+			return getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor), nil
 		}
 		return c.followTick(ctx)
 	default: // holding, leading
@@ -225,7 +225,7 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 		if ctx.Err() == nil {
 			c.log.Debug("follow failed", "err", err)
 		}
-		return c.jitter(c.cfg.RetryInterval), err
+		return getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor), err
 	}
 	if b.held {
 		c.acquired(send, b)
@@ -382,16 +382,6 @@ func (c *Candidate) observe(r Record) {
 	if f := c.cfg.Callbacks.OnLeaderChanged; f != nil {
 		f(r)
 	}
-}
-
-func (c *Candidate) jitter(d time.Duration) time.Duration { return jitter(d, c.cfg.JitterFactor) }
-
-// jitter returns d times a random factor in [1, 1+factor).
-func jitter(d time.Duration, factor float64) time.Duration {
-	if factor <= 0 {
-		return d
-	}
-	return d + time.Duration(rand.Float64()*factor*float64(d))
 }
 
 // later returns the later of a and b.

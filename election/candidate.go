@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
 // The candidate, by job: this file holds the type, its public methods and
@@ -43,7 +45,7 @@ import (
 //     Config.Health.Check and writes checked, unhealthy and lastFailure, and
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
-//     wake.await while the Run goroutine only waits.
+//     wake.Await while the Run goroutine only waits.
 type Candidate struct {
 	cfg settings
 	b   backend
@@ -218,7 +220,7 @@ func (c *Candidate) preflight(ctx context.Context) error {
 			c.log.Warn("preflight failed; retrying", "err", err)
 		}
 		c.metrics().Heartbeat(c.cfg.Name, 0, err)
-		wait := c.jitter(c.cfg.RetryInterval)
+		wait := getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor)
 		c.due(wait)
 		if !c.sleep(ctx, wait) {
 			return nil
@@ -274,14 +276,14 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 // and returns once its goroutine has exited; it must always be called.
 func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-chan struct{}, stop func()) {
 	w := c.wake
-	if w == nil || c.st.holds() || d < minAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
+	if w == nil || c.st.holds() || d < getlock.MinAwait || c.cfg.Clock.Now().Before(c.st.sitOutUntil) {
 		return nil, func() {}
 	}
-	actx, cancel := context.WithTimeout(ctx, d+c.cfg.QueryTimeout)
+	actx, cancel := context.WithCancel(ctx) // Await bounds it by d and the query timeout
 	wch, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		if w.await(actx, d) {
+		if w.Await(actx, d) {
 			close(wch)
 		}
 	}()

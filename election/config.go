@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -307,7 +306,7 @@ func describe(what string, d, given time.Duration, derived string) string {
 }
 
 // quoteTable returns a validated table name quoted for SQL: `db`.`table`.
-func quoteTable(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
+func quoteTable(table string) string { return ident.Quote(table) }
 
 // DefaultID returns a human-readable identity unique to this process:
 // "host:pid:token", the token being 6 random hex digits, as the MySQL recipe

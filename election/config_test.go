@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -106,7 +108,7 @@ func TestJitterFactor(t *testing.T) {
 				t.Errorf("WithDefaults twice: %v, then %v", d.Tuning.JitterFactor, again.Tuning.JitterFactor)
 			}
 			for range 1000 {
-				w := jitter(time.Second, d.Tuning.JitterFactor)
+				w := getlock.Jitter(time.Second, d.Tuning.JitterFactor)
 				ok := w >= time.Second && w < tc.maxWait
 				if tc.maxWait == time.Second {
 					ok = w == time.Second // no jitter

@@ -551,7 +551,7 @@ func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, 
 	if err := b.releaseLock(ctx); err != nil {
 		return Record{}, beat{}, 0, err
 	}
-	wait := jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
+	wait := getlock.Jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
 	return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -34,8 +35,10 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
-		t.wake = newWakeup(db, cfg, func(err error) { c.metrics().Heartbeat(cfg.Name, 0, err) },
-			func() { c.metrics().HandoverSkipped(cfg.Name) })
+		t.wake = &wakeup{
+			Hint:  getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
+			every: max(1, int(cfg.LeaseDuration/cfg.RenewInterval)), // renewals between checks of the lock
+		}
 		c.wake = t.wake
 	}
 	return c, nil
@@ -98,7 +101,7 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	if t.wake != nil {
-		return t.wake.preflight(ctx)
+		return t.wake.preflight(ctx, t.cfg.Table)
 	}
 	return nil
 }
@@ -184,7 +187,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 		// holds nothing) with a planned change pending, which it may not
 		// claim: look again at the retry interval, or just after the
 		// lease (the transfer window) runs out by the database clock.
-		wait := jitter(t.cfg.RetryInterval, t.cfg.JitterFactor)
+		wait := getlock.Jitter(t.cfg.RetryInterval, t.cfg.JitterFactor)
 		return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
 	}
 	b, err := t.heartbeat(ctx, 0)

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
@@ -27,9 +26,6 @@ type ObserveOptions struct {
 	// Metrics receives the errors and skipped hints. Default nil: none.
 	Metrics election.Metrics
 }
-
-// minAwait is the shortest wait worth a GET_LOCK round trip.
-const minAwait = 5 * time.Millisecond
 
 // Observe follows an election without campaigning, as etcd's
 // Election.Observe does: it writes nothing, and reports what it sees of
@@ -70,9 +66,13 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 	if err != nil {
 		return err
 	}
-	w := watch{o: o, cfg: cfg, t: cfg.Tuning, hint: !cfg.Tuning.DisableFastHandover}
+	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
+	if !cfg.Tuning.DisableFastHandover {
+		w.hint = &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name), Election: name,
+			Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}
+	}
 	var last *observed
-	backoff := minAwait // the wait after a changed look that found nobody leading
+	backoff := getlock.MinAwait // the wait after a changed look that found nobody leading
 	for {
 		rec, err := w.look(ctx)
 		if ctx.Err() != nil {
@@ -93,7 +93,7 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 			}
 		}
 		var wait time.Duration
-		wait, backoff = observeWait(jitter(w.t.RetryInterval, w.t.JitterFactor), rec, err, ob, changed, backoff)
+		wait, backoff = observeWait(getlock.Jitter(w.t.RetryInterval, w.t.JitterFactor), rec, err, ob, changed, backoff)
 		if !w.sleep(ctx, wait, err == nil && rec.Live() && rec.Backend == "table") {
 			return nil
 		}
@@ -103,12 +103,10 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 // watch is Observe's state, with the table backend's handover hint as a
 // follower waits on it.
 type watch struct {
-	o      *Operator
-	cfg    election.Config // with defaults
-	t      election.TuningConfig
-	hint   bool         // wait on the hint: fast handover is on, and its preparation did not fail
-	lock   getlock.Lock // the hint, set after the first look
-	warned bool         // a skip was logged
+	o    *Operator
+	cfg  election.Config // with defaults
+	t    election.TuningConfig
+	hint *getlock.Hint // nil when fast handover is off or its preparation failed; its Lock is set after the first look
 }
 
 // look is one look of Observe: the election's record. The hint is prepared
@@ -118,13 +116,13 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 	qctx, cancel := context.WithTimeout(ctx, w.t.QueryTimeout)
 	defer cancel()
 	rec, err := w.o.Status(qctx, w.cfg.Name)
-	if err == nil && w.hint && w.lock.Name == "" {
+	if err == nil && w.hint != nil && w.hint.Lock.Name == "" {
 		site, perr := getlock.ReadSite(qctx, w.o.db, w.o.table)
 		if perr != nil {
-			w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, perr)
-			w.hint = false
+			w.hint.Fail(perr)
+			w.hint = nil
 		} else {
-			w.lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+			w.hint.Lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
 		}
 	}
 	return rec, err
@@ -134,7 +132,7 @@ func (w *watch) look(ctx context.Context) (election.Record, error) {
 // holder keeps one; it returns false when ctx ended.
 func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	start := w.t.Clock.Now()
-	if w.hint && live && wait >= minAwait && w.await(ctx, wait) {
+	if w.hint != nil && live && w.hint.Await(ctx, wait) {
 		return true // the holder let go: look now
 	}
 	t := w.t.Clock.NewTimer(max(wait-w.t.Clock.Now().Sub(start), 0))
@@ -147,55 +145,12 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	}
 }
 
-// await waits up to about d for the holder to let go of the hint, and
-// reports whether it did. It returns false at once when nobody keeps it.
-// The server's timeout ends a little before d, so that waiting out d never
-// needs to cancel the statement (which would cost the connection); ctx
-// is bounded by d and a query timeout all the same. It takes a connection
-// only when the pool has one to spare (getlock.OpenSpare), and counts a
-// skip otherwise.
-func (w *watch) await(ctx context.Context, d time.Duration) bool {
-	timeout := d - 2*time.Millisecond
-	if timeout < minAwait {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, d+w.t.QueryTimeout)
-	defer cancel()
-	c := getlock.Conn{Lock: w.lock}
-	ok, err := c.OpenSpare(ctx, w.o.db)
-	if ok {
-		defer c.GiveBack()
-		ok, err = c.Pass(ctx, c.Lock.Pass(timeout))
-	} else if err == nil {
-		w.cfg.Metrics.HandoverSkipped(w.cfg.Name)
-		if !w.warned {
-			w.warned = true
-			s := w.o.db.Stats()
-			w.t.Logger.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
-				"election", w.cfg.Name, "max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
-		}
-	}
-	if err != nil && ctx.Err() == nil {
-		w.cfg.Metrics.Heartbeat(w.cfg.Name, 0, err) // and the caller's timer decides
-		w.t.Logger.Debug("handover wait failed", "election", w.cfg.Name, "err", err)
-	}
-	return ok
-}
-
 // permanent reports whether err, from a look, cannot go away by looking
 // again.
 func permanent(err error) bool {
 	return errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrAccessDenied) ||
 		errors.Is(err, election.ErrSchemaMismatch) || errors.Is(err, election.ErrUnknownTimeZone) ||
 		errors.Is(err, election.ErrInvalidConfig)
-}
-
-// jitter returns d times a random factor in [1, 1+factor).
-func jitter(d time.Duration, factor float64) time.Duration {
-	if factor <= 0 {
-		return d
-	}
-	return d + time.Duration(rand.Float64()*factor*float64(d))
 }
 
 // observeWait returns how long Observe waits after a look (at most wait,
@@ -205,13 +160,13 @@ func observeWait(wait time.Duration, rec election.Record, err error, o observed,
 	switch {
 	case err == nil && rec.Live():
 		// Look again as soon as the lease may have run out.
-		return min(wait, rec.LeaseLeft+minAwait), minAwait
+		return min(wait, rec.LeaseLeft+getlock.MinAwait), getlock.MinAwait
 	case o.state == "released" || o.state == "expired" || o.state == "missing":
 		// A candidate usually takes a free row within milliseconds (it was
 		// woken too): look again soon, then less often, up to the interval
 		// while nobody leads.
 		if changed {
-			backoff = minAwait
+			backoff = getlock.MinAwait
 		}
 		backoff = min(2*backoff, wait)
 		return backoff, backoff

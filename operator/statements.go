@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
@@ -40,11 +39,6 @@ func requestSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :to WHERE anchor = :name AND released = 0 AND ` + dbclock.Live
 }
 
-// quote returns a validated table name quoted for SQL.
-func quote(table string) string {
-	return "`" + strings.ReplaceAll(table, ".", "`.`") + "`"
-}
-
 // Assume forces candidate id to lead election name: the operator's REPLACE
 // of the MySQL recipe, done so that the term still increases and the lease
 // length is kept. The previous holder's next renewal fails and it stands down
@@ -76,7 +70,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 	if err != nil {
 		return election.Record{}, err
 	}
-	tbl := quote(o.table)
+	tbl := ident.Quote(o.table)
 	assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(termSQL(tbl))
 	unsafe := false
 	// The term is above the election's term floor, which is raised to
@@ -97,7 +91,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 		return term, err
 	}
 	// Assume inserts no row: no lock delay to judge a first election by.
-	f := floor.NewStmts(tbl, quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
+	f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
 	err = retryConflicts(ctx, func() error { return floor.InTxOnce(ctx, o.db, f, name, write) })
 	if err != nil {
 		return election.Record{}, o.classify(err)
@@ -130,7 +124,7 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 	if err != nil && !errors.Is(err, election.ErrNoLeader) {
 		return election.Record{}, err
 	}
-	res, err := o.exec(ctx, reelectSQL(quote(o.table)), stmt.Params{Name: name})
+	res, err := o.exec(ctx, reelectSQL(ident.Quote(o.table)), stmt.Params{Name: name})
 	if err != nil {
 		return election.Record{}, err
 	}
@@ -191,7 +185,7 @@ func (o *Operator) StepDown(ctx context.Context, name string) (election.Record, 
 // request asks election name's live leader to hand over to to ("" for
 // anyone).
 func (o *Operator) request(ctx context.Context, name, to string) (election.Record, error) {
-	res, err := o.exec(ctx, requestSQL(quote(o.table)), stmt.Params{Name: name, To: to})
+	res, err := o.exec(ctx, requestSQL(ident.Quote(o.table)), stmt.Params{Name: name, To: to})
 	if err != nil {
 		return election.Record{}, err
 	}

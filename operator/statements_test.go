@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -27,7 +28,7 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 		{"db1.elections", stmt.NewBound(stmt.FlavorMariaDB, 5*time.Second), stmt.Params{Name: "e2", Me: "you", Lease: 1, Floor: 1763790000123457, To: "x"}},
 		{"db1.elections", stmt.NewBound(stmt.FlavorMySQL, 3*time.Second), stmt.Params{Name: "e2", Me: "you", Lease: 1, Floor: 1763790000123457}},
 	} {
-		tbl, p := quote(tc.table), tc.p
+		tbl, p := ident.Quote(tc.table), tc.p
 		for _, s := range []struct {
 			what, built, legacy string
 			args                []any

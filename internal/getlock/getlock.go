@@ -1,9 +1,9 @@
 // Package getlock owns MySQL user-level locks (GET_LOCK), which two parts of
 // package election hold: the lock backend (lock.go), whose election is such a lock,
 // and the table backend's fast handover (wakeup.go), whose holder keeps one
-// so that followers wake the moment it lets go. Here: how the locks are
-// named, the statements that take, check and release one, and the
-// connection one is held on.
+// so that followers (and operator.Observe) wake the moment it lets go. Here:
+// how the locks are named, the statements that take, check and release one,
+// the connection one is held on, and the handover hint's wait (Hint).
 package getlock
 
 import (
@@ -15,8 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -195,7 +197,7 @@ func (l Lock) Wait(d time.Duration) stmt.Stmt {
 
 // Pass returns a statement that waits about d for the lock and lets it go
 // at once: -1 when nobody holds it, 1 when it was let go meanwhile (and was
-// passed on), 0 when the wait ended first; Conn.Pass runs it.
+// passed on), 0 when the wait ended first; Conn.PassOn runs it.
 func (l Lock) Pass(d time.Duration) stmt.Stmt {
 	lit := Literal(l.Name)
 	hint, call := Call(lit, d, l.MariaDB)
@@ -224,31 +226,6 @@ type Conn struct {
 func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
 	c.Conn, err = db.Conn(ctx)
 	return err
-}
-
-// OpenSpare opens c on a connection from db when the pool has one to
-// spare for it, and reports whether it did: the pool must have two to
-// spare before (it is unlimited, or MaxOpenConnections - InUse >= 2), and
-// one still once c has its own (others may take theirs at the same
-// moment: then all give them back), so that the statements of the
-// elections on the pool are never starved of a connection. It returns
-// false and no error when it skipped.
-func (c *Conn) OpenSpare(ctx context.Context, db *sql.DB) (bool, error) {
-	spare := func(n int) bool {
-		s := db.Stats()
-		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
-	}
-	if !spare(2) {
-		return false, nil
-	}
-	if err := c.Open(ctx, db); err != nil {
-		return false, err
-	}
-	if !spare(1) { // others took theirs meanwhile
-		c.GiveBack()
-		return false, nil
-	}
-	return true, nil
 }
 
 // Setup takes a connection from db for the lock (see Open), ends any
@@ -353,23 +330,17 @@ func (c *Conn) Release(ctx context.Context) (bool, error) {
 	return r.Valid && r.Int64 == 1, nil
 }
 
-// Pass runs s, a wait of the lock's pass statement (Lock.pass), which
-// waits for the lock and lets it go at once: it reports whether a holder
-// let it go meanwhile. It returns false at once when nobody holds the lock.
-func (c *Conn) Pass(ctx context.Context, s stmt.Stmt) (bool, error) {
-	r, err := c.PassOn(ctx, s)
-	return r == PassLetGo, err
-}
-
-// What passOn saw.
+// What PassOn saw.
 const (
 	PassFree    = -1 // nobody held the lock
 	PassTimeout = 0  // the holder kept it for the whole wait
 	PassLetGo   = 1  // the holder let go, and the lock was passed on
 )
 
-// PassOn is pass, telling a lock that nobody held (PassFree) from a wait
-// that ended (PassTimeout). The connection never keeps the lock: a waiter
+// PassOn runs s, a wait of the lock's Pass statement, which waits for the
+// lock and lets it go at once, and reports what it saw: whether a holder
+// let the lock go meanwhile (PassLetGo), nobody held it (PassFree), or the
+// wait ended (PassTimeout). The connection never keeps the lock: a waiter
 // that the server hands the lock to lets it go in the same statement, on
 // the server, even if its client no longer reads (a frozen process).
 func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
@@ -424,4 +395,107 @@ func (c *Conn) debug(msg string, args ...any) {
 	if c.Log != nil {
 		c.Log.Debug(msg, args...)
 	}
+}
+
+// MinAwait is the shortest wait on the handover hint worth a GET_LOCK
+// round trip.
+const MinAwait = 5 * time.Millisecond
+
+// Metrics counts the handover hint's failures and skips; election.Metrics
+// is one.
+type Metrics interface {
+	Heartbeat(election string, d time.Duration, err error)
+	HandoverSkipped(election string)
+}
+
+// Hint is the table backend's handover hint (the lock WakeName names) as
+// election's candidates (wakeup.go) and operator.Observe share it: the
+// holder keeps the lock on a connection of its own; a follower waits for
+// it in GET_LOCK (Await) and lets it go at once in the same statement.
+// Every failure only costs speed: the follower falls back to its timer.
+//
+// Both connections come from the caller's pool, which the elections' own
+// statements need too, so the hint takes one only when the pool has one
+// to spare (Take). Set Lock before Take or Await; do not copy a Hint once
+// used.
+type Hint struct {
+	DB       *sql.DB
+	Lock     Lock         // on WakeName
+	Log      *slog.Logger // with the election's attributes
+	Election string       // the name failures and skips are counted under
+	Metrics  Metrics
+	Timeout  time.Duration // a query timeout: Await(d) is bounded by d+Timeout
+
+	warned atomic.Bool // a skip was logged
+}
+
+// Take opens c on a connection from the pool for the hint when the pool
+// has one to spare for it, and reports whether it did: the pool must have
+// two to spare before (it is unlimited, or MaxOpenConnections - InUse >=
+// 2), and one still once c has its own (others may take theirs at the same
+// moment: then all give them back), so that the statements of the
+// elections on the pool are never starved of a connection. Otherwise it
+// counts the skip (sqlelect_fast_handover_skipped_total), logs the first,
+// and returns false and no error.
+func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
+	spare := func(n int) bool {
+		s := h.DB.Stats()
+		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
+	}
+	if spare(2) {
+		if err := c.Open(ctx, h.DB); err != nil {
+			return false, err
+		}
+		if spare(1) {
+			return true, nil
+		}
+		c.GiveBack() // others took theirs meanwhile
+	}
+	h.Metrics.HandoverSkipped(h.Election)
+	if h.warned.CompareAndSwap(false, true) {
+		s := h.DB.Stats()
+		h.Log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns or set DisableFastHandover)",
+			"max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
+	}
+	return false, nil
+}
+
+// Fail counts err, a failure of the hint, as a heartbeat error.
+func (h *Hint) Fail(err error) { h.Metrics.Heartbeat(h.Election, 0, err) }
+
+// Await waits up to about d for the holder to let go, and reports whether
+// it did. It returns false at once when nobody keeps the lock (no holder,
+// or one that does not keep it): the caller's timer decides then. The
+// server's timeout ends a little before d, so that waiting out d never
+// needs to cancel the statement (which would cost the connection); ctx is
+// bounded all the same, by d and h.Timeout.
+func (h *Hint) Await(ctx context.Context, d time.Duration) bool {
+	timeout := d - 2*time.Millisecond
+	if timeout < MinAwait {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, d+h.Timeout)
+	defer cancel()
+	c := Conn{Lock: h.Lock}
+	r := int64(PassTimeout)
+	ok, err := h.Take(ctx, &c)
+	if ok {
+		defer c.GiveBack()
+		r, err = c.PassOn(ctx, c.Lock.Pass(timeout))
+	}
+	if err != nil && ctx.Err() == nil {
+		h.Fail(err) // and the caller's timer decides
+		h.Log.Debug("handover wait failed", "err", err)
+	}
+	return r == PassLetGo
+}
+
+// Jitter returns d times a random factor in [1, 1+factor): the retry
+// interval a follower (of either backend, or Observe) waits between looks,
+// spread so that followers do not look in step.
+func Jitter(d time.Duration, factor float64) time.Duration {
+	if factor <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*factor*float64(d))
 }

@@ -1,6 +1,6 @@
 // Package ident checks the names sqlelect accepts: election names,
-// candidate identities and table names; and it holds the limit of a
-// candidate's published value. Its errors wrap ErrInvalid, which
+// candidate identities and table names (and quotes the latter); and it
+// holds the limit of a candidate's published value. Its errors wrap ErrInvalid, which
 // package election exports as ErrInvalidConfig.
 package ident
 
@@ -86,6 +86,10 @@ func Table(table string) error {
 	}
 	return nil
 }
+
+// Quote returns a table name that Table accepted quoted for SQL:
+// `db`.`table`.
+func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // identifier reports whether s matches [A-Za-z_][A-Za-z0-9_$]{0,63}.
 func identifier(s string) bool {

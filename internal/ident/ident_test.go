@@ -81,3 +81,15 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+// TestQuote: a table, qualified or not, is quoted part by part.
+func TestQuote(t *testing.T) {
+	for table, want := range map[string]string{
+		"service_election":     "`service_election`",
+		"app.service_election": "`app`.`service_election`",
+	} {
+		if got := Quote(table); got != want {
+			t.Errorf("Quote(%q) = %s, want %s", table, got, want)
+		}
+	}
+}
