@@ -246,6 +246,15 @@ func renewSQL(tbl string) string {
 WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
 }
 
+// newFloorStmts returns the floor statements (internal/floor's: both
+// backends and Assume run them in one transaction with a term's write) of
+// election table table (a Config's, whose defaults settings filled in:
+// never empty), bounded by b, for a candidate whose lock delay is
+// lockDelay.
+func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floor.Stmts {
+	return floor.NewStmts(quoteTable(table), quoteTable(floor.Table(table)), b, lockDelay, termNowSQL)
+}
+
 // tableStmts are the table backend's statements, compiled by tableStatements;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
