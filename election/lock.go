@@ -226,16 +226,7 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
 	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
-	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
-		return probe.Layout(ctx, b.db, b.cfg.Table, err)
-	}
-	if err := probe.Session(ctx, b.db, b.cfg.Table, probe.Lock); err != nil {
-		return err
-	}
-	if _, err := probe.Server(ctx, b.db, b.cfg.Table); err != nil {
-		return err
-	}
-	if err := probe.Topology(ctx, b.db); err != nil {
+	if _, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, b.sql.peek, true); err != nil {
 		return err
 	}
 	b.bound.Store(bound)

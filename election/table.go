@@ -65,20 +65,14 @@ func (t *tableBackend) params(hold uint64) stmt.Params {
 }
 
 func (t *tableBackend) preflight(ctx context.Context) error {
-	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
-		return probe.Layout(ctx, t.db, t.cfg.Table, err)
-	}
-	if err := probe.Session(ctx, t.db, t.cfg.Table, probe.Table); err != nil {
+	// Candidates that share a Batcher probe the server until one did.
+	b := t.cfg.Batcher
+	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
+	if err != nil {
 		return err
 	}
-	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {
-		probed, err := probe.Server(ctx, t.db, t.cfg.Table)
-		if err != nil {
-			return err
-		}
-		if b != nil && probed {
-			b.serverProbed.Store(true) // once for its thousands of elections
-		}
+	if b != nil && probed {
+		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	adopt, err := adoptedMillis(ctx, t.db, t.cfg)
 	if err != nil {

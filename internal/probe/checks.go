@@ -67,23 +67,36 @@ func Checks(table string) []Check {
 	}
 }
 
-// Session is Run's preflight on the session and the schema of election
-// table table for backend (Table or Lock): the privileges
-// (CheckPrivileges), then the Checks of backend. It returns the first
-// error.
-func Session(ctx context.Context, db *sql.DB, table, backend string) error {
+// Preflight is Run's preflight on election table table for backend (Table
+// or Lock), and returns the first error: peek (a statement that reads no
+// row but needs every column the backend reads) explained by Layout, the
+// privileges (CheckPrivileges), the Checks of backend, the heartbeat probe
+// of the server when server is true (Server, whose probed it returns), and
+// for the lock backend the Topology.
+func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
+	if _, err := db.ExecContext(ctx, peek); err != nil {
+		return false, Layout(ctx, db, table, err)
+	}
 	if err := CheckPrivileges(ctx, db, Quote(table)); err != nil {
-		return err
+		return false, err
 	}
 	for _, c := range Checks(table) {
 		if !slices.Contains(c.Backends, backend) {
 			continue
 		}
 		if err := c.Run(ctx, db); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	if server {
+		if probed, err = Server(ctx, db, table); err != nil {
+			return false, err
+		}
+	}
+	if backend == Lock {
+		return probed, Topology(ctx, db)
+	}
+	return probed, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
