@@ -22,6 +22,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -166,15 +167,16 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	if db == nil {
 		return Report{}, election.ErrNilDB
 	}
-	kit, err := election.Probe(config)
+	config.Name = probe.ScratchPrefix + "x" // ignored: the checks work in scratch elections
+	cfg, err := config.WithDefaults()
 	if err != nil {
 		return Report{}, err
 	}
 	name := fmt.Sprintf("%s%08x", probe.ScratchPrefix, rand.Uint32())
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), kit: kit, name: name, name2: name + "/2"}
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: probe.Quote(cfg.Table), name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
-	if ch.site, err = getlock.ReadSite(qctx, db, kit.Table); err == nil {
+	if ch.site, err = getlock.ReadSite(qctx, db, cfg.Table); err == nil {
 		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
 	}
 	if err == nil {
@@ -201,14 +203,15 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 
 // checker runs Check's probes; each adds its findings to report. The
 // statements it shares with Run (the privilege probes, the preflight
-// checks, the heartbeat probe) are election's, through probe.Kit; the
+// checks, the heartbeat probe) are Run's own, in internal/probe; the
 // others are its own.
 type checker struct {
 	ctx          context.Context
 	db           *sql.DB
-	sdb          *sqlx.DB // db, for the connections whose rows are scanned whole
-	kit          probe.Kit
-	name, name2  string // the scratch elections
+	sdb          *sqlx.DB        // db, for the connections whose rows are scanned whole
+	cfg          election.Config // with its defaults
+	tbl          string          // cfg.Table, quoted
+	name, name2  string          // the scratch elections
 	site         getlock.Site
 	noWrites     bool // the user cannot write the table: the write probes are skipped
 	simultaneous bool // the session assigns simultaneously (assignment_order failed)
@@ -258,7 +261,7 @@ func (ch *checker) skip(property string, backends []string) bool {
 // step is a context for one statement of ch: QueryTimeout, plus extra for
 // a statement that waits on purpose.
 func (ch *checker) step(extra time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ch.ctx, ch.kit.QueryTimeout+extra)
+	return context.WithTimeout(ch.ctx, ch.cfg.Tuning.QueryTimeout+extra)
 }
 
 func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
@@ -290,13 +293,13 @@ func (ch *checker) variable(name string) (val string, ok bool, err error) {
 	return stmt.ServerVariable(ctx, ch.db, name)
 }
 
-// privileges runs Run's privilege probes (probe.Kit.PrivilegeProbes:
+// privileges runs Run's privilege probes (probe.Privileges:
 // nothing is written or locked) and also tells a read-only server apart. A
 // missing table or column is Check's error.
 func (ch *checker) privileges() error {
 	var denied, refused []string // the privileges the user lacks; the probes a read-only server refused
 	var firstErr error           // of the first denied probe but DELETE's
-	for _, p := range ch.kit.PrivilegeProbes {
+	for _, p := range probe.Privileges(ch.tbl) {
 		_, err := ch.exec(p.Query)
 		switch {
 		case err == nil:
@@ -308,7 +311,7 @@ func (ch *checker) privileges() error {
 		case p.Name == "SELECT":
 			ctx, cancel := ch.step(0)
 			defer cancel()
-			return ch.kit.Layout(ctx, ch.db, err)
+			return probe.Layout(ctx, ch.db, ch.cfg.Table, err)
 		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
 			ch.noWrites = true
 			refused = append(refused, p.Name)
@@ -318,20 +321,20 @@ func (ch *checker) privileges() error {
 			return nil
 		}
 	}
-	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.kit.Quoted + " TO the user"
+	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
 	switch {
 	case firstErr != nil:
 		ch.noWrites = true
-		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.kit.Quoted, firstErr),
+		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.tbl, firstErr),
 			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant)
 	case refused != nil:
 		ch.add(PropPrivileges, both(), CheckWarn,
-			"SELECT on "+ch.kit.Quoted+"; "+strings.Join(refused, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
+			"SELECT on "+ch.tbl+"; "+strings.Join(refused, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
 	case denied != nil: // DELETE only
-		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.kit.Quoted+" but not DELETE",
+		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.tbl+" but not DELETE",
 			"Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail", grant)
 	default:
-		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.kit.Quoted)
+		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.tbl)
 	}
 	return nil
 }
@@ -431,11 +434,11 @@ func (ch *checker) replicaChannels() ([]string, error) {
 }
 
 // topology: GET_LOCK is local to a node of Galera or of a multi-primary
-// Group Replication group (probe.Kit.Topology, the lock backend's own check).
+// Group Replication group (probe.Topology, the lock backend's own check).
 func (ch *checker) topology() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	switch err := ch.kit.Topology(ctx, ch.db); {
+	switch err := probe.Topology(ctx, ch.db); {
 	case errors.Is(err, election.ErrUnsupportedTopology):
 		ch.add(PropTopology, lockOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ")+
 			"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
@@ -451,14 +454,14 @@ func (ch *checker) topology() {
 // preflight reports on Run's preflight checks: a fail where Run would
 // refuse (a permanent error), unverified where the check could not be made.
 func (ch *checker) preflight() {
-	for _, c := range ch.kit.Checks {
+	for _, c := range probe.Checks(ch.cfg.Table) {
 		ctx, cancel := ch.step(0)
 		err := c.Run(ctx, ch.db)
 		cancel()
 		switch {
 		case err == nil:
 			ch.pass(c.Prop, c.Backends, c.Pass)
-		case ch.kit.Permanent(err):
+		case probe.Permanent(err):
 			ch.simultaneous = ch.simultaneous || c.Prop == PropAssignmentOrder
 			ch.add(c.Prop, c.Backends, CheckFail, err.Error(), c.Consequence, c.Fix)
 		default:
@@ -475,7 +478,7 @@ func (ch *checker) affectedRows() {
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	p, err := ch.kit.Heartbeat(ctx, ch.db, ch.name)
+	p, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
 	ok, foundRows := p.OK()
 	switch why := p.Problem(); {
 	case ch.simultaneous && probe.IsCheckViolation(err): // the heartbeat fails on its CHECK constraint there, by design
@@ -507,7 +510,7 @@ func (ch *checker) replace() {
 	if ch.skip(PropReplace, none()) {
 		return
 	}
-	res, err := ch.exec(`REPLACE INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
+	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
 		ch.unverified(PropReplace, none(), "REPLACE", err)
 		return
@@ -516,7 +519,7 @@ func (ch *checker) replace() {
 	var acquired string
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.kit.Quoted+` WHERE anchor = ?`, ch.name).Scan(&acquired)
+	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name).Scan(&acquired)
 	if n == 2 && err == nil && acquired == "operator" {
 		ch.pass(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name")
 		return
@@ -553,7 +556,7 @@ func (ch *checker) clock() {
 		var r [3]int64
 		for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
 			ctx, cancel := ch.step(0)
-			err := conn.QueryRowContext(ctx, `SELECT `+ch.kit.TermNow).Scan(&r[k])
+			err := conn.QueryRowContext(ctx, `SELECT `+dbclock.TermNow).Scan(&r[k])
 			cancel()
 			if err != nil {
 				ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
@@ -604,7 +607,7 @@ func (ch *checker) nowMonotonic(vals []int64) {
 
 // nowOneClock: two connections' clocks differ by offset µs at most.
 func (ch *checker) nowOneClock(offset int64) {
-	margin := ch.kit.LeaseDuration - ch.kit.RenewDeadline
+	margin := ch.cfg.LeaseDuration - ch.cfg.Tuning.RenewDeadline
 	d := time.Duration(offset) * time.Microsecond
 	switch {
 	case offset <= 0:
@@ -684,9 +687,9 @@ func (ch *checker) locks() {
 func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (bool, time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
-	start := ch.kit.Now()
+	start := ch.cfg.Tuning.Clock.Now()
 	ok, err := c.Get(ctx, s)
-	return ok, ch.kit.Now().Sub(start), err
+	return ok, ch.cfg.Tuning.Clock.Now().Sub(start), err
 }
 
 // getLock: a takes the free lock at once; b's zero and fractional waits
@@ -737,7 +740,7 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 
 // lockRowSQL is a locking read of a row: anchor.
 func (ch *checker) lockRowSQL() string {
-	return `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor = ? FOR UPDATE`
+	return `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor = ? FOR UPDATE`
 }
 
 // contended locks row ch.name in a transaction (ta) on a connection of its
@@ -781,7 +784,7 @@ func (ch *checker) skipLocked() {
 	if ch.skip(PropSkipLocked, none()) {
 		return
 	}
-	if _, err := ch.exec(`INSERT INTO `+ch.kit.Quoted+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
+	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
 		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
 		return
 	}
@@ -798,7 +801,7 @@ func (ch *checker) skipLocked() {
 	defer func() { _ = tb.Rollback() }()
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	skipLocked := `SELECT anchor FROM ` + ch.kit.Quoted + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
+	skipLocked := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
 	var gotA, gotB []string
 	if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
 		ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
@@ -840,9 +843,9 @@ func (ch *checker) statementBounds() {
 	defer release()
 	ctx, cancel := ch.step(2 * time.Second)
 	defer cancel()
-	start := ch.kit.Now()
+	start := ch.cfg.Tuning.Clock.Now()
 	err := b.QueryRowContext(ctx, bound.Wrap(ch.lockRowSQL()), ch.name).Scan(new(string))
-	took := ch.kit.Now().Sub(start).Round(time.Millisecond)
+	took := ch.cfg.Tuning.Clock.Now().Sub(start).Round(time.Millisecond)
 	kind := "MAX_EXECUTION_TIME"
 	if bound.Flavor == stmt.FlavorMariaDB {
 		kind = "SET STATEMENT innodb_lock_wait_timeout"
@@ -857,7 +860,7 @@ func (ch *checker) statementBounds() {
 	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
 		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
 		secs, _ := strconv.ParseInt(v, 10, 64)
-		if err == nil && secs > 2*stmt.WaitSecs(ch.kit.QueryTimeout) {
+		if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.Tuning.QueryTimeout) {
 			st = CheckWarn
 			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 		}
@@ -871,7 +874,7 @@ func (ch *checker) statementBounds() {
 // lease (the server drops a silent holder); pooled connections should
 // outlive a lease of idleness.
 func (ch *checker) waitTimeout() {
-	leaseSecs := max(int64((ch.kit.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
+	leaseSecs := max(int64((ch.cfg.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
 		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
@@ -914,23 +917,23 @@ func (ch *checker) roundTrip() {
 	var slowest time.Duration
 	for range 5 {
 		ctx, cancel := ch.step(0)
-		start := ch.kit.Now()
+		start := ch.cfg.Tuning.Clock.Now()
 		err := ch.db.QueryRowContext(ctx, `SELECT 1`).Scan(new(int))
-		slowest = max(slowest, ch.kit.Now().Sub(start))
+		slowest = max(slowest, ch.cfg.Tuning.Clock.Now().Sub(start))
 		cancel()
 		if err != nil {
 			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
 			return
 		}
 	}
-	room := ch.kit.RenewDeadline - ch.kit.RenewInterval
+	room := ch.cfg.Tuning.RenewDeadline - ch.cfg.Tuning.RenewInterval
 	detail := fmt.Sprintf("slowest of 5 round trips %v; a leader has %v (RenewDeadline - RenewInterval) to renew, in up to two round trips",
 		slowest.Round(10*time.Microsecond), room)
 	switch {
 	case 2*slowest >= room:
 		ch.add(PropRoundTrip, both(), CheckFail, detail, "renewals do not complete before the renew deadline: leaders stand down again and again",
 			"run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)")
-	case slowest >= ch.kit.RenewInterval/10:
+	case slowest >= ch.cfg.Tuning.RenewInterval/10:
 		ch.add(PropRoundTrip, both(), CheckWarn, detail, "a slow network leaves little room for a retry before the renew deadline",
 			"run the candidates near the database, or lengthen the lease")
 	default:
@@ -943,10 +946,10 @@ func (ch *checker) cleanup() {
 	if ch.noWrites {
 		return // nothing was written
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.kit.QueryTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.cfg.Tuning.QueryTimeout)
 	defer cancel()
-	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.kit.Quoted+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
+	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.tbl+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
 		ch.add(PropCleanup, none(), CheckWarn, fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
-			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.kit.Quoted+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
+			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.tbl+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
 	}
 }

@@ -230,7 +230,7 @@ func TestCheckStatementBinlog(t *testing.T) {
 }
 
 // TestNames: the doctor spells the backends and the properties of Run's
-// preflight checks as election's probe kit does.
+// preflight checks as internal/probe does.
 func TestNames(t *testing.T) {
 	for _, tc := range []struct{ doctor, probe string }{
 		{doctor.BackendTable, probe.Table},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
 // CheckPrivileges checks that the user of db may campaign in table (empty
@@ -14,10 +15,11 @@ import (
 // names every missing privilege. Run checks the same at preflight and stops
 // with the error; the CLI's status warns with it.
 func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
-	// Probe defaults the table and validates it (ident.Table) as Run does.
-	kit, err := election.Probe(election.Config{Table: table})
+	// WithDefaults defaults the table and validates it (ident.Table) as Run
+	// does; the name is ignored.
+	cfg, err := election.Config{Name: probe.ScratchPrefix + "x", Table: table}.WithDefaults()
 	if err != nil {
 		return err
 	}
-	return kit.Privileges(ctx, db)
+	return probe.CheckPrivileges(ctx, db, probe.Quote(cfg.Table))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/batch"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -68,7 +69,7 @@ type Batcher struct {
 	opts  BatcherOptions
 
 	// serverProbed is set once a candidate's preflight found the server
-	// answers the heartbeat as MySQL and MariaDB do (preflightServer).
+	// answers the heartbeat as MySQL and MariaDB do (probe.Server).
 	serverProbed atomic.Bool
 
 	// renews renews the term of a candidate in an election if the row
@@ -142,7 +143,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 	}
 	conn, err := b.db.Conn(ctx)
 	if err != nil {
-		return nil, classify(err, b.table)
+		return nil, probe.Classify(err, b.table)
 	}
 	defer func() {
 		if err != nil {
@@ -154,7 +155,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 		_ = conn.Close()
 	}()
 	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
-		return nil, classify(err, b.table)
+		return nil, probe.Classify(err, b.table)
 	}
 	return out, nil
 }
@@ -242,7 +243,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		recs, err = scanRecords(rows)
 	}
 	if err != nil {
-		return nil, classify(err, b.table)
+		return nil, probe.Classify(err, b.table)
 	}
 	byName := make(map[string]Record, len(recs))
 	for _, r := range recs {

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"database/sql"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -184,7 +185,7 @@ func (c *Candidate) Run(ctx context.Context) error {
 	// serving Resign, Transfer, Proclaim and the health check's results.
 	for {
 		wait, err := c.tick(ctx)
-		if err != nil && permanent(err) {
+		if err != nil && probe.Permanent(err) {
 			err = migrateHint(err, c.cfg.Table)
 			c.log.Error("campaign stopped", "err", err)
 			c.standDown(ctx, ReasonError, false)
@@ -213,7 +214,7 @@ func (c *Candidate) preflight(ctx context.Context) error {
 			c.reached(nil)
 			return nil
 		}
-		if permanent(err) {
+		if probe.Permanent(err) {
 			return err
 		}
 		if c.reached(err) {

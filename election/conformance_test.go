@@ -11,6 +11,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
@@ -336,7 +337,7 @@ func TestNoFirstDuringAdoption(t *testing.T) {
 }
 
 // TestHeartbeatSimultaneousAssignment checks the heartbeat's one dependence
-// on assignment order (heartbeatSQL: the first assignment decides, the
+// on assignment order (probe.HeartbeatSQL: the first assignment decides, the
 // others read the decision). Under MariaDB's SIMULTANEOUS_ASSIGNMENT every
 // assignment reads the old row, whose decision is NULL (the CHECK
 // constraint), so the statement must change nothing, not even on a row it
@@ -407,11 +408,21 @@ VALUES (?, 'other', 5000000000000000, NOW(6) - INTERVAL 60 SECOND, 10000, 'expir
 	if n, _ := res.RowsAffected(); n != 2 {
 		t.Errorf("heartbeat on an ordinary session: %d affected rows; want 2 (taken)", n)
 	}
-	if err := checkAssignmentOrder(ctx, db); err != nil {
-		t.Errorf("checkAssignmentOrder on an ordinary session: %v", err)
+	if err := checkOf(probe.AssignmentOrder)(ctx, db); err != nil {
+		t.Errorf("the assignment_order check on an ordinary session: %v", err)
 	}
 	simultaneous := testdb.Open(t, testdb.WithParams(t, dsn, map[string]string{"sql_mode": "'STRICT_TRANS_TABLES,SIMULTANEOUS_ASSIGNMENT'"}))
-	if err := checkAssignmentOrder(ctx, simultaneous); !errors.Is(err, ErrSimultaneousAssignment) {
-		t.Errorf("checkAssignmentOrder under SIMULTANEOUS_ASSIGNMENT: %v; want ErrSimultaneousAssignment", err)
+	if err := checkOf(probe.AssignmentOrder)(ctx, simultaneous); !errors.Is(err, ErrSimultaneousAssignment) {
+		t.Errorf("the assignment_order check under SIMULTANEOUS_ASSIGNMENT: %v; want ErrSimultaneousAssignment", err)
 	}
+}
+
+// checkOf is Run's preflight check of property prop (internal/probe).
+func checkOf(prop string) func(context.Context, *sql.DB) error {
+	for _, c := range probe.Checks(DefaultTable) {
+		if c.Prop == prop {
+			return c.Run
+		}
+	}
+	panic("no preflight check " + prop)
 }

@@ -91,14 +91,14 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	if _, err := preflightServer(ctx, db, "service_election"); err != nil {
+	if _, err := probe.Server(ctx, db, "service_election"); err != nil {
 		t.Fatalf("preflight with the constraint: %v", err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := probeHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
+	p, err := probe.RunHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil || !p.Guarded || p.Problem() != "" {
 		t.Fatalf("probe with the constraint: %+v, %v; want guarded, no problem", p, err)
@@ -108,7 +108,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err = probeHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
+	p, err = probe.RunHeartbeat(ctx, tx, quoteTable("service_election"), probe.ScratchPrefix+"guard")
 	_ = tx.Rollback()
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 		// MariaDB's is the session's setting: another session is guarded.
 		return
 	}
-	_, err = preflightServer(ctx, db, "service_election")
+	_, err = probe.Server(ctx, db, "service_election")
 	if !errors.Is(err, ErrUnsafeServer) || !strings.Contains(err.Error(), "CHECK constraint") {
 		t.Errorf("preflight without the constraint: %v; want ErrUnsafeServer naming the CHECK constraint", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
 // Sentinel errors. Check them with errors.Is: the package wraps them with
@@ -36,26 +37,26 @@ var (
 	ErrAlreadyRunning = errors.New("election: already running")
 	// ErrTableMissing means the election table does not exist: run the
 	// migrations (`sqlelect migrate up` or package schema).
-	ErrTableMissing = errors.New("election: table missing (run `sqlelect migrate up`)")
+	ErrTableMissing = probe.ErrTableMissing
 	// ErrAccessDenied means the database user lacks a privilege the election
 	// needs (SELECT, INSERT, UPDATE on the table).
-	ErrAccessDenied = errors.New("election: access denied")
+	ErrAccessDenied = probe.ErrAccessDenied
 	// ErrSchemaMismatch means the table exists but lacks columns the library
 	// needs: the migrations are behind.
-	ErrSchemaMismatch = errors.New("election: table schema out of date (run `sqlelect migrate up`)")
+	ErrSchemaMismatch = probe.ErrSchemaMismatch
 	// ErrUnsafeTimeZone means the session time zone observes daylight saving
 	// time, under which NOW() comparisons jump by an hour and two leaders
 	// could overlap. Set time_zone='+00:00' in the DSN.
-	ErrUnsafeTimeZone = errors.New("election: session time zone observes daylight saving time; set time_zone='+00:00' (DSN parameter time_zone=%27%2B00%3A00%27)")
+	ErrUnsafeTimeZone = probe.ErrUnsafeTimeZone
 	// ErrUnsupportedTopology means the server cannot give this backend's
 	// guarantees, for example GET_LOCK on a Galera cluster.
-	ErrUnsupportedTopology = errors.New("election: unsupported topology")
+	ErrUnsupportedTopology = probe.ErrUnsupportedTopology
 	// ErrNilDB is returned by constructors given a nil *sql.DB; it wraps
 	// ErrInvalidConfig.
 	ErrNilDB error = &subError{"election: nil *sql.DB", ErrInvalidConfig}
 	// ErrUnknownDatabase means the database named by the DSN (or by a
 	// qualified table) does not exist.
-	ErrUnknownDatabase = errors.New("election: unknown database")
+	ErrUnknownDatabase = probe.ErrUnknownDatabase
 	// ErrUnsafeSession means a statement ran on a pooled connection whose
 	// session time zone sqlelect cannot trust, and changed nothing: the
 	// application left a time_zone with daylight saving time on a
@@ -72,12 +73,12 @@ var (
 	// never change an existing row (never two leaders, but no takeover
 	// either). Run's preflight fails with it; remove the mode from the
 	// DSN's sql_mode (or the server's default).
-	ErrSimultaneousAssignment = errors.New("election: the session's sql_mode has SIMULTANEOUS_ASSIGNMENT; the heartbeat needs its SET list assigned left to right")
+	ErrSimultaneousAssignment = probe.ErrSimultaneousAssignment
 	// ErrSysdateIsNow means the server runs with --sysdate-is-now, under
 	// which SYSDATE() is NOW() and a session's SET @@timestamp moves the
 	// clock every statement writes and judges leases by. Run fails with
 	// it; restart the server without the option.
-	ErrSysdateIsNow = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
+	ErrSysdateIsNow = probe.ErrSysdateIsNow
 	// ErrNoAutocommit means the session does not commit each statement:
 	// autocommit=0, or completion_type=CHAIN (every COMMIT opens the next
 	// transaction), from the DSN or left on a pooled connection. A renewal
@@ -85,12 +86,18 @@ var (
 	// its lease run out. Run fails with it; remove autocommit and
 	// completion_type from the DSN, and reset them before a connection goes
 	// back to the pool.
-	ErrNoAutocommit = errors.New("election: the session does not commit each statement (autocommit=0 or completion_type=CHAIN)")
+	ErrNoAutocommit = probe.ErrNoAutocommit
 	// ErrUnknownTimeZone means the server does not know the session time
 	// zone the DSN sets (time_zone=...), so that every connection fails: Run
 	// fails with it. Load the server's time zone tables, or use an offset
 	// such as time_zone=%27%2B00%3A00%27.
-	ErrUnknownTimeZone = errors.New("election: unknown session time zone (the DSN's time_zone)")
+	ErrUnknownTimeZone = probe.ErrUnknownTimeZone
+	// ErrUnsafeServer means the server answered a statement the way no
+	// MySQL or MariaDB does, in a way the election's safety rests on (the
+	// heartbeat's affected rows): a lease protocol on it could elect two
+	// leaders. Run's preflight checks this; `sqlelect doctor`
+	// (doctor.Check) checks more.
+	ErrUnsafeServer = probe.ErrUnsafeServer
 )
 
 // subError is a sentinel that also matches a more general one.
@@ -102,22 +109,6 @@ type subError struct {
 func (e *subError) Error() string { return e.msg }
 func (e *subError) Unwrap() error { return e.parent }
 
-// classify turns a driver error into a package error: permanent problems
-// (missing table, missing privilege, outdated schema) wrap a sentinel so that
-// Run can stop and say what to do; everything else is returned as it is and
-// treated as transient ("not leader this tick"). A missing database is a
-// missing table here: the statement named the table.
-func classify(err error, table string) error {
-	sentinel := serverCause(err)
-	if sentinel == ErrUnknownDatabase {
-		sentinel = ErrTableMissing
-	}
-	if sentinel == nil || errors.Is(err, sentinel) {
-		return err
-	}
-	return fmt.Errorf("%w: %s: %w", sentinel, table, err)
-}
-
 // Classify wraps a server error from any statement or connection attempt on
 // an election's database (a Ping, a migration) in the sentinel that names
 // its cause: ErrAccessDenied, ErrTableMissing, ErrSchemaMismatch,
@@ -127,38 +118,11 @@ func classify(err error, table string) error {
 // they are; nil gives nil. The package's own functions return classified
 // errors already.
 func Classify(err error) error {
-	sentinel := serverCause(err)
+	sentinel := probe.ServerCause(err)
 	if sentinel == nil || errors.Is(err, sentinel) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
-}
-
-// serverCause is the sentinel for the MySQL error in err's chain, or nil.
-func serverCause(err error) error {
-	switch mysqlerr.Errno(err) {
-	case mysqlerr.NoSuchTable:
-		return ErrTableMissing
-	case mysqlerr.BadDB:
-		return ErrUnknownDatabase
-	case mysqlerr.AccessDenied, mysqlerr.AccessDeniedNoPass, mysqlerr.DBAccessDenied, mysqlerr.TableAccessDenied, mysqlerr.ColumnAccessDenied, mysqlerr.SpecificAccessDenied:
-		return ErrAccessDenied
-	case mysqlerr.BadField:
-		return ErrSchemaMismatch
-	case mysqlerr.UnknownTimeZone:
-		return ErrUnknownTimeZone
-	}
-	return nil
-}
-
-// permanent reports whether err cannot go away by retrying: Run stops on it.
-func permanent(err error) bool {
-	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
-		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
-		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
-		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ErrInvalidConfig) ||
-		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit) ||
-		errors.Is(err, ErrUnknownTimeZone)
 }
 
 // migrateHint adds to an error about table's layout (ErrTableMissing,
@@ -174,7 +138,7 @@ func migrateHint(err error, table string) error {
 
 // unsafeSession wraps ErrUnsafeSession around the error of a statement whose
 // session check refused it (the heartbeat's NULL anchor, see
-// unsafeSessionSQL: error 1048); other errors are returned as they are.
+// internal/probe's unsafeSessionSQL: error 1048); other errors are returned as they are.
 func unsafeSession(err error) error {
 	if mysqlerr.Errno(err) == mysqlerr.BadNull {
 		return fmt.Errorf("%w: %w", ErrUnsafeSession, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -82,9 +83,9 @@ func TestClassify(t *testing.T) {
 		t.Error("Classify(nil) != nil")
 	}
 	// The table-specific classification of the package's statements.
-	if got := classify(server(1049, "Unknown database 'a'"), "a.t"); !errors.Is(got, ErrTableMissing) ||
+	if got := probe.Classify(server(1049, "Unknown database 'a'"), "a.t"); !errors.Is(got, ErrTableMissing) ||
 		got.Error() != "election: table missing (run `sqlelect migrate up`): a.t: Error 1049 (42000): Unknown database 'a'" {
-		t.Errorf("classify(1049) = %q", got)
+		t.Errorf("probe.Classify(1049) = %q", got)
 	}
 }
 
@@ -162,7 +163,7 @@ func TestErrorKind(t *testing.T) {
 // not service_election, which `sqlelect migrate` does not manage, says what
 // to apply instead; other errors and tables are left alone.
 func TestMigrateHint(t *testing.T) {
-	missing := classify(&mysql.MySQLError{Number: mysqlerr.NoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
+	missing := probe.Classify(&mysql.MySQLError{Number: mysqlerr.NoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
 	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock"}
 	for _, tc := range []struct {
 		table string

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -100,7 +101,7 @@ func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term
 		return fmt.Errorf("%w: election %q no longer held by %q with term %d", ErrNotLeader, cfg.Name, cfg.ID, term)
 	}
 	if err != nil {
-		return fmt.Errorf("election: fenced: check: %w", classify(err, cfg.Table))
+		return fmt.Errorf("election: fenced: check: %w", probe.Classify(err, cfg.Table))
 	}
 	if err = fn(tx); err != nil {
 		return err

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -226,61 +226,10 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
 	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
-	if _, err := b.db.ExecContext(ctx, b.sql.peek); err != nil {
-		return explainLayout(ctx, b.db, b.cfg.Table, classify(err, b.cfg.Table))
-	}
-	if err := checkPrivileges(ctx, b.db, quoteTable(b.cfg.Table)); err != nil {
-		return err
-	}
-	if err := runPreflight(ctx, b.db, b.cfg.Table, backendLock); err != nil {
-		return err
-	}
-	if _, err := preflightServer(ctx, b.db, b.cfg.Table); err != nil {
-		return err
-	}
-	if err := checkLockTopology(ctx, b.db); err != nil {
+	if _, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, b.sql.peek, true); err != nil {
 		return err
 	}
 	b.bound.Store(bound)
-	return nil
-}
-
-// checkLockTopology refuses servers where GET_LOCK is not cluster-wide: a
-// Galera node (MariaDB Galera Cluster, Percona XtraDB Cluster), or MySQL
-// Group Replication in multi-primary mode. A variable the server does not
-// have reads as "" (and not ok): it is not that kind of server.
-func checkLockTopology(ctx context.Context, db *sql.DB) error {
-	refuse := func(why string) error {
-		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
-			ErrUnsupportedTopology, why)
-	}
-	multiPrimary := false
-	for _, name := range []string{"wsrep_on", "wsrep_provider", "group_replication_single_primary_mode"} {
-		v, ok, err := stmt.ServerVariable(ctx, db, "global."+name)
-		switch {
-		case err != nil:
-			return fmt.Errorf("election: checking the topology: %w", err)
-		case name == "wsrep_on" && stmt.IsOn(v):
-			return refuse("the server is a Galera cluster node (wsrep_on=ON)")
-		case name == "wsrep_provider" && v != "" && !strings.EqualFold(v, "none"):
-			return refuse(fmt.Sprintf("the server has a Galera provider loaded (wsrep_provider=%s)", v))
-		case name == "group_replication_single_primary_mode":
-			multiPrimary = ok && !stmt.IsOn(v)
-		}
-	}
-	if !multiPrimary {
-		return nil
-	}
-	var online int
-	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
-	switch {
-	case mysqlerr.Errno(err) != 0: // the server refused the statement
-		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
-	case err != nil:
-		return fmt.Errorf("election: checking the topology (Group Replication members): %w", err)
-	case online > 0:
-		return refuse("the server runs Group Replication in multi-primary mode")
-	}
 	return nil
 }
 
@@ -312,7 +261,7 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 // classifies.
 func (b *lockBackend) done(err *error) {
 	if *err != nil {
-		*err = classify(b.lc.Fail(*err), b.cfg.Table)
+		*err = probe.Classify(b.lc.Fail(*err), b.cfg.Table)
 	} else if b.lc.Conn != nil {
 		b.lastUsed = b.cfg.Clock.Now()
 	}
@@ -614,7 +563,7 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	bt, err := b.renewOnce(ctx, hold)
-	if err != nil && b.lc.Conn == nil && ctx.Err() == nil && !permanent(err) {
+	if err != nil && b.lc.Conn == nil && ctx.Err() == nil && !probe.Permanent(err) {
 		// The lock connection failed (and was discarded): the lock may
 		// have gone with it. Try once on a fresh connection, which keeps
 		// the term only if it gets the lock back at once.

@@ -6,14 +6,15 @@ import (
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Every statement the backends run on the election's table, top to bottom:
 // first what both backends share (the session checks and row conditions,
 // the reads of the row, the statements a holder runs on its row, the
-// fence), then the table backend's (the heartbeat, the renewal, a
-// Batcher's), then the lock backend's. One file rather than one per
+// fence), then the table backend's (the renewal, a Batcher's;
+// its heartbeat is internal/probe's), then the lock backend's. One file rather than one per
 // backend: the two share their conditions and the holder's statements.
 //
 // Each is written once as SQL with named parameters (:name, :me, :hold, …),
@@ -22,7 +23,11 @@ import (
 // statements (internal/floor: both backends and Assume run them in one
 // transaction with a term's write) and the GET_LOCK statements
 // (internal/getlock's Lock: the lock backend's lock, the table backend's
-// wake-up hint, and the doctor's checks of both).
+// wake-up hint, and the doctor's checks of both). Nor the heartbeat's text
+// (probe.HeartbeatSQL, with its decision and the row condition HoldsCond)
+// and the column list of a row (probe.RecordColumns): internal/probe, since
+// Run's preflight and the doctor probe the server with them; and the
+// statements of that preflight.
 
 // ---- Shared by both backends ----
 
@@ -45,9 +50,10 @@ import (
 //     zone has no daylight saving time, and that SYSDATE(6) is not NOW(6),
 //     which it is on a server run with --sysdate-is-now (then a session's
 //     SET @@timestamp moves it). Otherwise it changes nothing: the
-//     heartbeat fails (see unsafeSessionSQL), the others match no row. Run
-//     checks both at preflight; the statement checks them again, since the
-//     server a pool reaches may change (a failover) while Run goes on.
+//     heartbeat fails (see unsafeSessionSQL in internal/probe), the others
+//     match no row. Run checks both at preflight; the statement checks
+//     them again, since the server a pool reaches may change (a failover)
+//     while Run goes on.
 //   - The lock backend's connection is sqlelect's own: it sets the session's
 //     clock and time zone when it takes the connection (lockSessionSQL).
 
@@ -71,7 +77,7 @@ import (
 //     condition: no row is read or locked). A renewal refused so falls back
 //     to the heartbeat, in its transaction.
 //   - Run refuses a session that does not commit each statement
-//     (checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
+//     (internal/probe's checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
 //     connection.
 
 // commitsSQL is true when a statement the session runs outside a
@@ -83,9 +89,9 @@ const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 const clockSQL = dbclock.Now
 
 // trustedSQL is true when the session's time zone keeps one offset from UTC
-// all year (the same offset in January and July), as checkTimeZone checks
+// all year (the same offset in January and July), as internal/probe's checkTimeZone checks
 // in Run's preflight, and SYSDATE(6) is the server's clock at the call, not
-// the statement's start (NOW(6)), as checkSysdate checks: a statement is
+// the statement's start (NOW(6)), as probe.CheckSysdate checks: a statement is
 // parsed between the two, so they differ by microseconds at least, unless
 // the server runs with --sysdate-is-now. A constant the server computes
 // once per statement.
@@ -100,13 +106,9 @@ const termNowSQL = dbclock.TermNow
 // issued before whatever the clock says.
 const termNewSQL = dbclock.TermNew
 
-// holdsCond is true while the row names the candidate (:me) with the term it
-// holds (:hold), not released.
-const holdsCond = `service_id=:me AND term=:hold AND released=0`
-
 // heldCond matches election :name's row while the candidate holds it, on a
 // session whose time zone has no daylight saving time (see trustedSQL).
-const heldCond = `anchor = :name AND ` + holdsCond + ` AND ` + trustedSQL
+const heldCond = `anchor = :name AND ` + probe.HoldsCond + ` AND ` + trustedSQL
 
 // readSQL reads election :name's row on table tbl (quoted), for
 // Record.scan: who leads, as Status, Leader and a follower see it.
@@ -191,7 +193,7 @@ func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
 // fencedCond matches election :name's row while it names the candidate
 // (:me) with the term :hold and a live lease, on a session whose time zone
 // has no daylight saving time (trustedSQL).
-const fencedCond = `anchor = :name AND ` + holdsCond + `
+const fencedCond = `anchor = :name AND ` + probe.HoldsCond + `
   AND ` + dbclock.Live + ` AND ` + trustedSQL
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
@@ -228,153 +230,35 @@ func fencedSessionSQL(idleSecs int64) (set, restore string) {
 		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
 }
 
-// Run's preflight reads the session and the server with these (see
-// checkTimeZone, checkCommits, checkAssignmentOrder, checkSysdate and
-// checkLockTopology); the doctor reuses them.
-const (
-	// timeZoneProbeSQL is 181 days in seconds unless the session's time
-	// zone has daylight saving time.
-	timeZoneProbeSQL = `SELECT ` + dbclock.DSTProbe
-	// commitModeSQL: whether the session commits each statement.
-	commitModeSQL = `SELECT @@autocommit, @@completion_type`
-	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
-	sqlModeSQL = `SELECT @@SESSION.sql_mode`
-	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
-	// means --sysdate-is-now.
-	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
-	// groupMembersSQL counts Group Replication's online members: with
-	// any, a multi-primary group refuses the lock backend.
-	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
-)
-
 // ---- The table backend ----
-
-// unsafeSessionSQL is the heartbeat's anchor: :name while trustedSQL holds,
-// else NULL, which no INSERT may write into the primary key: the statement
-// then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the sql_mode: a
-// single-row INSERT) before it looks at the row, and changes nothing (see
-// errUnsafeSession). The VALUES list is evaluated once, so the check is
-// made once per statement.
-const unsafeSessionSQL = `IF(` + trustedSQL + `,:name,NULL)`
-
-// expiredSQL is true when the row's lease has run out by the database
-// clock (clockSQL). The heartbeat evaluates it once, in its decision.
-const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
-
-// The heartbeat's conditions (see heartbeatSQL), with :me the candidate and
-// :hold the term it holds (0 when it holds none).
-const (
-	// renewCond (R): the row is the candidate's, with the term it holds,
-	// and no transfer or step-down is asked of it (a transfer to itself
-	// asks nothing: the renewal clears it).
-	renewCond = holdsCond + ` AND IFNULL(transfer_to=:me,1)`
-	// decideSQL is the heartbeat's decision on the row as it stands,
-	// evaluated once (see heartbeatSQL): 'renewed' (R); how a take
-	// acquires the row ('expired', 'claimed', 'released', 'transferred');
-	// or NULL, no change. A released row is reserved while its lease (the
-	// transfer window) runs, for transfer_to unless that is empty; a row
-	// that names the candidate but carries a request (an operator asked
-	// its holder to hand over) is not claimed: it is left to its holder,
-	// or to expire.
-	decideSQL = `CASE
-WHEN ` + renewCond + ` THEN 'renewed'
-WHEN released AND transfer_to=:me THEN 'transferred'
-WHEN ` + expiredSQL + ` THEN IF(released,'released','expired')
-WHEN released=0 THEN IF(service_id=:me AND transfer_to IS NULL,'claimed',NULL)
-WHEN IFNULL(transfer_to='',1) THEN 'released'
-END`
-)
-
-// heartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
-// DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
-// (0 when it holds none), it inserts a missing row, and otherwise decides
-// once and applies the decision:
-//
-//	decision = CASE
-//	WHEN service_id = :me AND term = :hold AND released = 0
-//	     AND IFNULL(transfer_to = :me, 1)                 THEN 'renewed'
-//	     (no transfer asked, or one to :me)
-//	WHEN released <> 0 AND transfer_to = :me               THEN 'transferred'
-//	WHEN expired (by SYSDATE(6)) THEN IF(released = 0, 'expired', 'released')
-//	WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
-//	WHEN IFNULL(transfer_to = '', 1)                       THEN 'released'
-//	     (released with no transfer, or with an empty one)
-//	END   (else NULL: released, reserved for another while its lease runs)
-//	a take (decision > 1, after 'renewed' in the ENUM): acquired = decision,
-//	    term_started_at, a new term
-//	any decision (IF(decision, …)): service_id = :me, released = 0, a new
-//	    lease, the value and priority, transfer_to = NULL, …
-//	decision = NULL
-//
-// The first assignment is the only one whose place matters: every other
-// reads only the decision and its own column, and the last puts the
-// decision back to NULL (a CHECK constraint keeps it NULL outside this
-// statement, so that no stale value is read as a decision). That needs the
-// SET list assigned left to right, as MySQL does and MariaDB does unless
-// its sql_mode has SIMULTANEOUS_ASSIGNMENT: there, the statement fails on
-// the constraint and changes nothing, and Run refuses such a session
-// (checkAssignmentOrder). A leader asked to hand over (transfer_to set on
-// its live row) is neither renewed nor takes, so its renewal changes
-// nothing; it then reads the row and acts on the request (see
-// candidate.handOver). Every
-// change clears transfer_to and writes the candidate's priority
-// (Config.Preference.Priority).
-//
-// The statement runs in one transaction with the election's term floor
-// (floor.InTx): :floor is the floor, and :insert is 'first' when the
-// election has no floor row, it never existed (an insert then leads
-// without the lock delay), else 'insert'. Every term it writes is above :floor.
-// Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
-// CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
-// term in the same round trip. An ambiguous 1 and every change of term are
-// confirmed by reading the row, so a DSN with clientFoundRows=true cannot
-// produce a false leader.
-func heartbeatSQL(tbl string) string {
-	// took is a take's decision; every other reads the decision as a
-	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
-	const took = `decision>1`
-	// The insert: last_seen_active after term_started_at, since SYSDATE(6)
-	// is read at each call, and a row whose last renewal came before its
-	// term began would say so (a first election leads before it renews).
-	// released, backend, connection_id, transfer_to and decision keep
-	// their defaults: 0, 'table', NULL, NULL, NULL.
-	return `INSERT INTO ` + tbl + `(anchor,service_id,term,term_started_at,last_seen_active,lease_ms,acquired,value,priority)
-VALUES(` + unsafeSessionSQL + `,:me,LAST_INSERT_ID(` + termNewSQL + `),` + clockSQL + `,` + clockSQL + `,:lease,:insert,:value,:priority)
-ON DUPLICATE KEY UPDATE
-decision=` + decideSQL + `,
-acquired=IF(` + took + `,decision,acquired),
-term_started_at=IF(` + took + `,` + clockSQL + `,term_started_at),
-term=LAST_INSERT_ID(IF(` + took + `,GREATEST(term+1,` + termNowSQL + `,:floor+1),term)),
-service_id=IF(decision,:me,service_id),
-value=IF(decision,:value,value),
-backend=IF(decision,'table',backend),
-connection_id=IF(decision,NULL,connection_id),
-transfer_to=IF(decision,NULL,transfer_to),
-released=IF(decision,0,released),
-lease_ms=IF(decision,:lease,lease_ms),
-last_seen_active=IF(decision,` + clockSQL + `,last_seen_active),
-priority=IF(decision,:priority,priority),
-decision=NULL`
-}
 
 // renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
 // branch alone, as an UPDATE that assigns no term, so that it runs outside
 // the term floor's transaction, in one round trip. It changes the row (1
 // affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
-// heartbeat would renew it (renewCond, on a session whose time zone has no
+// heartbeat would renew it (probe.RenewCond, on a session whose time zone has no
 // daylight saving time), with the same assignments; otherwise it changes
 // nothing and the heartbeat decides (a take, a request, an unsafe session,
 // …).
 func renewSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
-WHERE anchor = :name AND ` + renewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
+WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
+}
+
+// newFloorStmts returns the floor statements (internal/floor's: both
+// backends and Assume run them in one transaction with a term's write) of
+// election table table (a Config's, whose defaults settings filled in:
+// never empty), bounded by b, for a candidate whose lock delay is
+// lockDelay.
+func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floor.Stmts {
+	return floor.NewStmts(quoteTable(table), quoteTable(floor.Table(table)), b, lockDelay, termNowSQL)
 }
 
 // tableStmts are the table backend's statements, compiled by tableStatements;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
-	heartbeat stmt.Stmt   // renews, takes or inserts the row, in the term floor's transaction (heartbeatSQL)
+	heartbeat stmt.Stmt   // renews, takes or inserts the row, in the term floor's transaction (probe.HeartbeatSQL)
 	renew     stmt.Stmt   // a holder's renewal, outside that transaction (renewSQL)
 	check     stmt.Stmt   // after an ambiguous heartbeat: what the row says now
 	peek      string      // no row, but fails unless the table has the columns
@@ -388,7 +272,7 @@ type tableStmts struct {
 func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) tableStmts {
 	tbl := quoteTable(table)
 	return tableStmts{
-		heartbeat: bound.Stmt(heartbeatSQL(tbl)),
+		heartbeat: bound.Stmt(probe.HeartbeatSQL(tbl)),
 		renew:     bound.Stmt(renewSQL(tbl)),
 		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		peek:      peekSQL(tbl, `, decision`), // decision: schema version 7

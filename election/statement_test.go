@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -174,6 +175,9 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 	}
 }
 
+// expiredSQL is the heartbeat's expiry (internal/probe's), as written.
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
+
 // legacyStatements are the statements of builtStatements as
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
 // and execRead assembled them by hand before the builder,
@@ -273,7 +277,7 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
 // one CASE that decides, and the expiry judged in at most two of its
 // branches.
 func TestHeartbeatSize(t *testing.T) {
-	q, args := stmt.Must(heartbeatSQL(quoteTable("service_election"))).Bind(stmt.Params{})
+	q, args := stmt.Must(probe.HeartbeatSQL(quoteTable("service_election"))).Bind(stmt.Params{})
 	t.Logf("heartbeat: %d bytes as written, %d placeholders, %d NOW(6), %d SYSDATE(6)",
 		len(q), len(args), strings.Count(q, "NOW(6)"), strings.Count(q, "SYSDATE(6)"))
 	if len(q) > 1536 {
@@ -291,7 +295,7 @@ func TestHeartbeatSize(t *testing.T) {
 	id := DefaultID()
 	for _, b := range []stmt.Bound{{Flavor: stmt.FlavorMariaDB, Secs: 5}, {Flavor: stmt.FlavorMySQL, Secs: 5}} {
 		const term = 1795604384494302
-		q, args := stmt.Must(b.Wrap(heartbeatSQL(quoteTable("service_election")))).Bind(
+		q, args := stmt.Must(b.Wrap(probe.HeartbeatSQL(quoteTable("service_election")))).Bind(
 			stmt.Params{Name: "default", Me: id, Hold: term, Lease: 15000, Floor: term})
 		t.Logf("heartbeat as sent (%+v, ID %q): %d bytes", b, id, sentSize(q, args))
 	}

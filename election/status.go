@@ -9,18 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// recordColumns select an election's row for Record.scan. Timestamps come
-// as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP column is exact and
-// needs no time zone), so the DSN needs no parseTime.
-const recordColumns = `anchor, service_id, term,
-  CAST(UNIX_TIMESTAMP(term_started_at) AS CHAR) AS since,
-  CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
-  lease_ms, released <> 0 AS released, acquired, value, backend,
-  COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
-  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
+// recordColumns select an election's row for Record.scan (internal/probe's:
+// the privilege probe reads them too).
+const recordColumns = probe.RecordColumns
 
 // scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
@@ -75,7 +70,7 @@ func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, er
 		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}
 	if err != nil {
-		return Record{}, classify(err, table)
+		return Record{}, probe.Classify(err, table)
 	}
 	if !rec.Live() {
 		return rec, fmt.Errorf("%w: %q: lease of %q %s", ErrNoLiveLease, name, rec.ID, deadState(rec))
@@ -100,7 +95,7 @@ func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error
 		out, err = scanRecords(rows)
 	}
 	if err != nil {
-		return nil, classify(err, table)
+		return nil, probe.Classify(err, table)
 	}
 	return out, nil
 }

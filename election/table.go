@@ -4,12 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -69,23 +68,14 @@ func (t *tableBackend) params(hold uint64) stmt.Params {
 }
 
 func (t *tableBackend) preflight(ctx context.Context) error {
-	if _, err := t.db.ExecContext(ctx, t.stmts.peek); err != nil {
-		return explainLayout(ctx, t.db, t.cfg.Table, classify(err, t.cfg.Table))
-	}
-	if err := checkPrivileges(ctx, t.db, quoteTable(t.cfg.Table)); err != nil {
+	// Candidates that share a Batcher probe the server until one did.
+	b := t.cfg.Batcher
+	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
+	if err != nil {
 		return err
 	}
-	if err := runPreflight(ctx, t.db, t.cfg.Table, backendTable); err != nil {
-		return err
-	}
-	if b := t.cfg.Batcher; b == nil || !b.serverProbed.Load() {
-		probed, err := preflightServer(ctx, t.db, t.cfg.Table)
-		if err != nil {
-			return err
-		}
-		if b != nil && probed {
-			b.serverProbed.Store(true) // once for its thousands of elections
-		}
+	if b != nil && probed {
+		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	adopt, err := adoptedMillis(ctx, t.db, t.cfg)
 	if err != nil {
@@ -102,70 +92,6 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	if t.wake != nil {
 		return t.wake.preflight(ctx, t.cfg.Table)
-	}
-	return nil
-}
-
-// checkTimeZone fails when the session time zone has daylight saving time:
-// NOW() would jump by an hour and leases with it. A zone without DST gives
-// the same offset in January and July.
-func checkTimeZone(ctx context.Context, db *sql.DB) error {
-	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx, timeZoneProbeSQL).Scan(&diff)
-	if err != nil {
-		return fmt.Errorf("election: checking the session time zone: %w", err)
-	}
-	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
-		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
-	}
-	return nil
-}
-
-// checkCommits fails with ErrNoAutocommit when the session does not
-// commit each statement (see commitsSQL): the statements on the pool that
-// check it would all be refused.
-func checkCommits(ctx context.Context, db *sql.DB) error {
-	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, commitModeSQL).Scan(&autocommit, &completion); err != nil {
-		return fmt.Errorf("election: reading the session's autocommit: %w", err)
-	}
-	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
-		return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
-			"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
-	}
-	return nil
-}
-
-// checkAssignmentOrder fails with ErrSimultaneousAssignment when the
-// session's sql_mode has MariaDB's SIMULTANEOUS_ASSIGNMENT: the heartbeat
-// reads its decision after assigning it (see heartbeatSQL), so under that
-// mode it changes no existing row (it stays safe, but the candidate would
-// never take over).
-func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, sqlModeSQL).Scan(&mode); err != nil {
-		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
-	}
-	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
-		return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
-	}
-	return nil
-}
-
-// checkSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
-// clock at each call (--sysdate-is-now makes it NOW(), the statement's
-// start, which a session can set): two calls a millisecond apart return the
-// same time.
-func checkSysdate(ctx context.Context, db *sql.DB) error {
-	var a, b string
-	var slept int
-	err := db.QueryRowContext(ctx, sysdateProbeSQL).Scan(&a, &slept, &b)
-	if err != nil {
-		return fmt.Errorf("election: checking the server's clock: %w", err)
-	}
-	if a >= b { // one format: the text orders as the time
-		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
 	}
 	return nil
 }
@@ -253,7 +179,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 		// in its transaction, only when that renews nothing.
 		n, err := t.stmts.renew.Affected(ctx, t.db, t.params(hold))
 		if err != nil {
-			return beat{}, classify(err, t.cfg.Table)
+			return beat{}, probe.Classify(err, t.cfg.Table)
 		}
 		if n == 1 {
 			return beat{held: true, term: hold}, nil // renewed
@@ -265,11 +191,11 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 			// Refused (trustedSQL): a time zone with daylight saving time
 			// left on this connection, or a server that now runs with
 			// --sysdate-is-now (a failover to one), which stops Run.
-			if serr := checkSysdate(ctx, t.db); errors.Is(serr, ErrSysdateIsNow) {
+			if serr := probe.CheckSysdate(ctx, t.db); errors.Is(serr, ErrSysdateIsNow) {
 				err = serr
 			}
 		}
-		return beat{}, classify(err, t.cfg.Table)
+		return beat{}, probe.Classify(err, t.cfg.Table)
 	}
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
@@ -296,7 +222,7 @@ func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) 
 		return beat{}, nil
 	}
 	if err != nil {
-		return beat{}, classify(err, t.cfg.Table)
+		return beat{}, probe.Classify(err, t.cfg.Table)
 	}
 	if term > 0 && row.term != uint64(term) {
 		return beat{}, nil // changed again since: not ours this tick
@@ -304,7 +230,7 @@ func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) 
 	switch {
 	case n < 2 && hold != 0 && row.term == hold && row.transferTo.Valid:
 		// Still ours, not renewed: an operator asked for a transfer or a
-		// step-down (see renewCond).
+		// step-down (see probe.RenewCond).
 		return beat{requested: true, to: row.transferTo.String}, nil
 	case n == 0:
 		return beat{}, nil // deposed
@@ -328,13 +254,13 @@ func (t *tableBackend) giveUp(ctx context.Context, hold uint64, g surrender) err
 	s, p := g.stmt(t.stmts.heldStmts, t.params(hold), t.adopt)
 	_, err := floor.ExecCommitted(ctx, t.db, s.pool, s.conn, p)
 	t.lost(ctx, false) // after the row says released: woken followers look
-	return classify(err, t.cfg.Table)
+	return probe.Classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) proclaim(ctx context.Context, hold uint64, value string) (bool, error) {
 	t.value = value
 	n, err := floor.ExecCommitted(ctx, t.db, t.stmts.proclaim.pool, t.stmts.proclaim.conn, t.params(hold))
-	return n == 1, classify(err, t.cfg.Table)
+	return n == 1, probe.Classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
@@ -343,7 +269,7 @@ func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	// A request not written (a session that would not commit it, see
 	// commitsSQL) is asked again at the next look.
 	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, p)
-	return n == 1, classify(err, t.cfg.Table)
+	return n == 1, probe.Classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) leader(ctx context.Context) (Record, error) {

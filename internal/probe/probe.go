@@ -1,7 +1,9 @@
-// Package probe is what election's preflight shares with package doctor:
-// Run's checks of the session and the schema, and the heartbeat probe, so
-// that the doctor fails every server and session Run refuses, through the
-// same code. election builds a Kit (election.Probe); doctor reports on it.
+// Package probe is Run's preflight, which package doctor reuses: the
+// checks of the session and the schema (Checks, CheckPrivileges, Topology),
+// the heartbeat probe of the server (RunHeartbeat, with the heartbeat's own
+// text) and the errors they fail with, so that the doctor fails every
+// server and session Run refuses, through the same code. election calls
+// them at each Run's preflight; doctor reports on them.
 package probe
 
 import (
@@ -10,7 +12,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
@@ -48,33 +49,6 @@ type Check struct {
 // Execer runs a statement: a *sql.DB, *sql.Conn or *sql.Tx.
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// Kit is what the doctor needs of election for one configuration: its
-// settings with defaults, and Run's preflight.
-type Kit struct {
-	Table                                                     string // validated, not quoted
-	Quoted                                                    string // Table, quoted
-	LeaseDuration, RenewDeadline, RenewInterval, QueryTimeout time.Duration
-	Now                                                       func() time.Time // the configured clock
-	// Checks are Run's preflight checks on the session and the schema.
-	Checks []Check
-	// PrivilegeProbes are the probes of SELECT, INSERT, UPDATE and DELETE
-	// on the table; Privileges is Run's check of the first three.
-	PrivilegeProbes []Privilege
-	Privileges      func(ctx context.Context, db *sql.DB) error
-	// Heartbeat runs the heartbeat probe on election name through ex.
-	Heartbeat func(ctx context.Context, ex Execer, name string) (Heartbeat, error)
-	// Layout explains an error of a statement on the table (a missing
-	// table, an outdated schema), as Run does.
-	Layout func(ctx context.Context, db *sql.DB, err error) error
-	// Topology refuses a server where GET_LOCK is not cluster-wide, as the
-	// lock backend's Run does.
-	Topology func(ctx context.Context, db *sql.DB) error
-	// Permanent reports whether Run stops on err.
-	Permanent func(err error) bool
-	// TermNow is the SQL expression of the database clock in microseconds.
-	TermNow string
 }
 
 // ScratchPrefix starts the names of the scratch elections the probes work

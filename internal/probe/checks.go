@@ -1,0 +1,289 @@
+package probe
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// Run's preflight reads the session and the server with these (see
+// checkTimeZone, checkCommits, checkAssignmentOrder, CheckSysdate and
+// Topology); the doctor reuses them.
+const (
+	// timeZoneProbeSQL is 181 days in seconds unless the session's time
+	// zone has daylight saving time.
+	timeZoneProbeSQL = `SELECT ` + dbclock.DSTProbe
+	// commitModeSQL: whether the session commits each statement.
+	commitModeSQL = `SELECT @@autocommit, @@completion_type`
+	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
+	sqlModeSQL = `SELECT @@SESSION.sql_mode`
+	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
+	// means --sysdate-is-now.
+	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
+	// groupMembersSQL counts Group Replication's online members: with
+	// any, a multi-primary group refuses the lock backend.
+	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
+)
+
+// Quote quotes election table table (validated: letters, digits and
+// underscores, with one optional dot) for a statement.
+func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
+
+// Checks are the checks of Run's preflight on the session and the schema
+// of election table table that retrying cannot fix.
+func Checks(table string) []Check {
+	bothBackends, tableOnly := []string{Table, Lock}, []string{Table}
+	return []Check{
+		{Prop: FloorTable, Backends: bothBackends, Run: func(ctx context.Context, db *sql.DB) error {
+			return checkFloorTable(ctx, db, table)
+		}, Pass: "the term floor table exists, and the user may read and write it",
+			Consequence: "every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
+			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
+		{Prop: TimeZone, Backends: bothBackends, Run: checkTimeZone,
+			Pass:        "the session time zone has no daylight saving time",
+			Consequence: "local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
+			Fix:         "set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"},
+		{Prop: Autocommit, Backends: bothBackends, Run: checkCommits,
+			Pass:        "the session commits each statement (autocommit=1, completion_type NO_CHAIN)",
+			Consequence: "a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
+			Fix:         "remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"},
+		{Prop: AssignmentOrder, Backends: tableOnly, Run: checkAssignmentOrder,
+			Pass:        "the session assigns a SET list left to right",
+			Consequence: "the heartbeat decides in its first assignment and reads the decision in the others: it would never take a row, and Run refuses it (ErrSimultaneousAssignment)",
+			Fix:         "remove SIMULTANEOUS_ASSIGNMENT from the DSN's sql_mode (or the server's default)"},
+		{Prop: Sysdate, Backends: bothBackends, Run: CheckSysdate,
+			Pass:        "SYSDATE(6) is the server's clock at each call",
+			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
+			Fix:         "restart the server without --sysdate-is-now"},
+	}
+}
+
+// Preflight is Run's preflight on election table table for backend (Table
+// or Lock), and returns the first error: peek (a statement that reads no
+// row but needs every column the backend reads) explained by Layout, the
+// privileges (CheckPrivileges), the Checks of backend, the heartbeat probe
+// of the server when server is true (Server, whose probed it returns), and
+// for the lock backend the Topology.
+func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
+	if _, err := db.ExecContext(ctx, peek); err != nil {
+		return false, Layout(ctx, db, table, err)
+	}
+	if err := CheckPrivileges(ctx, db, Quote(table)); err != nil {
+		return false, err
+	}
+	for _, c := range Checks(table) {
+		if !slices.Contains(c.Backends, backend) {
+			continue
+		}
+		if err := c.Run(ctx, db); err != nil {
+			return false, err
+		}
+	}
+	if server {
+		if probed, err = Server(ctx, db, table); err != nil {
+			return false, err
+		}
+	}
+	if backend == Lock {
+		return probed, Topology(ctx, db)
+	}
+	return probed, nil
+}
+
+// checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
+// table has no term floor table (the migrations are behind: run them before
+// upgrading candidates), and wrapping ErrAccessDenied when the user may not
+// write it (as CheckPrivileges: statements that match no row; other errors
+// are left to the campaign).
+func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
+	ftbl := Quote(floor.Table(table))
+	if _, err := db.ExecContext(ctx, floor.NewStmts(Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
+		what := "is missing (schema version 6)"
+		switch mysqlerr.Errno(err) {
+		case mysqlerr.NoSuchTable:
+		case mysqlerr.BadField:
+			what = "has no column marked_at (schema version 8)"
+		default:
+			return Classify(err, floor.Table(table))
+		}
+		return fmt.Errorf("%w: the term floor table %s %s: "+
+			"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
+			ErrSchemaMismatch, floor.Table(table), what, err)
+	}
+	for _, probe := range []string{
+		`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`,
+		`UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`,
+	} {
+		if _, err := db.ExecContext(ctx, probe); errors.Is(ServerCause(err), ErrAccessDenied) {
+			return fmt.Errorf("%w: the user may not write the term floor table %s, in which every term is assigned "+
+				"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w", ErrAccessDenied, ftbl, ftbl, err)
+		} else if err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTimeZone fails when the session time zone has daylight saving time:
+// NOW() would jump by an hour and leases with it. A zone without DST gives
+// the same offset in January and July.
+func checkTimeZone(ctx context.Context, db *sql.DB) error {
+	var diff sql.NullInt64
+	err := db.QueryRowContext(ctx, timeZoneProbeSQL).Scan(&diff)
+	if err != nil {
+		return fmt.Errorf("election: checking the session time zone: %w", err)
+	}
+	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
+		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
+		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	}
+	return nil
+}
+
+// checkCommits fails with ErrNoAutocommit when the session does not
+// commit each statement (see election's commitsSQL): the statements on the
+// pool that check it would all be refused.
+func checkCommits(ctx context.Context, db *sql.DB) error {
+	var autocommit, completion string
+	if err := db.QueryRowContext(ctx, commitModeSQL).Scan(&autocommit, &completion); err != nil {
+		return fmt.Errorf("election: reading the session's autocommit: %w", err)
+	}
+	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
+		return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
+			"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
+	}
+	return nil
+}
+
+// checkAssignmentOrder fails with ErrSimultaneousAssignment when the
+// session's sql_mode has MariaDB's SIMULTANEOUS_ASSIGNMENT: the heartbeat
+// reads its decision after assigning it (see HeartbeatSQL), so under that
+// mode it changes no existing row (it stays safe, but the candidate would
+// never take over).
+func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, sqlModeSQL).Scan(&mode); err != nil {
+		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
+	}
+	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
+		return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
+	}
+	return nil
+}
+
+// CheckSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
+// clock at each call (--sysdate-is-now makes it NOW(), the statement's
+// start, which a session can set): two calls a millisecond apart return the
+// same time.
+func CheckSysdate(ctx context.Context, db *sql.DB) error {
+	var a, b string
+	var slept int
+	err := db.QueryRowContext(ctx, sysdateProbeSQL).Scan(&a, &slept, &b)
+	if err != nil {
+		return fmt.Errorf("election: checking the server's clock: %w", err)
+	}
+	if a >= b { // one format: the text orders as the time
+		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
+	}
+	return nil
+}
+
+// CheckPrivileges checks that the session's user may run every statement a
+// candidate sends to tbl (quoted): SELECT (every look), INSERT and UPDATE
+// (the heartbeat's INSERT … ON DUPLICATE KEY UPDATE, takes, renewals,
+// releases). It sends one statement per privilege that matches no row
+// (Privileges): the server checks privileges before it looks for rows, so
+// nothing is written and no row is locked. A user without them is refused
+// here, at preflight, instead of campaigning as a follower that fails only
+// when it tries to take over (a standby that cannot fail over, unseen until
+// the failover it exists for). It returns an error wrapping ErrAccessDenied
+// that names every missing privilege, or nil; other errors (a read-only
+// server, which may become writable) are left to the campaign.
+func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
+	var missing []string
+	var first error
+	for _, p := range Privileges(tbl) {
+		if p.Name == "DELETE" {
+			continue // operators' (Reelect), not candidates'
+		}
+		_, err := db.ExecContext(ctx, p.Query)
+		if err == nil {
+			continue
+		}
+		if ServerCause(err) != ErrAccessDenied {
+			if ctx.Err() != nil || mysqlerr.Errno(err) == 0 {
+				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
+			}
+			continue // not a privilege: the campaign will say
+		}
+		missing = append(missing, p.Name)
+		first = cmp.Or(first, err)
+	}
+	if missing == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: the user lacks %s on %s, which a candidate needs to take over "+
+		"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
+		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
+}
+
+// Privileges are the probes of SELECT, INSERT, UPDATE and DELETE on tbl
+// (quoted), for CheckPrivileges and the doctor: each matches no row (WHERE
+// 1 = 0), and the server checks privileges before it looks for rows.
+func Privileges(tbl string) []Privilege {
+	return []Privilege{
+		{Name: "SELECT", Query: `SELECT ` + RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`},
+		{Name: "INSERT", Query: `INSERT INTO ` + tbl + ` (anchor, service_id) SELECT '', '' FROM DUAL WHERE 1 = 0`},
+		{Name: "UPDATE", Query: `UPDATE ` + tbl + ` SET service_id = service_id WHERE 1 = 0`},
+		{Name: "DELETE", Query: `DELETE FROM ` + tbl + ` WHERE 1 = 0`},
+	}
+}
+
+// Topology refuses servers where GET_LOCK is not cluster-wide, as the lock
+// backend's preflight does: a Galera node (MariaDB Galera Cluster, Percona
+// XtraDB Cluster), or MySQL Group Replication in multi-primary mode. A
+// variable the server does not have reads as "" (and not ok): it is not
+// that kind of server.
+func Topology(ctx context.Context, db *sql.DB) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
+			ErrUnsupportedTopology, why)
+	}
+	multiPrimary := false
+	for _, name := range []string{"wsrep_on", "wsrep_provider", "group_replication_single_primary_mode"} {
+		v, ok, err := stmt.ServerVariable(ctx, db, "global."+name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("election: checking the topology: %w", err)
+		case name == "wsrep_on" && stmt.IsOn(v):
+			return refuse("the server is a Galera cluster node (wsrep_on=ON)")
+		case name == "wsrep_provider" && v != "" && !strings.EqualFold(v, "none"):
+			return refuse(fmt.Sprintf("the server has a Galera provider loaded (wsrep_provider=%s)", v))
+		case name == "group_replication_single_primary_mode":
+			multiPrimary = ok && !stmt.IsOn(v)
+		}
+	}
+	if !multiPrimary {
+		return nil
+	}
+	var online int
+	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
+	switch {
+	case mysqlerr.Errno(err) != 0: // the server refused the statement
+		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
+	case err != nil:
+		return fmt.Errorf("election: checking the topology (Group Replication members): %w", err)
+	case online > 0:
+		return refuse("the server runs Group Replication in multi-primary mode")
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package probe
+
+// The table backend's heartbeat, the one statement that decides who leads
+// (election's sql.go runs it; the model's R, X and T), kept here because
+// Run's preflight and the doctor probe the server with it (RunHeartbeat),
+// and the column list a candidate reads a row with.
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/stmt"
+)
+
+// RecordColumns select an election's row for election's Record.scan.
+// Timestamps come as decimal Unix seconds (UNIX_TIMESTAMP of a TIMESTAMP
+// column is exact and needs no time zone), so the DSN needs no parseTime.
+// The SELECT privilege probe (Privileges) reads them too.
+const RecordColumns = `anchor, service_id, term,
+  CAST(UNIX_TIMESTAMP(term_started_at) AS CHAR) AS since,
+  CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
+  lease_ms, released <> 0 AS released, acquired, value, backend,
+  COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
+  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
+
+// HoldsCond is true while the row names the candidate (:me) with the term it
+// holds (:hold), not released.
+const HoldsCond = `service_id=:me AND term=:hold AND released=0`
+
+// unsafeSessionSQL is the heartbeat's anchor: :name while dbclock.Trusted holds,
+// else NULL, which no INSERT may write into the primary key: the statement
+// then fails with error 1048 (ER_BAD_NULL_ERROR, whatever the sql_mode: a
+// single-row INSERT) before it looks at the row, and changes nothing (see
+// errUnsafeSession). The VALUES list is evaluated once, so the check is
+// made once per statement.
+const unsafeSessionSQL = `IF(` + dbclock.Trusted + `,:name,NULL)`
+
+// expiredSQL is true when the row's lease has run out by the database
+// clock (dbclock.Now). The heartbeat evaluates it once, in its decision.
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + dbclock.Now
+
+// The heartbeat's conditions (see HeartbeatSQL), with :me the candidate and
+// :hold the term it holds (0 when it holds none).
+const (
+	// RenewCond (R): the row is the candidate's, with the term it holds,
+	// and no transfer or step-down is asked of it (a transfer to itself
+	// asks nothing: the renewal clears it).
+	RenewCond = HoldsCond + ` AND IFNULL(transfer_to=:me,1)`
+	// decideSQL is the heartbeat's decision on the row as it stands,
+	// evaluated once (see HeartbeatSQL): 'renewed' (R); how a take
+	// acquires the row ('expired', 'claimed', 'released', 'transferred');
+	// or NULL, no change. A released row is reserved while its lease (the
+	// transfer window) runs, for transfer_to unless that is empty; a row
+	// that names the candidate but carries a request (an operator asked
+	// its holder to hand over) is not claimed: it is left to its holder,
+	// or to expire.
+	decideSQL = `CASE
+WHEN ` + RenewCond + ` THEN 'renewed'
+WHEN released AND transfer_to=:me THEN 'transferred'
+WHEN ` + expiredSQL + ` THEN IF(released,'released','expired')
+WHEN released=0 THEN IF(service_id=:me AND transfer_to IS NULL,'claimed',NULL)
+WHEN IFNULL(transfer_to='',1) THEN 'released'
+END`
+)
+
+// HeartbeatSQL is the heartbeat on table tbl (quoted): one INSERT … ON
+// DUPLICATE KEY UPDATE. With :me the candidate and :hold the term it holds
+// (0 when it holds none), it inserts a missing row, and otherwise decides
+// once and applies the decision:
+//
+//	decision = CASE
+//	WHEN service_id = :me AND term = :hold AND released = 0
+//	     AND IFNULL(transfer_to = :me, 1)                 THEN 'renewed'
+//	     (no transfer asked, or one to :me)
+//	WHEN released <> 0 AND transfer_to = :me               THEN 'transferred'
+//	WHEN expired (by SYSDATE(6)) THEN IF(released = 0, 'expired', 'released')
+//	WHEN released = 0 THEN IF(service_id = :me AND transfer_to IS NULL, 'claimed', NULL)
+//	WHEN IFNULL(transfer_to = '', 1)                       THEN 'released'
+//	     (released with no transfer, or with an empty one)
+//	END   (else NULL: released, reserved for another while its lease runs)
+//	a take (decision > 1, after 'renewed' in the ENUM): acquired = decision,
+//	    term_started_at, a new term
+//	any decision (IF(decision, …)): service_id = :me, released = 0, a new
+//	    lease, the value and priority, transfer_to = NULL, …
+//	decision = NULL
+//
+// The first assignment is the only one whose place matters: every other
+// reads only the decision and its own column, and the last puts the
+// decision back to NULL (a CHECK constraint keeps it NULL outside this
+// statement, so that no stale value is read as a decision). That needs the
+// SET list assigned left to right, as MySQL does and MariaDB does unless
+// its sql_mode has SIMULTANEOUS_ASSIGNMENT: there, the statement fails on
+// the constraint and changes nothing, and Run refuses such a session
+// (checkAssignmentOrder). A leader asked to hand over (transfer_to set on
+// its live row) is neither renewed nor takes, so its renewal changes
+// nothing; it then reads the row and acts on the request (see
+// candidate.handOver). Every
+// change clears transfer_to and writes the candidate's priority
+// (Config.Preference.Priority).
+//
+// The statement runs in one transaction with the election's term floor
+// (floor.InTx): :floor is the floor, and :insert is 'first' when the
+// election has no floor row, it never existed (an insert then leads
+// without the lock delay), else 'insert'. Every term it writes is above :floor.
+// Affected rows: 1 for an insert, 2 for a change, 0 (or 1 with
+// CLIENT_FOUND_ROWS) for no change; LAST_INSERT_ID(term) returns the row's
+// term in the same round trip. An ambiguous 1 and every change of term are
+// confirmed by reading the row, so a DSN with clientFoundRows=true cannot
+// produce a false leader.
+func HeartbeatSQL(tbl string) string {
+	// took is a take's decision; every other reads the decision as a
+	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
+	const took = `decision>1`
+	// The insert: last_seen_active after term_started_at, since SYSDATE(6)
+	// is read at each call, and a row whose last renewal came before its
+	// term began would say so (a first election leads before it renews).
+	// released, backend, connection_id, transfer_to and decision keep
+	// their defaults: 0, 'table', NULL, NULL, NULL.
+	return `INSERT INTO ` + tbl + `(anchor,service_id,term,term_started_at,last_seen_active,lease_ms,acquired,value,priority)
+VALUES(` + unsafeSessionSQL + `,:me,LAST_INSERT_ID(` + dbclock.TermNew + `),` + dbclock.Now + `,` + dbclock.Now + `,:lease,:insert,:value,:priority)
+ON DUPLICATE KEY UPDATE
+decision=` + decideSQL + `,
+acquired=IF(` + took + `,decision,acquired),
+term_started_at=IF(` + took + `,` + dbclock.Now + `,term_started_at),
+term=LAST_INSERT_ID(IF(` + took + `,GREATEST(term+1,` + dbclock.TermNow + `,:floor+1),term)),
+service_id=IF(decision,:me,service_id),
+value=IF(decision,:value,value),
+backend=IF(decision,'table',backend),
+connection_id=IF(decision,NULL,connection_id),
+transfer_to=IF(decision,NULL,transfer_to),
+released=IF(decision,0,released),
+lease_ms=IF(decision,:lease,lease_ms),
+last_seen_active=IF(decision,` + dbclock.Now + `,last_seen_active),
+priority=IF(decision,:priority,priority),
+decision=NULL`
+}
+
+// RunHeartbeat runs the table backend's own heartbeat statement on
+// election name of tbl (quoted) through ex, in five steps, and returns the
+// affected rows of each: candidate A inserts the row (1), renews it (2), B
+// looks at A's live row (0, or 1 under CLIENT_FOUND_ROWS), A lets it
+// expire at once (1: an UPDATE), and B takes the expired row (2) with a
+// higher term; the renewal must keep A's term. Last, it writes a decision
+// outside the heartbeat, which the table must refuse (Heartbeat.Guarded).
+// Run's preflight runs it in a transaction it rolls back (Server); the
+// doctor on the pool, and deletes the row.
+func RunHeartbeat(ctx context.Context, ex Execer, tbl, name string) (Heartbeat, error) {
+	var p Heartbeat
+	hb := stmt.Must(HeartbeatSQL(tbl))
+	// Expired a day ago, so that the takeover sees it expired whatever the
+	// session's clock (one behind, which the heartbeat tolerates, judges
+	// expiry later).
+	expire := stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = last_seen_active - INTERVAL 1 DAY, lease_ms = 0, transfer_to = NULL
+WHERE anchor = :name AND ` + HoldsCond)
+	a := stmt.Params{Name: name, Me: A, Lease: 60000}
+	b := stmt.Params{Name: name, Me: B, Lease: 60000}
+	for i, step := range []struct {
+		what   string
+		s      stmt.Stmt
+		params *stmt.Params
+		term   *uint64 // where the step's LAST_INSERT_ID goes, if anywhere
+	}{
+		{"insert", hb, &a, &p.Term},
+		{"renew", hb, &a, &p.Renewed},
+		{"another candidate's look at the live row", hb, &b, nil},
+		{"expire", expire, &a, nil},
+		{"take over the expired row", hb, &b, &p.Took},
+	} {
+		a.Hold = p.Term // A holds the term it inserted
+		query, args := step.s.Bind(*step.params)
+		res, err := ex.ExecContext(ctx, query, args...)
+		if err != nil {
+			return p, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, step.what, err)
+		}
+		if p.Counts[i], err = res.RowsAffected(); err != nil {
+			return p, err
+		}
+		if step.term != nil {
+			id, _ := res.LastInsertId()
+			*step.term = uint64(id)
+		}
+	}
+	var err error
+	p.Guarded, err = probeDecisionGuard(ctx, ex, tbl, name)
+	return p, err
+}
+
+// probeDecisionGuard writes a decision outside the heartbeat to election
+// name of tbl, which the table must refuse (its CHECK constraint), and
+// reports whether it did.
+func probeDecisionGuard(ctx context.Context, ex Execer, tbl, name string) (bool, error) {
+	q, args := stmt.Must(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).Bind(stmt.Params{Name: name})
+	switch _, err := ex.ExecContext(ctx, q, args...); {
+	case err == nil:
+		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
+			return false, fmt.Errorf("election: the heartbeat probe's clean-up of the decision column: %w", err)
+		}
+		return false, nil
+	case IsCheckViolation(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("election: the heartbeat probe's step 6 (a decision written outside the heartbeat): %w", err)
+	}
+}
+
+// Server errors that no MySQL or MariaDB returns for the heartbeat.
+const (
+	erParse        = 1064 // ER_PARSE_ERROR
+	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
+)
+
+// Server is the cheap subset of the doctor that Run's preflight sends
+// (both backends) on election table table: the heartbeat probe
+// (RunHeartbeat), in a transaction it rolls back, so that nothing is
+// written, no DELETE privilege is needed and no row is left. A server that
+// answers with the wrong affected rows fails with ErrUnsafeServer
+// (permanent: Run stops). Errors are left to the campaign (a read-only
+// server may become writable; a missing privilege is classified and stops
+// Run as the heartbeat would), but for a statement the server refuses as
+// no MySQL or MariaDB does (1064, 1105: no candidate could take over),
+// ErrUnsafeServer too. probed reports whether the probe ran and passed:
+// candidates that share a Batcher stop probing once one did; others probe
+// at each Run.
+func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, nil // the campaign will say
+	}
+	defer func() { _ = tx.Rollback() }()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	p, err := RunHeartbeat(ctx, tx, Quote(table), ScratchPrefix+hex.EncodeToString(b[:]))
+	switch n := mysqlerr.Errno(err); {
+	case err == nil:
+	case ServerCause(err) == ErrAccessDenied:
+		return false, Classify(err, table)
+	case n == erParse || n == erUnknownError:
+		// Not MySQL's or MariaDB's answer to the statement candidates
+		// send (go-mysql-server refuses a takeover with 1105): no
+		// candidate could ever take over.
+		return false, fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
+	default:
+		return false, nil // a read-only server, a conflict, a timeout: the campaign will say
+	}
+	if ok, _ := p.OK(); !ok {
+		return false, fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
+			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.Term, p.Took)
+	}
+	if why := p.Problem(); why != "" {
+		return false, fmt.Errorf("%w: %s: two candidates could lead at once", ErrUnsafeServer, why)
+	}
+	return true, nil
+}
