@@ -24,6 +24,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -173,7 +174,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	name := fmt.Sprintf("%s%08x", probe.ScratchPrefix, rand.Uint32())
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: probe.Quote(cfg.Table), name: name, name2: name + "/2"}
+	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: ident.Quote(cfg.Table), name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
 	if ch.site, err = getlock.ReadSite(qctx, db, cfg.Table); err == nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
@@ -21,5 +22,5 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
 	if err != nil {
 		return err
 	}
-	return probe.CheckPrivileges(ctx, db, probe.Quote(cfg.Table))
+	return probe.CheckPrivileges(ctx, db, ident.Quote(cfg.Table))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -33,10 +34,6 @@ const (
 	// any, a multi-primary group refuses the lock backend.
 	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
 )
-
-// Quote quotes election table table (validated: letters, digits and
-// underscores, with one optional dot) for a statement.
-func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // Checks are the checks of Run's preflight on the session and the schema
 // of election table table that retrying cannot fix.
@@ -77,7 +74,7 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 	if _, err := db.ExecContext(ctx, peek); err != nil {
 		return false, Layout(ctx, db, table, err)
 	}
-	if err := CheckPrivileges(ctx, db, Quote(table)); err != nil {
+	if err := CheckPrivileges(ctx, db, ident.Quote(table)); err != nil {
 		return false, err
 	}
 	for _, c := range Checks(table) {
@@ -105,8 +102,8 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 // write it (as CheckPrivileges: statements that match no row; other errors
 // are left to the campaign).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
-	ftbl := Quote(floor.Table(table))
-	if _, err := db.ExecContext(ctx, floor.NewStmts(Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
+	ftbl := ident.Quote(floor.Table(table))
+	if _, err := db.ExecContext(ctx, floor.NewStmts(ident.Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
 		what := "is missing (schema version 6)"
 		switch mysqlerr.Errno(err) {
 		case mysqlerr.NoSuchTable:

@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -234,7 +235,7 @@ func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err err
 	defer func() { _ = tx.Rollback() }()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	p, err := RunHeartbeat(ctx, tx, Quote(table), ScratchPrefix+hex.EncodeToString(b[:]))
+	p, err := RunHeartbeat(ctx, tx, ident.Quote(table), ScratchPrefix+hex.EncodeToString(b[:]))
 	switch n := mysqlerr.Errno(err); {
 	case err == nil:
 	case ServerCause(err) == ErrAccessDenied:
