@@ -289,7 +289,13 @@ inline handOver(c) {
 		demote(c);
 		if
 		:: CLK(c) < hd[c] -> giveUp(c, hold[c], 0, bto, 1)
-		:: else -> skip
+		:: else ->
+			/* past the deadline: lose(drop), as releaseHold's */
+			if
+			:: cid[c] != 0 && sdead[c] -> discard(c)
+			:: cid[c] != 0 && !sdead[c] -> USED(c); releaseLock(c)
+			:: else -> skip
+			fi
 		fi;
 		hold[c] = 0; hd[c] = 0; cancelled[c] = 0;
 		sitOut(c);
