@@ -239,3 +239,60 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 		t.Fatal("the batch never sent its UPDATE")
 	}
 }
+
+// TestBatcherRenewsOnlyHeldRows: a batch of renewals whose lock lists an
+// election once per request (a name repeated) renews a row only for the
+// request naming its candidate and term, answers a duplicate of that
+// request false (it falls back to its own heartbeat), and renews no row of
+// another candidate, an older term, a released row or a missing one.
+func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	bt, err := NewBatcher(db, BatcherOptions{QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	prefix := fmt.Sprintf("dup-%d-", time.Now().UnixNano())
+	a, b, gone, none := prefix+"a", prefix+"b", prefix+"released", prefix+"none"
+	for _, row := range []struct {
+		name     string
+		released int
+	}{{a, 0}, {b, 0}, {gone, 1}} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
+VALUES (?, 'me', NOW(6) - INTERVAL 5 SECOND, 7, NOW(6) - INTERVAL 5 SECOND, 10000, ?)`, row.name, row.released); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := []renewReq{
+		{name: a, id: "other", term: 7},
+		{name: a, id: "me", term: 7},
+		{name: a, id: "me", term: 6},
+		{name: a, id: "me", term: 7}, // a duplicate
+		{name: gone, id: "me", term: 7},
+		{name: none, id: "me", term: 7},
+		{name: b, id: "me", term: 7},
+	}
+	// The batch's own bound (the Combiner's Timeout) is ctx's here.
+	out, err := bt.execRenew(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, false, false, false, false, true} {
+		if out[i] != want {
+			t.Errorf("%+v renewed %v, want %v", reqs[i], out[i], want)
+		}
+	}
+	for name, renewed := range map[string]bool{a: true, b: true, gone: false} {
+		var fresh bool
+		if err := db.QueryRowContext(ctx, `SELECT last_seen_active > NOW(6) - INTERVAL 2 SECOND FROM service_election WHERE anchor = ?`, name).Scan(&fresh); err != nil {
+			t.Fatal(err)
+		}
+		if fresh != renewed {
+			t.Errorf("%s's row renewed %v, want %v", name, fresh, renewed)
+		}
+	}
+}
