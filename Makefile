@@ -192,6 +192,7 @@ CHAOS_SH = chaos() { chaos_server=$$1 chaos_rounds=$$2; shift 2; \
 	leg "$${chaos_server:-host}: chaos-short$${chaos_rounds:+ ($$chaos_rounds round(s) of each fault)}$${1:+ $$*}"; log=$$(mktemp); rc=0; \
 	(cd integration && SQLELECT_TEST_SERVER=$$chaos_server SQLELECT_CHAOS_ROUNDS=$$chaos_rounds \
 		$(GO) test -count=1 -v -timeout 20m -run Chaos "$$@" ./chaos/) >$$log 2>&1 || rc=$$?; \
+	if [ $$rc != 0 ]; then echo "== the failed tests' lines:"; grep -n -A30 -e '--- FAIL' -e '^FAIL' $$log | head -n 300; fi; \
 	tail -n 120 $$log; rm -f $$log; return $$rc; }
 
 # test-matrix runs vet, the tests (unit, behaviour suite on both backends, CLI,
