@@ -186,43 +186,30 @@ func (s *session) Open(string) (database.Driver, error) { return nil, errUnsuppo
 func (s *session) Close() error                         { return nil }
 func (s *session) Drop() error                          { return errUnsupported }
 
-// statements splits a script at each semicolon outside quotes and
-// comments, and drops what holds no code (blank space, comments).
+// statements splits a migration file into its statements, as the files are
+// laid out (TestStatementsOfMigrations holds every file to it): a statement
+// ends with a line that ends with a semicolon, and a line that begins with
+// "--" is a comment, whatever it holds. So a semicolon within a line, in a
+// string or a comment, ends nothing. What holds no code (blank lines,
+// comments, a lone semicolon) is dropped.
 func statements(script string) []string {
-	var out []string
-	start, code := 0, false
-	for i := 0; i < len(script); i++ {
-		switch c := script[i]; {
-		case c == '\'' || c == '"' || c == '`': // a doubled quote ends one string and begins the next
-			for i++; i < len(script) && script[i] != c; i++ {
-				if script[i] == '\\' && c != '`' {
-					i++
-				}
-			}
-			code = true
-		case c == '#' || c == '-' && strings.HasPrefix(script[i:], "--") && (i+2 == len(script) || script[i+2] <= ' '):
-			if n := strings.IndexByte(script[i:], '\n'); n >= 0 {
-				i += n
-			} else {
-				i = len(script)
-			}
-		case c == '/' && strings.HasPrefix(script[i:], "/*"):
-			if n := strings.Index(script[i+2:], "*/"); n >= 0 {
-				i += n + 3
-			} else {
-				i = len(script)
-			}
-		case c == ';':
+	var out, lines []string
+	code := false
+	for _, line := range strings.Split(script, "\n") {
+		text := strings.TrimSpace(line)
+		comment := strings.HasPrefix(text, "--")
+		lines = append(lines, line)
+		code = code || !comment && strings.TrimSuffix(text, ";") != ""
+		if !comment && strings.HasSuffix(text, ";") {
 			if code {
-				out = append(out, strings.TrimSpace(script[start:i]))
+				q := strings.TrimSuffix(strings.TrimSpace(strings.Join(lines, "\n")), ";")
+				out = append(out, strings.TrimSpace(q))
 			}
-			start, code = i+1, false
-		case c > ' ':
-			code = true
+			lines, code = nil, false
 		}
 	}
 	if code {
-		out = append(out, strings.TrimSpace(script[start:]))
+		out = append(out, strings.TrimSpace(strings.Join(lines, "\n")))
 	}
 	return out
 }

@@ -9,22 +9,23 @@ import (
 	"github.com/sqlelect/sqlelect/migrations"
 )
 
-// TestStatements: a script splits at the semicolons outside quotes and
-// comments, and what holds no code is dropped.
+// TestStatements: a script splits after each line that ends with a
+// semicolon, outside comment lines; a semicolon within a line (in quotes,
+// in a comment) splits nothing, and what holds no code is dropped.
 func TestStatements(t *testing.T) {
 	for _, tc := range []struct {
 		name, script string
 		want         []string
 	}{
 		{"one", "SELECT 1;", []string{"SELECT 1"}},
-		{"no final semicolon", "SELECT 1; SELECT 2", []string{"SELECT 1", "SELECT 2"}},
-		{"quotes", `SELECT 'a;b', "c;d", ` + "`e;f`" + `; SELECT 'it''s;', 'x\';'`,
-			[]string{`SELECT 'a;b', "c;d", ` + "`e;f`", `SELECT 'it''s;', 'x\';'`}},
-		{"comments", "-- a; b\n# c; d\n/* e; f */ SELECT 1; -- trailing;\n",
-			[]string{"-- a; b\n# c; d\n/* e; f */ SELECT 1"}},
+		{"no final semicolon", "SELECT 1;\nSELECT 2", []string{"SELECT 1", "SELECT 2"}},
+		{"several lines", "CREATE TABLE t (\n  a INT\n) ;\r\n  DROP TABLE t;  \n", []string{"CREATE TABLE t (\n  a INT\n)", "DROP TABLE t"}},
+		{"semicolons within a line", `SELECT 'a;b', "c;d", ` + "`e;f`" + `, 'it''s;', 'x\';' /* g; */ -- h; i` + "\nFROM t;",
+			[]string{`SELECT 'a;b', "c;d", ` + "`e;f`" + `, 'it''s;', 'x\';' /* g; */ -- h; i` + "\nFROM t"}},
+		{"comments", "-- a; b\n  -- c;\nSELECT 1;\n-- trailing;\n", []string{"-- a; b\n  -- c;\nSELECT 1"}},
 		{"minus is no comment", "SELECT 1--1;", []string{"SELECT 1--1"}},
-		{"only comments", "-- nothing;\n/* here; */\n", nil},
-		{"empty statements", " ; ;SELECT 1;;", []string{"SELECT 1"}},
+		{"only comments", "-- nothing;\n\n-- here;\n", nil},
+		{"empty statements", ";\n  ;\nSELECT 1;\n;\n", []string{"SELECT 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := statements(tc.script); !reflect.DeepEqual(got, tc.want) {
