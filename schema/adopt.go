@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/sqlelect/sqlelect/internal/adoption"
 )
@@ -31,9 +32,9 @@ type AdoptOptions struct {
 
 // Holder is an election row as Adopt found and kept it.
 type Holder struct {
-	Election  string        // the anchor, now the election's name (the recipe's 1 becomes "1")
-	ID        string        // service_id: the holder
-	LeaseLeft time.Duration // by the database clock, when Adopt finished; negative once expired
+	Election  string        `db:"election"`   // the anchor, now the election's name (the recipe's 1 becomes "1")
+	ID        string        `db:"id"`         // service_id: the holder
+	LeaseLeft time.Duration `db:"lease_left"` // by the database clock, when Adopt finished; negative once expired
 }
 
 // Adopt converts the MySQL-table recipe's table (anchor, service_id,
@@ -209,25 +210,15 @@ func (s *session) unadoptCheck() (int, error) {
 }
 
 // holders reads the rows after Adopt.
-func (s *session) holders() ([]Holder, error) {
-	rows, err := s.conn.QueryContext(s.ctx, `SELECT anchor, service_id,
-  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)
+func (s *session) holders() (hs []Holder, err error) {
+	rows, err := s.conn.QueryContext(s.ctx, `SELECT anchor AS election, service_id AS id,
+  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) * 1000 AS lease_left
 FROM `+tableName+` ORDER BY anchor`)
+	if err == nil {
+		defer rows.Close()
+		err = sqlx.StructScan(rows, &hs)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
-	}
-	defer rows.Close()
-	var hs []Holder
-	for rows.Next() {
-		var h Holder
-		var us int64
-		if err := rows.Scan(&h.Election, &h.ID, &us); err != nil {
-			return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
-		}
-		h.LeaseLeft = time.Duration(us) * time.Microsecond
-		hs = append(hs, h)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("schema: adopt: reading the rows: %w", err)
 	}
 	return hs, nil

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // Marker starts the comment of the election table's lease_ms column during
@@ -29,12 +31,12 @@ type Queryer interface {
 
 // Column is a column as information_schema.COLUMNS describes it.
 type Column struct {
-	Name    string // COLUMN_NAME, in lower case
-	Type    string // COLUMN_TYPE, e.g. "tinyint(3) unsigned"
-	Data    string // DATA_TYPE in lower case, e.g. "tinyint"
-	Key     string // COLUMN_KEY: "PRI" for a primary key column
-	Default string // COLUMN_DEFAULT, "" for NULL
-	Comment string // COLUMN_COMMENT
+	Name    string `db:"column_name"`    // COLUMN_NAME, in lower case
+	Type    string `db:"column_type"`    // COLUMN_TYPE, e.g. "tinyint(3) unsigned"
+	Data    string `db:"data_type"`      // DATA_TYPE in lower case, e.g. "tinyint"
+	Key     string `db:"column_key"`     // COLUMN_KEY: "PRI" for a primary key column
+	Default string `db:"column_default"` // COLUMN_DEFAULT, "" for NULL
+	Comment string `db:"column_comment"` // COLUMN_COMMENT
 }
 
 // Kind classifies what a database holds under a table's name.
@@ -55,28 +57,23 @@ var V1Columns = []string{"anchor", "service_id", "last_seen_active", "term", "te
 // Columns reads the columns of table (a name, optionally qualified by a
 // database; unqualified, in the connection's default database), in order;
 // none when there is no such table.
-func Columns(ctx context.Context, db Queryer, table string) ([]Column, error) {
+func Columns(ctx context.Context, db Queryer, table string) (cols []Column, err error) {
 	cond, args := `TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, []any{table}
 	if d, n, ok := strings.Cut(table, "."); ok {
 		cond, args = `TABLE_SCHEMA = ? AND TABLE_NAME = ?`, []any{d, n}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, COLUMN_KEY, COALESCE(COLUMN_DEFAULT, ''), COLUMN_COMMENT
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME AS column_name, COLUMN_TYPE AS column_type, DATA_TYPE AS data_type,
+  COLUMN_KEY AS column_key, COALESCE(COLUMN_DEFAULT, '') AS column_default, COLUMN_COMMENT AS column_comment
 FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args...)
+	if err == nil {
+		defer rows.Close()
+		err = sqlx.StructScan(rows, &cols)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
 	}
-	defer rows.Close()
-	var cols []Column
-	for rows.Next() {
-		var c Column
-		if err := rows.Scan(&c.Name, &c.Type, &c.Data, &c.Key, &c.Default, &c.Comment); err != nil {
-			return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
-		}
-		c.Name, c.Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
-		cols = append(cols, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
+	for i, c := range cols {
+		cols[i].Name, cols[i].Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
 	}
 	return cols, nil
 }
