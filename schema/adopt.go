@@ -156,9 +156,28 @@ const adoptSQL = `ALTER TABLE ` + tableName + `
 // deadline, which must be below the recipe's timeout).
 func (g *Migrator) Unadopt(ctx context.Context) error {
 	return run(ctx, g.db, func(s *session, m *migrate.Migrate) error {
-		v, err := s.unadoptCheck()
-		if err != nil {
+		v, _, l, err := s.state("migrate unadopt", false)
+		switch {
+		case err != nil:
 			return err
+		case l.kind == adoption.KindRecipe:
+			return fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, tableName)
+		case l.kind != adoption.KindSqlelect:
+			return &LayoutError{layout: l, Table: tableName, Version: v, Action: "unadopt"}
+		}
+		var bad, long string
+		err = s.conn.QueryRowContext(s.ctx, `SELECT
+  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE anchor NOT REGEXP '^[0-9]{1,3}$' OR CAST(anchor AS UNSIGNED) > 255), ''),
+  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE CHAR_LENGTH(service_id) > 128), '')`).Scan(&bad, &long)
+		switch {
+		case err != nil:
+			return fmt.Errorf("schema: unadopt: %w", err)
+		case bad != "":
+			return fmt.Errorf("schema: unadopt refused, nothing done: the election %q cannot go back into the recipe's "+
+				"anchor TINYINT UNSIGNED (names must be numbers from 0 to 255): delete or rename it first", bad)
+		case long != "":
+			return fmt.Errorf("schema: unadopt refused, nothing done: the holder of the election %q has a service_id longer "+
+				"than the recipe's 128 characters", long)
 		}
 		if v > 1 {
 			if err := m.Migrate(1); err != nil {
@@ -181,34 +200,6 @@ const unadoptSQL = `ALTER TABLE ` + tableName + `
   MODIFY service_id VARCHAR(128) NOT NULL,
   MODIFY last_seen_active TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP`
 
-// unadoptCheck returns the recorded version when Unadopt can proceed.
-func (s *session) unadoptCheck() (int, error) {
-	v, _, l, err := s.state("migrate unadopt", false)
-	switch {
-	case err != nil:
-		return 0, err
-	case l.kind == adoption.KindRecipe:
-		return 0, fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, tableName)
-	case l.kind != adoption.KindSqlelect:
-		return 0, &LayoutError{layout: l, Table: tableName, Version: v, Action: "unadopt"}
-	}
-	var bad, long string
-	err = s.conn.QueryRowContext(s.ctx, `SELECT
-  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE anchor NOT REGEXP '^[0-9]{1,3}$' OR CAST(anchor AS UNSIGNED) > 255), ''),
-  COALESCE((SELECT MIN(anchor) FROM `+tableName+` WHERE CHAR_LENGTH(service_id) > 128), '')`).Scan(&bad, &long)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("schema: unadopt: %w", err)
-	case bad != "":
-		return 0, fmt.Errorf("schema: unadopt refused, nothing done: the election %q cannot go back into the recipe's "+
-			"anchor TINYINT UNSIGNED (names must be numbers from 0 to 255): delete or rename it first", bad)
-	case long != "":
-		return 0, fmt.Errorf("schema: unadopt refused, nothing done: the holder of the election %q has a service_id longer "+
-			"than the recipe's 128 characters", long)
-	}
-	return v, nil
-}
-
 // holders reads the rows after Adopt.
 func (s *session) holders() (hs []Holder, err error) {
 	rows, err := s.conn.QueryContext(s.ctx, `SELECT anchor AS election, service_id AS id,
@@ -230,11 +221,7 @@ FROM `+tableName+` ORDER BY anchor`)
 // second, as its lease, instead of the usual default (15 s). ok is false
 // outside the period, and on a table that is not sqlelect's.
 func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
-	return adoptionLease(ctx, g.db)
-}
-
-func adoptionLease(ctx context.Context, q adoption.Queryer) (lease time.Duration, ok bool, err error) {
-	lease, ok, err = adoption.Lease(ctx, q, tableName)
+	lease, ok, err = adoption.Lease(ctx, g.db, tableName)
 	if err != nil {
 		return 0, false, fmt.Errorf("schema: %w", err)
 	}
@@ -261,8 +248,8 @@ func (s *session) endAdoption() error {
 	if l.kind != adoption.KindSqlelect {
 		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt-end"}
 	}
-	if _, ok, err := adoptionLease(s.ctx, s.conn); err != nil {
-		return err
+	if _, ok, err := adoption.Lease(s.ctx, s.conn, tableName); err != nil {
+		return err // run prefixes it
 	} else if !ok {
 		return fmt.Errorf("%w: %s is in no adoption period", ErrNoChange, tableName)
 	}

@@ -141,9 +141,22 @@ func (s *session) check(action string) error {
 	case l.kind == adoption.KindMissing:
 		return nil
 	}
-	cv, err := s.columnsVersion(l)
+	// cv is the lowest schema version that has every column of the table
+	// and of its floor table: 4 with transfer_to, 5 with priority, 6 with
+	// the floor table as well, 7 with decision, 8 with the floor's
+	// marked_at, else 1 (versions 2 and 3 change no column's name; versions
+	// 6 and 8 none of the table's).
+	floor, err := adoption.Columns(s.ctx, s.conn, tableName+"_floor")
 	if err != nil {
-		return err
+		return err // run prefixes it
+	}
+	added := map[string]int{"transfer_to": 4, "priority": 5, "decision": 7}
+	cv := 1
+	for _, c := range l.columns {
+		cv = max(cv, added[c.Name])
+	}
+	if cv == 5 && len(floor) > 0 || cv == 7 && slices.ContainsFunc(floor, func(c adoption.Column) bool { return c.Name == "marked_at" }) {
+		cv++
 	}
 	// golang-migrate records a version (dirty) before it runs that
 	// migration's DDL, so a version read after the layout is at least the
@@ -183,31 +196,7 @@ func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, l layou
 		return v, true, layout{}, nil
 	}
 	cols, err := adoption.Columns(s.ctx, s.conn, tableName)
-	if err != nil {
-		return 0, false, layout{}, fmt.Errorf("schema: %w", err)
-	}
-	return v, false, layout{kind: adoption.Classify(cols), columns: cols}, nil
-}
-
-// columnsVersion is the lowest schema version that has every column of l,
-// sqlelect's table, and of its floor table: 4 with transfer_to, 5 with
-// priority, 6 with the floor table as well, 7 with decision, 8 with the
-// floor's marked_at, else 1 (versions 2 and 3 change no column's name;
-// versions 6 and 8 none of l's).
-func (s *session) columnsVersion(l layout) (int, error) {
-	floor, err := adoption.Columns(s.ctx, s.conn, tableName+"_floor")
-	if err != nil {
-		return 0, fmt.Errorf("schema: %w", err)
-	}
-	added := map[string]int{"transfer_to": 4, "priority": 5, "decision": 7}
-	v := 1
-	for _, c := range l.columns {
-		v = max(v, added[c.Name])
-	}
-	if v == 5 && len(floor) > 0 || v == 7 && slices.ContainsFunc(floor, func(c adoption.Column) bool { return c.Name == "marked_at" }) {
-		v++
-	}
-	return v, nil
+	return v, false, layout{kind: adoption.Classify(cols), columns: cols}, err // run prefixes err
 }
 
 // Latest returns the highest version among the embedded migrations: the
@@ -217,15 +206,6 @@ func Latest() uint {
 	var v uint
 	_, _ = fmt.Sscanf(names[len(names)-1], "%d_", &v)
 	return v
-}
-
-// wrap prefixes golang-migrate's own errors; the session's have the
-// prefix already, and ErrNoChange stays as it is.
-func wrap(err error) error {
-	if err == nil || errors.Is(err, migrate.ErrNoChange) || strings.HasPrefix(err.Error(), "schema: ") {
-		return err
-	}
-	return fmt.Errorf("schema: %w", err)
 }
 
 // DDL returns the up migrations, in order, as one SQL script, with the table

@@ -18,8 +18,6 @@ import (
 	"github.com/sqlelect/sqlelect/migrations"
 )
 
-var errUnsupported = errors.New("schema: not supported")
-
 // lockWait is how long Lock waits for golang-migrate's lock (GET_LOCK), as
 // golang-migrate's mysql driver does.
 const lockWait = 10 * time.Second
@@ -41,32 +39,38 @@ type session struct {
 // run runs f in a session on a connection of db, with golang-migrate's
 // Migrate on it, and gives the connection back.
 func run(ctx context.Context, db *sql.DB, f func(s *session, m *migrate.Migrate) error) (err error) {
+	defer func() { err = wrap(ctx, err) }()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return ctxErr(ctx, fmt.Errorf("schema: %w", err))
+		return err
 	}
 	s := &session{ctx: ctx, conn: conn}
 	defer func() { err = errors.Join(err, s.close()) }()
 	if err := s.start(); err != nil {
-		return ctxErr(ctx, err)
+		return err
 	}
 	src, err := iofs.New(migrations.FS(), ".")
 	if err != nil {
-		return fmt.Errorf("schema: %w", err)
+		return err
 	}
 	m, err := migrate.NewWithInstance("iofs", src, "mysql", s)
 	if err != nil {
-		return fmt.Errorf("schema: %w", err)
+		return err
 	}
 	// Lock is bounded by lockWait and ctx: golang-migrate's own timeout
 	// would leave it running after the call.
 	m.LockTimeout = time.Hour
-	return ctxErr(ctx, wrap(f(s, m)))
+	return f(s, m)
 }
 
-// ctxErr makes err wrap ctx's error when ctx ended: the driver may report
-// the connection it closed instead.
-func ctxErr(ctx context.Context, err error) error {
+// wrap prefixes the errors of golang-migrate and of the driver (the
+// session's have the prefix already, and ErrNoChange stays as it is), and
+// makes err wrap ctx's error when ctx ended: the driver may report the
+// connection it closed instead.
+func wrap(ctx context.Context, err error) error {
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) && !strings.HasPrefix(err.Error(), "schema: ") {
+		err = fmt.Errorf("schema: %w", err)
+	}
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}
@@ -182,9 +186,9 @@ func (s *session) Version() (version int, dirty bool, err error) {
 }
 
 // Open, Close and Drop complete database.Driver; Migrator does not call them.
-func (s *session) Open(string) (database.Driver, error) { return nil, errUnsupported }
+func (s *session) Open(string) (database.Driver, error) { return nil, errors.ErrUnsupported }
 func (s *session) Close() error                         { return nil }
-func (s *session) Drop() error                          { return errUnsupported }
+func (s *session) Drop() error                          { return errors.ErrUnsupported }
 
 // statements splits a migration file into its statements, as the files are
 // laid out (TestStatementsOfMigrations holds every file to it): a statement
