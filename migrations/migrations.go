@@ -6,6 +6,11 @@
 // comment starts with "sqlelect adoption" alone, as 000003 does: that is
 // the adoption period of package schema's Adopt, whose default is the
 // recipe's timeout until EndAdoption.
+//
+// Package schema runs a file's statements one at a time, split as the files
+// are laid out: each statement ends with a line that ends with a semicolon,
+// and comments are whole lines that begin with "--" (a semicolon within a
+// line, in a string or a comment, ends nothing).
 package migrations
 
 import (

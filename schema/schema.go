@@ -17,6 +17,7 @@
 package schema
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -221,10 +222,7 @@ func DDL(table string) string {
 		data, _ := fs.ReadFile(migrations.FS(), name)
 		fmt.Fprintf(&b, "-- %s\n%s\n", name, data)
 	}
-	if table == "" {
-		return b.String()
-	}
-	return strings.ReplaceAll(b.String(), tableName, table)
+	return strings.ReplaceAll(b.String(), tableName, cmp.Or(table, tableName))
 }
 
 func upFiles() []string {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -83,11 +84,8 @@ func (s *session) start() error {
 	var n int
 	err := s.conn.QueryRowContext(s.ctx, `SELECT DATABASE(), (SELECT COUNT(*) FROM information_schema.TABLES
 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&name, &n)
-	switch {
-	case err != nil:
-		return fmt.Errorf("schema: %w", err)
-	case name.String == "":
-		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
+	if err != nil || name.String == "" {
+		return cmp.Or(err, errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)"))
 	}
 	s.lockID, _ = database.GenerateAdvisoryLockId(name.String + ":" + MigrationsTable) // never fails
 	if n == 0 {
