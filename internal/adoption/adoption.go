@@ -62,7 +62,7 @@ func Columns(ctx context.Context, db Queryer, table string) (cols []Column, err 
 	if d, n, ok := strings.Cut(table, "."); ok {
 		cond, args = `TABLE_SCHEMA = ? AND TABLE_NAME = ?`, []any{d, n}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME AS column_name, COLUMN_TYPE AS column_type, DATA_TYPE AS data_type,
+	rows, err := db.QueryContext(ctx, `SELECT LOWER(COLUMN_NAME) AS column_name, COLUMN_TYPE AS column_type, LOWER(DATA_TYPE) AS data_type,
   COLUMN_KEY AS column_key, COALESCE(COLUMN_DEFAULT, '') AS column_default, COLUMN_COMMENT AS column_comment
 FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args...)
 	if err == nil {
@@ -71,9 +71,6 @@ FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args.
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
-	}
-	for i, c := range cols {
-		cols[i].Name, cols[i].Data = strings.ToLower(c.Name), strings.ToLower(c.Data)
 	}
 	return cols, nil
 }
