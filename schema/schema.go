@@ -200,14 +200,9 @@ func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, l layou
 	return v, false, layout{kind: adoption.Classify(cols), columns: cols}, err // run prefixes err
 }
 
-// Latest returns the highest version among the embedded migrations: the
-// last one's (their names begin with the version, zero-padded).
-func Latest() uint {
-	names := upFiles()
-	var v uint
-	_, _ = fmt.Sscanf(names[len(names)-1], "%d_", &v)
-	return v
-}
+// Latest returns the highest version among the embedded migrations: their
+// number, as they are numbered from 1 without a gap (TestLatest).
+func Latest() uint { return uint(len(upFiles())) }
 
 // DDL returns the up migrations, in order, as one SQL script, with the table
 // renamed to table when it is not empty and not service_election, and with

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -75,5 +76,18 @@ func TestDDLRenames(t *testing.T) {
 	}
 	if DDL("service_election") != DDL("") || !strings.HasPrefix(DDL(""), "-- 000001_service_election.up.sql\n") {
 		t.Errorf("DDL(\"\") is not the migrations as they are:\n%s", DDL(""))
+	}
+}
+
+// TestLatest: the up migrations are numbered from 1 without a gap, so that
+// their number is the latest version.
+func TestLatest(t *testing.T) {
+	for i, name := range upFiles() {
+		if want := fmt.Sprintf("%06d_", i+1); !strings.HasPrefix(name, want) {
+			t.Errorf("up migration %d is %s, want a name beginning with %s", i+1, name, want)
+		}
+	}
+	if Latest() != uint(len(upFiles())) || Latest() == 0 {
+		t.Errorf("Latest() = %d with %d up migrations", Latest(), len(upFiles()))
 	}
 }
