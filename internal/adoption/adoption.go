@@ -113,14 +113,13 @@ func Lease(ctx context.Context, db Queryer, table string) (lease time.Duration, 
 	for _, c := range cols {
 		// As the migrations' LIKE 'sqlelect adoption%' (the comment's
 		// collation ignores case).
-		if c.Name != "lease_ms" || !strings.HasPrefix(strings.ToLower(c.Comment), Marker) {
-			continue
+		if c.Name == "lease_ms" && strings.HasPrefix(strings.ToLower(c.Comment), Marker) {
+			ms, err := strconv.ParseInt(strings.Trim(c.Default, "'"), 10, 64)
+			if err != nil {
+				return 0, false, fmt.Errorf("reading the adoption period: lease_ms's default %q: %w", c.Default, err)
+			}
+			return time.Duration(ms) * time.Millisecond, true, nil
 		}
-		ms, err := strconv.ParseInt(strings.Trim(c.Default, "'"), 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("reading the adoption period: lease_ms's default %q: %w", c.Default, err)
-		}
-		return time.Duration(ms) * time.Millisecond, true, nil
 	}
 	return 0, false, nil
 }
