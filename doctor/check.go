@@ -48,17 +48,18 @@ const (
 )
 
 // The properties Check reports on, in the order of its report. Those of
-// Run's preflight checks are spelt as package probe spells them.
+// Run's preflight checks (floor_table to topology) are spelt as package
+// probe spells them.
 const (
 	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
 	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
-	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropBinlogFormat    = "binlog_format"    // a binary log a replica replays as rows (not STATEMENT)
-	PropTimeZone        = "time_zone"        // the session time zone has no DST
-	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
-	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
-	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
 	PropFloorTable      = "floor_table"      // the term floor table exists, and the user may write it
+	PropTimeZone        = "time_zone"        // the session time zone has no DST
+	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
+	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
+	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
+	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
 	PropReplace         = "replace"          // REPLACE over a row reports 2
 	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
@@ -187,7 +188,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	for _, run := range []func(){
-		ch.readOnly, ch.binlogFormat, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.readOnly, ch.binlogFormat, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
@@ -434,24 +435,6 @@ func (ch *checker) replicaChannels() ([]string, error) {
 	return out, rows.Err()
 }
 
-// topology: GET_LOCK is local to a node of Galera or of a multi-primary
-// Group Replication group (probe.Topology, the lock backend's own check).
-func (ch *checker) topology() {
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	switch err := probe.Topology(ctx, ch.db); {
-	case errors.Is(err, election.ErrUnsupportedTopology):
-		ch.add(PropTopology, lockOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ")+
-			"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
-			"the lock backend could elect one leader per node",
-			"use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline")
-	case err != nil:
-		ch.unverified(PropTopology, lockOnly(), "the topology", err)
-	default:
-		ch.pass(PropTopology, lockOnly(), "neither a Galera node nor a multi-primary Group Replication member: both backends may be used")
-	}
-}
-
 // preflight reports on Run's preflight checks: a fail where Run would
 // refuse (a permanent error), unverified where the check could not be made.
 func (ch *checker) preflight() {
@@ -479,25 +462,20 @@ func (ch *checker) affectedRows() {
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	p, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
-	ok, foundRows := p.OK()
-	switch why := p.Problem(); {
-	case ch.simultaneous && probe.IsCheckViolation(err): // the heartbeat fails on its CHECK constraint there, by design
-		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): "+
+	foundRows, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
+	switch {
+	case ch.simultaneous && probe.IsCheckViolation(err), mysqlerr.Errno(err) == mysqlerr.BadNull:
+		// The heartbeat refuses, by design, a session that assigns
+		// simultaneously (its CHECK constraint) or whose time zone has
+		// daylight saving time (its NULL anchor).
+		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session by design (see assignment_order and time_zone): "+
 			err.Error(), "unverified", "")
-	case mysqlerr.Errno(err) == mysqlerr.BadNull: // the heartbeat refuses such a session by design (see time_zone)
-		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): "+
-			err.Error(), "unverified", "")
+	case errors.Is(err, election.ErrUnsafeServer): // the affected rows, or the decision column
+		ch.add(PropAffectedRows, tableOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsafeServer.Error()+": "),
+			"the table backend decides who leads by these counts and its decision column: a candidate may believe it leads while another does, or nobody takes over an expired lease",
+			"run the table backend on MySQL or MariaDB only, with the decision column and its CHECK constraint as migrations/000007_decision.up.sql creates them, enforced")
 	case err != nil:
 		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
-	case ok && why != "":
-		ch.add(PropAffectedRows, tableOnly(), CheckFail, why, "a candidate may believe it leads while another does",
-			"recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced")
-	case !ok:
-		ch.add(PropAffectedRows, tableOnly(), CheckFail, fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
-			"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d", p, p.Term, p.Took),
-			"the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
-			"do not run the table backend on this server; use MySQL or MariaDB")
 	case foundRows:
 		ch.pass(PropAffectedRows, tableOnly(), "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row")
 	default:

@@ -16,25 +16,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// Run's preflight reads the session and the server with these (see
-// checkTimeZone, checkCommits, checkAssignmentOrder, CheckSysdate and
-// Topology); the doctor reuses them.
-const (
-	// timeZoneProbeSQL is 181 days in seconds unless the session's time
-	// zone has daylight saving time.
-	timeZoneProbeSQL = `SELECT ` + dbclock.DSTProbe
-	// commitModeSQL: whether the session commits each statement.
-	commitModeSQL = `SELECT @@autocommit, @@completion_type`
-	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
-	sqlModeSQL = `SELECT @@SESSION.sql_mode`
-	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
-	// means --sysdate-is-now.
-	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
-	// groupMembersSQL counts Group Replication's online members: with
-	// any, a multi-primary group refuses the lock backend.
-	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
-)
-
 // Checks are the checks of Run's preflight on the session and the schema
 // of election table table that retrying cannot fix.
 func Checks(table string) []Check {
@@ -61,15 +42,19 @@ func Checks(table string) []Check {
 			Pass:        "SYSDATE(6) is the server's clock at each call",
 			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
 			Fix:         "restart the server without --sysdate-is-now"},
+		{Prop: Topology, Backends: []string{Lock}, Run: checkTopology,
+			Pass:        "neither a Galera node nor a multi-primary Group Replication member: both backends may be used",
+			Consequence: "the lock backend could elect one leader per node; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
+			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"},
 	}
 }
 
 // Preflight is Run's preflight on election table table for backend (Table
 // or Lock), and returns the first error: peek (a statement that reads no
 // row but needs every column the backend reads) explained by Layout, the
-// privileges (CheckPrivileges), the Checks of backend, the heartbeat probe
-// of the server when server is true (Server, whose probed it returns), and
-// for the lock backend the Topology.
+// privileges (CheckPrivileges), the Checks of backend (for the lock backend,
+// its topology among them), and the heartbeat probe of the server when
+// server is true (Server, whose probed it returns).
 func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
 	if _, err := db.ExecContext(ctx, peek); err != nil {
 		return false, Layout(ctx, db, table, err)
@@ -86,14 +71,9 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		}
 	}
 	if server {
-		if probed, err = Server(ctx, db, table); err != nil {
-			return false, err
-		}
+		return Server(ctx, db, table)
 	}
-	if backend == Lock {
-		return probed, Topology(ctx, db)
-	}
-	return probed, nil
+	return false, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
@@ -135,7 +115,7 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx, timeZoneProbeSQL).Scan(&diff)
+	err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff)
 	if err != nil {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
@@ -151,7 +131,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 // pool that check it would all be refused.
 func checkCommits(ctx context.Context, db *sql.DB) error {
 	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, commitModeSQL).Scan(&autocommit, &completion); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
 		return fmt.Errorf("election: reading the session's autocommit: %w", err)
 	}
 	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
@@ -168,7 +148,7 @@ func checkCommits(ctx context.Context, db *sql.DB) error {
 // never take over).
 func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, sqlModeSQL).Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
 		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
 	}
 	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
@@ -184,7 +164,7 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	err := db.QueryRowContext(ctx, sysdateProbeSQL).Scan(&a, &slept, &b)
+	err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b)
 	if err != nil {
 		return fmt.Errorf("election: checking the server's clock: %w", err)
 	}
@@ -245,12 +225,12 @@ func Privileges(tbl string) []Privilege {
 	}
 }
 
-// Topology refuses servers where GET_LOCK is not cluster-wide, as the lock
+// checkTopology refuses servers where GET_LOCK is not cluster-wide, as the lock
 // backend's preflight does: a Galera node (MariaDB Galera Cluster, Percona
 // XtraDB Cluster), or MySQL Group Replication in multi-primary mode. A
 // variable the server does not have reads as "" (and not ok): it is not
 // that kind of server.
-func Topology(ctx context.Context, db *sql.DB) error {
+func checkTopology(ctx context.Context, db *sql.DB) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
 			ErrUnsupportedTopology, why)
@@ -273,7 +253,7 @@ func Topology(ctx context.Context, db *sql.DB) error {
 		return nil
 	}
 	var online int
-	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 	switch {
 	case mysqlerr.Errno(err) != 0: // the server refused the statement
 		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))
