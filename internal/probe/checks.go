@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,8 +78,7 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
 // table has no term floor table (the migrations are behind: run them before
 // upgrading candidates), and wrapping ErrAccessDenied when the user may not
-// write it (as CheckPrivileges: statements that match no row; other errors
-// are left to the campaign).
+// write it (checkGrants, as CheckPrivileges).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 	ftbl := ident.Quote(floor.Table(table))
 	if _, err := db.ExecContext(ctx, floor.NewStmts(ident.Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
@@ -96,18 +94,10 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 			"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
 			ErrSchemaMismatch, floor.Table(table), what, err)
 	}
-	for _, probe := range []string{
-		`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`,
-		`UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`,
-	} {
-		if _, err := db.ExecContext(ctx, probe); errors.Is(ServerCause(err), ErrAccessDenied) {
-			return fmt.Errorf("%w: the user may not write the term floor table %s, in which every term is assigned "+
-				"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w", ErrAccessDenied, ftbl, ftbl, err)
-		} else if err != nil && ctx.Err() != nil {
-			return err
-		}
-	}
-	return nil
+	return checkGrants(ctx, db, ftbl, "in which every term is assigned", []Privilege{
+		{Name: "INSERT", Query: `INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`},
+		{Name: "UPDATE", Query: `UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`},
+	})
 }
 
 // checkTimeZone fails when the session time zone has daylight saving time:
@@ -115,8 +105,7 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff)
-	if err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff); err != nil {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
@@ -164,8 +153,7 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b)
-	if err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b); err != nil {
 		return fmt.Errorf("election: checking the server's clock: %w", err)
 	}
 	if a >= b { // one format: the text orders as the time
@@ -186,12 +174,20 @@ func CheckSysdate(ctx context.Context, db *sql.DB) error {
 // that names every missing privilege, or nil; other errors (a read-only
 // server, which may become writable) are left to the campaign.
 func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
+	// Not DELETE, the last of Privileges: operators' (Reelect), not
+	// candidates'.
+	return checkGrants(ctx, db, tbl, "which a candidate needs to take over", Privileges(tbl)[:3])
+}
+
+// checkGrants runs probes, statements on tbl (quoted) that match no row,
+// and fails, wrapping ErrAccessDenied, naming every privilege the server
+// denied and why the user needs it (need). A statement the server refuses
+// otherwise is left to the campaign; an error of the connection or of ctx
+// is returned.
+func checkGrants(ctx context.Context, db *sql.DB, tbl, need string, probes []Privilege) error {
 	var missing []string
 	var first error
-	for _, p := range Privileges(tbl) {
-		if p.Name == "DELETE" {
-			continue // operators' (Reelect), not candidates'
-		}
+	for _, p := range probes {
 		_, err := db.ExecContext(ctx, p.Query)
 		if err == nil {
 			continue
@@ -208,9 +204,8 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	if missing == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: the user lacks %s on %s, which a candidate needs to take over "+
-		"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
-		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
+	return fmt.Errorf("%w: the user lacks %s on %s, %s (GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
+		ErrAccessDenied, strings.Join(missing, ", "), tbl, need, tbl, first)
 }
 
 // Privileges are the probes of SELECT, INSERT, UPDATE and DELETE on tbl
