@@ -15,8 +15,8 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// Checks are the checks of Run's preflight on the session and the schema
-// of election table table that retrying cannot fix.
+// Checks are the checks of Run's preflight on the session, the schema of
+// election table table and the topology that retrying cannot fix.
 func Checks(table string) []Check {
 	bothBackends, tableOnly := []string{Table, Lock}, []string{Table}
 	return []Check{
@@ -247,6 +247,8 @@ func checkTopology(ctx context.Context, db *sql.DB) error {
 	if !multiPrimary {
 		return nil
 	}
+	// With any member online, a multi-primary group refuses the lock
+	// backend.
 	var online int
 	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 	switch {
