@@ -863,10 +863,8 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	bound, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: leaseSecs})
-	if _, err = c.ExecContext(ctx, bound); err == nil {
-		v, _, err = stmt.ServerVariable(ctx, c, "session.wait_timeout")
-		set, _ = strconv.ParseInt(v, 10, 64)
+	if _, err = c.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", leaseSecs)); err == nil {
+		err = c.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
 	}
 	switch {
 	case err != nil || set != leaseSecs:
