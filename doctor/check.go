@@ -48,17 +48,18 @@ const (
 )
 
 // The properties Check reports on, in the order of its report. Those of
-// Run's preflight checks are spelt as package probe spells them.
+// Run's preflight checks (floor_table to topology) are spelt as package
+// probe spells them.
 const (
 	PropPrivileges      = "privileges"       // SELECT, INSERT, UPDATE (and DELETE) on the table
 	PropReadOnly        = "read_only"        // read_only, super_read_only, or a replica
-	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropBinlogFormat    = "binlog_format"    // a binary log a replica replays as rows (not STATEMENT)
-	PropTimeZone        = "time_zone"        // the session time zone has no DST
-	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
-	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
-	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
 	PropFloorTable      = "floor_table"      // the term floor table exists, and the user may write it
+	PropTimeZone        = "time_zone"        // the session time zone has no DST
+	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
+	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
+	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
+	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
 	PropReplace         = "replace"          // REPLACE over a row reports 2
 	PropNowMicroseconds = "now_microseconds" // NOW(6) has microseconds
@@ -187,7 +188,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	for _, run := range []func(){
-		ch.readOnly, ch.binlogFormat, ch.topology, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
+		ch.readOnly, ch.binlogFormat, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
 		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
@@ -434,24 +435,6 @@ func (ch *checker) replicaChannels() ([]string, error) {
 	return out, rows.Err()
 }
 
-// topology: GET_LOCK is local to a node of Galera or of a multi-primary
-// Group Replication group (probe.Topology, the lock backend's own check).
-func (ch *checker) topology() {
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	switch err := probe.Topology(ctx, ch.db); {
-	case errors.Is(err, election.ErrUnsupportedTopology):
-		ch.add(PropTopology, lockOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsupportedTopology.Error()+": ")+
-			"; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
-			"the lock backend could elect one leader per node",
-			"use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline")
-	case err != nil:
-		ch.unverified(PropTopology, lockOnly(), "the topology", err)
-	default:
-		ch.pass(PropTopology, lockOnly(), "neither a Galera node nor a multi-primary Group Replication member: both backends may be used")
-	}
-}
-
 // preflight reports on Run's preflight checks: a fail where Run would
 // refuse (a permanent error), unverified where the check could not be made.
 func (ch *checker) preflight() {
@@ -479,25 +462,20 @@ func (ch *checker) affectedRows() {
 	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	p, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
-	ok, foundRows := p.OK()
-	switch why := p.Problem(); {
-	case ch.simultaneous && probe.IsCheckViolation(err): // the heartbeat fails on its CHECK constraint there, by design
-		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat changes no row on a session that assigns simultaneously (see assignment_order): "+
+	foundRows, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
+	switch {
+	case ch.simultaneous && probe.IsCheckViolation(err), mysqlerr.Errno(err) == mysqlerr.BadNull:
+		// The heartbeat refuses, by design, a session that assigns
+		// simultaneously (its CHECK constraint) or whose time zone has
+		// daylight saving time (its NULL anchor).
+		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session by design (see assignment_order and time_zone): "+
 			err.Error(), "unverified", "")
-	case mysqlerr.Errno(err) == mysqlerr.BadNull: // the heartbeat refuses such a session by design (see time_zone)
-		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session (its time zone has daylight saving time, see time_zone): "+
-			err.Error(), "unverified", "")
+	case errors.Is(err, election.ErrUnsafeServer): // the affected rows, or the decision column
+		ch.add(PropAffectedRows, tableOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsafeServer.Error()+": "),
+			"the table backend decides who leads by these counts and its decision column: a candidate may believe it leads while another does, or nobody takes over an expired lease",
+			"run the table backend on MySQL or MariaDB only, with the decision column and its CHECK constraint as migrations/000007_decision.up.sql creates them, enforced")
 	case err != nil:
 		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
-	case ok && why != "":
-		ch.add(PropAffectedRows, tableOnly(), CheckFail, why, "a candidate may believe it leads while another does",
-			"recreate the column and its constraint as migrations/000007_decision.up.sql does, and keep CHECK constraints enforced")
-	case !ok:
-		ch.add(PropAffectedRows, tableOnly(), CheckFail, fmt.Sprintf("the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
-			"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d", p, p.Term, p.Took),
-			"the table backend decides who leads by these counts: a candidate may believe it leads while another does, or nobody takes over an expired lease",
-			"do not run the table backend on this server; use MySQL or MariaDB")
 	case foundRows:
 		ch.pass(PropAffectedRows, tableOnly(), "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row")
 	default:
@@ -718,11 +696,8 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	if d0 > time.Second {
 		problems = append(problems, fmt.Sprintf("GET_LOCK(name, 0) on a held lock took %v", d0.Round(time.Millisecond)))
 	}
-	switch {
-	case dF < frac*2/3:
-		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut)", frac, dF.Round(time.Millisecond)))
-	case dF > 2*frac:
-		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was rounded up)", frac, dF.Round(time.Millisecond)))
+	if dF < frac*2/3 || dF > 2*frac {
+		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut, or rounded up)", frac, dF.Round(time.Millisecond)))
 	}
 	switch {
 	case ok0 || okF:
@@ -847,14 +822,11 @@ func (ch *checker) statementBounds() {
 	start := ch.cfg.Tuning.Clock.Now()
 	err := b.QueryRowContext(ctx, bound.Wrap(ch.lockRowSQL()), ch.name).Scan(new(string))
 	took := ch.cfg.Tuning.Clock.Now().Sub(start).Round(time.Millisecond)
-	kind := "MAX_EXECUTION_TIME"
-	if bound.Flavor == stmt.FlavorMariaDB {
-		kind = "SET STATEMENT innodb_lock_wait_timeout"
-	}
+	kind := map[stmt.Flavor]string{stmt.FlavorMySQL: "MAX_EXECUTION_TIME", stmt.FlavorMariaDB: "SET STATEMENT innodb_lock_wait_timeout"}[bound.Flavor]
 	st, detail := CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", kind, took, err)
 	switch n := mysqlerr.Errno(err); {
 	case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
-		st, detail = CheckPass, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with error %d", kind, took, n)
+		st = CheckPass
 	case err == nil:
 		detail = "a locking read of a row another transaction holds returned at once"
 	}
@@ -891,10 +863,8 @@ func (ch *checker) waitTimeout() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	var set int64
-	bound, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: leaseSecs})
-	if _, err = c.ExecContext(ctx, bound); err == nil {
-		v, _, err = stmt.ServerVariable(ctx, c, "session.wait_timeout")
-		set, _ = strconv.ParseInt(v, 10, 64)
+	if _, err = c.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", leaseSecs)); err == nil {
+		err = c.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
 	}
 	switch {
 	case err != nil || set != leaseSecs:

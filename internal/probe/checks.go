@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,27 +15,8 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// Run's preflight reads the session and the server with these (see
-// checkTimeZone, checkCommits, checkAssignmentOrder, CheckSysdate and
-// Topology); the doctor reuses them.
-const (
-	// timeZoneProbeSQL is 181 days in seconds unless the session's time
-	// zone has daylight saving time.
-	timeZoneProbeSQL = `SELECT ` + dbclock.DSTProbe
-	// commitModeSQL: whether the session commits each statement.
-	commitModeSQL = `SELECT @@autocommit, @@completion_type`
-	// sqlModeSQL: SIMULTANEOUS_ASSIGNMENT would stop every takeover.
-	sqlModeSQL = `SELECT @@SESSION.sql_mode`
-	// sysdateProbeSQL reads SYSDATE(6) twice, 2 ms apart: the same time
-	// means --sysdate-is-now.
-	sysdateProbeSQL = `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`
-	// groupMembersSQL counts Group Replication's online members: with
-	// any, a multi-primary group refuses the lock backend.
-	groupMembersSQL = `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`
-)
-
-// Checks are the checks of Run's preflight on the session and the schema
-// of election table table that retrying cannot fix.
+// Checks are the checks of Run's preflight on the session, the schema of
+// election table table and the topology that retrying cannot fix.
 func Checks(table string) []Check {
 	bothBackends, tableOnly := []string{Table, Lock}, []string{Table}
 	return []Check{
@@ -61,15 +41,19 @@ func Checks(table string) []Check {
 			Pass:        "SYSDATE(6) is the server's clock at each call",
 			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
 			Fix:         "restart the server without --sysdate-is-now"},
+		{Prop: Topology, Backends: []string{Lock}, Run: checkTopology,
+			Pass:        "neither a Galera node nor a multi-primary Group Replication member: both backends may be used",
+			Consequence: "the lock backend could elect one leader per node; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
+			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"},
 	}
 }
 
 // Preflight is Run's preflight on election table table for backend (Table
 // or Lock), and returns the first error: peek (a statement that reads no
 // row but needs every column the backend reads) explained by Layout, the
-// privileges (CheckPrivileges), the Checks of backend, the heartbeat probe
-// of the server when server is true (Server, whose probed it returns), and
-// for the lock backend the Topology.
+// privileges (CheckPrivileges), the Checks of backend (for the lock backend,
+// its topology among them), and the heartbeat probe of the server when
+// server is true (Server, whose probed it returns).
 func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
 	if _, err := db.ExecContext(ctx, peek); err != nil {
 		return false, Layout(ctx, db, table, err)
@@ -86,21 +70,15 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		}
 	}
 	if server {
-		if probed, err = Server(ctx, db, table); err != nil {
-			return false, err
-		}
+		return Server(ctx, db, table)
 	}
-	if backend == Lock {
-		return probed, Topology(ctx, db)
-	}
-	return probed, nil
+	return false, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
 // table has no term floor table (the migrations are behind: run them before
 // upgrading candidates), and wrapping ErrAccessDenied when the user may not
-// write it (as CheckPrivileges: statements that match no row; other errors
-// are left to the campaign).
+// write it (checkGrants, as CheckPrivileges).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 	ftbl := ident.Quote(floor.Table(table))
 	if _, err := db.ExecContext(ctx, floor.NewStmts(ident.Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
@@ -116,18 +94,10 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 			"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
 			ErrSchemaMismatch, floor.Table(table), what, err)
 	}
-	for _, probe := range []string{
-		`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`,
-		`UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`,
-	} {
-		if _, err := db.ExecContext(ctx, probe); errors.Is(ServerCause(err), ErrAccessDenied) {
-			return fmt.Errorf("%w: the user may not write the term floor table %s, in which every term is assigned "+
-				"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w", ErrAccessDenied, ftbl, ftbl, err)
-		} else if err != nil && ctx.Err() != nil {
-			return err
-		}
-	}
-	return nil
+	return checkGrants(ctx, db, ftbl, "in which every term is assigned", []Privilege{
+		{Name: "INSERT", Query: `INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`},
+		{Name: "UPDATE", Query: `UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`},
+	})
 }
 
 // checkTimeZone fails when the session time zone has daylight saving time:
@@ -135,8 +105,7 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
 	var diff sql.NullInt64
-	err := db.QueryRowContext(ctx, timeZoneProbeSQL).Scan(&diff)
-	if err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff); err != nil {
 		return fmt.Errorf("election: checking the session time zone: %w", err)
 	}
 	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
@@ -151,7 +120,7 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 // pool that check it would all be refused.
 func checkCommits(ctx context.Context, db *sql.DB) error {
 	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, commitModeSQL).Scan(&autocommit, &completion); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
 		return fmt.Errorf("election: reading the session's autocommit: %w", err)
 	}
 	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
@@ -168,7 +137,7 @@ func checkCommits(ctx context.Context, db *sql.DB) error {
 // never take over).
 func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, sqlModeSQL).Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
 		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
 	}
 	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
@@ -184,8 +153,7 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	err := db.QueryRowContext(ctx, sysdateProbeSQL).Scan(&a, &slept, &b)
-	if err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b); err != nil {
 		return fmt.Errorf("election: checking the server's clock: %w", err)
 	}
 	if a >= b { // one format: the text orders as the time
@@ -206,12 +174,20 @@ func CheckSysdate(ctx context.Context, db *sql.DB) error {
 // that names every missing privilege, or nil; other errors (a read-only
 // server, which may become writable) are left to the campaign.
 func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
+	// Not DELETE, the last of Privileges: operators' (Reelect), not
+	// candidates'.
+	return checkGrants(ctx, db, tbl, "which a candidate needs to take over", Privileges(tbl)[:3])
+}
+
+// checkGrants runs probes, statements on tbl (quoted) that match no row,
+// and fails, wrapping ErrAccessDenied, naming every privilege the server
+// denied and why the user needs it (need). A statement the server refuses
+// otherwise is left to the campaign; an error of the connection or of ctx
+// is returned.
+func checkGrants(ctx context.Context, db *sql.DB, tbl, need string, probes []Privilege) error {
 	var missing []string
 	var first error
-	for _, p := range Privileges(tbl) {
-		if p.Name == "DELETE" {
-			continue // operators' (Reelect), not candidates'
-		}
+	for _, p := range probes {
 		_, err := db.ExecContext(ctx, p.Query)
 		if err == nil {
 			continue
@@ -228,9 +204,8 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	if missing == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: the user lacks %s on %s, which a candidate needs to take over "+
-		"(GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
-		ErrAccessDenied, strings.Join(missing, ", "), tbl, tbl, first)
+	return fmt.Errorf("%w: the user lacks %s on %s, %s (GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
+		ErrAccessDenied, strings.Join(missing, ", "), tbl, need, tbl, first)
 }
 
 // Privileges are the probes of SELECT, INSERT, UPDATE and DELETE on tbl
@@ -245,12 +220,12 @@ func Privileges(tbl string) []Privilege {
 	}
 }
 
-// Topology refuses servers where GET_LOCK is not cluster-wide, as the lock
+// checkTopology refuses servers where GET_LOCK is not cluster-wide, as the lock
 // backend's preflight does: a Galera node (MariaDB Galera Cluster, Percona
 // XtraDB Cluster), or MySQL Group Replication in multi-primary mode. A
 // variable the server does not have reads as "" (and not ok): it is not
 // that kind of server.
-func Topology(ctx context.Context, db *sql.DB) error {
+func checkTopology(ctx context.Context, db *sql.DB) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("%w: %s: GET_LOCK is local to each node, so candidates connected to different nodes could all hold the lock; use the table backend (election.NewTable)",
 			ErrUnsupportedTopology, why)
@@ -272,8 +247,10 @@ func Topology(ctx context.Context, db *sql.DB) error {
 	if !multiPrimary {
 		return nil
 	}
+	// With any member online, a multi-primary group refuses the lock
+	// backend.
 	var online int
-	err := db.QueryRowContext(ctx, groupMembersSQL).Scan(&online)
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM performance_schema.replication_group_members WHERE MEMBER_STATE = 'ONLINE'`).Scan(&online)
 	switch {
 	case mysqlerr.Errno(err) != 0: // the server refused the statement
 		return refuse(fmt.Sprintf("Group Replication is configured for multi-primary mode and its members cannot be read (%v)", err))

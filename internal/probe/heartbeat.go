@@ -7,10 +7,11 @@ package probe
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/ident"
@@ -142,16 +143,18 @@ decision=NULL`
 }
 
 // RunHeartbeat runs the table backend's own heartbeat statement on
-// election name of tbl (quoted) through ex, in five steps, and returns the
-// affected rows of each: candidate A inserts the row (1), renews it (2), B
-// looks at A's live row (0, or 1 under CLIENT_FOUND_ROWS), A lets it
-// expire at once (1: an UPDATE), and B takes the expired row (2) with a
-// higher term; the renewal must keep A's term. Last, it writes a decision
-// outside the heartbeat, which the table must refuse (Heartbeat.Guarded).
-// Run's preflight runs it in a transaction it rolls back (Server); the
-// doctor on the pool, and deletes the row.
-func RunHeartbeat(ctx context.Context, ex Execer, tbl, name string) (Heartbeat, error) {
-	var p Heartbeat
+// election name of tbl (quoted) through ex, in five steps: candidate A
+// inserts the row (1 affected row), renews it (2), B looks at A's live row
+// (0, or 1 under CLIENT_FOUND_ROWS), A lets it expire at once (1: an
+// UPDATE), and B takes the expired row (2) with a higher term; the renewal
+// must keep A's term. Last, it writes a decision outside the heartbeat,
+// which the table must refuse (decisionGuarded). It reports whether the
+// server counts found rows (CLIENT_FOUND_ROWS), and fails with
+// ErrUnsafeServer where the server answered otherwise than MySQL and
+// MariaDB do; other errors are its statements'. Run's preflight runs it in
+// a transaction it rolls back (Server); the doctor on the pool, and deletes
+// the row.
+func RunHeartbeat(ctx context.Context, ex stmt.Execer, tbl, name string) (foundRows bool, err error) {
 	hb := stmt.Must(HeartbeatSQL(tbl))
 	// Expired a day ago, so that the takeover sees it expired whatever the
 	// session's clock (one behind, which the heartbeat tolerates, judges
@@ -160,43 +163,60 @@ func RunHeartbeat(ctx context.Context, ex Execer, tbl, name string) (Heartbeat, 
 WHERE anchor = :name AND ` + HoldsCond)
 	a := stmt.Params{Name: name, Me: A, Lease: 60000}
 	b := stmt.Params{Name: name, Me: B, Lease: 60000}
+	var counts [5]int64
+	var terms [5]uint64 // each step's LAST_INSERT_ID: the row's term after the heartbeats
 	for i, step := range []struct {
 		what   string
 		s      stmt.Stmt
 		params *stmt.Params
-		term   *uint64 // where the step's LAST_INSERT_ID goes, if anywhere
 	}{
-		{"insert", hb, &a, &p.Term},
-		{"renew", hb, &a, &p.Renewed},
-		{"another candidate's look at the live row", hb, &b, nil},
-		{"expire", expire, &a, nil},
-		{"take over the expired row", hb, &b, &p.Took},
+		{"insert", hb, &a},
+		{"renew", hb, &a},
+		{"another candidate's look at the live row", hb, &b},
+		{"expire", expire, &a},
+		{"take over the expired row", hb, &b},
 	} {
-		a.Hold = p.Term // A holds the term it inserted
-		query, args := step.s.Bind(*step.params)
-		res, err := ex.ExecContext(ctx, query, args...)
+		a.Hold = terms[0] // A holds the term it inserted
+		res, err := step.s.Exec(ctx, ex, *step.params)
+		if err == nil {
+			counts[i], err = res.RowsAffected()
+		}
 		if err != nil {
-			return p, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, step.what, err)
+			return false, fmt.Errorf("election: the heartbeat probe's step %d (%s): %w", i+1, step.what, err)
 		}
-		if p.Counts[i], err = res.RowsAffected(); err != nil {
-			return p, err
-		}
-		if step.term != nil {
-			id, _ := res.LastInsertId()
-			*step.term = uint64(id)
-		}
+		id, _ := res.LastInsertId()
+		terms[i] = uint64(id)
 	}
-	var err error
-	p.Guarded, err = probeDecisionGuard(ctx, ex, tbl, name)
-	return p, err
+	guarded, err := decisionGuarded(ctx, ex, tbl, name)
+	if err != nil {
+		return false, err
+	}
+	want := [5]int64{1, 2, counts[2], 1, 2} // the look: 0, or 1 under CLIENT_FOUND_ROWS
+	switch {
+	case counts != want || counts[2] > 1 || terms[4] <= terms[0]:
+		return false, fmt.Errorf("%w: the heartbeat (INSERT … ON DUPLICATE KEY UPDATE) reported %s affected rows for insert, renew, "+
+			"no change, expire, take over, where MySQL and MariaDB report 1, 2, 0 (1 with clientFoundRows), 1, 2; terms %d then %d: "+
+			"this server would let two candidates lead at once, or none",
+			ErrUnsafeServer, strings.ReplaceAll(strings.Trim(fmt.Sprint(counts), "[]"), " ", ", "), terms[0], terms[4])
+	case terms[1] != terms[0]:
+		return false, fmt.Errorf("%w: the renewal reported term %d for a row of term %d: the decision column's ENUM is not "+
+			"('renewed', 'expired', 'claimed', 'released', 'transferred') in that order, so a renewal counts as a take: "+
+			"two candidates could lead at once", ErrUnsafeServer, terms[1], terms[0])
+	case !guarded:
+		return false, fmt.Errorf("%w: the decision column took a value written outside the heartbeat: its CHECK constraint (decision IS NULL) "+
+			"is missing or not enforced (MySQL: NOT ENFORCED; MariaDB: check_constraint_checks=0), and a value left "+
+			"there makes a heartbeat that changes nothing count as a renewal: two candidates could lead at once", ErrUnsafeServer)
+	}
+	return counts[2] == 1, nil
 }
 
-// probeDecisionGuard writes a decision outside the heartbeat to election
-// name of tbl, which the table must refuse (its CHECK constraint), and
-// reports whether it did.
-func probeDecisionGuard(ctx context.Context, ex Execer, tbl, name string) (bool, error) {
-	q, args := stmt.Must(`UPDATE ` + tbl + ` SET decision = 'renewed' WHERE anchor = :name`).Bind(stmt.Params{Name: name})
-	switch _, err := ex.ExecContext(ctx, q, args...); {
+// decisionGuarded writes a decision outside the heartbeat to election name
+// of tbl, which the table must refuse (its CHECK constraint, enforced on
+// this session), and reports whether it did. A value left in the column
+// would make a heartbeat that decides nothing count as a change (2
+// affected rows).
+func decisionGuarded(ctx context.Context, ex stmt.Execer, tbl, name string) (bool, error) {
+	switch _, err := stmt.Must(`UPDATE `+tbl+` SET decision = 'renewed' WHERE anchor = :name`).Exec(ctx, ex, stmt.Params{Name: name}); {
 	case err == nil:
 		if _, err := ex.ExecContext(ctx, `UPDATE `+tbl+` SET decision = NULL WHERE anchor = ?`, name); err != nil {
 			return false, fmt.Errorf("election: the heartbeat probe's clean-up of the decision column: %w", err)
@@ -209,12 +229,6 @@ func probeDecisionGuard(ctx context.Context, ex Execer, tbl, name string) (bool,
 	}
 }
 
-// Server errors that no MySQL or MariaDB returns for the heartbeat.
-const (
-	erParse        = 1064 // ER_PARSE_ERROR
-	erUnknownError = 1105 // ER_UNKNOWN_ERROR: what other servers answer for what they do not support
-)
-
 // Server is the cheap subset of the doctor that Run's preflight sends
 // (both backends) on election table table: the heartbeat probe
 // (RunHeartbeat), in a transaction it rolls back, so that nothing is
@@ -223,24 +237,26 @@ const (
 // (permanent: Run stops). Errors are left to the campaign (a read-only
 // server may become writable; a missing privilege is classified and stops
 // Run as the heartbeat would), but for a statement the server refuses as
-// no MySQL or MariaDB does (1064, 1105: no candidate could take over),
-// ErrUnsafeServer too. probed reports whether the probe ran and passed:
-// candidates that share a Batcher stop probing once one did; others probe
-// at each Run.
+// no MySQL or MariaDB does (ER_PARSE_ERROR, or ER_UNKNOWN_ERROR, what
+// other servers answer for what they do not support: no candidate could
+// take over), ErrUnsafeServer too. probed reports whether the probe ran
+// and passed: candidates that share a Batcher stop probing once one did;
+// others probe at each Run.
 func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, nil // the campaign will say
 	}
 	defer func() { _ = tx.Rollback() }()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	p, err := RunHeartbeat(ctx, tx, ident.Quote(table), ScratchPrefix+hex.EncodeToString(b[:]))
+	_, err = RunHeartbeat(ctx, tx, ident.Quote(table), fmt.Sprintf("%s%08x", ScratchPrefix, rand.Uint32()))
 	switch n := mysqlerr.Errno(err); {
 	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrUnsafeServer):
+		return false, err
 	case ServerCause(err) == ErrAccessDenied:
 		return false, Classify(err, table)
-	case n == erParse || n == erUnknownError:
+	case n == 1064 || n == 1105:
 		// Not MySQL's or MariaDB's answer to the statement candidates
 		// send (go-mysql-server refuses a takeover with 1105): no
 		// candidate could ever take over.
@@ -248,12 +264,4 @@ func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err err
 	default:
 		return false, nil // a read-only server, a conflict, a timeout: the campaign will say
 	}
-	if ok, _ := p.OK(); !ok {
-		return false, fmt.Errorf("%w: the heartbeat's affected rows were %s where MySQL and MariaDB report 1, 2, 0 (or 1), 1, 2 "+
-			"(terms %d then %d): this server would let two candidates lead at once, or none", ErrUnsafeServer, p, p.Term, p.Took)
-	}
-	if why := p.Problem(); why != "" {
-		return false, fmt.Errorf("%w: %s: two candidates could lead at once", ErrUnsafeServer, why)
-	}
-	return true, nil
 }
