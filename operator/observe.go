@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
 // ObserveOptions says how often Observe looks. The zero value of each field
@@ -79,7 +80,7 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 			return nil
 		}
 		if err != nil && !errors.Is(err, election.ErrNoLeader) {
-			if permanent(err) {
+			if probe.Permanent(err) {
 				return err
 			}
 			cfg.Metrics.Heartbeat(name, 0, err)
@@ -143,14 +144,6 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	case <-t.C():
 		return true
 	}
-}
-
-// permanent reports whether err, from a look, cannot go away by looking
-// again.
-func permanent(err error) bool {
-	return errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrAccessDenied) ||
-		errors.Is(err, election.ErrSchemaMismatch) || errors.Is(err, election.ErrUnknownTimeZone) ||
-		errors.Is(err, election.ErrInvalidConfig)
 }
 
 // observeWait returns how long Observe waits after a look (at most wait,
