@@ -44,8 +44,7 @@
 // candidate never asks for leadership by Config.Preference.Priority, which only shows
 // in its own records), the elector's own health (electionhttp.HealthzHandler
 // answers "ok" for a fake and StatusHandler's JSON leaves healthy out and
-// says wedged false), and the database (Fenced runs fn in a transaction of
-// the *sql.DB given to SetDB, or with a nil *sql.Tx without one).
+// says wedged false), and the database (Fenced runs fn with a nil *sql.Tx).
 //
 // The driving methods (Elect, SetLeader, Depose, CheckHealth) are carried
 // out on the goroutine running Run, like the real backends' changes: they
@@ -91,7 +90,6 @@ type Fake struct {
 	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
 	unhealthy atomic.Bool   // the last Health.Check failed
 
-	db        atomic.Pointer[sql.DB]
 	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
 
 	mu       sync.Mutex
@@ -375,41 +373,24 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 // Fenced implements election.Election. When FailFenced set an error, it
 // returns that error without calling fn. Otherwise, when this candidate does
 // not lead, it returns an error wrapping election.ErrNotLeader without
-// calling fn. Otherwise it calls fn in a transaction of the *sql.DB given to
-// SetDB (committed when fn returns nil, else rolled back and fn's error
-// returned), or, without one, fn(nil).
+// calling fn. Otherwise it returns fn(nil): the fake has no database.
 //
 // The Leadership OnElected receives fences the same way, but fails
 // (wrapping election.ErrNotLeader) once that leadership ended.
-func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return f.fenced(ctx, context.Background(), 0, fn)
+func (f *Fake) Fenced(_ context.Context, fn func(tx *sql.Tx) error) error {
+	return f.fenced(context.Background(), 0, fn)
 }
 
 // fenced is Fenced for the leadership of term (0: the current one) whose
 // elected context is lctx (context.Background() for none).
-func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
+func (f *Fake) fenced(lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
 	if ferr := f.fencedErr.Load(); ferr != nil && *ferr != nil {
 		return *ferr
 	}
 	if now := f.Term(); now == 0 || term != 0 && now != term || lctx.Err() != nil {
 		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
 	}
-	db := f.db.Load()
-	if db == nil {
-		return fn(nil)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("electionfake: fenced: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("electionfake: fenced: commit: %w", err)
-	}
-	return nil
+	return fn(nil)
 }
 
 // FailFenced makes every later Fenced call return err without calling fn,
@@ -417,11 +398,6 @@ func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx
 // model a leader deposed before it noticed, or any other error for a
 // database failure.
 func (f *Fake) FailFenced(err error) { f.fencedErr.Store(&err) }
-
-// SetDB sets the database Fenced runs fn's transactions on (nil: none, fn
-// gets a nil *sql.Tx). Any driver will do: the fake sends no statement of
-// its own.
-func (f *Fake) SetDB(db *sql.DB) { f.db.Store(db) }
 
 // setRecord makes r's holder (nobody when r.ID is empty) hold the election
 // with a new term, and reports the change through OnLeaderChanged. It
@@ -467,8 +443,8 @@ func (f *Fake) lead(term uint64) {
 	go func() {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
-			cb(lctx, election.Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
-				return f.fenced(ctx, lctx, term, fn)
+			cb(lctx, election.Leadership{Term: term, Fenced: func(_ context.Context, fn func(*sql.Tx) error) error {
+				return f.fenced(lctx, term, fn)
 			}})
 		}
 	}()
