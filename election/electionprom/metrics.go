@@ -122,14 +122,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
-		p := c.progress()
-		leader, term, left := 0.0, 0.0, 0.0
-		if p.Leading {
-			leader, term, left = 1, float64(p.Term), p.LeaseLeft.Seconds()
-		}
-		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, leader, c.name)
-		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, term, c.name)
-		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, left, c.name)
+		p := c.progress() // Term and LeaseLeft are zero unless Leading
+		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, b2f(p.Leading), c.name)
+		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, float64(p.Term), c.name)
+		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, p.LeaseLeft.Seconds(), c.name)
 		if !p.LastRenewal.IsZero() {
 			ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, p.Now.Sub(p.LastRenewal).Seconds(), c.name)
 		}
