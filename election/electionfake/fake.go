@@ -92,13 +92,12 @@ type Fake struct {
 
 	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
 
-	mu       sync.Mutex
-	record   election.Record // who holds the election; ID empty when nobody
-	lastTerm uint64
-	value    string // the value published: Config.Value, or what Proclaim set
+	mu     sync.Mutex
+	record election.Record // who holds the election; ID empty when nobody; written on the Run goroutine
 
-	// Owned by the Run goroutine.
-	seen       election.Record
+	// Owned by the Run goroutine; cfg.Value is the value published:
+	// Config.Value, or what Proclaim set.
+	lastTerm   uint64
 	cancelLead context.CancelFunc
 	leadDone   chan struct{}
 }
@@ -127,8 +126,6 @@ func New(cfg election.Config) (*Fake, error) {
 		reqs:     make(chan func()),
 		record:   election.Record{Election: cfg.Name},
 		resigned: make(chan struct{}),
-		value:    cfg.Value,
-		seen:     election.Record{Election: cfg.Name},
 	}, nil
 }
 
@@ -324,12 +321,10 @@ func (f *Fake) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
 	return f.leaderDo(ctx, "proclaim", func() {
-		f.mu.Lock()
-		f.value = value
-		f.record.Value = value
+		f.cfg.Value = value
 		r := f.record
-		f.mu.Unlock()
-		f.notify(r)
+		r.Value = value
+		f.publish(r)
 	})
 }
 
@@ -404,7 +399,6 @@ func (f *Fake) FailFenced(err error) { f.fencedErr.Store(&err) }
 // returns the term (0 for nobody). Run goroutine only.
 func (f *Fake) setRecord(r election.Record) uint64 {
 	now := f.now()
-	f.mu.Lock()
 	r.Election = f.cfg.Name
 	if r.ID != "" {
 		f.lastTerm++
@@ -412,23 +406,22 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value, r.Priority = f.value, f.cfg.Preference.Priority
+			r.Value, r.Priority = f.cfg.Value, f.cfg.Preference.Priority
 		}
 	}
-	f.record = r
-	f.mu.Unlock()
-	f.notify(r)
+	f.publish(r)
 	return r.Term
 }
 
-// notify reports r through OnLeaderChanged when its holder, term or value
-// differs from the last one reported. Run goroutine only.
-func (f *Fake) notify(r election.Record) {
-	if r.ID == f.seen.ID && r.Term == f.seen.Term && r.Value == f.seen.Value {
-		return
-	}
-	f.seen = r
-	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+// publish makes r the record, and reports it through OnLeaderChanged when
+// its holder, term or value differs from the record before. Run goroutine
+// only.
+func (f *Fake) publish(r election.Record) {
+	f.mu.Lock()
+	old := f.record
+	f.record = r
+	f.mu.Unlock()
+	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil && (r.ID != old.ID || r.Term != old.Term || r.Value != old.Value) {
 		cb(r)
 	}
 }
