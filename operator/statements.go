@@ -153,10 +153,7 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 // ErrNoLiveLease) when nobody holds a live lease. Candidates of versions
 // without transfers ignore the request (they renew over it).
 func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Record, error) {
-	if err := errors.Join(ident.Name(name), ident.ID(to)); err != nil {
-		return election.Record{}, err
-	}
-	return o.request(ctx, name, to)
+	return o.request(ctx, name, to, ident.ID(to))
 }
 
 // StepDown asks the live leader of election name to step down gracefully:
@@ -172,15 +169,15 @@ func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Reco
 //	UPDATE service_election SET transfer_to = ''
 //	WHERE anchor = 'name' AND released = 0;
 func (o *Operator) StepDown(ctx context.Context, name string) (election.Record, error) {
-	if err := ident.Name(name); err != nil {
-		return election.Record{}, err
-	}
-	return o.request(ctx, name, "")
+	return o.request(ctx, name, "", nil)
 }
 
 // request asks election name's live leader to hand over to to ("" for
-// anyone).
-func (o *Operator) request(ctx context.Context, name, to string) (election.Record, error) {
+// anyone); toErr is the check of to (nil for anyone).
+func (o *Operator) request(ctx context.Context, name, to string, toErr error) (election.Record, error) {
+	if err := errors.Join(ident.Name(name), toErr); err != nil {
+		return election.Record{}, err
+	}
 	n, err := o.exec(ctx, requestSQL(ident.Quote(o.table)), stmt.Params{Name: name, To: to})
 	if err != nil {
 		return election.Record{}, err
