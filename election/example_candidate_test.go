@@ -7,12 +7,13 @@ import (
 	"log"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/examplefake"
 )
 
 // Check leadership before each leader-only step: no database call, and it
 // turns false by the local clock the moment the lease could have run out.
 func ExampleCandidate_IsLeader() {
-	_, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1"}) // NewTable's; here a fake
+	_, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1"}) // NewTable's; here a fake
 	defer stop()
 	if e.IsLeader() {
 		fmt.Println("web-1 does leader-only work")
@@ -24,7 +25,7 @@ func ExampleCandidate_IsLeader() {
 // leadership has a higher one, so a receiver can refuse a deposed leader's
 // late request.
 func ExampleCandidate_Term() {
-	_, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1"})
+	_, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1"})
 	defer stop()
 	if t := e.Term(); t != 0 { // 0: not leading
 		fmt.Printf("PUT /jobs/42?fencing-token=%d\n", t)
@@ -34,7 +35,7 @@ func ExampleCandidate_Term() {
 
 // Ask the database who leads, from any candidate.
 func ExampleCandidate_Leader() {
-	ctx, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1", Value: "10.0.0.7:8080"})
+	ctx, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1", Value: "10.0.0.7:8080"})
 	defer stop()
 	r, err := e.Leader(ctx)
 	switch {
@@ -51,7 +52,7 @@ func ExampleCandidate_Leader() {
 // Resign hands leadership over at once instead of after a lease, for a
 // leader that is about to stop or knows it cannot do the work.
 func ExampleCandidate_Resign() {
-	ctx, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1", Callbacks: election.Callbacks{
+	ctx, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1", Callbacks: election.Callbacks{
 		OnDemoted: func(d election.Demotion) { fmt.Println("demoted:", d.Reason) }}})
 	defer stop()
 	if err := e.Resign(ctx); err != nil {
@@ -67,7 +68,7 @@ func ExampleCandidate_Resign() {
 // Transfer hands leadership to a given candidate, which leads at once, for a
 // rolling restart that moves the leader off the node that restarts next.
 func ExampleCandidate_Transfer() {
-	ctx, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1", Callbacks: election.Callbacks{
+	ctx, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1", Callbacks: election.Callbacks{
 		OnDemoted: func(d election.Demotion) { fmt.Println("demoted:", d.Reason) }}})
 	defer stop()
 	if err := e.Transfer(ctx, "web-2"); err != nil {
@@ -83,7 +84,7 @@ func ExampleCandidate_Transfer() {
 // Proclaim changes the value the leader publishes (Config.Value), without a
 // re-election: here, the address it serves on after a port change.
 func ExampleCandidate_Proclaim() {
-	ctx, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1", Value: "10.0.0.7:8080"})
+	ctx, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1", Value: "10.0.0.7:8080"})
 	defer stop()
 	if err := e.Proclaim(ctx, "10.0.0.7:9090"); err != nil {
 		log.Fatal(err)
@@ -97,7 +98,7 @@ func ExampleCandidate_Proclaim() {
 // with its current term. From OnElected, use the Leadership's Fenced
 // instead (see Leadership.Fenced).
 func ExampleCandidate_Fenced() {
-	ctx, e, stop := leading(election.Config{Name: "orders-scheduler", ID: "web-1"})
+	ctx, e, stop := examplefake.Leading(election.Config{Name: "orders-scheduler", ID: "web-1"})
 	defer stop()
 	write := func(tx *sql.Tx) error { return nil } // INSERT … with tx (the fake's tx is nil)
 	fmt.Println("while leading:", e.Fenced(ctx, write))

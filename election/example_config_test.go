@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/examplefake"
 )
 
 // Most programs set Name and Callbacks, and maybe LeaseDuration, Value and
@@ -59,7 +60,7 @@ func ExampleHealthConfig() {
 		},
 		Callbacks: election.Callbacks{OnDemoted: func(d election.Demotion) { fmt.Println("demoted:", d.Reason) }},
 	}
-	ctx, f, stop := leading(cfg)
+	ctx, f, stop := examplefake.Leading(cfg)
 	defer stop()
 	broken.Store(true)
 	fmt.Println("check:", f.CheckHealth(ctx) != nil, "leads:", f.IsLeader())

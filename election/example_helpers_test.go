@@ -1,14 +1,10 @@
 package election_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/election/electionfake"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -54,29 +50,5 @@ func (t *exampleT) Errorf(f string, a ...any) { t.Fatalf(f, a...) }
 func (t *exampleT) cleanup() {
 	for i := len(t.cleanups) - 1; i >= 0; i-- {
 		t.cleanups[i]()
-	}
-}
-
-// leading returns a candidate of the election cfg names that leads, a
-// context for its calls (ended by a deadline or stop), and a function that
-// stops it (Run resigns on the way out): the in-memory fake, standing in for
-// NewTable's *Candidate in the Examples whose point is the API, not the
-// database.
-func leading(cfg election.Config) (ctx context.Context, f *electionfake.Fake, stop func()) {
-	f, err := electionfake.New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ran := make(chan error, 1)
-	go func() { ran <- f.Run(ctx) }()
-	if _, err := f.Elect(ctx); err != nil {
-		panic(err)
-	}
-	return ctx, f, func() {
-		cancel()
-		if err := <-ran; err != nil {
-			panic(err)
-		}
 	}
 }

@@ -22,7 +22,7 @@ func ExampleLeadership_Fenced() {
 		OnElected: func(ctx context.Context, l election.Leadership) {
 			defer close(done)
 			err := l.Fenced(ctx, func(tx *sql.Tx) error {
-				return nil // write with tx, tagged with l.Term (the fake's tx is nil without SetDB)
+				return nil // write with tx, tagged with l.Term (the fake's tx is nil)
 			})
 			fmt.Println("term", l.Term, "fenced write:", err)
 		}}})

@@ -8,10 +8,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
-// TestClassify: an action's server error wraps the sentinel that names its
-// cause and the table, a missing database being a missing table; other
+// TestClassify: an action's server error, classified by probe.Classify as
+// the election's statements are, wraps the sentinel that names its cause
+// and the table, a missing database being a missing table; other
 // errors, and errors that wrap a sentinel already, are returned as they are.
 func TestClassify(t *testing.T) {
 	o := &Operator{table: "db1.elections"}
@@ -27,7 +29,7 @@ func TestClassify(t *testing.T) {
 		{1298, election.ErrUnknownTimeZone},
 	} {
 		server := &mysql.MySQLError{Number: tc.number, Message: "m"}
-		err := o.classify(fmt.Errorf("floor: %w", server))
+		err := probe.Classify(fmt.Errorf("floor: %w", server), o.table)
 		if !errors.Is(err, tc.want) || !errors.Is(err, server) || errors.Is(err, election.ErrUnknownDatabase) ||
 			err.Error() != tc.want.Error()+": db1.elections: floor: "+server.Error() {
 			t.Errorf("classify(%d) = %v, want it to wrap %v and the server error", tc.number, err, tc.want)
@@ -38,7 +40,7 @@ func TestClassify(t *testing.T) {
 		&mysql.MySQLError{Number: 1213, Message: "deadlock"},
 		fmt.Errorf("%w: %w", election.ErrTableMissing, &mysql.MySQLError{Number: 1146, Message: "m"}),
 	} {
-		if got := o.classify(err); got != err {
+		if got := probe.Classify(err, o.table); got != err {
 			t.Errorf("classify(%v) = %v, want it as it is", err, got)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
 
 // ObserveOptions says how often Observe looks. The zero value of each field
@@ -20,9 +21,6 @@ type ObserveOptions struct {
 	// QueryTimeout bounds each statement. Default 5 s, as
 	// election.Config.Tuning.QueryTimeout.
 	QueryTimeout time.Duration
-	// DisableFastHandover makes Observe poll, without waiting on the table
-	// backend's handover hint (which takes a pooled connection).
-	DisableFastHandover bool
 	// Metrics receives the errors and skipped hints. Default nil: none.
 	Metrics election.Metrics
 }
@@ -61,16 +59,12 @@ type ObserveOptions struct {
 // ErrSchemaMismatch, an invalid name or option).
 func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions, see func(election.Record, error) error) error {
 	cfg, err := election.Config{Name: name, Table: o.table, Metrics: opts.Metrics, Tuning: election.TuningConfig{
-		RetryInterval: opts.Interval, JitterFactor: opts.JitterFactor, QueryTimeout: opts.QueryTimeout,
-		DisableFastHandover: opts.DisableFastHandover}}.WithDefaults()
+		RetryInterval: opts.Interval, JitterFactor: opts.JitterFactor, QueryTimeout: opts.QueryTimeout}}.WithDefaults()
 	if err != nil {
 		return err
 	}
-	w := watch{o: o, cfg: cfg, t: cfg.Tuning}
-	if !cfg.Tuning.DisableFastHandover {
-		w.hint = &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name), Election: name,
-			Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}
-	}
+	w := watch{o: o, name: name, t: cfg.Tuning, hint: &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name),
+		Election: name, Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}}
 	var last *observed
 	backoff := getlock.MinAwait // the wait after a changed look that found nobody leading
 	for {
@@ -78,13 +72,13 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil && !errors.Is(err, election.ErrNoLeader) {
-			if permanent(err) {
+		ob := observe(rec, err)
+		if ob.state == "error" {
+			if probe.Permanent(err) {
 				return err
 			}
 			cfg.Metrics.Heartbeat(name, 0, err)
 		}
-		ob := observe(rec, err)
 		changed := last == nil || ob != *last
 		if changed {
 			last = &ob
@@ -93,8 +87,8 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 			}
 		}
 		var wait time.Duration
-		wait, backoff = observeWait(getlock.Jitter(w.t.RetryInterval, w.t.JitterFactor), rec, err, ob, changed, backoff)
-		if !w.sleep(ctx, wait, err == nil && rec.Live() && rec.Backend == "table") {
+		wait, backoff = observeWait(getlock.Jitter(w.t.RetryInterval, w.t.JitterFactor), rec, ob, changed, backoff)
+		if !w.sleep(ctx, wait, ob.state == "live" && rec.Backend == "table") {
 			return nil
 		}
 	}
@@ -104,9 +98,9 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 // follower waits on it.
 type watch struct {
 	o    *Operator
-	cfg  election.Config // with defaults
-	t    election.TuningConfig
-	hint *getlock.Hint // nil when fast handover is off or its preparation failed; its Lock is set after the first look
+	name string
+	t    election.TuningConfig // with defaults
+	hint *getlock.Hint         // nil when its preparation failed; its Lock is set after the first look
 }
 
 // look is one look of Observe: the election's record. The hint is prepared
@@ -115,14 +109,14 @@ type watch struct {
 func (w *watch) look(ctx context.Context) (election.Record, error) {
 	qctx, cancel := context.WithTimeout(ctx, w.t.QueryTimeout)
 	defer cancel()
-	rec, err := w.o.Status(qctx, w.cfg.Name)
+	rec, err := w.o.Status(qctx, w.name)
 	if err == nil && w.hint != nil && w.hint.Lock.Name == "" {
 		site, perr := getlock.ReadSite(qctx, w.o.db, w.o.table)
 		if perr != nil {
 			w.hint.Fail(perr)
 			w.hint = nil
 		} else {
-			w.hint.Lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.cfg.Name), site.Flavor)
+			w.hint.Lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.name), site.Flavor)
 		}
 	}
 	return rec, err
@@ -145,33 +139,25 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	}
 }
 
-// permanent reports whether err, from a look, cannot go away by looking
-// again.
-func permanent(err error) bool {
-	return errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrAccessDenied) ||
-		errors.Is(err, election.ErrSchemaMismatch) || errors.Is(err, election.ErrUnknownTimeZone) ||
-		errors.Is(err, election.ErrInvalidConfig)
-}
-
 // observeWait returns how long Observe waits after a look (at most wait,
 // the jittered interval) and the next backoff, the wait after a changed look
 // that found nobody leading.
-func observeWait(wait time.Duration, rec election.Record, err error, o observed, changed bool, backoff time.Duration) (time.Duration, time.Duration) {
-	switch {
-	case err == nil && rec.Live():
+func observeWait(wait time.Duration, rec election.Record, o observed, changed bool, backoff time.Duration) (time.Duration, time.Duration) {
+	switch o.state {
+	case "live":
 		// Look again as soon as the lease may have run out.
 		return min(wait, rec.LeaseLeft+getlock.MinAwait), getlock.MinAwait
-	case o.state == "released" || o.state == "expired" || o.state == "missing":
-		// A candidate usually takes a free row within milliseconds (it was
-		// woken too): look again soon, then less often, up to the interval
-		// while nobody leads.
-		if changed {
-			backoff = getlock.MinAwait
-		}
-		backoff = min(2*backoff, wait)
-		return backoff, backoff
+	case "error":
+		return wait, backoff
 	}
-	return wait, backoff
+	// Released, expired or missing: a candidate usually takes a free row
+	// within milliseconds (it was woken too): look again soon, then less
+	// often, up to the interval while nobody leads.
+	if changed {
+		backoff = getlock.MinAwait
+	}
+	backoff = min(2*backoff, wait)
+	return backoff, backoff
 }
 
 // observed is what Observe compares between two looks.

@@ -14,13 +14,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -85,22 +84,20 @@ func (o *Operator) bound(ctx context.Context) (stmt.Bound, error) {
 }
 
 // exec runs the action's statement, text with named parameters taken from
-// p, bounded by bound, and retried on write conflicts (retryConflicts).
-func (o *Operator) exec(ctx context.Context, text string, p stmt.Params) (sql.Result, error) {
+// p, bounded by bound, and retried on write conflicts (retryConflicts); it
+// returns the rows affected. A
+// server error wraps the election sentinel that names its cause, naming
+// the table, as the election's own statements do (probe.Classify).
+func (o *Operator) exec(ctx context.Context, text string, p stmt.Params) (affected int64, err error) {
 	bound, err := o.bound(ctx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	query, args := bound.Stmt(text).Bind(p)
-	var res sql.Result
 	err = retryConflicts(ctx, func() error {
-		res, err = o.db.ExecContext(ctx, query, args...)
+		affected, err = bound.Stmt(text).Affected(ctx, o.db, p)
 		return err
 	})
-	if err != nil {
-		return nil, o.classify(err)
-	}
-	return res, nil
+	return affected, probe.Classify(err, o.table)
 }
 
 // retryConflicts runs a single-statement write or a transaction, again (up
@@ -116,21 +113,4 @@ func retryConflicts(ctx context.Context, f func() error) error {
 			return err
 		}
 	}
-}
-
-// classify turns a server error into the election sentinel that names its
-// cause, as the election's own statements do (election.Classify), naming
-// the table; a missing database is a missing table here, as the statement
-// named the table. Other errors are returned as they are.
-func (o *Operator) classify(err error) error {
-	c := election.Classify(err)
-	if c == err {
-		return err
-	}
-	for _, s := range []error{election.ErrTableMissing, election.ErrAccessDenied, election.ErrSchemaMismatch, election.ErrUnknownTimeZone} {
-		if errors.Is(c, s) || s == election.ErrTableMissing && errors.Is(c, election.ErrUnknownDatabase) {
-			return fmt.Errorf("%w: %s: %w", s, o.table, err)
-		}
-	}
-	return err
 }

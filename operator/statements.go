@@ -9,6 +9,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -76,25 +77,20 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 	// The term is above the election's term floor, which is raised to
 	// it in the same transaction (see floor.InTx).
 	write := func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
-		query, args := assume.Bind(stmt.Params{Name: name, Me: id, Lease: election.DefaultLeaseDuration.Milliseconds(), Floor: floor})
-		res, err := tx.ExecContext(ctx, query, args...)
-		if err != nil {
+		n, err := assume.Affected(ctx, tx, stmt.Params{Name: name, Me: id, Lease: election.DefaultLeaseDuration.Milliseconds(), Floor: floor})
+		if err != nil || n == 0 {
+			unsafe = err == nil // the session's clock is not trusted: nothing written
 			return 0, err
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			unsafe = true
-			return 0, nil
-		}
 		var term uint64
-		query, args = read.Bind(stmt.Params{Name: name})
-		err = tx.QueryRowContext(ctx, query, args...).Scan(&term)
+		err = read.QueryRow(ctx, tx, stmt.Params{Name: name}).Scan(&term)
 		return term, err
 	}
 	// Assume inserts no row: no lock delay to judge a first election by.
 	f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
 	err = retryConflicts(ctx, func() error { return floor.InTxOnce(ctx, o.db, f, name, write) })
 	if err != nil {
-		return election.Record{}, o.classify(err)
+		return election.Record{}, probe.Classify(err, o.table)
 	}
 	if unsafe {
 		return election.Record{}, fmt.Errorf("%w: Assume(%q, %q) in %s", election.ErrUnsafeSession, name, id, o.table)
@@ -124,11 +120,11 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 	if err != nil && !errors.Is(err, election.ErrNoLeader) {
 		return election.Record{}, err
 	}
-	res, err := o.exec(ctx, reelectSQL(ident.Quote(o.table)), stmt.Params{Name: name})
+	n, err := o.exec(ctx, reelectSQL(ident.Quote(o.table)), stmt.Params{Name: name})
 	if err != nil {
 		return election.Record{}, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return election.Record{Election: name}, fmt.Errorf("%w: %q in %s", election.ErrNoSuchElection, name, o.table)
 	}
 	return prev, nil
@@ -157,10 +153,7 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 // ErrNoLiveLease) when nobody holds a live lease. Candidates of versions
 // without transfers ignore the request (they renew over it).
 func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Record, error) {
-	if err := errors.Join(ident.Name(name), ident.ID(to)); err != nil {
-		return election.Record{}, err
-	}
-	return o.request(ctx, name, to)
+	return o.request(ctx, name, to, ident.ID(to))
 }
 
 // StepDown asks the live leader of election name to step down gracefully:
@@ -176,21 +169,21 @@ func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Reco
 //	UPDATE service_election SET transfer_to = ''
 //	WHERE anchor = 'name' AND released = 0;
 func (o *Operator) StepDown(ctx context.Context, name string) (election.Record, error) {
-	if err := ident.Name(name); err != nil {
-		return election.Record{}, err
-	}
-	return o.request(ctx, name, "")
+	return o.request(ctx, name, "", nil)
 }
 
 // request asks election name's live leader to hand over to to ("" for
-// anyone).
-func (o *Operator) request(ctx context.Context, name, to string) (election.Record, error) {
-	res, err := o.exec(ctx, requestSQL(ident.Quote(o.table)), stmt.Params{Name: name, To: to})
+// anyone); toErr is the check of to (nil for anyone).
+func (o *Operator) request(ctx context.Context, name, to string, toErr error) (election.Record, error) {
+	if err := errors.Join(ident.Name(name), toErr); err != nil {
+		return election.Record{}, err
+	}
+	n, err := o.exec(ctx, requestSQL(ident.Quote(o.table)), stmt.Params{Name: name, To: to})
 	if err != nil {
 		return election.Record{}, err
 	}
 	rec, err := o.Status(ctx, name)
-	if n, _ := res.RowsAffected(); n == 1 {
+	if n == 1 {
 		// Written. The leader may have acted on it already (the row is
 		// then released): that is not an error.
 		return rec, nil

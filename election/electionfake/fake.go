@@ -44,8 +44,7 @@
 // candidate never asks for leadership by Config.Preference.Priority, which only shows
 // in its own records), the elector's own health (electionhttp.HealthzHandler
 // answers "ok" for a fake and StatusHandler's JSON leaves healthy out and
-// says wedged false), and the database (Fenced runs fn in a transaction of
-// the *sql.DB given to SetDB, or with a nil *sql.Tx without one).
+// says wedged false), and the database (Fenced runs fn with a nil *sql.Tx).
 //
 // The driving methods (Elect, SetLeader, Depose, CheckHealth) are carried
 // out on the goroutine running Run, like the real backends' changes: they
@@ -91,16 +90,14 @@ type Fake struct {
 	term      atomic.Uint64 // the term this candidate leads in; 0 while it does not
 	unhealthy atomic.Bool   // the last Health.Check failed
 
-	db        atomic.Pointer[sql.DB]
 	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
 
-	mu       sync.Mutex
-	record   election.Record // who holds the election; ID empty when nobody
-	lastTerm uint64
-	value    string // the value published: Config.Value, or what Proclaim set
+	mu     sync.Mutex
+	record election.Record // who holds the election; ID empty when nobody; written on the Run goroutine
 
-	// Owned by the Run goroutine.
-	seen       election.Record
+	// Owned by the Run goroutine; cfg.Value is the value published:
+	// Config.Value, or what Proclaim set.
+	lastTerm   uint64
 	cancelLead context.CancelFunc
 	leadDone   chan struct{}
 }
@@ -129,8 +126,6 @@ func New(cfg election.Config) (*Fake, error) {
 		reqs:     make(chan func()),
 		record:   election.Record{Election: cfg.Name},
 		resigned: make(chan struct{}),
-		value:    cfg.Value,
-		seen:     election.Record{Election: cfg.Name},
 	}, nil
 }
 
@@ -326,12 +321,10 @@ func (f *Fake) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
 	return f.leaderDo(ctx, "proclaim", func() {
-		f.mu.Lock()
-		f.value = value
-		f.record.Value = value
+		f.cfg.Value = value
 		r := f.record
-		f.mu.Unlock()
-		f.notify(r)
+		r.Value = value
+		f.publish(r)
 	})
 }
 
@@ -375,41 +368,24 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 // Fenced implements election.Election. When FailFenced set an error, it
 // returns that error without calling fn. Otherwise, when this candidate does
 // not lead, it returns an error wrapping election.ErrNotLeader without
-// calling fn. Otherwise it calls fn in a transaction of the *sql.DB given to
-// SetDB (committed when fn returns nil, else rolled back and fn's error
-// returned), or, without one, fn(nil).
+// calling fn. Otherwise it returns fn(nil): the fake has no database.
 //
 // The Leadership OnElected receives fences the same way, but fails
 // (wrapping election.ErrNotLeader) once that leadership ended.
-func (f *Fake) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return f.fenced(ctx, context.Background(), 0, fn)
+func (f *Fake) Fenced(_ context.Context, fn func(tx *sql.Tx) error) error {
+	return f.fenced(context.Background(), 0, fn)
 }
 
 // fenced is Fenced for the leadership of term (0: the current one) whose
 // elected context is lctx (context.Background() for none).
-func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
+func (f *Fake) fenced(lctx context.Context, term uint64, fn func(tx *sql.Tx) error) error {
 	if ferr := f.fencedErr.Load(); ferr != nil && *ferr != nil {
 		return *ferr
 	}
 	if now := f.Term(); now == 0 || term != 0 && now != term || lctx.Err() != nil {
 		return fmt.Errorf("%w: election %q not held by %q", election.ErrNotLeader, f.cfg.Name, f.cfg.ID)
 	}
-	db := f.db.Load()
-	if db == nil {
-		return fn(nil)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("electionfake: fenced: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("electionfake: fenced: commit: %w", err)
-	}
-	return nil
+	return fn(nil)
 }
 
 // FailFenced makes every later Fenced call return err without calling fn,
@@ -418,17 +394,11 @@ func (f *Fake) fenced(ctx, lctx context.Context, term uint64, fn func(tx *sql.Tx
 // database failure.
 func (f *Fake) FailFenced(err error) { f.fencedErr.Store(&err) }
 
-// SetDB sets the database Fenced runs fn's transactions on (nil: none, fn
-// gets a nil *sql.Tx). Any driver will do: the fake sends no statement of
-// its own.
-func (f *Fake) SetDB(db *sql.DB) { f.db.Store(db) }
-
 // setRecord makes r's holder (nobody when r.ID is empty) hold the election
 // with a new term, and reports the change through OnLeaderChanged. It
 // returns the term (0 for nobody). Run goroutine only.
 func (f *Fake) setRecord(r election.Record) uint64 {
 	now := f.now()
-	f.mu.Lock()
 	r.Election = f.cfg.Name
 	if r.ID != "" {
 		f.lastTerm++
@@ -436,23 +406,22 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 		r.Lease, r.LeaseLeft = f.cfg.LeaseDuration, f.cfg.LeaseDuration
 		r.Acquired, r.Backend = Backend, Backend
 		if r.ID == f.cfg.ID {
-			r.Value, r.Priority = f.value, f.cfg.Preference.Priority
+			r.Value, r.Priority = f.cfg.Value, f.cfg.Preference.Priority
 		}
 	}
-	f.record = r
-	f.mu.Unlock()
-	f.notify(r)
+	f.publish(r)
 	return r.Term
 }
 
-// notify reports r through OnLeaderChanged when its holder, term or value
-// differs from the last one reported. Run goroutine only.
-func (f *Fake) notify(r election.Record) {
-	if r.ID == f.seen.ID && r.Term == f.seen.Term && r.Value == f.seen.Value {
-		return
-	}
-	f.seen = r
-	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil {
+// publish makes r the record, and reports it through OnLeaderChanged when
+// its holder, term or value differs from the record before. Run goroutine
+// only.
+func (f *Fake) publish(r election.Record) {
+	f.mu.Lock()
+	old := f.record
+	f.record = r
+	f.mu.Unlock()
+	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil && (r.ID != old.ID || r.Term != old.Term || r.Value != old.Value) {
 		cb(r)
 	}
 }
@@ -467,8 +436,8 @@ func (f *Fake) lead(term uint64) {
 	go func() {
 		defer close(done)
 		if cb := f.cfg.Callbacks.OnElected; cb != nil {
-			cb(lctx, election.Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
-				return f.fenced(ctx, lctx, term, fn)
+			cb(lctx, election.Leadership{Term: term, Fenced: func(_ context.Context, fn func(*sql.Tx) error) error {
+				return f.fenced(lctx, term, fn)
 			}})
 		}
 	}()

@@ -198,7 +198,7 @@ func testFenced(t *testing.T) {
 	fn := func(tx *sql.Tx) error {
 		calls++
 		if tx != nil {
-			return errors.New("a tx without SetDB")
+			return errors.New("a tx from a fake without a database")
 		}
 		return nil
 	}

@@ -89,21 +89,16 @@ func NewMetrics() *Metrics {
 		ageDesc:     prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
 		candidates:  map[*candidate]struct{}{},
 	}
-	// Each counter's name, help, and label beside election ("" for none).
-	for i, c := range [numCounters]struct{ name, help, label string }{
-		changes:         {"sqlelect_leadership_changes_total", "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).", "reason"},
-		heartbeatErrors: {"sqlelect_heartbeat_errors_total", "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).", "kind"},
-		handoverSkips:   {"sqlelect_fast_handover_skipped_total", "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).", ""},
-		healthFailures:  {"sqlelect_health_check_failures_total", "Config.Health.Check calls that failed or did not answer in time.", ""},
-		healthTimeouts:  {"sqlelect_health_check_timeouts_total", "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).", ""},
-		preferRequests:  {"sqlelect_preference_requests_total", "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.", ""},
-	} {
-		labels := l
-		if c.label != "" {
-			labels = []string{"election", c.label}
-		}
-		m.counters[i] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: c.name, Help: c.help}, labels)
+	// counter makes counter i, labelled by election and label, if any.
+	counter := func(i int, name, help string, label ...string) {
+		m.counters[i] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"election"}, label...))
 	}
+	counter(changes, "sqlelect_leadership_changes_total", "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).", "reason")
+	counter(heartbeatErrors, "sqlelect_heartbeat_errors_total", "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).", "kind")
+	counter(handoverSkips, "sqlelect_fast_handover_skipped_total", "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).")
+	counter(healthFailures, "sqlelect_health_check_failures_total", "Config.Health.Check calls that failed or did not answer in time.")
+	counter(healthTimeouts, "sqlelect_health_check_timeouts_total", "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).")
+	counter(preferRequests, "sqlelect_preference_requests_total", "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.")
 	return m
 }
 
@@ -127,14 +122,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for c := range m.candidates {
-		p := c.progress()
-		leader, term, left := 0.0, 0.0, 0.0
-		if p.Leading {
-			leader, term, left = 1, float64(p.Term), p.LeaseLeft.Seconds()
-		}
-		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, leader, c.name)
-		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, term, c.name)
-		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, left, c.name)
+		p := c.progress() // Term and LeaseLeft are zero unless Leading
+		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, b2f(p.Leading), c.name)
+		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, float64(p.Term), c.name)
+		ch <- prometheus.MustNewConstMetric(m.leftDesc, prometheus.GaugeValue, p.LeaseLeft.Seconds(), c.name)
 		if !p.LastRenewal.IsZero() {
 			ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, p.Now.Sub(p.LastRenewal).Seconds(), c.name)
 		}

@@ -57,9 +57,6 @@ const haLockDeadlock = "Got error 149 "
 // it). Other 1180s (a commit that failed for another engine error) are not.
 func WriteConflict(err error) bool {
 	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	return me.Number == LockDeadlock || me.Number == RollbackDuringCommit ||
-		me.Number == ErrorDuringCommit && strings.HasPrefix(me.Message, haLockDeadlock)
+	return errors.As(err, &me) && (me.Number == LockDeadlock || me.Number == RollbackDuringCommit ||
+		me.Number == ErrorDuringCommit && strings.HasPrefix(me.Message, haLockDeadlock))
 }
