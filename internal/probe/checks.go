@@ -51,9 +51,9 @@ func Checks(table string) []Check {
 // Preflight is Run's preflight on election table table for backend (Table
 // or Lock), and returns the first error: peek (a statement that reads no
 // row but needs every column the backend reads) explained by Layout, the
-// privileges (CheckPrivileges), the Checks of backend (for the lock backend,
-// its topology among them), and the heartbeat probe of the server when
-// server is true (Server, whose probed it returns).
+// privileges (CheckPrivileges), the Checks of backend but the topology, the
+// heartbeat probe of the server when server is true (Server, whose probed
+// it returns), and for the lock backend its topology.
 func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
 	if _, err := db.ExecContext(ctx, peek); err != nil {
 		return false, Layout(ctx, db, table, err)
@@ -62,7 +62,11 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		return false, err
 	}
 	for _, c := range Checks(table) {
-		if !slices.Contains(c.Backends, backend) {
+		// The topology last: a server that cannot run the heartbeat is
+		// refused for that (ErrUnsafeServer) before its variables are
+		// read, which such a server may answer with an error that is no
+		// refusal.
+		if !slices.Contains(c.Backends, backend) || c.Prop == Topology {
 			continue
 		}
 		if err := c.Run(ctx, db); err != nil {
@@ -70,9 +74,14 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		}
 	}
 	if server {
-		return Server(ctx, db, table)
+		if probed, err = Server(ctx, db, table); err != nil {
+			return false, err
+		}
 	}
-	return false, nil
+	if backend == Lock {
+		return probed, checkTopology(ctx, db)
+	}
+	return probed, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
