@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"sync/atomic"
 	"time"
 
@@ -101,15 +100,10 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = defaultMaxBatch
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = defaultMaxInFlight
-	}
-	if opts.QueryTimeout <= 0 {
-		opts.QueryTimeout = defaultQueryTimeout
-	}
+	// Not positive: the default.
+	opts.MaxBatch = cmp.Or(max(opts.MaxBatch, 0), defaultMaxBatch)
+	opts.MaxInFlight = cmp.Or(max(opts.MaxInFlight, 0), defaultMaxInFlight)
+	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, defaultLinger)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
@@ -150,7 +144,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 			// Its session is bounded and may be in a transaction:
 			// close it (database/sql discards a connection whose Raw
 			// returns driver.ErrBadConn) rather than pool it.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			floor.Discard(conn)
 		}
 		_ = conn.Close()
 	}()
@@ -174,7 +168,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
 func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
-	for _, set := range []string{b.sql.bound, b.sql.readCommitted} {
+	for _, set := range []string{b.sql.bound, readCommitted} {
 		if _, err := conn.ExecContext(ctx, set); err != nil {
 			return err
 		}
@@ -251,11 +245,10 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 	}
 	out := make([]Record, len(names))
 	for i, n := range names {
-		rec, ok := byName[n]
-		if !ok {
-			rec = Record{Election: n}
+		out[i] = Record{Election: n} // no row
+		if rec, ok := byName[n]; ok {
+			out[i] = rec
 		}
-		out[i] = rec
 	}
 	return out, nil
 }

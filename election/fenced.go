@@ -48,15 +48,9 @@ func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term ui
 	p := stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: term}
 	if !*cluster {
 		var one int
-		query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
-		return tx.QueryRowContext(ctx, query, args...).Scan(&one)
+		return bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).QueryRow(ctx, tx, p).Scan(&one)
 	}
-	query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
+	n, err := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Affected(ctx, tx, p)
 	if err == nil && n != 1 {
 		err = sql.ErrNoRows
 	}
