@@ -130,25 +130,21 @@ const minRenewBatch = 5
 // gone. After a commit the session's own values are put back (sql.restore)
 // and the connection returns to the pool; after any error it is discarded.
 // The cost: two statements per batch (SET before, SET after).
-func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err error) {
+func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
 	out := make([]bool, len(reqs))
 	if len(reqs) < minRenewBatch {
 		return out, nil // not renewed here: each falls back to its heartbeat
 	}
 	conn, err := b.db.Conn(ctx)
-	if err != nil {
-		return nil, probe.Classify(err, b.table)
-	}
-	defer func() {
-		if err != nil {
+	if err == nil {
+		if err = b.renewLocked(ctx, conn, reqs, out); err != nil {
 			// Its session is bounded and may be in a transaction:
-			// close it (database/sql discards a connection whose Raw
-			// returns driver.ErrBadConn) rather than pool it.
+			// close it rather than pool it.
 			floor.Discard(conn)
 		}
 		_ = conn.Close()
-	}()
-	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
+	}
+	if err != nil {
 		return nil, probe.Classify(err, b.table)
 	}
 	return out, nil

@@ -207,16 +207,6 @@ func fencedWriteSQL(tbl string) string {
 WHERE ` + fencedCond
 }
 
-// fencedSessionSQL bounds a fenced transaction's session: the server drops
-// it after idleSecs of silence, and completion_type NO_CHAIN keeps
-// database/sql's ROLLBACK that ends the *sql.Tx from opening the next
-// transaction and leaving it on the pool (issue 31). restore puts the
-// session's own values back.
-func fencedSessionSQL(idleSecs int64) (set, restore string) {
-	return stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: idleSecs},
-		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
-}
-
 // ---- The table backend ----
 
 // tableStmts are the table backend's statements, compiled by tableStatements;

@@ -77,11 +77,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if b != nil && probed {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
-	adopt, err := adoptedMillis(ctx, t.db, t.cfg)
-	if err != nil {
+	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
 		return err
 	}
-	t.adopt = adopt
 	bound, err := stmt.DetectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
