@@ -14,13 +14,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// Defaults of BatcherOptions.
-const (
-	defaultMaxBatch    = 500
-	defaultMaxInFlight = 4
-	defaultLinger      = 5 * time.Millisecond
-)
-
 // BatcherOptions configures a Batcher. The zero value of every field means
 // its default.
 type BatcherOptions struct {
@@ -100,11 +93,12 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
-	// Not positive: the default.
-	opts.MaxBatch = cmp.Or(max(opts.MaxBatch, 0), defaultMaxBatch)
-	opts.MaxInFlight = cmp.Or(max(opts.MaxInFlight, 0), defaultMaxInFlight)
+	// The defaults BatcherOptions documents; for MaxBatch, MaxInFlight
+	// and QueryTimeout also when not positive.
+	opts.MaxBatch = cmp.Or(max(opts.MaxBatch, 0), 500)
+	opts.MaxInFlight = cmp.Or(max(opts.MaxInFlight, 0), 4)
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
-	opts.Linger = cmp.Or(opts.Linger, defaultLinger)
+	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,

@@ -29,8 +29,8 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tableBackend{db: db, cfg: cfg, value: cfg.Value}
-	t.stmts = tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)
+	// Unbounded until preflight knows the server.
+	t := &tableBackend{db: db, cfg: cfg, value: cfg.Value, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
@@ -95,13 +95,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	var rec Record
-	var err error
+	read := t.leader // ReadRecord
 	if t.cfg.Batcher != nil {
-		rec, err = t.cfg.Batcher.reads.Do(ctx, t.cfg.Name)
-	} else {
-		rec, err = ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+		read = func(ctx context.Context) (Record, error) { return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name) }
 	}
+	rec, err := read(ctx)
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
