@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"sync/atomic"
 	"time"
 
@@ -13,13 +12,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
-)
-
-// Defaults of BatcherOptions.
-const (
-	defaultMaxBatch    = 500
-	defaultMaxInFlight = 4
-	defaultLinger      = 5 * time.Millisecond
 )
 
 // BatcherOptions configures a Batcher. The zero value of every field means
@@ -101,16 +93,12 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	if err := ident.Table(opts.Table); err != nil {
 		return nil, err
 	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = defaultMaxBatch
-	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = defaultMaxInFlight
-	}
-	if opts.QueryTimeout <= 0 {
-		opts.QueryTimeout = defaultQueryTimeout
-	}
-	opts.Linger = cmp.Or(opts.Linger, defaultLinger)
+	// The defaults BatcherOptions documents; for MaxBatch, MaxInFlight
+	// and QueryTimeout also when not positive.
+	opts.MaxBatch = cmp.Or(max(opts.MaxBatch, 0), 500)
+	opts.MaxInFlight = cmp.Or(max(opts.MaxInFlight, 0), 4)
+	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
+	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
@@ -136,25 +124,21 @@ const minRenewBatch = 5
 // gone. After a commit the session's own values are put back (sql.restore)
 // and the connection returns to the pool; after any error it is discarded.
 // The cost: two statements per batch (SET before, SET after).
-func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err error) {
+func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
 	out := make([]bool, len(reqs))
 	if len(reqs) < minRenewBatch {
 		return out, nil // not renewed here: each falls back to its heartbeat
 	}
 	conn, err := b.db.Conn(ctx)
-	if err != nil {
-		return nil, probe.Classify(err, b.table)
-	}
-	defer func() {
-		if err != nil {
+	if err == nil {
+		if err = b.renewLocked(ctx, conn, reqs, out); err != nil {
 			// Its session is bounded and may be in a transaction:
-			// close it (database/sql discards a connection whose Raw
-			// returns driver.ErrBadConn) rather than pool it.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			// close it rather than pool it.
+			floor.Discard(conn)
 		}
 		_ = conn.Close()
-	}()
-	if err := b.renewLocked(ctx, conn, reqs, out); err != nil {
+	}
+	if err != nil {
 		return nil, probe.Classify(err, b.table)
 	}
 	return out, nil
@@ -174,7 +158,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) (_ []bool, err
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
 func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
-	for _, set := range []string{b.sql.bound, b.sql.readCommitted} {
+	for _, set := range []string{b.sql.bound, readCommitted} {
 		if _, err := conn.ExecContext(ctx, set); err != nil {
 			return err
 		}
@@ -251,11 +235,10 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 	}
 	out := make([]Record, len(names))
 	for i, n := range names {
-		rec, ok := byName[n]
-		if !ok {
-			rec = Record{Election: n}
+		out[i] = Record{Election: n} // no row
+		if rec, ok := byName[n]; ok {
+			out[i] = rec
 		}
-		out[i] = rec
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/testdb"
@@ -39,7 +40,7 @@ func TestBatcherPartitionFreesRowLocks(t *testing.T) {
 	t.Cleanup(func() { _ = px.Close() })
 	// The partition: nothing passes, nothing is closed, from the batch's
 	// UPDATE on (the UPDATE never reaches the server).
-	cut := px.BlackholeOn([]byte("SET last_seen_active = " + clockSQL + " WHERE anchor IN"))
+	cut := px.BlackholeOn([]byte("SET last_seen_active = " + dbclock.Now + " WHERE anchor IN"))
 	cutAtc := make(chan time.Time, 1)
 	go func() { <-cut; cutAtc <- time.Now() }()
 	cfg.Addr = px.Addr()
@@ -196,7 +197,7 @@ func TestBatcherRenewsReadCommitted(t *testing.T) {
 	// Before the batch's UPDATE reaches the server: its SELECT … FOR
 	// UPDATE began the transaction.
 	isolation := make(chan string, 1)
-	px.On([]byte("SET last_seen_active = "+clockSQL+" WHERE anchor IN"), func() {
+	px.On([]byte("SET last_seen_active = "+dbclock.Now+" WHERE anchor IN"), func() {
 		var level string
 		err := direct.QueryRowContext(ctx, `SELECT trx_isolation_level FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?`, id).Scan(&level)
 		if err != nil {

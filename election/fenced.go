@@ -3,12 +3,12 @@ package election
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -36,27 +36,19 @@ func certifiedCluster(ctx context.Context, tx *sql.Tx) (bool, error) {
 // candidate does not hold term with a live lease. The first call finds out
 // which check the server needs (one more query, once).
 func (m *fenceMode) check(ctx context.Context, tx *sql.Tx, cfg settings, term uint64, bound stmt.Bound) error {
-	cluster := m.cluster.Load()
-	if cluster == nil {
+	if m.cluster.Load() == nil {
 		is, err := certifiedCluster(ctx, tx)
 		if err != nil {
 			return err
 		}
-		cluster = &is
-		m.cluster.Store(cluster)
+		m.cluster.Store(&is)
 	}
 	p := stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: term}
-	if !*cluster {
+	if !*m.cluster.Load() {
 		var one int
-		query, args := bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).Bind(p)
-		return tx.QueryRowContext(ctx, query, args...).Scan(&one)
+		return bound.Stmt(fencedCheckSQL(quoteTable(cfg.Table))).QueryRow(ctx, tx, p).Scan(&one)
 	}
-	query, args := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Bind(p)
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
+	n, err := bound.Stmt(fencedWriteSQL(quoteTable(cfg.Table))).Affected(ctx, tx, p)
 	if err == nil && n != 1 {
 		err = sql.ErrNoRows
 	}
@@ -88,7 +80,13 @@ func fenced(ctx context.Context, db *sql.DB, cfg settings, mode *fenceMode, term
 		return fmt.Errorf("election: fenced: %w", err)
 	}
 	var tx *sql.Tx
-	idleSQL, restore := fencedSessionSQL(max(int64((idle+time.Second-1)/time.Second), 1))
+	// The session's bounds: the server drops it after idle (whole seconds,
+	// rounded up), and completion_type NO_CHAIN keeps database/sql's
+	// ROLLBACK that ends the *sql.Tx from opening the next transaction and
+	// leaving it on the pool (issue 31). restore puts the session's own
+	// values back.
+	idleSQL, restore := stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: max(int64((idle+time.Second-1)/time.Second), 1)},
+		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
 	defer func() { finishFenced(ctx, conn, tx, restore) }()
 	if _, err = conn.ExecContext(ctx, idleSQL); err != nil {
 		return fmt.Errorf("election: fenced: %w", err)
@@ -136,7 +134,7 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 		}
 		if !ok {
 			// Its session is bounded and may be in a transaction.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			floor.Discard(conn)
 		}
 		_ = conn.Close()
 	}()

@@ -11,7 +11,7 @@ import (
 // BenchmarkHeartbeatRenew is a holder's renewal on the table backend, on a
 // real server (the one testdb starts): heartbeatOnce, which since the term
 // floor (migration 6) runs the heartbeat in a transaction with the floor
-// row, after a renewal in one statement (renewSQL). "follower" is a
+// row, after a renewal in one statement (tableStmts.renew). "follower" is a
 // heartbeat that changes nothing, in the floor's transaction; "statement"
 // the heartbeat statement alone, as it ran before.
 //

@@ -42,11 +42,11 @@ import (
 //
 //   - Every time a statement on the caller's pool writes or judges (a
 //     lease's start, a term, whether a lease ran out or is still live) is
-//     clockSQL, SYSDATE(6): the server's clock when it is evaluated, which
+//     dbclock.Now, SYSDATE(6): the server's clock when it is evaluated, which
 //     no session can set. No time is NOW(6). The heartbeat judges expiry
 //     once (its decision), so that one reading decides for the whole
 //     statement.
-//   - Every such statement also checks trustedSQL: that the session's time
+//   - Every such statement also checks dbclock.Trusted: that the session's time
 //     zone has no daylight saving time, and that SYSDATE(6) is not NOW(6),
 //     which it is on a server run with --sysdate-is-now (then a session's
 //     SET @@timestamp moves it). Otherwise it changes nothing: the
@@ -85,41 +85,28 @@ import (
 // CHAIN (completion_type=CHAIN) may have left a transaction open.
 const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 
-// clockSQL is the database clock for the times statements write and judge.
-const clockSQL = dbclock.Now
-
-// trustedSQL is true when the session's time zone keeps one offset from UTC
-// all year (the same offset in January and July), as internal/probe's checkTimeZone checks
-// in Run's preflight, and SYSDATE(6) is the server's clock at the call, not
-// the statement's start (NOW(6)), as probe.CheckSysdate checks: a statement is
-// parsed between the two, so they differ by microseconds at least, unless
-// the server runs with --sysdate-is-now. A constant the server computes
-// once per statement.
-const trustedSQL = dbclock.Trusted
-
-// termNowSQL is the database clock in microseconds: a new term, or with
-// GREATEST(term + 1, …) one never less than the previous term plus one.
-const termNowSQL = dbclock.TermNow
-
-// termNewSQL is a new term: the database clock in microseconds, and above
-// the election's term floor :floor (see floor.InTx), so above every term
-// issued before whatever the clock says.
-const termNewSQL = dbclock.TermNew
+// The database clock for the times statements write and judge is
+// dbclock.Now. dbclock.Trusted is true when the session's time zone keeps
+// one offset from UTC all year (the same offset in January and July), as
+// internal/probe's checkTimeZone checks in Run's preflight, and SYSDATE(6)
+// is the server's clock at the call, not the statement's start (NOW(6)), as
+// probe.CheckSysdate checks: a statement is parsed between the two, so they
+// differ by microseconds at least, unless the server runs with
+// --sysdate-is-now. A constant the server computes once per statement.
+// dbclock.TermNow is the database clock in microseconds: a new term, or
+// with GREATEST(term + 1, …) one never less than the previous term plus
+// one. dbclock.TermNew is a new term: the database clock in microseconds,
+// and above the election's term floor :floor (see floor.InTx), so above
+// every term issued before whatever the clock says.
 
 // heldCond matches election :name's row while the candidate holds it, on a
-// session whose time zone has no daylight saving time (see trustedSQL).
-const heldCond = `anchor = :name AND ` + probe.HoldsCond + ` AND ` + trustedSQL
+// session whose time zone has no daylight saving time (see dbclock.Trusted).
+const heldCond = `anchor = :name AND ` + probe.HoldsCond + ` AND ` + dbclock.Trusted
 
 // readSQL reads election :name's row on table tbl (quoted), for
 // Record.scan: who leads, as Status, Leader and a follower see it.
 func readSQL(tbl string) string {
 	return `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
-}
-
-// peekSQL reads no row of table tbl (quoted), but fails unless it has the
-// columns (extra, after recordColumns): preflight's check of the layout.
-func peekSQL(tbl, extra string) string {
-	return `SELECT ` + recordColumns + extra + ` FROM ` + tbl + ` WHERE 1 = 0`
 }
 
 // handOffSets gives a held row up without marking it released: it expires
@@ -128,13 +115,13 @@ func peekSQL(tbl, extra string) string {
 // not served (see candidate.releaseHold). Releases drop a pending planned
 // change (transfer_to): the releaser will not act on it, and a row left
 // reserved would make the target, or nobody, wait a whole lease.
-const handOffSets = `last_seen_active = ` + clockSQL + `, lease_ms = :lease, transfer_to = NULL`
+const handOffSets = `last_seen_active = ` + dbclock.Now + `, lease_ms = :lease, transfer_to = NULL`
 
 // handOverSets gives a held row up for a planned change of leader: marked
 // released, and reserved for :to (for anyone when it is empty) until the
 // row's lease, :lease milliseconds from now by the database clock (the
 // transfer window), runs out. See reservedCond.
-const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + clockSQL + `, lease_ms = :lease`
+const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + dbclock.Now + `, lease_ms = :lease`
 
 // heldStmts are the statements a holder of either backend runs on its
 // election's row of table tbl (quoted), while the row names its term :hold,
@@ -176,7 +163,7 @@ func preferSQL(tbl string) string {
 	return `UPDATE ` + tbl + ` SET transfer_to = :me
 WHERE anchor = :name AND term = :term AND service_id <> :me AND released = 0 AND ` + dbclock.Live + `
   AND transfer_to IS NULL AND priority < :priority AND acquired <> 'operator'
-  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + clockSQL
+  AND term_started_at + INTERVAL :tenure * 1000 MICROSECOND <= ` + dbclock.Now
 }
 
 // rowStmt is a statement on the election's row as a connection whose
@@ -192,9 +179,9 @@ func newRowStmt(sql string, conn, pool stmt.Bound) rowStmt {
 
 // fencedCond matches election :name's row while it names the candidate
 // (:me) with the term :hold and a live lease, on a session whose time zone
-// has no daylight saving time (trustedSQL).
+// has no daylight saving time (dbclock.Trusted).
 const fencedCond = `anchor = :name AND ` + probe.HoldsCond + `
-  AND ` + dbclock.Live + ` AND ` + trustedSQL
+  AND ` + dbclock.Live + ` AND ` + dbclock.Trusted
 
 // fencedCheckSQL locks the election's row in share mode and matches it only
 // under fencedCond. The share lock makes any takeover (which must update the
@@ -216,50 +203,17 @@ func fencedCheckSQL(tbl string) string {
 // the leader's own deadline is unchanged, so this is never unsafe; it can
 // delay a takeover after the leader's last fenced commit by up to one lease.
 func fencedWriteSQL(tbl string) string {
-	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + clockSQL + `)
+	return `UPDATE ` + tbl + ` SET last_seen_active = GREATEST(last_seen_active + INTERVAL 1 MICROSECOND, ` + dbclock.Now + `)
 WHERE ` + fencedCond
 }
 
-// fencedSessionSQL bounds a fenced transaction's session: the server drops
-// it after idleSecs of silence, and completion_type NO_CHAIN keeps
-// database/sql's ROLLBACK that ends the *sql.Tx from opening the next
-// transaction and leaving it on the pool (issue 31). restore puts the
-// session's own values back.
-func fencedSessionSQL(idleSecs int64) (set, restore string) {
-	return stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: idleSecs},
-		stmt.SessionVar{Name: "completion_type", Value: "'NO_CHAIN'"})
-}
-
 // ---- The table backend ----
-
-// renewSQL is a holder's renewal on table tbl (quoted): the heartbeat's R
-// branch alone, as an UPDATE that assigns no term, so that it runs outside
-// the term floor's transaction, in one round trip. It changes the row (1
-// affected row, or matched under CLIENT_FOUND_ROWS) exactly when the
-// heartbeat would renew it (probe.RenewCond, on a session whose time zone has no
-// daylight saving time), with the same assignments; otherwise it changes
-// nothing and the heartbeat decides (a take, a request, an unsafe session,
-// …).
-func renewSQL(tbl string) string {
-	return `UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
-  released = 0, lease_ms = :lease, last_seen_active = ` + clockSQL + `, priority = :priority
-WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + trustedSQL + ` AND ` + commitsSQL
-}
-
-// newFloorStmts returns the floor statements (internal/floor's: both
-// backends and Assume run them in one transaction with a term's write) of
-// election table table (a Config's, whose defaults settings filled in:
-// never empty), bounded by b, for a candidate whose lock delay is
-// lockDelay.
-func newFloorStmts(table string, b stmt.Bound, lockDelay time.Duration) floor.Stmts {
-	return floor.NewStmts(quoteTable(table), quoteTable(floor.Table(table)), b, lockDelay, termNowSQL)
-}
 
 // tableStmts are the table backend's statements, compiled by tableStatements;
 // they take their arguments from tableBackend.params.
 type tableStmts struct {
 	heartbeat stmt.Stmt   // renews, takes or inserts the row, in the term floor's transaction (probe.HeartbeatSQL)
-	renew     stmt.Stmt   // a holder's renewal, outside that transaction (renewSQL)
+	renew     stmt.Stmt   // a holder's renewal, outside that transaction (see tableStatements)
 	check     stmt.Stmt   // after an ambiguous heartbeat: what the row says now
 	peek      string      // no row, but fails unless the table has the columns
 	floor     floor.Stmts // the election's term floor (internal/floor)
@@ -271,21 +225,35 @@ type tableStmts struct {
 // candidate whose lock delay is lockDelay.
 func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) tableStmts {
 	tbl := quoteTable(table)
-	return tableStmts{
+	s := tableStmts{
 		heartbeat: bound.Stmt(probe.HeartbeatSQL(tbl)),
-		renew:     bound.Stmt(renewSQL(tbl)),
 		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
-		peek:      peekSQL(tbl, `, decision`), // decision: schema version 7
-		floor:     newFloorStmts(table, bound, lockDelay),
+		// No row, but fails unless the table has the columns (decision:
+		// schema version 7).
+		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
+		floor:     floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
 		heldStmts: heldStatements(tbl, bound, bound),
 	}
+	// A holder's renewal: the heartbeat's R branch alone, as an UPDATE
+	// that assigns no term, so that it runs outside the term floor's
+	// transaction, in one round trip. It changes the row (1 affected row,
+	// or matched under CLIENT_FOUND_ROWS) exactly when the heartbeat would
+	// renew it (probe.RenewCond, on a session whose time zone has no
+	// daylight saving time), with the same assignments; otherwise it
+	// changes nothing and the heartbeat decides (a take, a request, an
+	// unsafe session, …).
+	s.renew = bound.Stmt(`UPDATE ` + tbl + ` SET value = :value, backend = 'table', connection_id = NULL, transfer_to = NULL,
+  released = 0, lease_ms = :lease, last_seen_active = ` + dbclock.Now + `, priority = :priority
+WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + dbclock.Trusted + ` AND ` + commitsSQL)
+	return s
 }
+
+// readCommitted sets the isolation of a Batcher's renewals' transaction
+// (see Batcher.renewLocked).
+const readCommitted = `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
 
 // batchStmts are a Batcher's statements on many elections' rows (:names).
 type batchStmts struct {
-	// readCommitted is the isolation of the renewals' transaction (see
-	// Batcher.renewLocked).
-	readCommitted string
 	// lock locks the rows a batch of renewals may renew; renew renews
 	// them (Batcher.execRenew).
 	lock, renew stmt.Stmt
@@ -299,17 +267,17 @@ type batchStmts struct {
 // batchStatements returns a Batcher's statements on table tbl (quoted),
 // whose session lock waits end after queryTimeout.
 func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
-	s := batchStmts{readCommitted: `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`}
+	var s batchStmts
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
 	s.lock = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`)
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`)
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
-	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (:names)`)
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`)
 	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := stmt.WaitSecs(queryTimeout)
@@ -356,7 +324,7 @@ func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duratio
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
 		read: stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
-		peek: peekSQL(tbl, ``),
+		peek: `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
 		lastInsertID: `SELECT LAST_INSERT_ID()`,
@@ -364,21 +332,21 @@ func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duratio
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term
 	// comes back through LAST_INSERT_ID, in the same round trip.
-	// Every new term is above the election's term floor (termNewSQL).
+	// Every new term is above the election's term floor (dbclock.TermNew).
 	s.take = stmt.Must(`UPDATE ` + tbl + ` SET service_id = :me,
-  term = LAST_INSERT_ID(GREATEST(term + 1, ` + termNewSQL + `)),
-  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = :lease, released = 0,
+  term = LAST_INSERT_ID(GREATEST(term + 1, ` + dbclock.TermNew + `)),
+  term_started_at = ` + dbclock.Now + `, last_seen_active = ` + dbclock.Now + `, lease_ms = :lease, released = 0,
   acquired = :acquired, value = :value, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND term = :term`)
 	// last_seen_active after term_started_at, as in the table backend's
 	// insert (SYSDATE(6) is read at each call).
 	s.insert = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, LAST_INSERT_ID(` + termNewSQL + `), ` + clockSQL + `, ` + clockSQL + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
+VALUES (:name, :me, LAST_INSERT_ID(` + dbclock.TermNew + `), ` + dbclock.Now + `, ` + dbclock.Now + `, :lease, 0, :insert, :value, 'lock', CONNECTION_ID(), :priority)`)
 	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = newFloorStmts(table, stmt.Bound{}, lockDelay)
+VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + dbclock.TermNew + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
+	s.floor = floor.NewStmts(tbl, quoteTable(floor.Table(table)), stmt.Bound{}, lockDelay, dbclock.TermNow)
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it
@@ -388,7 +356,7 @@ VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + termNewSQL + `), NOW(6), :lease, 
 	// A renewal fails while an operator asks this holder to hand over
 	// (transfer_to set, but not to itself: that asks nothing, and the
 	// renewal clears it); renewLost then reads the request.
-	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = :lease, value = :value,
+	s.renew = stmt.Must(`UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = :lease, value = :value,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -150,7 +151,7 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 
 // TestStatementsReadNoSessionClock: no statement on the caller's pool reads
 // NOW(): a SET @@timestamp left there moves it (doc.go, "What is not
-// guaranteed"). Every time they write or judge is clockSQL.
+// guaranteed"). Every time they write or judge is dbclock.Now.
 func TestStatementsReadNoSessionClock(t *testing.T) {
 	tbl := quoteTable(DefaultTable)
 	h := heldStatements(tbl, stmt.Bound{}, stmt.Bound{})
@@ -161,13 +162,13 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
 	}
-	f := newFloorStmts(DefaultTable, stmt.Bound{}, time.Second)
+	f := tableStatements(DefaultTable, stmt.Bound{}, time.Second).floor
 	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {
 		q, _ := s.Bind(stmt.Params{})
 		all = append(all, builtStatement{what: "the floor's marker", sql: q})
 	}
 	for _, s := range all {
-		// trustedSQL compares SYSDATE(6) with NOW(6) (issue 31): it
+		// dbclock.Trusted compares SYSDATE(6) with NOW(6) (issue 31): it
 		// judges no time.
 		if strings.Contains(strings.ToUpper(strings.ReplaceAll(s.sql, `SYSDATE(6)<>NOW(6)`, "")), "NOW(") {
 			t.Errorf("%s reads NOW():\n%s", s.what, s.sql)
@@ -176,7 +177,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 }
 
 // expiredSQL is the heartbeat's expiry (internal/probe's), as written.
-const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clockSQL
+const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + dbclock.Now
 
 // legacyStatements are the statements of builtStatements as
 // tableBackend.prepareSQL, heartbeatArgs, release, Batcher.execRenew,
@@ -184,7 +185,7 @@ const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clo
 // with the heartbeat's conditions and the check extended by hand for
 // transfer_to and priority (issue 14), so that they still check the
 // builder's arguments. Since issue 20 they write the server's clock
-// (clockSQL) and check the session's (sessionClockSQL), as the built ones do.
+// (dbclock.Now) and check the session's (sessionClockSQL), as the built ones do.
 // Since issue 22 the heartbeat's insert takes how it acquires as an
 // argument (:insert, was IF(:first, 'first', 'insert')), and it tests
 // released as a truth value (was released <> 0 and IF(released = 0, …)),
@@ -193,15 +194,15 @@ const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + clo
 // IFNULL(transfer_to = ?, 1), and the released branch's test for a
 // transfer_to that is NULL or empty took the same form: the same truth
 // values. And since issue 22 no statement reads the session's NOW(6):
-// expiry is judged by clockSQL, and the session check (sessionClockSQL, was
-// NOW(6) <= SYSDATE(6) AND trustedSQL) is trustedSQL alone. Since issue 31 the
+// expiry is judged by dbclock.Now, and the session check (sessionClockSQL, was
+// NOW(6) <= SYSDATE(6) AND dbclock.Trusted) is dbclock.Trusted alone. Since issue 31 the
 // statements a pooled connection runs outside a transaction also check
 // commitsSQL, and release has a variant without it, for a transaction.
 func legacyStatements(table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
 	heartbeatSQL := bound.Wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
-VALUES (IF(` + trustedSQL + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + termNowSQL + `, ? + 1)), ` + clockSQL + `, ` + clockSQL + `, ?, ?, ?, ?)
+VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, LAST_INSERT_ID(GREATEST(` + dbclock.TermNow + `, ? + 1)), ` + dbclock.Now + `, ` + dbclock.Now + `, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
 decision = CASE
 WHEN ` + r + ` THEN 'renewed'
@@ -211,8 +212,8 @@ WHEN released = 0 THEN IF(service_id = ? AND transfer_to IS NULL, 'claimed', NUL
 WHEN IFNULL(transfer_to = '', 1) THEN 'released'
 END,
 acquired = IF(decision > 1, decision, acquired),
-term_started_at = IF(decision > 1, ` + clockSQL + `, term_started_at),
-term = LAST_INSERT_ID(IF(decision > 1, GREATEST(term + 1, ` + termNowSQL + `, ? + 1), term)),
+term_started_at = IF(decision > 1, ` + dbclock.Now + `, term_started_at),
+term = LAST_INSERT_ID(IF(decision > 1, GREATEST(term + 1, ` + dbclock.TermNow + `, ? + 1), term)),
 service_id = IF(decision, ?, service_id),
 value = IF(decision, ?, value),
 backend = IF(decision, 'table', backend),
@@ -220,13 +221,13 @@ connection_id = IF(decision, NULL, connection_id),
 transfer_to = IF(decision, NULL, transfer_to),
 released = IF(decision, 0, released),
 lease_ms = IF(decision, ?, lease_ms),
-last_seen_active = IF(decision, ` + clockSQL + `, last_seen_active),
+last_seen_active = IF(decision, ` + dbclock.Now + `, last_seen_active),
 priority = IF(decision, ?, priority),
 decision = NULL`)
 	checkSQL := bound.Wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
-	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL
+	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted
 	releaseSQL := bound.Wrap(releaseTxSQL + ` AND ` + commitsSQL)
-	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL + ` AND ` + commitsSQL)
+	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted + ` AND ` + commitsSQL)
 	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
@@ -244,8 +245,8 @@ decision = NULL`)
 	return []builtStatement{
 		{"heartbeat", heartbeatSQL, args},
 		{"renew", bound.Wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
-  released = 0, lease_ms = ?, last_seen_active = ` + clockSQL + `, priority = ?
-WHERE anchor = ? AND ` + r + ` AND ` + trustedSQL + ` AND ` + commitsSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
+  released = 0, lease_ms = ?, last_seen_active = ` + dbclock.Now + `, priority = ?
+WHERE anchor = ? AND ` + r + ` AND ` + dbclock.Trusted + ` AND ` + commitsSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
 		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"release in a transaction", bound.Wrap(releaseTxSQL), []any{p.Name, me, hold}},
@@ -263,8 +264,8 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
   SESSION innodb_lock_wait_timeout = @sqlelect_innodb_lock_wait_timeout,
   SESSION lock_wait_timeout = @sqlelect_lock_wait_timeout`, []any{}},
 		{"batch lock", `SELECT anchor, service_id, term FROM ` + tbl +
-			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + trustedSQL + ` FOR UPDATE SKIP LOCKED`, names},
-		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + clockSQL + ` WHERE anchor IN (` +
+			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`, names},
+		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
 		{"batch read", bound.Wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
@@ -471,26 +472,26 @@ func legacyLockStatements(b *lockBackend, l getlock.Lock, bound stmt.Bound, p st
 		hint, call := getlock.Call(lit, d, l.MariaDB)
 		return `SELECT ` + hint + call
 	}
-	floorTerm := `GREATEST(` + termNowSQL + `, ? + 1)`
+	floorTerm := `GREATEST(` + dbclock.TermNow + `, ? + 1)`
 	take := `UPDATE ` + tbl + ` SET service_id = ?,
   term = LAST_INSERT_ID(GREATEST(term + 1, ` + floorTerm + `)),
-  term_started_at = ` + clockSQL + `, last_seen_active = ` + clockSQL + `, lease_ms = ?, released = 0,
+  term_started_at = ` + dbclock.Now + `, last_seen_active = ` + dbclock.Now + `, lease_ms = ?, released = 0,
   acquired = ?, value = ?, backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND term = ?`
 	insert := `INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active,
   lease_ms, released, acquired, value, backend, connection_id, priority)
-VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + clockSQL + `, ` + clockSQL + `, ?, 0, ?, ?, 'lock', CONNECTION_ID(), ?)`
+VALUES (` + anchor + `, ?, LAST_INSERT_ID(` + floorTerm + `), ` + dbclock.Now + `, ` + dbclock.Now + `, ?, 0, ?, ?, 'lock', CONNECTION_ID(), ?)`
 	placeholder := `INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (` + anchor + `, ?, NOW(6), LAST_INSERT_ID(` + floorTerm + `), NOW(6), ?, 0, ?, '', 'lock', NULL, ?)`
-	renew := `UPDATE ` + tbl + ` SET last_seen_active = ` + clockSQL + `, lease_ms = ?, value = ?,
+	renew := `UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = ?, value = ?,
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = ?
 WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`
-	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + trustedSQL
+	held := ` WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted
 	release := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL` + held
 	handOff := stmt.Must(`UPDATE ` + tbl + ` SET ` + handOffSets + ` WHERE ` + heldCond)
-	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + clockSQL + `, lease_ms = ?` + held
+	handOver := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULLIF(?, ''), last_seen_active = ` + dbclock.Now + `, lease_ms = ?` + held
 	proclaim := `UPDATE ` + tbl + ` SET value = ?` + held
 	prefer := stmt.Must(preferSQL(tbl))
 

@@ -17,7 +17,7 @@ import (
 // checked the option only at its start: the follower read the leader's live
 // row as expired by its session's clock, and took it while the leader still
 // believed. Every statement now checks that SYSDATE(6) is not NOW(6)
-// (trustedSQL): nobody takes the row, and each Run stops with
+// (dbclock.Trusted): nobody takes the row, and each Run stops with
 // ErrSysdateIsNow.
 func TestSysdateIsNowAfterFailover(t *testing.T) {
 	if testing.Short() {

@@ -29,8 +29,8 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tableBackend{db: db, cfg: cfg, value: cfg.Value}
-	t.stmts = tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)
+	// Unbounded until preflight knows the server.
+	t := &tableBackend{db: db, cfg: cfg, value: cfg.Value, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
 	c := newCandidate(cfg, t)
 	c.db = db
 	if !cfg.DisableFastHandover {
@@ -77,11 +77,9 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if b != nil && probed {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
-	adopt, err := adoptedMillis(ctx, t.db, t.cfg)
-	if err != nil {
+	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
 		return err
 	}
-	t.adopt = adopt
 	bound, err := stmt.DetectBound(ctx, t.db, t.cfg.QueryTimeout)
 	if err != nil {
 		return err
@@ -97,13 +95,11 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	var rec Record
-	var err error
+	read := t.leader // ReadRecord
 	if t.cfg.Batcher != nil {
-		rec, err = t.cfg.Batcher.reads.Do(ctx, t.cfg.Name)
-	} else {
-		rec, err = ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+		read = func(ctx context.Context) (Record, error) { return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name) }
 	}
+	rec, err := read(ctx)
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
@@ -188,7 +184,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	n, term, err := t.beat(ctx, hold)
 	if err != nil {
 		if err = unsafeSession(err); errors.Is(err, ErrUnsafeSession) {
-			// Refused (trustedSQL): a time zone with daylight saving time
+			// Refused (dbclock.Trusted): a time zone with daylight saving time
 			// left on this connection, or a server that now runs with
 			// --sysdate-is-now (a failover to one), which stops Run.
 			if serr := probe.CheckSysdate(ctx, t.db); errors.Is(serr, ErrSysdateIsNow) {
@@ -207,45 +203,43 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 // rows and the term LAST_INSERT_ID returned: after a new term, an ambiguous
 // 1 (an insert, or no change under CLIENT_FOUND_ROWS), a holder's renewal
 // that changed nothing (deposed, or asked to hand over), or one the
-// heartbeat made after renewSQL renewed nothing (2 affected rows and the
+// heartbeat made after the renewal (tableStmts.renew) renewed nothing (2 affected rows and the
 // same term: rare, and what a value left in the decision column by another
 // statement would also report), it reads what the row says now.
 func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) (beat, error) {
 	// The row as tableStmts.check reads it.
-	var row struct {
-		term       uint64
-		acquired   string
-		transferTo sql.NullString
-	}
-	err := t.stmts.check.QueryRow(ctx, t.db, t.params(hold)).Scan(&row.term, &row.acquired, &row.transferTo)
+	var rowTerm uint64
+	var acquired string
+	var transferTo sql.NullString
+	err := t.stmts.check.QueryRow(ctx, t.db, t.params(hold)).Scan(&rowTerm, &acquired, &transferTo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return beat{}, nil
 	}
 	if err != nil {
 		return beat{}, probe.Classify(err, t.cfg.Table)
 	}
-	if term > 0 && row.term != uint64(term) {
+	if term > 0 && rowTerm != uint64(term) {
 		return beat{}, nil // changed again since: not ours this tick
 	}
 	switch {
-	case n < 2 && hold != 0 && row.term == hold && row.transferTo.Valid:
+	case n < 2 && hold != 0 && rowTerm == hold && transferTo.Valid:
 		// Still ours, not renewed: an operator asked for a transfer or a
 		// step-down (see probe.RenewCond).
-		return beat{requested: true, to: row.transferTo.String}, nil
+		return beat{requested: true, to: transferTo.String}, nil
 	case n == 0:
 		return beat{}, nil // deposed
-	case n == 2 && hold != 0 && row.term == hold:
+	case n == 2 && hold != 0 && rowTerm == hold:
 		return beat{held: true, term: hold}, nil
-	case n == 1 && row.acquired == "first":
+	case n == 1 && acquired == "first":
 		// The election's first term: nobody held it before, so nobody
 		// may still believe it leads.
-		return beat{held: true, term: row.term, inserted: true}, nil
-	case n == 1 && row.acquired == "insert":
-		return beat{held: true, term: row.term, inserted: true, delay: t.cfg.LockDelay}, nil
-	case n == 2 && (row.acquired == "expired" || row.acquired == "released" || row.acquired == "transferred"):
-		return beat{held: true, term: row.term}, nil // won: no delay needed
+		return beat{held: true, term: rowTerm, inserted: true}, nil
+	case n == 1 && acquired == "insert":
+		return beat{held: true, term: rowTerm, inserted: true, delay: t.cfg.LockDelay}, nil
+	case n == 2 && (acquired == "expired" || acquired == "released" || acquired == "transferred"):
+		return beat{held: true, term: rowTerm}, nil // won: no delay needed
 	case n == 2:
-		return beat{held: true, term: row.term, delay: t.cfg.LockDelay}, nil // claimed
+		return beat{held: true, term: rowTerm, delay: t.cfg.LockDelay}, nil // claimed
 	}
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }

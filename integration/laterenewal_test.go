@@ -85,7 +85,7 @@ func TestLateRenewalDoesNotReviveLeadership(t *testing.T) {
 		n       int // events before the renewal
 	}
 	jumped := make(chan jump, 1)
-	// A holder's renewal is one UPDATE (election/table.go, renewSQL);
+	// A holder's renewal is one UPDATE (election/table.go, tableStmts.renew);
 	// the heartbeat runs only when that renews nothing.
 	p.On([]byte("backend = 'table', connection_id = NULL, transfer_to = NULL"), func() {
 		clock.off.Add(int64(rd - ri/2))

@@ -119,10 +119,6 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 	return err
 }
 
-func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
-	return InConnTx(ctx, db, func(c *sql.Conn) error { return floorTxBody(ctx, c, f, name, write) })
-}
-
 // InConnTx runs body, which runs its statements on c, in one transaction:
 // BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
 // under ctx. c is db itself (a *sql.Conn), or one of its connections,
@@ -148,9 +144,9 @@ func InConnTx(ctx context.Context, db Beginner, body func(c *sql.Conn) error) er
 	}
 	if err := body(c); err != nil {
 		if ctx.Err() != nil {
-			discard(c)
+			Discard(c)
 		} else if _, rerr := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); rerr != nil {
-			discard(c)
+			Discard(c)
 		}
 		return err
 	}
@@ -158,11 +154,11 @@ func InConnTx(ctx context.Context, db Beginner, body func(c *sql.Conn) error) er
 	// transaction, and the statements after it on this connection (the
 	// application's, or a renewal) would stay uncommitted. NO RELEASE:
 	// with completion_type=RELEASE it would end the session.
-	if _, err := c.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE"); err != nil {
-		discard(c) // committed or not: the reply is lost
-		return err
+	_, err := c.ExecContext(ctx, "COMMIT AND NO CHAIN NO RELEASE")
+	if err != nil {
+		Discard(c) // committed or not: the reply is lost
 	}
-	return nil
+	return err
 }
 
 // ExecCommitted runs pool with p, a write of the election's row, on a
@@ -184,39 +180,42 @@ func ExecCommitted(ctx context.Context, db *sql.DB, pool, conn stmt.Stmt, p stmt
 	return n, err
 }
 
-// discard closes c's driver connection: database/sql drops a connection
-// whose Raw returns driver.ErrBadConn.
-func discard(c *sql.Conn) {
+// Discard closes c's driver connection: database/sql drops a connection
+// whose Raw returns driver.ErrBadConn. Close c after, as always.
+func Discard(c *sql.Conn) {
 	_ = c.Raw(func(any) error { return driver.ErrBadConn })
 }
 
-func floorTxBody(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write) error {
-	floor, missing, err := readFloor(ctx, c, f, name)
-	if err != nil {
-		return err
-	}
-	first := false
-	if missing {
-		var marked bool
-		if first, marked, err = firstElection(ctx, c, f); err != nil {
+// InTxOnce is InTx without the second try.
+func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+	return InConnTx(ctx, db, func(c *sql.Conn) error {
+		floor, missing, err := readFloor(ctx, c, f, name)
+		if err != nil {
 			return err
 		}
-		if marked { // the election's row, if any, got a floor row
-			if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
+		first := false
+		if missing {
+			var marked bool
+			if first, marked, err = firstElection(ctx, c, f); err != nil {
 				return err
 			}
+			if marked { // the election's row, if any, got a floor row
+				if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	term, err := write(c, floor, first)
-	if err != nil || term <= floor {
+		term, err := write(c, floor, first)
+		if err != nil || term <= floor {
+			return err
+		}
+		if _, err := f.Raise.Exec(ctx, c, stmt.Params{Name: name, Term: term}); err != nil || !missing {
+			return err
+		}
+		// A new floor row (the read's lock kept others from creating it).
+		_, err = f.Count.Exec(ctx, c, stmt.Params{Name: name})
 		return err
-	}
-	if _, err := f.Raise.Exec(ctx, c, stmt.Params{Name: name, Term: term}); err != nil || !missing {
-		return err
-	}
-	// A new floor row (the read's lock kept others from creating it).
-	_, err = f.Count.Exec(ctx, c, stmt.Params{Name: name})
-	return err
+	})
 }
 
 // readFloor locks election name's floor row and reads it: missing when

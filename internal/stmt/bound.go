@@ -167,16 +167,15 @@ func DetectBound(ctx context.Context, q RowQuerier, d time.Duration) (Bound, err
 
 // AtomicBound is a Bound set once by preflight (the Run goroutine) and
 // read by Fenced from any goroutine.
-type AtomicBound struct{ p atomic.Pointer[Bound] }
+// Its zero value loads the zero Bound.
+type AtomicBound struct{ v atomic.Value }
 
 func (a *AtomicBound) Load() Bound {
-	if b := a.p.Load(); b != nil {
-		return *b
-	}
-	return Bound{}
+	b, _ := a.v.Load().(Bound)
+	return b
 }
 
-func (a *AtomicBound) Store(b Bound) { a.p.Store(&b) }
+func (a *AtomicBound) Store(b Bound) { a.v.Store(b) }
 
 // Stmt compiles sql, one of the library's own statements, bounded by b (see
 // Bound.Wrap).
