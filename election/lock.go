@@ -198,24 +198,6 @@ func (b *lockBackend) params(hold uint64) stmt.Params {
 		Value: b.value, Priority: b.cfg.Priority}
 }
 
-// takeParams are the params of a take of the row read with term term, as
-// acquired.
-func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
-	p := b.params(0)
-	p.Acquired, p.Term = acquired, term
-	return p
-}
-
-// exec runs s with p on c, and returns the rows it changed.
-func exec(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (int64, error) {
-	query, args := s.Bind(p)
-	res, err := c.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 func (b *lockBackend) preflight(ctx context.Context) error {
 	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
@@ -282,8 +264,7 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists bool, err error) {
-	query, args := b.sql.read.Bind(b.params(0))
-	err = rec.scan(c.QueryRowContext(ctx, query, args...))
+	err = rec.scan(b.sql.read.QueryRow(ctx, c, b.params(0)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
@@ -291,8 +272,13 @@ func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists
 }
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection
-// holds it, the row's state decides how the row is taken (see takeNew and
-// claimOf), or whether the lock is let go (yieldLock).
+// holds it, the row's state decides how the row is taken (see claimOf), or
+// whether the lock is let go (yieldLock).
+//
+// takeNew: there is no row, and follow writes one naming this candidate.
+// The previous holder may not know yet that the row was deleted: the hold
+// waits out LockDelay; unless the election never existed (no term floor
+// row: acquired = 'first'), when there is no previous holder.
 func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait time.Duration, err error) {
 	defer b.done(&err)
 	c, err := b.ensureConn(ctx)
@@ -315,24 +301,27 @@ func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait tim
 	switch {
 	case err != nil:
 		return Record{}, beat{}, 0, err
-	case !exists:
-		return b.takeNew(ctx, c, rec)
-	case rec.reservedFor(b.cfg.ID):
+	case exists && (rec.reservedFor(b.cfg.ID) || !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0):
 		// Handed to another candidate (a transfer), whose window is
-		// open: let the lock go so that it can take over.
-		return b.yieldLock(ctx, rec)
-	case !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0:
-		// takeOthers: an operator named another candidate, with a live
-		// lease: let it take over.
+		// open; or (takeOthers) an operator named another candidate,
+		// with a live lease: let the lock go so that it can take over.
 		return b.yieldLock(ctx, rec)
 	}
-	// takeFree, takeOurs, takeOthers: the take, unless the row changed
-	// since it was read (an operator's write).
-	acquired, delay := b.claimOf(rec)
-	term, _, err := b.write(ctx, c, b.sql.take, b.takeParams(acquired, rec.Term))
+	// takeNew (no row), or takeFree, takeOurs, takeOthers: the take,
+	// unless the row changed since it was read (an operator's write).
+	s, p, delay := b.sql.insert, b.params(0), b.cfg.LockDelay
+	if exists {
+		s, p.Term = b.sql.take, rec.Term
+		p.Acquired, delay = b.claimOf(rec)
+	}
+	term, first, err := b.write(ctx, c, s, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
 	}
+	if first && !exists {
+		delay = 0
+	}
+	b.wrote = term
 	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
@@ -375,7 +364,7 @@ func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
 func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err == nil && !exists {
-		rec, err = b.placeholder(ctx, c, rec)
+		rec, err = b.placeholder(ctx, c)
 	}
 	switch {
 	case err != nil:
@@ -399,37 +388,15 @@ func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, w
 // earlier hold's last renewal ran before this write (the row was gone), so
 // its holder stands down, by its clock, RenewDeadline after it, before the
 // lock delay ends; and no hold can begin on this row but this candidate's.
-func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn, rec Record) (Record, error) {
-	// Not this connection's write (b.wrote, which claimOf trusts): it
-	// names no connection and holds no lock (lock.pml's watch leaves
-	// wrote).
-	wrote := b.wrote
-	_, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0))
-	b.wrote = wrote
-	if err != nil {
-		return rec, err
+func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn) (Record, error) {
+	// Not this connection's write, so b.wrote (which claimOf trusts) is
+	// left as it is: it names no connection and holds no lock (lock.pml's
+	// watch leaves wrote).
+	if _, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
+		return Record{}, err
 	}
-	now, exists, err := b.read(ctx, c)
-	if err != nil || !exists {
-		return rec, err
-	}
-	return now, nil
-}
-
-// takeNew writes a row naming this candidate, there being none. The
-// previous holder may not know yet that the row was deleted: the hold waits
-// out LockDelay; unless the election never existed (no term floor row:
-// acquired = 'first'), when there is no previous holder.
-func (b *lockBackend) takeNew(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
-	term, first, err := b.write(ctx, c, b.sql.insert, b.params(0))
-	if err != nil || term == 0 {
-		return rec, beat{}, 0, err
-	}
-	delay := b.cfg.LockDelay
-	if first {
-		delay = 0
-	}
-	return rec, beat{held: true, term: term, delay: delay}, 0, nil
+	rec, _, err := b.read(ctx, c) // none again only after an operator's DELETE
+	return rec, err
 }
 
 // claimOf says how follow, holding the lock, takes rec, a row it does not
@@ -525,14 +492,14 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 // and returns the term it wrote, or 0 when an operator wrote the row first
 // (the take changed no row, or the insert found one), and whether the
 // election had no term floor row (an insert is then acquired = 'first').
+// The caller records a term its connection holds the lock with (b.wrote).
 func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
 		p.Floor, p.First = floor, first
-		query, args := s.Bind(p)
-		res, err := tx.ExecContext(ctx, query, args...)
+		res, err := s.Exec(ctx, tx, p)
 		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
 			return 0, nil
 		}
@@ -554,9 +521,6 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 	})
 	if err != nil {
 		return 0, false, err
-	}
-	if term != 0 {
-		b.wrote = term
 	}
 	return term, first, nil
 }
@@ -582,7 +546,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (bt beat, err 
 	if mine, err := b.keepLock(ctx, hold); err != nil || !mine {
 		return beat{}, err
 	}
-	switch n, err := exec(ctx, c, b.sql.renew, b.params(hold)); {
+	switch n, err := b.sql.renew.Affected(ctx, c, b.params(hold)); {
 	case err != nil:
 		return beat{}, err
 	case n != 1:
@@ -631,6 +595,7 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 	if err != nil || term == 0 {
 		return beat{}, err
 	}
+	b.wrote = term
 	return beat{held: true, term: term, inserted: true}, nil
 }
 
@@ -689,7 +654,7 @@ func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (ch
 	if b.lc.Conn == nil {
 		n, err = floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 	} else {
-		n, err = exec(ctx, b.lc.Conn, s.conn, p)
+		n, err = s.conn.Affected(ctx, b.lc.Conn, p)
 	}
 	return n == 1, err
 }
