@@ -12,11 +12,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,9 +22,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
-
-// ErrNull is a GET_LOCK that returned NULL (a killed thread, for one).
-var ErrNull = errors.New("getlock: GET_LOCK returned NULL")
 
 // Lock names.
 const (
@@ -231,12 +226,11 @@ func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
 // Setup takes a connection from db for the lock (see Open), ends any
 // transaction it came from the pool with, runs session (SET SESSION
 // statements, no parameters) on it, asks for TCP keepalive probes after
-// keepalive of silence (see trySessionKeepalive) and reads the
-// connection's id. A transaction left open (by COMMIT AND CHAIN, or a BEGIN
-// sent as a statement) would hold every later statement's change
-// uncommitted, a renewal's too (issue 31): it is rolled back, as the
-// server would at the end of the session; the connection never goes back
-// to the pool.
+// keepalive of silence and reads the connection's id. A transaction left
+// open (by COMMIT AND CHAIN, or a BEGIN sent as a statement) would hold
+// every later statement's change uncommitted, a renewal's too (issue 31):
+// it is rolled back, as the server would at the end of the session; the
+// connection never goes back to the pool.
 func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepalive time.Duration) error {
 	if err := c.Open(ctx, db); err != nil {
 		return err
@@ -244,12 +238,22 @@ func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepali
 	if _, err := c.Conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
 		return c.Fail(err)
 	}
-	query, _ := session.Bind(stmt.Params{})
-	if _, err := c.Conn.ExecContext(ctx, query); err != nil {
+	if _, err := session.Exec(ctx, c.Conn, stmt.Params{}); err != nil {
 		return c.Fail(err)
 	}
+	// TCP keepalive probes, so that the server notices a vanished client
+	// while a statement runs, where a session may set them: MariaDB has
+	// the three variables (global only in current versions), MySQL none;
+	// a server that refuses one refuses all three. Refusals are
+	// remembered and not retried.
 	if !c.noKeepalive {
-		c.trySessionKeepalive(ctx, keepalive)
+		_, err := c.Conn.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
+			int64(keepalive/time.Second)))
+		if n := mysqlerr.Errno(err); err != nil && n != mysqlerr.UnknownSystemVariable && n != mysqlerr.GlobalVariable &&
+			n != mysqlerr.IncorrectGlobalLocal && n != mysqlerr.SpecificAccessDenied {
+			c.debug("setting the session TCP keepalive failed", "err", err)
+		}
+		c.noKeepalive = err != nil
 	}
 	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
 		return c.Fail(err)
@@ -257,35 +261,11 @@ func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepali
 	return nil
 }
 
-// trySessionKeepalive asks for TCP keepalive probes on the connection so
-// that the server notices a vanished client while a statement runs, where a
-// session may set them (MariaDB has them, global only in current versions;
-// MySQL has none). Refusals are remembered and not retried.
-func (c *Conn) trySessionKeepalive(ctx context.Context, idle time.Duration) {
-	for _, s := range []string{
-		"SET SESSION tcp_keepalive_time = " + strconv.FormatInt(int64(idle/time.Second), 10),
-		"SET SESSION tcp_keepalive_interval = 1",
-		"SET SESSION tcp_keepalive_probes = 3",
-	} {
-		_, err := c.Conn.ExecContext(ctx, s)
-		switch n := mysqlerr.Errno(err); {
-		case err == nil:
-			continue
-		case n == mysqlerr.UnknownSystemVariable || n == mysqlerr.GlobalVariable || n == mysqlerr.IncorrectGlobalLocal || n == mysqlerr.SpecificAccessDenied:
-		default:
-			c.debug("setting the session TCP keepalive failed", "err", err)
-		}
-		c.noKeepalive = true
-		return
-	}
-}
-
 // Scan runs s, a statement of the lock's returning one number (no
 // parameters), on the connection.
 func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
 	var r sql.NullInt64
-	query, args := s.Bind(stmt.Params{})
-	err := c.Conn.QueryRowContext(ctx, query, args...).Scan(&r)
+	err := s.QueryRow(ctx, c.Conn, stmt.Params{}).Scan(&r)
 	return r, err
 }
 
@@ -294,17 +274,16 @@ func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
 // killed thread, for one): that is an error too.
 func (c *Conn) Get(ctx context.Context, s stmt.Stmt) (bool, error) {
 	r, err := c.Scan(ctx, s)
-	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+	switch {
+	case mysqlerr.Errno(err) == mysqlerr.QueryTimeout:
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see Call).
 		// Should that have raced with getting the lock, this connection
 		// holds it: ask, so that the state here matches the server's.
 		return c.Mine(ctx)
-	}
-	if err != nil {
+	case err != nil:
 		return false, c.Fail(err)
-	}
-	if !r.Valid {
-		return false, c.Fail(fmt.Errorf("%w: GET_LOCK(%q)", ErrNull, c.Lock.Name))
+	case !r.Valid:
+		return false, c.Fail(fmt.Errorf("getlock: GET_LOCK returned NULL: GET_LOCK(%q)", c.Lock.Name))
 	}
 	c.Locked = r.Int64 == 1
 	return c.Locked, nil
@@ -345,7 +324,8 @@ const (
 // the server, even if its client no longer reads (a frozen process).
 func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 	r, err := c.Scan(ctx, s)
-	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+	switch {
+	case mysqlerr.Errno(err) == mysqlerr.QueryTimeout:
 		// MySQL ended the wait (see Call): the holder kept the
 		// lock. Should the end have come between GET_LOCK and
 		// RELEASE_LOCK, this connection holds it: let it go.
@@ -354,11 +334,9 @@ func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 			return PassLetGo, err
 		}
 		return PassTimeout, err
-	}
-	if err != nil {
+	case err != nil:
 		return PassTimeout, c.Fail(err)
-	}
-	if !r.Valid {
+	case !r.Valid:
 		return PassTimeout, nil
 	}
 	return r.Int64, nil
