@@ -164,8 +164,9 @@ type lockBackend struct {
 	lc getlock.Conn
 	// wrote is the term lc's connection last wrote naming this candidate
 	// and itself, holding the lock (not a placeholder's: see claimOf).
-	wrote    uint64
-	lastUsed time.Time // end of lc's last statement, for the idle limit
+	wrote       uint64
+	lastUsed    time.Time // end of lc's last statement, for the idle limit
+	noKeepalive bool      // the server refused the session keepalive variables (see ensureConn)
 
 	// value is the value the candidate publishes: cfg.Value until Proclaim
 	// changes it (see proclaim).
@@ -218,7 +219,19 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 // ensureConn returns the lock connection, taking a fresh one from the pool
 // when there is none. A connection that holds no lock and has been idle for
 // half its wait_timeout is replaced first, before the server drops it.
-// Errors are not classified.
+// Errors are not classified, and a fresh connection that failed is left to
+// the caller's done to discard.
+//
+// A fresh connection's transaction, if it came from the pool with one, is
+// rolled back: left open (by COMMIT AND CHAIN, or a BEGIN sent as a
+// statement) it would hold every later statement's change uncommitted, a
+// renewal's too (issue 31), as the server would at the end of the session;
+// the connection never goes back to the pool. Then its session gets its
+// limits (lockSessionSQL) and, where a session may set them, TCP keepalive
+// probes after waitTimeout of silence, so that the server notices a
+// vanished client while a statement runs: MariaDB has the three variables
+// (global only in current versions), MySQL none; a server that refuses one
+// refuses all three. Refusals are remembered and not retried.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
 		b.lc.Discard()
@@ -227,7 +240,26 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		return b.lc.Conn, nil
 	}
 	b.wrote = 0
-	if err := b.lc.Setup(ctx, b.db, b.sql.session, b.waitTimeout); err != nil {
+	if err := b.lc.Open(ctx, b.db); err != nil {
+		return nil, err
+	}
+	c := b.lc.Conn
+	if _, err := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
+		return nil, err
+	}
+	if _, err := b.sql.session.Exec(ctx, c, stmt.Params{}); err != nil {
+		return nil, err
+	}
+	if !b.noKeepalive {
+		_, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
+			int64(b.waitTimeout/time.Second)))
+		if n := mysqlerr.Errno(err); err != nil && n != mysqlerr.UnknownSystemVariable && n != mysqlerr.GlobalVariable &&
+			n != mysqlerr.IncorrectGlobalLocal && n != mysqlerr.SpecificAccessDenied {
+			b.log.Debug("setting the session TCP keepalive failed", "err", err)
+		}
+		b.noKeepalive = err != nil
+	}
+	if err := c.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&b.lc.ID); err != nil {
 		return nil, err
 	}
 	b.lastUsed = b.cfg.Clock.Now()

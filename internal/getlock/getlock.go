@@ -210,10 +210,8 @@ type Conn struct {
 	Log  *slog.Logger // nil: no logging
 
 	Conn   *sql.Conn // nil when none is open
-	ID     uint64    // its CONNECTION_ID(), once Setup read it
+	ID     uint64    // its CONNECTION_ID(), once its user read it
 	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
-
-	noKeepalive bool // the server refused the session keepalive variables
 }
 
 // Open takes a connection from db for the lock; c.Conn must be nil (and
@@ -221,44 +219,6 @@ type Conn struct {
 func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
 	c.Conn, err = db.Conn(ctx)
 	return err
-}
-
-// Setup takes a connection from db for the lock (see Open), ends any
-// transaction it came from the pool with, runs session (SET SESSION
-// statements, no parameters) on it, asks for TCP keepalive probes after
-// keepalive of silence and reads the connection's id. A transaction left
-// open (by COMMIT AND CHAIN, or a BEGIN sent as a statement) would hold
-// every later statement's change uncommitted, a renewal's too (issue 31):
-// it is rolled back, as the server would at the end of the session; the
-// connection never goes back to the pool.
-func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepalive time.Duration) error {
-	if err := c.Open(ctx, db); err != nil {
-		return err
-	}
-	if _, err := c.Conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
-		return c.Fail(err)
-	}
-	if _, err := session.Exec(ctx, c.Conn, stmt.Params{}); err != nil {
-		return c.Fail(err)
-	}
-	// TCP keepalive probes, so that the server notices a vanished client
-	// while a statement runs, where a session may set them: MariaDB has
-	// the three variables (global only in current versions), MySQL none;
-	// a server that refuses one refuses all three. Refusals are
-	// remembered and not retried.
-	if !c.noKeepalive {
-		_, err := c.Conn.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
-			int64(keepalive/time.Second)))
-		if n := mysqlerr.Errno(err); err != nil && n != mysqlerr.UnknownSystemVariable && n != mysqlerr.GlobalVariable &&
-			n != mysqlerr.IncorrectGlobalLocal && n != mysqlerr.SpecificAccessDenied {
-			c.debug("setting the session TCP keepalive failed", "err", err)
-		}
-		c.noKeepalive = err != nil
-	}
-	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
-		return c.Fail(err)
-	}
-	return nil
 }
 
 // Scan runs s, a statement of the lock's returning one number (no
@@ -356,7 +316,9 @@ func (c *Conn) Discard() {
 		return
 	}
 	_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
-	c.debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+	if c.Log != nil {
+		c.Log.Debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+	}
 	c.GiveBack() // Raw's error closed it already: this clears the state
 }
 
@@ -367,12 +329,6 @@ func (c *Conn) GiveBack() {
 	}
 	_ = c.Conn.Close()
 	c.Conn, c.ID, c.Locked = nil, 0, false
-}
-
-func (c *Conn) debug(msg string, args ...any) {
-	if c.Log != nil {
-		c.Log.Debug(msg, args...)
-	}
 }
 
 // MinAwait is the shortest wait on the handover hint worth a GET_LOCK
