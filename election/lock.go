@@ -388,15 +388,33 @@ func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
 //
 // A row that does not exist (an operator's DELETE, or the first election)
 // is written at once, naming this candidate but no lock connection, as an
-// operator's Assume would (see placeholder): the lock holder may be a
-// connection that nobody uses any more (a leader cut off from the
+// operator's Assume would (the placeholder, below): the lock holder may be
+// a connection that nobody uses any more (a leader cut off from the
 // database), which the server drops only after wait_timeout, and the lock
 // delay of the row counts from this write, not from when this candidate
 // gets the lock.
+//
+// The placeholder names this candidate, without holding the lock; watch
+// then reports the row as it now is. Like an operator's Assume, it names
+// no lock connection: a lock holder that finds it lets the lock go for
+// this candidate (see takeOthers), which takes the row once it gets the
+// lock and leads a lock delay after this write (see takeOurs). If this
+// candidate never gets the lock, the row expires after its lease and the
+// election goes on. Another candidate's row, written meanwhile, is left
+// alone. It is not this connection's write, so b.wrote (which claimOf
+// trusts) is left as it is: it names no connection and holds no lock
+// (lock.pml's watch leaves wrote).
+//
+// It is safe for the same reason as the table backend's insert: every
+// earlier hold's last renewal ran before this write (the row was gone), so
+// its holder stands down, by its clock, RenewDeadline after it, before the
+// lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err == nil && !exists {
-		rec, err = b.placeholder(ctx, c)
+		if _, _, err = b.write(ctx, c, b.sql.placeholder, b.params(0)); err == nil {
+			rec, _, err = b.read(ctx, c) // none again only after an operator's DELETE
+		}
 	}
 	switch {
 	case err != nil:
@@ -405,30 +423,6 @@ func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, w
 		return rec, beat{}, 0, nil
 	}
 	return rec, beat{}, max(b.lockWait-b.cfg.Clock.Now().Sub(start), 0), nil
-}
-
-// placeholder writes a row naming this candidate, there being none, without
-// holding the lock, and returns the row as it now is. Like an operator's
-// Assume, it names no lock connection: a lock holder that finds it lets the
-// lock go for this candidate (see takeOthers), which takes the row once it
-// gets the lock and leads a lock delay after this write (see takeOurs). If
-// this candidate never gets the lock, the row expires after its lease and
-// the election goes on. Another candidate's row, written meanwhile, is left
-// alone.
-//
-// It is safe for the same reason as the table backend's insert: every
-// earlier hold's last renewal ran before this write (the row was gone), so
-// its holder stands down, by its clock, RenewDeadline after it, before the
-// lock delay ends; and no hold can begin on this row but this candidate's.
-func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn) (Record, error) {
-	// Not this connection's write, so b.wrote (which claimOf trusts) is
-	// left as it is: it names no connection and holds no lock (lock.pml's
-	// watch leaves wrote).
-	if _, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0)); err != nil {
-		return Record{}, err
-	}
-	rec, _, err := b.read(ctx, c) // none again only after an operator's DELETE
-	return rec, err
 }
 
 // claimOf says how follow, holding the lock, takes rec, a row it does not
@@ -525,6 +519,7 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 // (the take changed no row, or the insert found one), and whether the
 // election had no term floor row (an insert is then acquired = 'first').
 // The caller records a term its connection holds the lock with (b.wrote).
+// With an error, term and first mean nothing.
 func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
@@ -551,10 +546,7 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 		err = tx.QueryRowContext(ctx, b.sql.lastInsertID).Scan(&term)
 		return term, err
 	})
-	if err != nil {
-		return 0, false, err
-	}
-	return term, first, nil
+	return term, first, err
 }
 
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {

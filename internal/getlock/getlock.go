@@ -31,6 +31,8 @@ const (
 	hashPrefix  = "sqlelect#" // '#' never occurs in an election name
 	// wakePrefix starts the name of the table backend's handover lock.
 	wakePrefix = "sqlelect.wake#"
+	identChars = "abcdefghijklmnopqrstuvwxyz0123456789_$"
+	nameChars  = "abcdefghijklmnopqrstuvwxyz0123456789._:/@-"
 )
 
 // Name returns the GET_LOCK name of the lock backend's election name in
@@ -56,7 +58,7 @@ const (
 func Name(database, table, name string) string {
 	database, table = scope(database, table)
 	plain := plainPrefix + database + "." + table + ":" + name
-	if len(plain) <= MaxNameLen && plainIdent(database) && plainIdent(table) && plainName(name) {
+	if len(plain) <= MaxNameLen && isPlain(database, identChars) && isPlain(table, identChars) && isPlain(name, nameChars) {
 		return plain
 	}
 	return hashedName(hashPrefix, database, table, name)
@@ -90,18 +92,12 @@ func scope(database, table string) (string, string) {
 	return database, table
 }
 
-// plainIdent reports whether a database or table name may be used as it is
-// in a lock name: not empty, and only lower-case letters, digits, _ and $.
-func plainIdent(s string) bool {
-	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789_$") == ""
-}
-
-// plainName reports whether name may be used as it is in a lock name:
-// not empty, and only lower-case letters, digits and . _ : / @ -, so that it
-// is the same for every server and safe inside a SQL string literal.
-func plainName(name string) bool {
-	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789._:/@-") == ""
-}
+// isPlain reports whether s may be used as it is in a lock name: not
+// empty, and only the characters chars allows. A database or table name may
+// have lower-case letters, digits, _ and $ (identChars); an election name
+// lower-case letters, digits and . _ : / @ - (nameChars), so that it is the
+// same for every server and safe inside a SQL string literal.
+func isPlain(s, chars string) bool { return s != "" && strings.Trim(s, chars) == "" }
 
 // Literal quotes s, which holds only characters safe in a SQL string
 // literal (lock names, validated election names: no quotes, no
@@ -116,9 +112,10 @@ type Site struct {
 }
 
 // ReadSite reads the database and the table an election's lock names
-// are made of (see Name): table's qualifier, else the connection's
-// default database (DATABASE(); empty when there is none, and then the
-// election's statements fail anyway), and the server's flavour. Where the
+// are made of (see Name): table, as it is, and the connection's default
+// database (DATABASE(); empty when there is none, and then the election's
+// statements fail anyway), which Name and WakeName take unless table is
+// qualified, and the server's flavour. Where the
 // server compares database and table names without case
 // (lower_case_table_names 1 or 2), both are folded to lower case, so that
 // candidates that spell them differently still share the lock.
@@ -129,8 +126,7 @@ func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
 	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
 		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
 	}
-	s := Site{Flavor: stmt.FlavorOf(version)}
-	s.Database, s.Table = scope(cur.String, table)
+	s := Site{Database: cur.String, Table: table, Flavor: stmt.FlavorOf(version)}
 	if fold != 0 {
 		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
 	}
