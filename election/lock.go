@@ -649,12 +649,11 @@ func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) (err
 // candidate and waits out its lease (see holderGone). An error discards the
 // connection, which releases the lock.
 func (b *lockBackend) lost(ctx context.Context, drop bool) {
-	if !drop {
-		return
-	}
-	err := b.releaseLock(ctx)
-	if b.done(&err); err != nil {
-		b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+	if drop {
+		err := b.releaseLock(ctx)
+		if b.done(&err); err != nil {
+			b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+		}
 	}
 }
 
