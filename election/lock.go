@@ -63,8 +63,8 @@ import (
 //     write, by the database clock (see sinceWritten). A new row (there was
 //     none) waits out LockDelay.
 //   - A waiter that finds no row while another connection holds the lock
-//     writes one naming itself and no lock connection, as Assume would (see
-//     placeholder), and then waits for the lock as the named candidate: after
+//     writes one naming itself and no lock connection, as Assume would (a
+//     placeholder: see watch), and then waits for the lock as the named candidate: after
 //     an operator's DELETE the lock delay counts from that write, not from
 //     when the lock comes, which can be a lease later when its holder is cut
 //     off from the database (the server keeps its session until
@@ -104,7 +104,7 @@ import (
 //     the lock and sits out two retry intervals, so another candidate wins
 //     (without a lock delay: the old holder stood down before releasing).
 //     But a waiter that looks before the holder's renewal finds no row either
-//     and writes one naming itself (see placeholder): then it, or whoever
+//     and writes one naming itself (a placeholder, see watch): then it, or whoever
 //     the holder's release lets take that row, leads LockDelay after the
 //     write, as on the table backend, where any candidate may insert the
 //     missing row. A holder that cannot act (cut off, dead) keeps the lock
