@@ -308,22 +308,20 @@ func (c *Conn) Fail(err error) error {
 // (database/sql discards a connection whose Raw returns driver.ErrBadConn);
 // the server frees a lock it held.
 func (c *Conn) Discard() {
-	if c.Conn == nil {
-		return
-	}
-	_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
-	if c.Log != nil {
-		c.Log.Debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+	if c.Conn != nil {
+		_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
+		if c.Log != nil {
+			c.Log.Debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+		}
 	}
 	c.GiveBack() // Raw's error closed it already: this clears the state
 }
 
 // GiveBack returns the connection, which holds no lock, to the pool.
 func (c *Conn) GiveBack() {
-	if c.Conn == nil {
-		return
+	if c.Conn != nil {
+		_ = c.Conn.Close()
 	}
-	_ = c.Conn.Close()
 	c.Conn, c.ID, c.Locked = nil, 0, false
 }
 
