@@ -63,8 +63,8 @@ import (
 //     write, by the database clock (see sinceWritten). A new row (there was
 //     none) waits out LockDelay.
 //   - A waiter that finds no row while another connection holds the lock
-//     writes one naming itself and no lock connection, as Assume would (see
-//     placeholder), and then waits for the lock as the named candidate: after
+//     writes one naming itself and no lock connection, as Assume would (a
+//     placeholder: see watch), and then waits for the lock as the named candidate: after
 //     an operator's DELETE the lock delay counts from that write, not from
 //     when the lock comes, which can be a lease later when its holder is cut
 //     off from the database (the server keeps its session until
@@ -104,7 +104,7 @@ import (
 //     the lock and sits out two retry intervals, so another candidate wins
 //     (without a lock delay: the old holder stood down before releasing).
 //     But a waiter that looks before the holder's renewal finds no row either
-//     and writes one naming itself (see placeholder): then it, or whoever
+//     and writes one naming itself (a placeholder, see watch): then it, or whoever
 //     the holder's release lets take that row, leads LockDelay after the
 //     write, as on the table backend, where any candidate may insert the
 //     missing row. A holder that cannot act (cut off, dead) keeps the lock
@@ -164,8 +164,9 @@ type lockBackend struct {
 	lc getlock.Conn
 	// wrote is the term lc's connection last wrote naming this candidate
 	// and itself, holding the lock (not a placeholder's: see claimOf).
-	wrote    uint64
-	lastUsed time.Time // end of lc's last statement, for the idle limit
+	wrote       uint64
+	lastUsed    time.Time // end of lc's last statement, for the idle limit
+	noKeepalive bool      // the server refused the session keepalive variables (see ensureConn)
 
 	// value is the value the candidate publishes: cfg.Value until Proclaim
 	// changes it (see proclaim).
@@ -198,24 +199,6 @@ func (b *lockBackend) params(hold uint64) stmt.Params {
 		Value: b.value, Priority: b.cfg.Priority}
 }
 
-// takeParams are the params of a take of the row read with term term, as
-// acquired.
-func (b *lockBackend) takeParams(acquired string, term uint64) stmt.Params {
-	p := b.params(0)
-	p.Acquired, p.Term = acquired, term
-	return p
-}
-
-// exec runs s with p on c, and returns the rows it changed.
-func exec(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (int64, error) {
-	query, args := s.Bind(p)
-	res, err := c.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 func (b *lockBackend) preflight(ctx context.Context) error {
 	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
@@ -236,7 +219,19 @@ func (b *lockBackend) preflight(ctx context.Context) error {
 // ensureConn returns the lock connection, taking a fresh one from the pool
 // when there is none. A connection that holds no lock and has been idle for
 // half its wait_timeout is replaced first, before the server drops it.
-// Errors are not classified.
+// Errors are not classified, and a fresh connection that failed is left to
+// the caller's done to discard.
+//
+// A fresh connection's transaction, if it came from the pool with one, is
+// rolled back: left open (by COMMIT AND CHAIN, or a BEGIN sent as a
+// statement) it would hold every later statement's change uncommitted, a
+// renewal's too (issue 31), as the server would at the end of the session;
+// the connection never goes back to the pool. Then its session gets its
+// limits (lockSessionSQL) and, where a session may set them, TCP keepalive
+// probes after waitTimeout of silence, so that the server notices a
+// vanished client while a statement runs: MariaDB has the three variables
+// (global only in current versions), MySQL none; a server that refuses one
+// refuses all three. Refusals are remembered and not retried.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
 		b.lc.Discard()
@@ -245,7 +240,26 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		return b.lc.Conn, nil
 	}
 	b.wrote = 0
-	if err := b.lc.Setup(ctx, b.db, b.sql.session, b.waitTimeout); err != nil {
+	if err := b.lc.Open(ctx, b.db); err != nil {
+		return nil, err
+	}
+	c := b.lc.Conn
+	if _, err := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
+		return nil, err
+	}
+	if _, err := b.sql.session.Exec(ctx, c, stmt.Params{}); err != nil {
+		return nil, err
+	}
+	if !b.noKeepalive {
+		_, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
+			int64(b.waitTimeout/time.Second)))
+		if n := mysqlerr.Errno(err); err != nil && n != mysqlerr.UnknownSystemVariable && n != mysqlerr.GlobalVariable &&
+			n != mysqlerr.IncorrectGlobalLocal && n != mysqlerr.SpecificAccessDenied {
+			b.log.Debug("setting the session TCP keepalive failed", "err", err)
+		}
+		b.noKeepalive = err != nil
+	}
+	if err := c.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&b.lc.ID); err != nil {
 		return nil, err
 	}
 	b.lastUsed = b.cfg.Clock.Now()
@@ -282,8 +296,7 @@ func (b *lockBackend) releaseLock(ctx context.Context) error {
 // read reads the election's row on the lock connection; exists is false
 // when there is none.
 func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists bool, err error) {
-	query, args := b.sql.read.Bind(b.params(0))
-	err = rec.scan(c.QueryRowContext(ctx, query, args...))
+	err = rec.scan(b.sql.read.QueryRow(ctx, c, b.params(0)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: b.cfg.Name}, false, nil
 	}
@@ -291,8 +304,13 @@ func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists
 }
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection
-// holds it, the row's state decides how the row is taken (see takeNew and
-// claimOf), or whether the lock is let go (yieldLock).
+// holds it, the row's state decides how the row is taken (see claimOf), or
+// whether the lock is let go (yieldLock).
+//
+// takeNew: there is no row, and follow writes one naming this candidate.
+// The previous holder may not know yet that the row was deleted: the hold
+// waits out LockDelay; unless the election never existed (no term floor
+// row: acquired = 'first'), when there is no previous holder.
 func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait time.Duration, err error) {
 	defer b.done(&err)
 	c, err := b.ensureConn(ctx)
@@ -315,24 +333,27 @@ func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait tim
 	switch {
 	case err != nil:
 		return Record{}, beat{}, 0, err
-	case !exists:
-		return b.takeNew(ctx, c, rec)
-	case rec.reservedFor(b.cfg.ID):
+	case exists && (rec.reservedFor(b.cfg.ID) || !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0):
 		// Handed to another candidate (a transfer), whose window is
-		// open: let the lock go so that it can take over.
-		return b.yieldLock(ctx, rec)
-	case !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0:
-		// takeOthers: an operator named another candidate, with a live
-		// lease: let it take over.
+		// open; or (takeOthers) an operator named another candidate,
+		// with a live lease: let the lock go so that it can take over.
 		return b.yieldLock(ctx, rec)
 	}
-	// takeFree, takeOurs, takeOthers: the take, unless the row changed
-	// since it was read (an operator's write).
-	acquired, delay := b.claimOf(rec)
-	term, _, err := b.write(ctx, c, b.sql.take, b.takeParams(acquired, rec.Term))
+	// takeNew (no row), or takeFree, takeOurs, takeOthers: the take,
+	// unless the row changed since it was read (an operator's write).
+	s, p, delay := b.sql.insert, b.params(0), b.cfg.LockDelay
+	if exists {
+		s, p.Term = b.sql.take, rec.Term
+		p.Acquired, delay = b.claimOf(rec)
+	}
+	term, first, err := b.write(ctx, c, s, p)
 	if err != nil || term == 0 {
 		return rec, beat{}, 0, err
 	}
+	if first && !exists {
+		delay = 0
+	}
+	b.wrote = term
 	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
@@ -367,15 +388,33 @@ func (b *lockBackend) acquire(ctx context.Context) (got, woke bool, err error) {
 //
 // A row that does not exist (an operator's DELETE, or the first election)
 // is written at once, naming this candidate but no lock connection, as an
-// operator's Assume would (see placeholder): the lock holder may be a
-// connection that nobody uses any more (a leader cut off from the
+// operator's Assume would (the placeholder, below): the lock holder may be
+// a connection that nobody uses any more (a leader cut off from the
 // database), which the server drops only after wait_timeout, and the lock
 // delay of the row counts from this write, not from when this candidate
 // gets the lock.
+//
+// The placeholder names this candidate, without holding the lock; watch
+// then reports the row as it now is. Like an operator's Assume, it names
+// no lock connection: a lock holder that finds it lets the lock go for
+// this candidate (see takeOthers), which takes the row once it gets the
+// lock and leads a lock delay after this write (see takeOurs). If this
+// candidate never gets the lock, the row expires after its lease and the
+// election goes on. Another candidate's row, written meanwhile, is left
+// alone. It is not this connection's write, so b.wrote (which claimOf
+// trusts) is left as it is: it names no connection and holds no lock
+// (lock.pml's watch leaves wrote).
+//
+// It is safe for the same reason as the table backend's insert: every
+// earlier hold's last renewal ran before this write (the row was gone), so
+// its holder stands down, by its clock, RenewDeadline after it, before the
+// lock delay ends; and no hold can begin on this row but this candidate's.
 func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, woke bool) (Record, beat, time.Duration, error) {
 	rec, exists, err := b.read(ctx, c)
 	if err == nil && !exists {
-		rec, err = b.placeholder(ctx, c, rec)
+		if _, _, err = b.write(ctx, c, b.sql.placeholder, b.params(0)); err == nil {
+			rec, _, err = b.read(ctx, c) // none again only after an operator's DELETE
+		}
 	}
 	switch {
 	case err != nil:
@@ -384,52 +423,6 @@ func (b *lockBackend) watch(ctx context.Context, c *sql.Conn, start time.Time, w
 		return rec, beat{}, 0, nil
 	}
 	return rec, beat{}, max(b.lockWait-b.cfg.Clock.Now().Sub(start), 0), nil
-}
-
-// placeholder writes a row naming this candidate, there being none, without
-// holding the lock, and returns the row as it now is. Like an operator's
-// Assume, it names no lock connection: a lock holder that finds it lets the
-// lock go for this candidate (see takeOthers), which takes the row once it
-// gets the lock and leads a lock delay after this write (see takeOurs). If
-// this candidate never gets the lock, the row expires after its lease and
-// the election goes on. Another candidate's row, written meanwhile, is left
-// alone.
-//
-// It is safe for the same reason as the table backend's insert: every
-// earlier hold's last renewal ran before this write (the row was gone), so
-// its holder stands down, by its clock, RenewDeadline after it, before the
-// lock delay ends; and no hold can begin on this row but this candidate's.
-func (b *lockBackend) placeholder(ctx context.Context, c *sql.Conn, rec Record) (Record, error) {
-	// Not this connection's write (b.wrote, which claimOf trusts): it
-	// names no connection and holds no lock (lock.pml's watch leaves
-	// wrote).
-	wrote := b.wrote
-	_, _, err := b.write(ctx, c, b.sql.placeholder, b.params(0))
-	b.wrote = wrote
-	if err != nil {
-		return rec, err
-	}
-	now, exists, err := b.read(ctx, c)
-	if err != nil || !exists {
-		return rec, err
-	}
-	return now, nil
-}
-
-// takeNew writes a row naming this candidate, there being none. The
-// previous holder may not know yet that the row was deleted: the hold waits
-// out LockDelay; unless the election never existed (no term floor row:
-// acquired = 'first'), when there is no previous holder.
-func (b *lockBackend) takeNew(ctx context.Context, c *sql.Conn, rec Record) (Record, beat, time.Duration, error) {
-	term, first, err := b.write(ctx, c, b.sql.insert, b.params(0))
-	if err != nil || term == 0 {
-		return rec, beat{}, 0, err
-	}
-	delay := b.cfg.LockDelay
-	if first {
-		delay = 0
-	}
-	return rec, beat{held: true, term: term, delay: delay}, 0, nil
 }
 
 // claimOf says how follow, holding the lock, takes rec, a row it does not
@@ -525,14 +518,15 @@ func (b *lockBackend) holderGone(rec Record) time.Duration {
 // and returns the term it wrote, or 0 when an operator wrote the row first
 // (the take changed no row, or the insert found one), and whether the
 // election had no term floor row (an insert is then acquired = 'first').
+// The caller records a term its connection holds the lock with (b.wrote).
+// With an error, term and first mean nothing.
 func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stmt.Params) (term uint64, first bool, err error) {
 	err = floor.InTx(ctx, c, b.sql.floor, b.cfg.Name, func(tx floor.Tx, floor uint64, none bool) (uint64, error) {
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
 		term, first = 0, none && b.adopt == 0
 		p.Floor, p.First = floor, first
-		query, args := s.Bind(p)
-		res, err := tx.ExecContext(ctx, query, args...)
+		res, err := s.Exec(ctx, tx, p)
 		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
 			return 0, nil
 		}
@@ -552,13 +546,7 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 		err = tx.QueryRowContext(ctx, b.sql.lastInsertID).Scan(&term)
 		return term, err
 	})
-	if err != nil {
-		return 0, false, err
-	}
-	if term != 0 {
-		b.wrote = term
-	}
-	return term, first, nil
+	return term, first, err
 }
 
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {
@@ -582,7 +570,7 @@ func (b *lockBackend) renewOnce(ctx context.Context, hold uint64) (bt beat, err 
 	if mine, err := b.keepLock(ctx, hold); err != nil || !mine {
 		return beat{}, err
 	}
-	switch n, err := exec(ctx, c, b.sql.renew, b.params(hold)); {
+	switch n, err := b.sql.renew.Affected(ctx, c, b.params(hold)); {
 	case err != nil:
 		return beat{}, err
 	case n != 1:
@@ -631,6 +619,7 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 	if err != nil || term == 0 {
 		return beat{}, err
 	}
+	b.wrote = term
 	return beat{held: true, term: term, inserted: true}, nil
 }
 
@@ -660,12 +649,11 @@ func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) (err
 // candidate and waits out its lease (see holderGone). An error discards the
 // connection, which releases the lock.
 func (b *lockBackend) lost(ctx context.Context, drop bool) {
-	if !drop {
-		return
-	}
-	err := b.releaseLock(ctx)
-	if b.done(&err); err != nil {
-		b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+	if drop {
+		err := b.releaseLock(ctx)
+		if b.done(&err); err != nil {
+			b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+		}
 	}
 }
 
@@ -689,7 +677,7 @@ func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (ch
 	if b.lc.Conn == nil {
 		n, err = floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
 	} else {
-		n, err = exec(ctx, b.lc.Conn, s.conn, p)
+		n, err = s.conn.Affected(ctx, b.lc.Conn, p)
 	}
 	return n == 1, err
 }

@@ -313,10 +313,12 @@ func TestLockConformance(t *testing.T) {
 						s, p = b.sql.insert, b.params(0)
 						p.Floor, p.First = 1, tc.row.never
 					default:
-						s, p = b.sql.take, b.takeParams(tc.want.acquired, before)
+						s, p = b.sql.take, b.params(0)
+						p.Acquired, p.Term = tc.want.acquired, before
 					}
 				case takeChanged:
-					s, p = b.sql.take, b.takeParams("expired", before-1)
+					s, p = b.sql.take, b.params(0)
+					p.Acquired, p.Term = "expired", before-1
 				case watch:
 					s, p = b.sql.placeholder, b.params(0)
 					p.Floor, p.First = 1, tc.row.never
@@ -329,7 +331,7 @@ func TestLockConformance(t *testing.T) {
 					rs, rp := gives[tc.step].stmt(b.sql.heldStmts, b.params(before), b.adopt)
 					s, p = rs.conn, rp
 				}
-				n, err := exec(ctx, b.lc.Conn, s, p)
+				n, err := s.Affected(ctx, b.lc.Conn, p)
 				if err != nil {
 					t.Fatalf("statement: %v", err)
 				}

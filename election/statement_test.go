@@ -413,8 +413,8 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 	add("holder", b.lc.Lock.Holder, stmt.Params{})
 	add("release lock", b.lc.Lock.Release, stmt.Params{})
 	add("wait", b.lc.Lock.Wait(300*time.Millisecond), stmt.Params{})
-	tp := b.takeParams("claimed", p.Hold)
-	tp.Floor, tp.First = p.Floor, false
+	tp := b.params(0)
+	tp.Acquired, tp.Term, tp.Floor, tp.First = "claimed", p.Hold, p.Floor, false
 	add("take", b.sql.take, tp)
 	ip := b.params(0)
 	ip.Floor, ip.First = p.Floor, p.First

@@ -12,11 +12,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,9 +22,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
-
-// ErrNull is a GET_LOCK that returned NULL (a killed thread, for one).
-var ErrNull = errors.New("getlock: GET_LOCK returned NULL")
 
 // Lock names.
 const (
@@ -36,6 +31,8 @@ const (
 	hashPrefix  = "sqlelect#" // '#' never occurs in an election name
 	// wakePrefix starts the name of the table backend's handover lock.
 	wakePrefix = "sqlelect.wake#"
+	identChars = "abcdefghijklmnopqrstuvwxyz0123456789_$"
+	nameChars  = "abcdefghijklmnopqrstuvwxyz0123456789._:/@-"
 )
 
 // Name returns the GET_LOCK name of the lock backend's election name in
@@ -61,7 +58,7 @@ const (
 func Name(database, table, name string) string {
 	database, table = scope(database, table)
 	plain := plainPrefix + database + "." + table + ":" + name
-	if len(plain) <= MaxNameLen && plainIdent(database) && plainIdent(table) && plainName(name) {
+	if len(plain) <= MaxNameLen && isPlain(database, identChars) && isPlain(table, identChars) && isPlain(name, nameChars) {
 		return plain
 	}
 	return hashedName(hashPrefix, database, table, name)
@@ -95,18 +92,12 @@ func scope(database, table string) (string, string) {
 	return database, table
 }
 
-// plainIdent reports whether a database or table name may be used as it is
-// in a lock name: not empty, and only lower-case letters, digits, _ and $.
-func plainIdent(s string) bool {
-	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789_$") == ""
-}
-
-// plainName reports whether name may be used as it is in a lock name:
-// not empty, and only lower-case letters, digits and . _ : / @ -, so that it
-// is the same for every server and safe inside a SQL string literal.
-func plainName(name string) bool {
-	return name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789._:/@-") == ""
-}
+// isPlain reports whether s may be used as it is in a lock name: not
+// empty, and only the characters chars allows. A database or table name may
+// have lower-case letters, digits, _ and $ (identChars); an election name
+// lower-case letters, digits and . _ : / @ - (nameChars), so that it is the
+// same for every server and safe inside a SQL string literal.
+func isPlain(s, chars string) bool { return s != "" && strings.Trim(s, chars) == "" }
 
 // Literal quotes s, which holds only characters safe in a SQL string
 // literal (lock names, validated election names: no quotes, no
@@ -121,9 +112,10 @@ type Site struct {
 }
 
 // ReadSite reads the database and the table an election's lock names
-// are made of (see Name): table's qualifier, else the connection's
-// default database (DATABASE(); empty when there is none, and then the
-// election's statements fail anyway), and the server's flavour. Where the
+// are made of (see Name): table, as it is, and the connection's default
+// database (DATABASE(); empty when there is none, and then the election's
+// statements fail anyway), which Name and WakeName take unless table is
+// qualified, and the server's flavour. Where the
 // server compares database and table names without case
 // (lower_case_table_names 1 or 2), both are folded to lower case, so that
 // candidates that spell them differently still share the lock.
@@ -134,8 +126,7 @@ func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
 	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
 		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
 	}
-	s := Site{Flavor: stmt.FlavorOf(version)}
-	s.Database, s.Table = scope(cur.String, table)
+	s := Site{Database: cur.String, Table: table, Flavor: stmt.FlavorOf(version)}
 	if fold != 0 {
 		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
 	}
@@ -215,10 +206,8 @@ type Conn struct {
 	Log  *slog.Logger // nil: no logging
 
 	Conn   *sql.Conn // nil when none is open
-	ID     uint64    // its CONNECTION_ID(), once Setup read it
+	ID     uint64    // its CONNECTION_ID(), once its user read it
 	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
-
-	noKeepalive bool // the server refused the session keepalive variables
 }
 
 // Open takes a connection from db for the lock; c.Conn must be nil (and
@@ -228,64 +217,11 @@ func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
 	return err
 }
 
-// Setup takes a connection from db for the lock (see Open), ends any
-// transaction it came from the pool with, runs session (SET SESSION
-// statements, no parameters) on it, asks for TCP keepalive probes after
-// keepalive of silence (see trySessionKeepalive) and reads the
-// connection's id. A transaction left open (by COMMIT AND CHAIN, or a BEGIN
-// sent as a statement) would hold every later statement's change
-// uncommitted, a renewal's too (issue 31): it is rolled back, as the
-// server would at the end of the session; the connection never goes back
-// to the pool.
-func (c *Conn) Setup(ctx context.Context, db *sql.DB, session stmt.Stmt, keepalive time.Duration) error {
-	if err := c.Open(ctx, db); err != nil {
-		return err
-	}
-	if _, err := c.Conn.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
-		return c.Fail(err)
-	}
-	query, _ := session.Bind(stmt.Params{})
-	if _, err := c.Conn.ExecContext(ctx, query); err != nil {
-		return c.Fail(err)
-	}
-	if !c.noKeepalive {
-		c.trySessionKeepalive(ctx, keepalive)
-	}
-	if err := c.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&c.ID); err != nil {
-		return c.Fail(err)
-	}
-	return nil
-}
-
-// trySessionKeepalive asks for TCP keepalive probes on the connection so
-// that the server notices a vanished client while a statement runs, where a
-// session may set them (MariaDB has them, global only in current versions;
-// MySQL has none). Refusals are remembered and not retried.
-func (c *Conn) trySessionKeepalive(ctx context.Context, idle time.Duration) {
-	for _, s := range []string{
-		"SET SESSION tcp_keepalive_time = " + strconv.FormatInt(int64(idle/time.Second), 10),
-		"SET SESSION tcp_keepalive_interval = 1",
-		"SET SESSION tcp_keepalive_probes = 3",
-	} {
-		_, err := c.Conn.ExecContext(ctx, s)
-		switch n := mysqlerr.Errno(err); {
-		case err == nil:
-			continue
-		case n == mysqlerr.UnknownSystemVariable || n == mysqlerr.GlobalVariable || n == mysqlerr.IncorrectGlobalLocal || n == mysqlerr.SpecificAccessDenied:
-		default:
-			c.debug("setting the session TCP keepalive failed", "err", err)
-		}
-		c.noKeepalive = true
-		return
-	}
-}
-
 // Scan runs s, a statement of the lock's returning one number (no
 // parameters), on the connection.
 func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
 	var r sql.NullInt64
-	query, args := s.Bind(stmt.Params{})
-	err := c.Conn.QueryRowContext(ctx, query, args...).Scan(&r)
+	err := s.QueryRow(ctx, c.Conn, stmt.Params{}).Scan(&r)
 	return r, err
 }
 
@@ -294,17 +230,16 @@ func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
 // killed thread, for one): that is an error too.
 func (c *Conn) Get(ctx context.Context, s stmt.Stmt) (bool, error) {
 	r, err := c.Scan(ctx, s)
-	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+	switch {
+	case mysqlerr.Errno(err) == mysqlerr.QueryTimeout:
 		// MySQL ended the wait (MAX_EXECUTION_TIME, see Call).
 		// Should that have raced with getting the lock, this connection
 		// holds it: ask, so that the state here matches the server's.
 		return c.Mine(ctx)
-	}
-	if err != nil {
+	case err != nil:
 		return false, c.Fail(err)
-	}
-	if !r.Valid {
-		return false, c.Fail(fmt.Errorf("%w: GET_LOCK(%q)", ErrNull, c.Lock.Name))
+	case !r.Valid:
+		return false, c.Fail(fmt.Errorf("getlock: GET_LOCK returned NULL: GET_LOCK(%q)", c.Lock.Name))
 	}
 	c.Locked = r.Int64 == 1
 	return c.Locked, nil
@@ -345,7 +280,8 @@ const (
 // the server, even if its client no longer reads (a frozen process).
 func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 	r, err := c.Scan(ctx, s)
-	if mysqlerr.Errno(err) == mysqlerr.QueryTimeout {
+	switch {
+	case mysqlerr.Errno(err) == mysqlerr.QueryTimeout:
 		// MySQL ended the wait (see Call): the holder kept the
 		// lock. Should the end have come between GET_LOCK and
 		// RELEASE_LOCK, this connection holds it: let it go.
@@ -354,11 +290,9 @@ func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 			return PassLetGo, err
 		}
 		return PassTimeout, err
-	}
-	if err != nil {
+	case err != nil:
 		return PassTimeout, c.Fail(err)
-	}
-	if !r.Valid {
+	case !r.Valid:
 		return PassTimeout, nil
 	}
 	return r.Int64, nil
@@ -374,27 +308,21 @@ func (c *Conn) Fail(err error) error {
 // (database/sql discards a connection whose Raw returns driver.ErrBadConn);
 // the server frees a lock it held.
 func (c *Conn) Discard() {
-	if c.Conn == nil {
-		return
+	if c.Conn != nil {
+		_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
+		if c.Log != nil {
+			c.Log.Debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
+		}
 	}
-	_ = c.Conn.Raw(func(any) error { return driver.ErrBadConn })
-	c.debug("lock connection closed", "connection_id", c.ID, "held_lock", c.Locked)
 	c.GiveBack() // Raw's error closed it already: this clears the state
 }
 
 // GiveBack returns the connection, which holds no lock, to the pool.
 func (c *Conn) GiveBack() {
-	if c.Conn == nil {
-		return
+	if c.Conn != nil {
+		_ = c.Conn.Close()
 	}
-	_ = c.Conn.Close()
 	c.Conn, c.ID, c.Locked = nil, 0, false
-}
-
-func (c *Conn) debug(msg string, args ...any) {
-	if c.Log != nil {
-		c.Log.Debug(msg, args...)
-	}
 }
 
 // MinAwait is the shortest wait on the handover hint worth a GET_LOCK

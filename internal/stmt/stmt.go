@@ -36,7 +36,7 @@ type Params struct {
 	Names    []string // :names, a list of elections: expands to one ? each
 	Floor    uint64   // :floor, the election's term floor (0 when it has none)
 	First    bool     // the election has no floor row, it never existed: :insert is 'first'
-	Acquired string   // :acquired, how a lock holder took the row (see the lock backend's takeParams)
+	Acquired string   // :acquired, how a lock holder took the row (see the lock backend's follow)
 }
 
 // listParam is the one list parameter: :names.
