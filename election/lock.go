@@ -253,11 +253,14 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if !b.noKeepalive {
 		_, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
 			int64(b.waitTimeout/time.Second)))
-		if n := mysqlerr.Errno(err); err != nil && n != mysqlerr.UnknownSystemVariable && n != mysqlerr.GlobalVariable &&
-			n != mysqlerr.IncorrectGlobalLocal && n != mysqlerr.SpecificAccessDenied {
-			b.log.Debug("setting the session TCP keepalive failed", "err", err)
+		switch mysqlerr.Errno(err) {
+		case mysqlerr.UnknownSystemVariable, mysqlerr.GlobalVariable, mysqlerr.IncorrectGlobalLocal, mysqlerr.SpecificAccessDenied:
+			b.noKeepalive = true // the server refuses it: not asked again
+		default:
+			if err != nil { // transient: tried again on the next connection
+				b.log.Debug("setting the session TCP keepalive failed", "err", err)
+			}
 		}
-		b.noKeepalive = err != nil
 	}
 	if err := c.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&b.lc.ID); err != nil {
 		return nil, err
@@ -546,7 +549,10 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 		err = tx.QueryRowContext(ctx, b.sql.lastInsertID).Scan(&term)
 		return term, err
 	})
-	return term, first, err
+	if err != nil {
+		return 0, false, err // the COMMIT may have failed after the term was read
+	}
+	return term, first, nil
 }
 
 func (b *lockBackend) renew(ctx context.Context, hold uint64) (beat, error) {

@@ -304,7 +304,7 @@ type lockStmts struct {
 	// term floor (see lockBackend.write): :floor and :insert come from it.
 	take        stmt.Stmt // takes the row read with term :term as :acquired, unless it changed since
 	insert      stmt.Stmt // writes a new row naming this candidate
-	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see placeholder)
+	placeholder stmt.Stmt // a new row naming this candidate but no lock connection (see lockBackend.watch)
 	// floor are the statements on the election's term floor row, run on
 	// the lock connection (whose session bounds their lock waits).
 	floor floor.Stmts
