@@ -275,9 +275,7 @@ func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
 // scanRow runs query on q (the pool, a connection or a transaction) in a
 // step with extra time, scans its row into dest, and returns how long it
 // took.
-func (ch *checker) scanRow(extra time.Duration, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, dest any, query string, args ...any) (time.Duration, error) {
+func (ch *checker) scanRow(extra time.Duration, q stmt.RowQuerier, dest any, query string, args ...any) (time.Duration, error) {
 	ctx, cancel := ch.step(extra)
 	defer cancel()
 	start := ch.cfg.Tuning.Clock.Now()
