@@ -272,19 +272,40 @@ func (ch *checker) exec(query string, args ...any) (sql.Result, error) {
 	return ch.db.ExecContext(ctx, query, args...)
 }
 
-// conn takes a connection of its own from the pool; closeConn discards it.
-func (ch *checker) conn() (*sqlx.Conn, error) {
-	ctx, cancel := ch.step(0)
+// scanRow runs query on q (the pool, a connection or a transaction) in a
+// step with extra time, scans its row into dest, and returns how long it
+// took.
+func (ch *checker) scanRow(extra time.Duration, q stmt.RowQuerier, dest any, query string, args ...any) (time.Duration, error) {
+	ctx, cancel := ch.step(extra)
 	defer cancel()
-	return ch.sdb.Connx(ctx)
+	start := ch.cfg.Tuning.Clock.Now()
+	err := q.QueryRowContext(ctx, query, args...).Scan(dest)
+	return ch.cfg.Tuning.Clock.Now().Sub(start), err
 }
 
-// closeConn closes c without giving it back to the pool (its session has
-// locks, a transaction or changed variables): the server ends the session.
-func closeConn(c *sqlx.Conn) {
-	if c != nil {
-		(&getlock.Conn{Conn: c.Conn}).Discard()
+// withConns runs run on n connections of their own from the pool, and then
+// discards them without giving them back to the pool (their sessions hold
+// locks, transactions or changed variables: the server ends them). run
+// must end the transactions it begins on them. When a connection cannot be
+// had, it adds an unverified finding on property for backends instead.
+func (ch *checker) withConns(property string, backends []string, n int, run func(cs []*sqlx.Conn)) {
+	var cs []*sqlx.Conn
+	defer func() {
+		for _, c := range cs {
+			(&getlock.Conn{Conn: c.Conn}).Discard()
+		}
+	}()
+	for range n {
+		ctx, cancel := ch.step(0)
+		c, err := ch.sdb.Connx(ctx)
+		cancel()
+		if err != nil {
+			ch.unverified(property, backends, "a connection", err)
+			return
+		}
+		cs = append(cs, c)
 	}
+	run(cs)
 }
 
 // variable reads a global or session variable (scope.name); ok is false
@@ -496,9 +517,7 @@ func (ch *checker) replace() {
 	}
 	n, _ := res.RowsAffected()
 	var acquired string
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	err = ch.db.QueryRowContext(ctx, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name).Scan(&acquired)
+	_, err = ch.scanRow(0, ch.db, &acquired, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name)
 	if n == 2 && err == nil && acquired == "operator" {
 		ch.pass(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name")
 		return
@@ -519,35 +538,24 @@ const clockReads = 20
 // of the second between each two, and takes the largest distance of the
 // second's reading outside the first's two around it (offset, in µs).
 func (ch *checker) clock() {
-	var c [2]*sqlx.Conn
-	for i := range c {
-		var err error
-		c[i], err = ch.conn()
-		defer closeConn(c[i])
-		if err != nil {
-			ch.unverified(PropNowMicroseconds, both(), "a connection", err)
-			return
-		}
-	}
-	var vals []int64
-	var offset int64
-	for range clockReads {
-		var r [3]int64
-		for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
-			ctx, cancel := ch.step(0)
-			err := conn.QueryRowContext(ctx, `SELECT `+dbclock.TermNow).Scan(&r[k])
-			cancel()
-			if err != nil {
-				ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
-				return
+	ch.withConns(PropNowMicroseconds, both(), 2, func(c []*sqlx.Conn) {
+		var vals []int64
+		var offset int64
+		for range clockReads {
+			var r [3]int64
+			for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
+				if _, err := ch.scanRow(0, conn, &r[k], `SELECT `+dbclock.TermNow); err != nil {
+					ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
+					return
+				}
 			}
+			vals = append(vals, r[0], r[2])
+			offset = max(offset, r[0]-r[1], r[1]-r[2])
 		}
-		vals = append(vals, r[0], r[2])
-		offset = max(offset, r[0]-r[1], r[1]-r[2])
-	}
-	ch.nowMicroseconds(vals)
-	ch.nowMonotonic(vals)
-	ch.nowOneClock(offset)
+		ch.nowMicroseconds(vals)
+		ch.nowMonotonic(vals)
+		ch.nowOneClock(offset)
+	})
 }
 
 // nowMicroseconds: the readings have microseconds.
@@ -606,59 +614,50 @@ func (ch *checker) nowOneClock(offset int64) {
 // and the release of a lock when its session ends, on a scratch lock held by
 // one connection (a) and tried by another (b).
 func (ch *checker) locks() {
-	lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
-	a, b := &getlock.Conn{Lock: lock}, &getlock.Conn{Lock: lock}
-	defer a.Discard()
-	defer b.Discard()
-	ctx, cancel := ch.step(0)
-	err := a.Open(ctx, ch.db)
-	if err == nil {
-		err = a.Conn.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&a.ID)
-	}
-	if err == nil {
-		err = b.Open(ctx, ch.db)
-	}
-	cancel()
-	if err != nil {
-		ch.unverified(PropGetLock, lockOnly(), "two connections", err)
-		return
-	}
-	if !ch.getLock(lock, a, b) {
-		return
-	}
-	// IS_USED_LOCK, asked by b, names a, the holder.
-	ctx, cancel = ch.step(0)
-	holder, err := b.Scan(ctx, lock.Holder)
-	cancel()
-	switch {
-	case err != nil:
-		ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
-	case !holder.Valid || uint64(holder.Int64) != a.ID:
-		got := "NULL"
-		if holder.Valid {
-			got = strconv.FormatInt(holder.Int64, 10)
+	ch.withConns(PropGetLock, lockOnly(), 2, func(cs []*sqlx.Conn) {
+		lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
+		a, b := &getlock.Conn{Lock: lock, Conn: cs[0].Conn}, &getlock.Conn{Lock: lock, Conn: cs[1].Conn}
+		if _, err := ch.scanRow(0, a.Conn, &a.ID, `SELECT CONNECTION_ID()`); err != nil {
+			ch.unverified(PropGetLock, lockOnly(), "CONNECTION_ID()", err)
+			return
 		}
-		ch.add(PropIsUsedLock, lockOnly(), CheckFail,
-			fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
-			"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
-			"use the table backend on this server")
-	default:
-		ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
-	}
-	// A lock is released when its session ends: once the holder's
-	// connection closed, b's wait gets it.
-	a.Discard()
-	const wait = 3 * time.Second
-	switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
-	case err != nil:
-		ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
-	case !ok:
-		ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
-			"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
-			"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
-	default:
-		ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
-	}
+		if !ch.getLock(lock, a, b) {
+			return
+		}
+		// IS_USED_LOCK, asked by b, names a, the holder.
+		ctx, cancel := ch.step(0)
+		holder, err := b.Scan(ctx, lock.Holder)
+		cancel()
+		switch {
+		case err != nil:
+			ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
+		case !holder.Valid || uint64(holder.Int64) != a.ID:
+			got := "NULL"
+			if holder.Valid {
+				got = strconv.FormatInt(holder.Int64, 10)
+			}
+			ch.add(PropIsUsedLock, lockOnly(), CheckFail,
+				fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
+				"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
+				"use the table backend on this server")
+		default:
+			ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
+		}
+		// A lock is released when its session ends: once the holder's
+		// connection closed, b's wait gets it.
+		a.Discard()
+		const wait = 3 * time.Second
+		switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
+		case err != nil:
+			ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
+		case !ok:
+			ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
+				"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
+				"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
+		default:
+			ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
+		}
+	})
 }
 
 // lockGet runs s, a GET_LOCK, on c with extra time beyond a step's, and
@@ -719,38 +718,29 @@ func (ch *checker) lockRowSQL() string {
 	return `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor = ? FOR UPDATE`
 }
 
-// contended locks row ch.name in a transaction (ta) on a connection of its
-// own, and opens a second connection (b) to contend for it; release ends
-// both. ok is false when it added an unverified finding on property
+// contended runs run with row ch.name locked by a transaction (ta) on a
+// connection of its own, and a second connection (b) to contend for it.
+// When that cannot be set up, it adds an unverified finding on property
 // instead.
-func (ch *checker) contended(property string) (ta *sqlx.Tx, b *sqlx.Conn, release func(), ok bool) {
-	a, err := ch.conn()
-	release = func() {
-		if ta != nil {
-			_ = ta.Rollback()
+func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn)) {
+	ch.withConns(property, none(), 2, func(cs []*sqlx.Conn) {
+		ta, err := ch.begin(cs[0])
+		if err == nil {
+			defer func() { _ = ta.Rollback() }()
+			_, err = ch.scanRow(0, ta, new(string), ch.lockRowSQL(), ch.name)
 		}
-		closeConn(a)
-		closeConn(b)
-	}
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	if err == nil {
-		// The transaction outlives this step: it is begun on ch.ctx, and
-		// each statement has its own deadline.
-		ta, err = a.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	}
-	if err == nil {
-		err = ta.QueryRowContext(ctx, ch.lockRowSQL(), ch.name).Scan(new(string))
-	}
-	if err == nil {
-		b, err = ch.conn()
-	}
-	if err != nil {
-		release()
-		ch.unverified(property, none(), "SELECT … FOR UPDATE, and a second connection", err)
-		return nil, nil, nil, false
-	}
-	return ta, b, release, true
+		if err != nil {
+			ch.unverified(property, none(), "SELECT … FOR UPDATE", err)
+			return
+		}
+		run(ta, cs[1])
+	})
+}
+
+// begin begins a READ COMMITTED transaction on c. The transaction outlives
+// a step: it is begun on ch.ctx, and each statement has its own deadline.
+func (ch *checker) begin(c *sqlx.Conn) (*sqlx.Tx, error) {
+	return c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
 // skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
@@ -764,37 +754,34 @@ func (ch *checker) skipLocked() {
 		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
 		return
 	}
-	ta, b, release, ok := ch.contended(PropSkipLocked)
-	if !ok {
-		return
-	}
-	defer release()
-	tb, err := b.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		ch.unverified(PropSkipLocked, none(), "a transaction", err)
-		return
-	}
-	defer func() { _ = tb.Rollback() }()
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	skipLocked := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
-	var gotA, gotB []string
-	if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
-		ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
-			"a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)", "do not use a Batcher (Config.Tuning.Batcher) here")
-		return
-	}
-	switch err := ta.SelectContext(ctx, &gotA, skipLocked, ch.name2, ch.name2); {
-	case err != nil:
-		ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
-	case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
-		ch.add(PropSkipLocked, none(), CheckFail,
-			fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)", gotB, gotA),
-			"a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
-			"do not use a Batcher (Config.Tuning.Batcher) here")
-	default:
-		ch.pass(PropSkipLocked, none(), "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took")
-	}
+	ch.contended(PropSkipLocked, func(ta *sqlx.Tx, b *sqlx.Conn) {
+		tb, err := ch.begin(b)
+		if err != nil {
+			ch.unverified(PropSkipLocked, none(), "a transaction", err)
+			return
+		}
+		defer func() { _ = tb.Rollback() }()
+		ctx, cancel := ch.step(0)
+		defer cancel()
+		skipLocked := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
+		var gotA, gotB []string
+		if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
+			ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
+				"a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)", "do not use a Batcher (Config.Tuning.Batcher) here")
+			return
+		}
+		switch err := ta.SelectContext(ctx, &gotA, skipLocked, ch.name2, ch.name2); {
+		case err != nil:
+			ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
+		case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
+			ch.add(PropSkipLocked, none(), CheckFail,
+				fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)", gotB, gotA),
+				"a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
+				"do not use a Batcher (Config.Tuning.Batcher) here")
+		default:
+			ch.pass(PropSkipLocked, none(), "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took")
+		}
+	})
 }
 
 // statementBounds: a locking read wrapped by the bound of the server's
@@ -812,35 +799,28 @@ func (ch *checker) statementBounds() {
 			fix+")")
 		return
 	}
-	_, b, release, ok := ch.contended(PropStatementBounds)
-	if !ok {
-		return
-	}
-	defer release()
-	ctx, cancel := ch.step(2 * time.Second)
-	defer cancel()
-	start := ch.cfg.Tuning.Clock.Now()
-	err := b.QueryRowContext(ctx, bound.Wrap(ch.lockRowSQL()), ch.name).Scan(new(string))
-	took := ch.cfg.Tuning.Clock.Now().Sub(start).Round(time.Millisecond)
-	kind := map[stmt.Flavor]string{stmt.FlavorMySQL: "MAX_EXECUTION_TIME", stmt.FlavorMariaDB: "SET STATEMENT innodb_lock_wait_timeout"}[bound.Flavor]
-	st, detail := CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", kind, took, err)
-	switch n := mysqlerr.Errno(err); {
-	case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
-		st = CheckPass
-	case err == nil:
-		detail = "a locking read of a row another transaction holds returned at once"
-	}
-	if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
-		v, _, err := ch.variable("session.innodb_lock_wait_timeout")
-		secs, _ := strconv.ParseInt(v, 10, 64)
-		if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.Tuning.QueryTimeout) {
-			st = CheckWarn
-			detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
+	ch.contended(PropStatementBounds, func(_ *sqlx.Tx, b *sqlx.Conn) {
+		took, err := ch.scanRow(2*time.Second, b, new(string), bound.Wrap(ch.lockRowSQL()), ch.name)
+		kind := map[stmt.Flavor]string{stmt.FlavorMySQL: "MAX_EXECUTION_TIME", stmt.FlavorMariaDB: "SET STATEMENT innodb_lock_wait_timeout"}[bound.Flavor]
+		st, detail := CheckWarn, fmt.Sprintf("a locking read bounded to 1 s (%s) ended after %v with %v", kind, took.Round(time.Millisecond), err)
+		switch n := mysqlerr.Errno(err); {
+		case n == mysqlerr.LockWaitTimeout || n == mysqlerr.QueryTimeout || n == 1969: // 1969: MariaDB's max_statement_time
+			st = CheckPass
+		case err == nil:
+			detail = "a locking read of a row another transaction holds returned at once"
 		}
-	}
-	ch.add(PropStatementBounds, none(), st, detail,
-		"statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
-		fix+": the driver sets it on every connection)")
+		if st == CheckPass && bound.Flavor == stmt.FlavorMySQL {
+			v, _, err := ch.variable("session.innodb_lock_wait_timeout")
+			secs, _ := strconv.ParseInt(v, 10, 64)
+			if err == nil && secs > 2*stmt.WaitSecs(ch.cfg.Tuning.QueryTimeout) {
+				st = CheckWarn
+				detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
+			}
+		}
+		ch.add(PropStatementBounds, none(), st, detail,
+			"statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
+			fix+": the driver sets it on every connection)")
+	})
 }
 
 // waitTimeout: the lock backend sets its connection's wait_timeout to the
@@ -854,31 +834,28 @@ func (ch *checker) waitTimeout() {
 		return
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
-	c, err := ch.conn()
-	defer closeConn(c)
-	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly(), "a connection", err)
-		return
-	}
-	ctx, cancel := ch.step(0)
-	defer cancel()
-	var set int64
-	if _, err = c.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", leaseSecs)); err == nil {
-		err = c.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
-	}
-	switch {
-	case err != nil || set != leaseSecs:
-		ch.add(PropWaitTimeout, lockOnly(), CheckFail, fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
-			"the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
-			"use the table backend on this server")
-	case secs < leaseSecs:
-		ch.add(PropWaitTimeout, lockOnly(), CheckWarn, fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
-			"idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
-			fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs))
-	default:
-		ch.pass(PropWaitTimeout, lockOnly(),
-			fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs))
-	}
+	ch.withConns(PropWaitTimeout, lockOnly(), 1, func(c []*sqlx.Conn) {
+		ctx, cancel := ch.step(0)
+		defer cancel()
+		var set int64
+		_, err := c[0].ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", leaseSecs))
+		if err == nil {
+			err = c[0].QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
+		}
+		switch {
+		case err != nil || set != leaseSecs:
+			ch.add(PropWaitTimeout, lockOnly(), CheckFail, fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
+				"the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
+				"use the table backend on this server")
+		case secs < leaseSecs:
+			ch.add(PropWaitTimeout, lockOnly(), CheckWarn, fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
+				"idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
+				fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs))
+		default:
+			ch.pass(PropWaitTimeout, lockOnly(),
+				fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs))
+		}
+	})
 }
 
 // roundTrip: the slowest of a few round trips against the time a leader
@@ -887,11 +864,8 @@ func (ch *checker) waitTimeout() {
 func (ch *checker) roundTrip() {
 	var slowest time.Duration
 	for range 5 {
-		ctx, cancel := ch.step(0)
-		start := ch.cfg.Tuning.Clock.Now()
-		err := ch.db.QueryRowContext(ctx, `SELECT 1`).Scan(new(int))
-		slowest = max(slowest, ch.cfg.Tuning.Clock.Now().Sub(start))
-		cancel()
+		d, err := ch.scanRow(0, ch.db, new(int), `SELECT 1`)
+		slowest = max(slowest, d)
 		if err != nil {
 			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
 			return
