@@ -141,16 +141,15 @@ func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 	return c.b.leader(ctx)
 }
 
-// Resign implements Election.
-func (c *Candidate) Resign(ctx context.Context) error { return c.do(ctx, "", c.resign) }
-
-// resign stands the candidate down, releasing the row, and sits out: Resign,
-// run on the Run goroutine.
-func (c *Candidate) resign(ctx context.Context) error {
-	c.step()
-	c.standDown(ctx, ReasonResigned, true)
-	c.sitOut(0)
-	return nil
+// Resign implements Election: on the Run goroutine, it stands the
+// candidate down, releasing the row, and sits out.
+func (c *Candidate) Resign(ctx context.Context) error {
+	return c.do(ctx, "", func(ctx context.Context) error {
+		c.step()
+		c.standDown(ctx, ReasonResigned, true)
+		c.sitOut(0)
+		return nil
+	})
 }
 
 // stopped returns a channel closed when the current Run returns; nil (never
@@ -173,7 +172,7 @@ func (c *Candidate) Run(ctx context.Context) error {
 	c.runDone.Store(&done)
 	defer close(done)
 	defer c.b.close()
-	defer c.metrics().Start(c.cfg.config(), c.Progress)() // stops it
+	defer c.cfg.Metrics.Start(c.cfg.config(), c.Progress)() // stops it
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
 		return migrateHint(err, c.cfg.Table)
@@ -220,7 +219,7 @@ func (c *Candidate) preflight(ctx context.Context) error {
 		if c.reached(err) {
 			c.log.Warn("preflight failed; retrying", "err", err)
 		}
-		c.metrics().Heartbeat(c.cfg.Name, 0, err)
+		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 		wait := getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor)
 		c.due(wait)
 		if !c.sleep(ctx, wait) {

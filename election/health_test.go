@@ -182,7 +182,7 @@ func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
 				t.Fatalf("%v after the start: asked %v, want %v", step.advance, asked, step.ask)
 			}
 		}
-		c.recordHealth(errors.New("flap"), false)
+		c.recordHealth(errors.New("flap"), nil, 0)
 		for _, step := range []struct {
 			advance time.Duration
 			ask     bool

@@ -28,7 +28,7 @@ func (c *Candidate) maybeLead() {
 	c.term.Store(term)
 	c.setDeadline(c.st.holdDeadline)
 	c.log.Info("elected", "term", term)
-	c.metrics().Elected(c.cfg.Name, term)
+	c.cfg.Metrics.Elected(c.cfg.Name, term)
 
 	lctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -109,7 +109,7 @@ func (c *Candidate) demote(reason Reason) {
 	l.cancel()
 	<-l.done
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
-	c.metrics().Demoted(c.cfg.Name, reason)
+	c.cfg.Metrics.Demoted(c.cfg.Name, reason)
 	if f := c.cfg.Callbacks.OnDemoted; f != nil {
 		f(Demotion{Term: c.st.hold, Reason: reason, Until: until.Round(0)})
 	}
@@ -225,7 +225,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 		} else {
 			c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		}
-		c.metrics().Heartbeat(c.cfg.Name, 0, err)
+		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 	}
 	return err
 }

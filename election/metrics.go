@@ -119,10 +119,6 @@ func (c *Candidate) Progress() Progress {
 	return p
 }
 
-func (c *Candidate) metrics() Metrics { return c.cfg.Metrics }
-
-func (c *Candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
-
 // step records that the campaign loop begins a step now (a statement, a
 // health check, a stand-down).
 func (c *Candidate) step() { c.lastStep.Store(c.elapsed()) }

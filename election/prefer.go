@@ -41,7 +41,7 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	send := c.cfg.Clock.Now()
 	asked, err := c.b.prefer(qctx, seen)
 	cancel()
-	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -51,7 +51,7 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 		c.st.askedTerm = seen.Term
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
 			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
-		c.metrics().PreferenceRequested(c.cfg.Name)
+		c.cfg.Metrics.PreferenceRequested(c.cfg.Name)
 	}
 	return wait
 }

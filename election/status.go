@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -46,15 +44,14 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 }
 
 // unixDecimal parses "1763790000.123456" as a UTC time; "" gives zero.
+// The seconds are read as a duration, which keeps every digit (to the
+// nanosecond, until the year 2262).
 func unixDecimal(s string) time.Time {
-	sec, frac, _ := strings.Cut(s, ".")
-	secs, err := strconv.ParseInt(sec, 10, 64)
+	d, err := time.ParseDuration(s + "s")
 	if err != nil {
 		return time.Time{}
 	}
-	frac = (frac + "000000000")[:9]
-	nanos, _ := strconv.ParseInt(frac, 10, 64)
-	return time.Unix(secs, nanos).UTC()
+	return time.Unix(0, int64(d)).UTC()
 }
 
 // ReadRecord reads election name's record from table (a validated name, as

@@ -54,9 +54,7 @@ func (c *Candidate) Transfer(ctx context.Context, to string) error {
 		if c.st.phase != leading || !c.IsLeader() {
 			return fmt.Errorf("election: transfer to %q: %w", to, ErrNotLeader)
 		}
-		if to == c.cfg.ID {
-			return nil // it leads already
-		}
+		// To itself, handOver does nothing: it leads already.
 		c.log.Info("transferring leadership", "term", c.st.hold, "to", to)
 		return c.handOver(rctx, to)
 	})
@@ -81,7 +79,7 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		cancel()
 		switch {
 		case err != nil:
-			c.metrics().Heartbeat(c.cfg.Name, 0, err)
+			c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 			return fmt.Errorf("election: proclaim: %w", err)
 		case !held:
 			// Deposed meanwhile: the next renewal stands it down.
