@@ -245,13 +245,13 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
 	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
 		c.log.Warn("health check failed: standing down", "term", c.st.hold)
-		c.standDown(ctx, ReasonUnhealthy, true)
+		c.standDown(ctx, ReasonUnhealthy, &surrender{})
 		return c.sitOut(0), nil
 	}
 	if !now.Before(c.st.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
 		c.cfg.Metrics.LeaseLost(c.cfg.Name)
-		c.standDown(ctx, ReasonLeaseLost, false)
+		c.standDown(ctx, ReasonLeaseLost, nil)
 		return 0, nil
 	}
 	// A renewal in flight is let finish (within its timeout) when Run's
@@ -305,19 +305,19 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		// of the row this renewal recreated, and let another candidate win.
 		c.log.Info("row deleted: standing down for a re-election", "term", c.st.hold)
 		deadline := c.st.holdDeadline
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		_ = c.releaseHold(ctx, b.term, deadline, surrender{})
 		return c.sitOut(0)
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
 		// released): a new hold, with its lock delay.
 		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		c.acquired(send, b)
 		return c.holdWait()
 	default:
 		c.log.Info("deposed", "term", c.st.hold)
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		return 0
 	}
 }

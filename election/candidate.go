@@ -146,7 +146,7 @@ func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 func (c *Candidate) Resign(ctx context.Context) error {
 	return c.do(ctx, "", func(ctx context.Context) error {
 		c.step()
-		c.standDown(ctx, ReasonResigned, true)
+		c.standDown(ctx, ReasonResigned, &surrender{})
 		c.sitOut(0)
 		return nil
 	})
@@ -187,11 +187,11 @@ func (c *Candidate) Run(ctx context.Context) error {
 		if err != nil && probe.Permanent(err) {
 			err = migrateHint(err, c.cfg.Table)
 			c.log.Error("campaign stopped", "err", err)
-			c.standDown(ctx, ReasonError, false)
+			c.standDown(ctx, ReasonError, nil)
 			return err
 		}
 		if ctx.Err() != nil || !c.waitNext(ctx, wait) {
-			c.standDown(ctx, ReasonResigned, true)
+			c.standDown(ctx, ReasonResigned, &surrender{})
 			return nil
 		}
 	}

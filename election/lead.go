@@ -116,22 +116,26 @@ func (c *Candidate) demote(reason Reason) {
 }
 
 // standDown ends the hold, if any (holding → following, model: standDown,
-// and standDownRelease with release): if leading, the leadership ends
-// first (see demote); with release, the row is then given up (see
-// releaseHold), else the backend is told the hold was lost (backend.lost).
-func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) {
+// and standDownRelease with g): if leading, the leadership ends first (see
+// demote); with g not nil, the row is then given up as g says (a release
+// when g is zero, or a hand-over: see releaseHold), and the error of that
+// statement returned; with g nil, the backend is told the hold was lost
+// (backend.lost).
+func (c *Candidate) standDown(ctx context.Context, reason Reason, g *surrender) error {
 	if !c.st.holds() {
-		return
+		return nil
 	}
 	c.demote(reason)
-	if release {
-		_ = c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{})
+	var err error
+	if g != nil {
+		err = c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, *g)
 	} else {
 		c.step()
 		c.lose(ctx, false)
 	}
 	c.st.hold = 0
 	c.enter(following)
+	return err
 }
 
 // sitOut keeps a candidate that just gave its hold up (or resigned) from
@@ -160,38 +164,32 @@ func (c *Candidate) sitOut(extra time.Duration) time.Duration {
 // request to hand over to itself is cleared (the row is handed to itself:
 // the holder renews at once and keeps leading). The holder then sits out
 // two retry intervals, after the transfer window when it named a target.
-// An error of the hand-over statement is logged, counted and returned: the
+// An error of the statement is logged, counted and returned: the
 // row then expires after its lease.
 func (c *Candidate) handOver(ctx context.Context, to string) error {
-	now := c.cfg.Clock.Now()
-	if !c.st.holds() {
+	if !c.st.holds() || to == c.cfg.ID {
+		// Not a change of leader: a transfer to itself is cleared by the
+		// next renewal, which the caller runs at once.
 		return nil
 	}
-	if to == c.cfg.ID || now.Before(c.st.leadAt) {
-		// Not a change of leader: a transfer to itself (cleared by the
-		// next renewal, which the caller runs at once) or a holder still
-		// waiting out its lock delay (which it hands on).
-		if to != c.cfg.ID {
-			c.standDown(ctx, ReasonTransferred, true)
-			c.sitOut(0)
-		}
-		return nil
-	}
-	c.demote(ReasonTransferred)
-	err := c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)})
-	if err != nil {
-		err = fmt.Errorf("election: handing over to %q: %w", to, err)
-	}
-	c.st.hold = 0
-	c.enter(following)
+	g := surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)}
 	var extra time.Duration
-	if to != "" {
+	switch {
+	case c.cfg.Clock.Now().Before(c.st.leadAt):
+		// Still waiting out its lock delay: the row is released with the
+		// rest of that delay, which it hands on (see releaseHold).
+		g = surrender{}
+	case to != "":
 		// Not back before the others had their turn after a target that
 		// never came.
-		extra = transferWindow(c.cfg.RetryInterval)
+		extra = g.window
 	}
+	err := c.standDown(ctx, ReasonTransferred, &g)
 	c.sitOut(extra)
-	return err
+	if err != nil {
+		return fmt.Errorf("election: handing over to %q: %w", to, err)
+	}
+	return nil
 }
 
 // The backend's side of a stand-down.
