@@ -368,7 +368,7 @@ func (c *Candidate) acquired(send time.Time, b beat) {
 	}
 	c.lastRenew.Store(&send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.st.value,
-		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Preference.Priority})
 	c.maybeLead()
 }
 

@@ -54,10 +54,9 @@ type Candidate struct {
 	// wake lets a follower learn early that the holder let go (the table
 	// backend's handover lock); nil without (the lock backend, or
 	// Config.Tuning.DisableFastHandover).
-	wake    *wakeup
-	fence   fenceMode
-	log     *slog.Logger
-	running atomic.Bool
+	wake  *wakeup
+	fence fenceMode
+	log   *slog.Logger
 
 	// Read by IsLeader and Term from any goroutine.
 	epoch     time.Time                 // the clock's reading at construction
@@ -85,8 +84,9 @@ type Candidate struct {
 	healthCh    chan struct{}
 
 	opCh chan func(ctx context.Context) // Resign, Transfer and Proclaim (see do), run on the Run goroutine with its context
-	// runDone is closed when the current Run returns, so that a request
-	// sent as Run ends does not wait for a Run goroutine that is gone.
+	// runDone is the current Run's channel, closed when it returns, so
+	// that a request sent as Run ends does not wait for a Run goroutine
+	// that is gone; nil while Run is not running.
 	runDone atomic.Pointer[chan struct{}]
 
 	st campaign // owned by the Run goroutine
@@ -152,25 +152,14 @@ func (c *Candidate) Resign(ctx context.Context) error {
 	})
 }
 
-// stopped returns a channel closed when the current Run returns; nil (never
-// ready) while the first Run is still starting.
-func (c *Candidate) stopped() <-chan struct{} {
-	if p := c.runDone.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // Run implements Election.
 func (c *Candidate) Run(ctx context.Context) error {
 	c.step()
-	if !c.running.CompareAndSwap(false, true) {
+	done := make(chan struct{})
+	if !c.runDone.CompareAndSwap(nil, &done) {
 		return ErrAlreadyRunning
 	}
-	defer c.running.Store(false)
-	done := make(chan struct{})
-	c.runDone.Store(&done)
-	defer close(done)
+	defer func() { close(done); c.runDone.Store(nil) }()
 	defer c.b.close()
 	defer c.cfg.Metrics.Start(c.cfg.config(), c.Progress)() // stops it
 

@@ -109,7 +109,7 @@ func (c *Candidate) Progress() Progress {
 	p := Progress{
 		Now:           now,
 		LastStep:      c.epoch.Add(time.Duration(last)),
-		Running:       c.running.Load(),
+		Running:       c.runDone.Load() != nil,
 		Overdue:       time.Duration(c.elapsed() - max(last, c.nextDue.Load())),
 		RenewDeadline: c.cfg.RenewDeadline,
 		Unreachable:   c.unreachableFor(),

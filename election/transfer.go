@@ -17,13 +17,14 @@ func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Cont
 	if what != "" {
 		notRunning = fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 	}
-	if !c.running.Load() {
+	done := c.runDone.Load()
+	if done == nil {
 		return notRunning
 	}
 	reply := make(chan error, 1)
 	select {
 	case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
-	case <-c.stopped():
+	case <-*done:
 		return notRunning
 	case <-ctx.Done():
 		return ctx.Err()
