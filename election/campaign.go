@@ -122,10 +122,7 @@ const (
 )
 
 func (p phase) String() string {
-	if p <= leading {
-		return [...]string{"following", "sitting out", "holding", "leading"}[p]
-	}
-	return fmt.Sprintf("phase(%d)", uint8(p))
+	return [...]string{"following", "sitting out", "holding", "leading"}[p]
 }
 
 // transitions is the candidate's state machine: the phases each phase may

@@ -162,13 +162,6 @@ type settings struct {
 	TuningConfig
 }
 
-// flat copies c into a settings, defaults not applied.
-func (c Config) flat() settings {
-	s := settings{Config: c, TuningConfig: c.Tuning}
-	s.Tuning = TuningConfig{}
-	return s
-}
-
 // config is the Config of s.
 func (s settings) config() Config {
 	c := s.Config
@@ -183,7 +176,8 @@ func (s settings) config() Config {
 // lock delay from the lease and the query timeout from the renew deadline.
 // Out-of-range values are left for validate.
 func (c Config) settings() (settings, error) {
-	given := c.flat()
+	given := settings{Config: c, TuningConfig: c.Tuning} // defaults not applied
+	given.Tuning = TuningConfig{}
 	s := given
 	if s.ID == "" {
 		s.ID = DefaultID() // not computed when given: a hostname look-up and random bytes

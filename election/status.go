@@ -69,17 +69,13 @@ func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, er
 	if err != nil {
 		return Record{}, probe.Classify(err, table)
 	}
-	if !rec.Live() {
-		return rec, fmt.Errorf("%w: %q: lease of %q %s", ErrNoLiveLease, name, rec.ID, deadState(rec))
+	switch {
+	case rec.Released:
+		return rec, fmt.Errorf("%w: %q: lease of %q released", ErrNoLiveLease, name, rec.ID)
+	case !rec.Live():
+		return rec, fmt.Errorf("%w: %q: lease of %q expired %v ago", ErrNoLiveLease, name, rec.ID, (-rec.LeaseLeft).Round(time.Millisecond))
 	}
 	return rec, nil
-}
-
-func deadState(r Record) string {
-	if r.Released {
-		return "released"
-	}
-	return "expired " + (-r.LeaseLeft).Round(time.Millisecond).String() + " ago"
 }
 
 // ReadRecords reads every election's record in table (validated, not

@@ -13,29 +13,25 @@ import (
 // returns its error; what, when not empty, prefixes the ErrNotRunning do
 // returns (Resign's is bare).
 func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	notRunning := ErrNotRunning
-	if what != "" {
-		notRunning = fmt.Errorf("election: %s: %w", what, ErrNotRunning)
-	}
-	done := c.runDone.Load()
-	if done == nil {
-		return notRunning
-	}
 	reply := make(chan error, 1)
-	select {
-	case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
-	case <-*done:
-		return notRunning
-	case <-ctx.Done():
-		return ctx.Err()
+	if done := c.runDone.Load(); done != nil {
+		select {
+		case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
+			select {
+			case err := <-reply:
+				return err
+			case <-ctx.Done():
+				return ctx.Err() // f runs to its end on the Run goroutine all the same
+			}
+		case <-*done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		// The op runs to its end on the Run goroutine all the same.
-		return ctx.Err()
+	if what == "" {
+		return ErrNotRunning
 	}
+	return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 }
 
 // transferWindow returns how long a row handed over by a transfer stays
