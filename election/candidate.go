@@ -37,7 +37,7 @@ import (
 //     only the Run goroutine writes them, except that the watchdog clears
 //     leadUntil.
 //   - A leadership's two goroutines, started by maybeLead and joined by
-//     demote (st.lead.done), live from the start of leading to its end:
+//     demote (st.lead.run), live from the start of leading to its end:
 //     OnElected, with the leadership's context; the watchdog, which clears
 //     leadUntil (compare-and-swap, so that extendLead never revives a
 //     leadership it ended) and cancels that context when the deadline

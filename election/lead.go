@@ -12,7 +12,7 @@ import (
 type leadership struct {
 	end    time.Time          // its deadline as last set (OnDemoted's Until)
 	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
-	done   chan struct{}      // closed when OnElected and the watchdog returned
+	run    *sync.WaitGroup    // OnElected and the watchdog
 }
 
 // maybeLead starts leading when holding, past the lock delay, before the
@@ -31,18 +31,16 @@ func (c *Candidate) maybeLead() {
 	c.cfg.Metrics.Elected(c.cfg.Name, term)
 
 	lctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, done: done}
-	var wg sync.WaitGroup
-	wg.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
-	wg.Go(func() {
+	run := new(sync.WaitGroup)
+	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, run: run}
+	run.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
+	run.Go(func() {
 		if f := c.cfg.Callbacks.OnElected; f != nil {
 			f(lctx, Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
 				return c.fencedFor(ctx, lctx.Done(), term, fn)
 			}})
 		}
 	})
-	go func() { wg.Wait(); close(done) }()
 }
 
 // watchdog ends the leadership when its deadline passes without being
@@ -53,19 +51,13 @@ func (c *Candidate) maybeLead() {
 func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	for {
 		d := c.leadUntil.Load()
-		if d == 0 {
+		left := time.Duration(d - c.elapsed())
+		if d == 0 || left <= 0 && c.leadUntil.CompareAndSwap(d, 0) {
 			cancel()
 			return
 		}
-		left := time.Duration(d - c.elapsed())
-		if left <= 0 {
-			if c.leadUntil.CompareAndSwap(d, 0) {
-				cancel()
-				return
-			}
-			continue // extended meanwhile
-		}
-		if !c.sleep(lctx, left) {
+		// With left <= 0, the deadline was extended meanwhile: look again.
+		if left > 0 && !c.sleep(lctx, left) {
 			return
 		}
 	}
@@ -107,7 +99,7 @@ func (c *Candidate) demote(reason Reason) {
 	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
-	<-l.done
+	l.run.Wait()
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
 	c.cfg.Metrics.Demoted(c.cfg.Name, reason)
 	if f := c.cfg.Callbacks.OnDemoted; f != nil {
