@@ -3,15 +3,13 @@ package election
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"time"
 	"unicode/utf8"
-
-	"crypto/rand"
-	"encoding/hex"
 
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
@@ -307,7 +305,7 @@ func DefaultID() string {
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s:%d:%x", host, os.Getpid(), b)
 }
 
 // leaseMillis is the lease in whole milliseconds, rounded up.
