@@ -122,7 +122,10 @@ const (
 )
 
 func (p phase) String() string {
-	return [...]string{"following", "sitting out", "holding", "leading"}[p]
+	if p <= leading {
+		return [...]string{"following", "sitting out", "holding", "leading"}[p]
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
 }
 
 // transitions is the candidate's state machine: the phases each phase may
