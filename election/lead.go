@@ -210,11 +210,11 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	defer cancel()
 	err := c.b.giveUp(rctx, term, g)
 	if err != nil {
-		what := "release"
 		if g.over {
-			what = "hand-over"
+			c.log.Warn("hand-over failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
+		} else {
+			c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		}
-		c.log.Warn(what+" failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
 		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 	}
 	return err
