@@ -201,7 +201,7 @@ func TestFencedRestoresSession(t *testing.T) {
 VALUES ('f', 'me', NOW(6), 7, NOW(6), 10000)`); err != nil {
 		t.Fatal(err)
 	}
-	cfg := settings{Table: DefaultTable, Name: "f", ID: "me"}
+	cfg := settings{Config: Config{Table: DefaultTable, Name: "f", ID: "me"}}
 	var inside int64
 	err := fenced(ctx, db, cfg, &fenceMode{}, 7, stmt.Bound{}, 2500*time.Millisecond, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&inside)

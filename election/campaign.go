@@ -62,6 +62,9 @@ type backend interface {
 	// close frees what the backend holds (the lock connection); called when
 	// Run returns.
 	close()
+	// stmtBound is the server's stmt.Bound once preflight ran (the zero
+	// bound, none, before), for Fenced; called from any goroutine.
+	stmtBound() stmt.Bound
 }
 
 // surrender is how a holder gives its row up (backend.giveUp), one of:
@@ -217,7 +220,7 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	send := c.cfg.Clock.Now()
 	seen, b, wait, err := c.b.follow(qctx)
 	cancel()
-	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	if ctx.Err() == nil {
 		c.reached(err)
 	}
@@ -242,13 +245,13 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration, error) {
 	if c.unhealthy.Load() && now.Before(c.st.holdDeadline) {
 		c.log.Warn("health check failed: standing down", "term", c.st.hold)
-		c.standDown(ctx, ReasonUnhealthy, true)
+		c.standDown(ctx, ReasonUnhealthy, &surrender{})
 		return c.sitOut(0), nil
 	}
 	if !now.Before(c.st.holdDeadline) {
 		c.log.Warn("lease lost: no renewal succeeded in time", "term", c.st.hold, "renew_deadline", c.cfg.RenewDeadline)
-		c.metrics().LeaseLost(c.cfg.Name)
-		c.standDown(ctx, ReasonLeaseLost, false)
+		c.cfg.Metrics.LeaseLost(c.cfg.Name)
+		c.standDown(ctx, ReasonLeaseLost, nil)
 		return 0, nil
 	}
 	// A renewal in flight is let finish (within its timeout) when Run's
@@ -259,7 +262,7 @@ func (c *Candidate) holdTick(ctx context.Context, now time.Time) (time.Duration,
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(now)))
 	b, err := c.b.renew(qctx, c.st.hold)
 	cancel()
-	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
+	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(now), err)
 	if ctx.Err() == nil {
 		c.reached(err)
 	}
@@ -285,14 +288,14 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		return max(c.st.sitOutUntil.Sub(c.cfg.Clock.Now()), 0)
 	case b.held && b.term == c.st.hold:
 		c.st.holdDeadline = send.Add(c.cfg.RenewDeadline)
-		c.renewedAt(send)
+		c.lastRenew.Store(&send)
 		if c.st.phase == leading && !c.extendLead(c.st.holdDeadline) {
 			// The leadership ran out by the clock while this renewal
 			// was in flight: it is over, and its context cancelled.
 			// The hold goes on (nobody else held the row meanwhile),
 			// so a new leadership of the same term begins at once.
 			c.log.Warn("lease ran out while a renewal was in flight; leading anew", "term", c.st.hold)
-			c.metrics().LeaseLost(c.cfg.Name)
+			c.cfg.Metrics.LeaseLost(c.cfg.Name)
 			c.demote(ReasonLeaseLost)
 		}
 		c.maybeLead()
@@ -302,19 +305,19 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		// of the row this renewal recreated, and let another candidate win.
 		c.log.Info("row deleted: standing down for a re-election", "term", c.st.hold)
 		deadline := c.st.holdDeadline
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		_ = c.releaseHold(ctx, b.term, deadline, surrender{})
 		return c.sitOut(0)
 	case b.held:
 		// The term changed under us (the row was replaced naming us, or
 		// released): a new hold, with its lock delay.
 		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		c.acquired(send, b)
 		return c.holdWait()
 	default:
 		c.log.Info("deposed", "term", c.st.hold)
-		c.standDown(ctx, ReasonDeposed, false)
+		c.standDown(ctx, ReasonDeposed, nil)
 		return 0
 	}
 }
@@ -363,9 +366,9 @@ func (c *Candidate) acquired(send time.Time, b beat) {
 	if c.st.leadAt.After(now) {
 		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.st.leadAt.Sub(now))
 	}
-	c.renewedAt(send)
+	c.lastRenew.Store(&send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.st.value,
-		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Priority})
+		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Preference.Priority})
 	c.maybeLead()
 }
 

@@ -37,7 +37,7 @@ import (
 //     only the Run goroutine writes them, except that the watchdog clears
 //     leadUntil.
 //   - A leadership's two goroutines, started by maybeLead and joined by
-//     demote (st.lead.done), live from the start of leading to its end:
+//     demote (st.lead.run), live from the start of leading to its end:
 //     OnElected, with the leadership's context; the watchdog, which clears
 //     leadUntil (compare-and-swap, so that extendLead never revives a
 //     leadership it ended) and cancels that context when the deadline
@@ -54,10 +54,9 @@ type Candidate struct {
 	// wake lets a follower learn early that the holder let go (the table
 	// backend's handover lock); nil without (the lock backend, or
 	// Config.Tuning.DisableFastHandover).
-	wake    *wakeup
-	fence   fenceMode
-	log     *slog.Logger
-	running atomic.Bool
+	wake  *wakeup
+	fence fenceMode
+	log   *slog.Logger
 
 	// Read by IsLeader and Term from any goroutine.
 	epoch     time.Time                 // the clock's reading at construction
@@ -85,8 +84,9 @@ type Candidate struct {
 	healthCh    chan struct{}
 
 	opCh chan func(ctx context.Context) // Resign, Transfer and Proclaim (see do), run on the Run goroutine with its context
-	// runDone is closed when the current Run returns, so that a request
-	// sent as Run ends does not wait for a Run goroutine that is gone.
+	// runDone is the current Run's channel, closed when it returns, so
+	// that a request sent as Run ends does not wait for a Run goroutine
+	// that is gone; nil while Run is not running.
 	runDone atomic.Pointer[chan struct{}]
 
 	st campaign // owned by the Run goroutine
@@ -141,39 +141,27 @@ func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 	return c.b.leader(ctx)
 }
 
-// Resign implements Election.
-func (c *Candidate) Resign(ctx context.Context) error { return c.do(ctx, "", c.resign) }
-
-// resign stands the candidate down, releasing the row, and sits out: Resign,
-// run on the Run goroutine.
-func (c *Candidate) resign(ctx context.Context) error {
-	c.step()
-	c.standDown(ctx, ReasonResigned, true)
-	c.sitOut(0)
-	return nil
-}
-
-// stopped returns a channel closed when the current Run returns; nil (never
-// ready) while the first Run is still starting.
-func (c *Candidate) stopped() <-chan struct{} {
-	if p := c.runDone.Load(); p != nil {
-		return *p
-	}
-	return nil
+// Resign implements Election: on the Run goroutine, it stands the
+// candidate down, releasing the row, and sits out.
+func (c *Candidate) Resign(ctx context.Context) error {
+	return c.do(ctx, "", func(ctx context.Context) error {
+		c.step()
+		c.standDown(ctx, ReasonResigned, &surrender{})
+		c.sitOut(0)
+		return nil
+	})
 }
 
 // Run implements Election.
 func (c *Candidate) Run(ctx context.Context) error {
 	c.step()
-	if !c.running.CompareAndSwap(false, true) {
+	done := make(chan struct{})
+	if !c.runDone.CompareAndSwap(nil, &done) {
 		return ErrAlreadyRunning
 	}
-	defer c.running.Store(false)
-	done := make(chan struct{})
-	c.runDone.Store(&done)
-	defer close(done)
+	defer func() { close(done); c.runDone.Store(nil) }()
 	defer c.b.close()
-	defer c.metrics().Start(c.cfg.config(), c.Progress)() // stops it
+	defer c.cfg.Metrics.Start(c.cfg.config(), c.Progress)() // stops it
 
 	if err := c.preflight(ctx); err != nil || ctx.Err() != nil {
 		return migrateHint(err, c.cfg.Table)
@@ -188,11 +176,11 @@ func (c *Candidate) Run(ctx context.Context) error {
 		if err != nil && probe.Permanent(err) {
 			err = migrateHint(err, c.cfg.Table)
 			c.log.Error("campaign stopped", "err", err)
-			c.standDown(ctx, ReasonError, false)
+			c.standDown(ctx, ReasonError, nil)
 			return err
 		}
 		if ctx.Err() != nil || !c.waitNext(ctx, wait) {
-			c.standDown(ctx, ReasonResigned, true)
+			c.standDown(ctx, ReasonResigned, &surrender{})
 			return nil
 		}
 	}
@@ -220,7 +208,7 @@ func (c *Candidate) preflight(ctx context.Context) error {
 		if c.reached(err) {
 			c.log.Warn("preflight failed; retrying", "err", err)
 		}
-		c.metrics().Heartbeat(c.cfg.Name, 0, err)
+		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 		wait := getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor)
 		c.due(wait)
 		if !c.sleep(ctx, wait) {

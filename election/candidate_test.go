@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // fakeBackend models the campaign's view of the database for the timing
@@ -90,6 +92,8 @@ func (f *fakeBackend) giveUp(_ context.Context, hold uint64, g surrender) error 
 }
 
 func (f *fakeBackend) lost(context.Context, bool) {}
+
+func (f *fakeBackend) stmtBound() stmt.Bound { return stmt.Bound{} }
 
 func (f *fakeBackend) proclaim(_ context.Context, hold uint64, value string) (bool, error) {
 	f.mu.Lock()

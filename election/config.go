@@ -3,15 +3,13 @@ package election
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"time"
 	"unicode/utf8"
-
-	"crypto/rand"
-	"encoding/hex"
 
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
@@ -154,31 +152,19 @@ type TuningConfig struct {
 	Batcher *Batcher
 }
 
-// settings is a Config with its defaults applied, flattened so that the
-// backends read plain fields (Tuning's are promoted).
+// settings is a Config with its defaults applied, with Tuning's fields
+// promoted so that the backends read plain fields (c.cfg.RenewDeadline):
+// its Config's own Tuning is left zero.
 type settings struct {
-	Name, ID, Table, Value string
-	LeaseDuration          time.Duration
-	Callbacks              Callbacks
-	Metrics                Metrics
-	Health                 HealthConfig
-	Priority               int
-	PreferenceTenure       time.Duration
+	Config
 	TuningConfig
-}
-
-// flat copies c's fields into a settings, defaults not applied.
-func (c Config) flat() settings {
-	return settings{Name: c.Name, ID: c.ID, Table: c.Table, Value: c.Value, LeaseDuration: c.LeaseDuration,
-		Callbacks: c.Callbacks, Metrics: c.Metrics, Health: c.Health, Priority: c.Preference.Priority,
-		PreferenceTenure: c.Preference.Tenure, TuningConfig: c.Tuning}
 }
 
 // config is the Config of s.
 func (s settings) config() Config {
-	return Config{Name: s.Name, ID: s.ID, Table: s.Table, LeaseDuration: s.LeaseDuration, Value: s.Value,
-		Callbacks: s.Callbacks, Metrics: s.Metrics, Health: s.Health, Tuning: s.TuningConfig,
-		Preference: PreferenceConfig{Priority: s.Priority, Tenure: s.PreferenceTenure}}
+	c := s.Config
+	c.Tuning = s.TuningConfig
+	return c
 }
 
 // settings returns c with defaults filled in, validated. The zero
@@ -188,7 +174,8 @@ func (s settings) config() Config {
 // lock delay from the lease and the query timeout from the renew deadline.
 // Out-of-range values are left for validate.
 func (c Config) settings() (settings, error) {
-	given := c.flat()
+	given := settings{Config: c, TuningConfig: c.Tuning} // defaults not applied
+	given.Tuning = TuningConfig{}
 	s := given
 	if s.ID == "" {
 		s.ID = DefaultID() // not computed when given: a hostname look-up and random bytes
@@ -203,10 +190,10 @@ func (c Config) settings() (settings, error) {
 	s.RetryInterval = cmp.Or(s.RetryInterval, scale(s.LeaseDuration, retryIntervalFraction))
 	s.LockDelay = cmp.Or(s.LockDelay, s.LeaseDuration)
 	s.QueryTimeout = cmp.Or(s.QueryTimeout, min(defaultQueryTimeout, s.RenewDeadline))
-	s.PreferenceTenure = cmp.Or(s.PreferenceTenure, s.LeaseDuration)
+	s.Preference.Tenure = cmp.Or(s.Preference.Tenure, s.LeaseDuration)
 	s.Health.Interval = cmp.Or(s.Health.Interval, s.RenewInterval)
 	s.Health.Timeout = cmp.Or(s.Health.Timeout, s.RenewDeadline/2)
-	s.Health.HoldDown = cmp.Or(s.Health.HoldDown, max(s.PreferenceTenure, holdDownIntervals*s.Health.Interval))
+	s.Health.HoldDown = cmp.Or(s.Health.HoldDown, max(s.Preference.Tenure, holdDownIntervals*s.Health.Interval))
 	s.JitterFactor = cmp.Or(s.JitterFactor, defaultJitterFactor)
 	s.Clock = cmp.Or[Clock](s.Clock, realClock{})
 	s.Logger = cmp.Or(s.Logger, slog.Default())
@@ -279,8 +266,8 @@ func (c settings) validate(given settings) error {
 		{c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline,
 			describe("query timeout", c.QueryTimeout, given.QueryTimeout, "at most 5s") + ": must be positive and at most the " + deadline},
 		{len(c.Value) > ident.MaxValueLen || !utf8.ValidString(c.Value), fmt.Sprintf("value: must be valid UTF-8 of at most %d bytes", ident.MaxValueLen)},
-		{c.Priority < 0 || c.Priority > maxPriority, fmt.Sprintf("priority %d: must be from 0 (no preference) to %d", c.Priority, maxPriority)},
-		{c.PreferenceTenure < 0, fmt.Sprintf("preference tenure %v: must not be negative", c.PreferenceTenure)},
+		{c.Preference.Priority < 0 || c.Preference.Priority > maxPriority, fmt.Sprintf("priority %d: must be from 0 (no preference) to %d", c.Preference.Priority, maxPriority)},
+		{c.Preference.Tenure < 0, fmt.Sprintf("preference tenure %v: must not be negative", c.Preference.Tenure)},
 		{c.Health.Interval < 0, fmt.Sprintf("health check interval %v: must not be negative", c.Health.Interval)},
 		{c.Health.Timeout < 0, fmt.Sprintf("health check timeout %v: must not be negative", c.Health.Timeout)},
 		{c.Health.HoldDown < 0, fmt.Sprintf("health check hold-down %v: must not be negative", c.Health.HoldDown)},
@@ -318,7 +305,7 @@ func DefaultID() string {
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s:%d:%x", host, os.Getpid(), b)
 }
 
 // leaseMillis is the lease in whole milliseconds, rounded up.

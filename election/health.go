@@ -78,28 +78,30 @@ func (c *Candidate) checkHealth(ctx context.Context, d time.Duration) {
 	go func() { res <- c.cfg.Health.Check(hctx) }()
 	select {
 	case err := <-res:
-		switch {
-		case ctx.Err() != nil:
-		case hctx.Err() != nil:
-			c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(hctx.Err(), err)), true)
-		case err != nil:
-			c.recordHealth(fmt.Errorf("election: health check: %w", err), false)
-		default:
-			c.recordHealth(nil, false)
+		if ctx.Err() == nil {
+			c.recordHealth(err, hctx.Err(), d)
 		}
 	case <-t.C():
 		cancel()
-		c.recordHealth(fmt.Errorf("election: health check did not answer within %v: %w", d, context.DeadlineExceeded), true)
+		c.recordHealth(nil, context.DeadlineExceeded, d)
 		<-res
 	case <-ctx.Done():
 		<-res
 	}
 }
 
-// recordHealth makes err (nil: passed) the latest result of the check,
-// counts a failure, and pokes the campaign loop when the result changed.
-func (c *Candidate) recordHealth(err error, timedOut bool) {
-	c.metrics().HealthCheck(c.cfg.Name, err, timedOut)
+// recordHealth makes the result of a run of the check the latest: err is
+// what the run returned (nil: passed), late its context's error when it did
+// not answer within d (nil when it did). It counts a failure, and pokes
+// the campaign loop when the result changed.
+func (c *Candidate) recordHealth(err, late error, d time.Duration) {
+	switch {
+	case late != nil:
+		err = fmt.Errorf("election: health check did not answer within %v: %w", d, errors.Join(late, err))
+	case err != nil:
+		err = fmt.Errorf("election: health check: %w", err)
+	}
+	c.cfg.Metrics.HealthCheck(c.cfg.Name, err, late != nil)
 	if err != nil {
 		c.lastFailure.Store(c.elapsed() + 1)
 	}

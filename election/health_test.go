@@ -139,7 +139,7 @@ func TestHealthCheckNeverDelaysRenewals(t *testing.T) {
 		if f, to := m.n("health:failed"), m.n("health:timeout"); f != 1 || to != 1 {
 			t.Errorf("health check failures %d, timeouts %d, want 1 and 1", f, to)
 		}
-		if h.c.wedged() {
+		if h.c.Progress().Wedged {
 			t.Error("a check past its timeout reported as wedged")
 		}
 	})
@@ -182,7 +182,7 @@ func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
 				t.Fatalf("%v after the start: asked %v, want %v", step.advance, asked, step.ask)
 			}
 		}
-		c.recordHealth(errors.New("flap"), false)
+		c.recordHealth(errors.New("flap"), nil, 0)
 		for _, step := range []struct {
 			advance time.Duration
 			ask     bool

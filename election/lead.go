@@ -12,7 +12,7 @@ import (
 type leadership struct {
 	end    time.Time          // its deadline as last set (OnDemoted's Until)
 	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
-	done   chan struct{}      // closed when OnElected and the watchdog returned
+	run    *sync.WaitGroup    // OnElected and the watchdog
 }
 
 // maybeLead starts leading when holding, past the lock delay, before the
@@ -28,21 +28,19 @@ func (c *Candidate) maybeLead() {
 	c.term.Store(term)
 	c.setDeadline(c.st.holdDeadline)
 	c.log.Info("elected", "term", term)
-	c.metrics().Elected(c.cfg.Name, term)
+	c.cfg.Metrics.Elected(c.cfg.Name, term)
 
 	lctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, done: done}
-	var wg sync.WaitGroup
-	wg.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
-	wg.Go(func() {
+	run := new(sync.WaitGroup)
+	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, run: run}
+	run.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
+	run.Go(func() {
 		if f := c.cfg.Callbacks.OnElected; f != nil {
 			f(lctx, Leadership{Term: term, Fenced: func(ctx context.Context, fn func(*sql.Tx) error) error {
 				return c.fencedFor(ctx, lctx.Done(), term, fn)
 			}})
 		}
 	})
-	go func() { wg.Wait(); close(done) }()
 }
 
 // watchdog ends the leadership when its deadline passes without being
@@ -53,19 +51,13 @@ func (c *Candidate) maybeLead() {
 func (c *Candidate) watchdog(lctx context.Context, cancel context.CancelFunc) {
 	for {
 		d := c.leadUntil.Load()
-		if d == 0 {
+		left := time.Duration(d - c.elapsed())
+		if d == 0 || left <= 0 && c.leadUntil.CompareAndSwap(d, 0) {
 			cancel()
 			return
 		}
-		left := time.Duration(d - c.elapsed())
-		if left <= 0 {
-			if c.leadUntil.CompareAndSwap(d, 0) {
-				cancel()
-				return
-			}
-			continue // extended meanwhile
-		}
-		if !c.sleep(lctx, left) {
+		// With left <= 0, the deadline was extended meanwhile: look again.
+		if left > 0 && !c.sleep(lctx, left) {
 			return
 		}
 	}
@@ -107,31 +99,35 @@ func (c *Candidate) demote(reason Reason) {
 	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
-	<-l.done
+	l.run.Wait()
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
-	c.metrics().Demoted(c.cfg.Name, reason)
+	c.cfg.Metrics.Demoted(c.cfg.Name, reason)
 	if f := c.cfg.Callbacks.OnDemoted; f != nil {
 		f(Demotion{Term: c.st.hold, Reason: reason, Until: until.Round(0)})
 	}
 }
 
 // standDown ends the hold, if any (holding → following, model: standDown,
-// and standDownRelease with release): if leading, the leadership ends
-// first (see demote); with release, the row is then given up (see
-// releaseHold), else the backend is told the hold was lost (backend.lost).
-func (c *Candidate) standDown(ctx context.Context, reason Reason, release bool) {
+// and standDownRelease with g): if leading, the leadership ends first (see
+// demote); with g not nil, the row is then given up as g says (a release
+// when g is zero, or a hand-over: see releaseHold), and the error of that
+// statement returned; with g nil, the backend is told the hold was lost
+// (backend.lost).
+func (c *Candidate) standDown(ctx context.Context, reason Reason, g *surrender) error {
 	if !c.st.holds() {
-		return
+		return nil
 	}
 	c.demote(reason)
-	if release {
-		_ = c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{})
+	var err error
+	if g != nil {
+		err = c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, *g)
 	} else {
 		c.step()
 		c.lose(ctx, false)
 	}
 	c.st.hold = 0
 	c.enter(following)
+	return err
 }
 
 // sitOut keeps a candidate that just gave its hold up (or resigned) from
@@ -160,38 +156,32 @@ func (c *Candidate) sitOut(extra time.Duration) time.Duration {
 // request to hand over to itself is cleared (the row is handed to itself:
 // the holder renews at once and keeps leading). The holder then sits out
 // two retry intervals, after the transfer window when it named a target.
-// An error of the hand-over statement is logged, counted and returned: the
+// An error of the statement is logged, counted and returned: the
 // row then expires after its lease.
 func (c *Candidate) handOver(ctx context.Context, to string) error {
-	now := c.cfg.Clock.Now()
-	if !c.st.holds() {
+	if !c.st.holds() || to == c.cfg.ID {
+		// Not a change of leader: a transfer to itself is cleared by the
+		// next renewal, which the caller runs at once.
 		return nil
 	}
-	if to == c.cfg.ID || now.Before(c.st.leadAt) {
-		// Not a change of leader: a transfer to itself (cleared by the
-		// next renewal, which the caller runs at once) or a holder still
-		// waiting out its lock delay (which it hands on).
-		if to != c.cfg.ID {
-			c.standDown(ctx, ReasonTransferred, true)
-			c.sitOut(0)
-		}
-		return nil
-	}
-	c.demote(ReasonTransferred)
-	err := c.releaseHold(ctx, c.st.hold, c.st.holdDeadline, surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)})
-	if err != nil {
-		err = fmt.Errorf("election: handing over to %q: %w", to, err)
-	}
-	c.st.hold = 0
-	c.enter(following)
+	g := surrender{over: true, to: to, window: transferWindow(c.cfg.RetryInterval)}
 	var extra time.Duration
-	if to != "" {
+	switch {
+	case c.cfg.Clock.Now().Before(c.st.leadAt):
+		// Still waiting out its lock delay: the row is released with the
+		// rest of that delay, which it hands on (see releaseHold).
+		g = surrender{}
+	case to != "":
 		// Not back before the others had their turn after a target that
 		// never came.
-		extra = transferWindow(c.cfg.RetryInterval)
+		extra = g.window
 	}
+	err := c.standDown(ctx, ReasonTransferred, &g)
 	c.sitOut(extra)
-	return err
+	if err != nil {
+		return fmt.Errorf("election: handing over to %q: %w", to, err)
+	}
+	return nil
 }
 
 // The backend's side of a stand-down.
@@ -225,7 +215,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 		} else {
 			c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		}
-		c.metrics().Heartbeat(c.cfg.Name, 0, err)
+		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 	}
 	return err
 }

@@ -196,7 +196,7 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 // holding term hold (0 for none).
 func (b *lockBackend) params(hold uint64) stmt.Params {
 	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
-		Value: b.value, Priority: b.cfg.Priority}
+		Value: b.value, Priority: b.cfg.Preference.Priority}
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -670,7 +670,7 @@ func (b *lockBackend) proclaim(ctx context.Context, hold uint64, value string) (
 
 func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	p := b.params(0)
-	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.PreferenceTenure)
+	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.Preference.Tenure)
 	return b.execRow(ctx, b.sql.prefer, p)
 }
 

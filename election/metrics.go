@@ -97,19 +97,26 @@ func (nopMetrics) PreferenceRequested(string)             {}
 // Progress reads c's local state, cheaply, without the database: what
 // Metrics.Start's progress reads, and package electionhttp serves. Safe for
 // concurrent use.
+//
+// Overdue is past the start of the last step or the end of the wait the
+// loop is in, whichever is later (see step and due). Wedged means that a
+// step (a statement is bounded by QueryTimeout; the health check runs
+// beside the loop) or a callback (OnLeaderChanged, OnDemoted, or OnElected
+// not returning after its context was cancelled) holds the loop up.
 func (c *Candidate) Progress() Progress {
 	now := c.cfg.Clock.Now()
+	last := c.lastStep.Load()
 	p := Progress{
 		Now:           now,
-		LastStep:      c.epoch.Add(time.Duration(c.lastStep.Load())),
-		Running:       c.running.Load(),
-		Overdue:       c.overdue(),
+		LastStep:      c.epoch.Add(time.Duration(last)),
+		Running:       c.runDone.Load() != nil,
+		Overdue:       time.Duration(c.elapsed() - max(last, c.nextDue.Load())),
 		RenewDeadline: c.cfg.RenewDeadline,
-		Wedged:        c.wedged(),
 		Unreachable:   c.unreachableFor(),
 		HealthCheck:   c.cfg.Health.Check != nil,
 		Healthy:       !c.unhealthy.Load(),
 	}
+	p.Wedged = p.Running && p.Overdue > p.RenewDeadline
 	if d := c.leadUntil.Load(); d != 0 && now.Before(c.epoch.Add(time.Duration(d))) {
 		p.Leading, p.Term, p.LeaseLeft = true, c.term.Load(), c.epoch.Add(time.Duration(d)).Sub(now)
 	}
@@ -118,10 +125,6 @@ func (c *Candidate) Progress() Progress {
 	}
 	return p
 }
-
-func (c *Candidate) metrics() Metrics { return c.cfg.Metrics }
-
-func (c *Candidate) renewedAt(t time.Time) { c.lastRenew.Store(&t) }
 
 // step records that the campaign loop begins a step now (a statement, a
 // health check, a stand-down).
@@ -157,19 +160,3 @@ func (c *Candidate) unreachableFor() time.Duration {
 
 // due records that the loop waits for d before its next step.
 func (c *Candidate) due(d time.Duration) { c.nextDue.Store(c.elapsed() + int64(max(d, 0))) }
-
-// overdue returns how long the campaign loop is past its last sign of
-// progress: the start of its last step, or the end of the wait it is in,
-// whichever is later. Negative while it waits.
-func (c *Candidate) overdue() time.Duration {
-	return time.Duration(c.elapsed() - max(c.lastStep.Load(), c.nextDue.Load()))
-}
-
-// wedged reports whether Run runs but its loop has made no progress for
-// more than RenewDeadline past when it was due: a step (a statement is
-// bounded by QueryTimeout; the health check runs beside the loop) or a
-// callback (OnLeaderChanged, OnDemoted, or OnElected not returning after
-// its context was cancelled) holds it up.
-func (c *Candidate) wedged() bool {
-	return c.running.Load() && c.overdue() > c.cfg.RenewDeadline
-}

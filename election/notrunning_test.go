@@ -41,7 +41,7 @@ func TestCallsRacingRunsReturnGetNotRunning(t *testing.T) {
 				got := make(chan error, 1)
 				go func() { got <- tc.call(h.c, context.Background()) }()
 				synctest.Wait() // the call found Run running and waits for it
-				if !h.c.running.Load() {
+				if h.c.runDone.Load() == nil {
 					t.Fatal("Run returned before the call was made")
 				}
 				close(release) // Run returns without serving the call

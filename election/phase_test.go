@@ -12,7 +12,7 @@ func TestPhaseTransitions(t *testing.T) {
 	for _, from := range all {
 		for _, to := range all {
 			allowed := slices.Contains(transitions[from], to)
-			c := &Candidate{cfg: settings{ID: "me"}}
+			c := &Candidate{cfg: settings{Config: Config{ID: "me"}}}
 			c.st.phase = from
 			panicked := func() (p bool) {
 				defer func() { p = recover() != nil }()

@@ -29,11 +29,11 @@ func (r Record) tenure() time.Duration {
 // and once per leadership. An error is counted and logged; the next look
 // tries again.
 func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration) time.Duration {
-	if c.cfg.Priority == 0 || seen.Priority >= c.cfg.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
+	if c.cfg.Preference.Priority == 0 || seen.Priority >= c.cfg.Preference.Priority || !seen.Live() || seen.ID == c.cfg.ID || seen.Transfer ||
 		seen.Acquired == "operator" || seen.Term == c.st.askedTerm || c.heldDown() {
 		return wait
 	}
-	if left := c.cfg.PreferenceTenure - seen.tenure(); left > 0 {
+	if left := c.cfg.Preference.Tenure - seen.tenure(); left > 0 {
 		return min(wait, left+time.Millisecond)
 	}
 	c.step()
@@ -41,7 +41,7 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	send := c.cfg.Clock.Now()
 	asked, err := c.b.prefer(qctx, seen)
 	cancel()
-	c.metrics().Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
+	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -50,8 +50,8 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	case asked:
 		c.st.askedTerm = seen.Term
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
-			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Priority)
-		c.metrics().PreferenceRequested(c.cfg.Name)
+			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Preference.Priority)
+		c.cfg.Metrics.PreferenceRequested(c.cfg.Name)
 	}
 	return wait
 }

@@ -47,7 +47,7 @@ type builtStatement struct {
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
 func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	t.Helper()
-	tb := &tableBackend{cfg: settings{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}, value: p.Value}
+	tb := &tableBackend{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}
 	tb.bound.Store(bound)
 	tb.stmts = tableStatements(tb.cfg.Table, tb.bound.Load(), tb.cfg.LockDelay)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
@@ -439,7 +439,7 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 		{"proclaim", b.sql.proclaim, b.params(p.Hold)},
 		{"prefer", b.sql.prefer, func() stmt.Params {
 			q := b.params(0)
-			q.Term, q.Tenure = p.Hold, ceilMillis(b.cfg.PreferenceTenure)
+			q.Term, q.Tenure = p.Hold, ceilMillis(b.cfg.Preference.Tenure)
 			return q
 		}()},
 	} {
@@ -507,8 +507,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 	named := func(what string, s builtStatement) builtStatement { s.what = what; return s }
 	hold, value := p.Hold, b.value
 	handOffQ, handOffArgs := handOff.Bind(stmt.Params{Name: cfg.Name, Me: cfg.ID, Hold: hold, Lease: max(p.Lease, b.adopt)})
-	preferQ, preferArgs := prefer.Bind(stmt.Params{Name: cfg.Name, Me: cfg.ID, Term: hold, Priority: cfg.Priority,
-		Tenure: ceilMillis(cfg.PreferenceTenure)})
+	preferQ, preferArgs := prefer.Bind(stmt.Params{Name: cfg.Name, Me: cfg.ID, Term: hold, Priority: cfg.Preference.Priority,
+		Tenure: ceilMillis(cfg.Preference.Tenure)})
 	out := []builtStatement{
 		{"session", session, nil},
 		{"read", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
@@ -519,10 +519,10 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"holder", `SELECT IS_USED_LOCK(` + lit + `)`, nil}, // check.go's
 		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
 		{"wait", waitSQL(300 * time.Millisecond), nil},
-		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Priority, hold)),
-		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.Insert(), value, cfg.Priority)),
-		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.Insert(), cfg.Priority)),
-		named("renew", litAt(renew, 3, lease, value, cfg.Priority, cfg.ID, hold)),
+		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Preference.Priority, hold)),
+		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.Insert(), value, cfg.Preference.Priority)),
+		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.Insert(), cfg.Preference.Priority)),
+		named("renew", litAt(renew, 3, lease, value, cfg.Preference.Priority, cfg.ID, hold)),
 	}
 	for _, s := range []builtStatement{
 		named("release", litAt(release, 0, cfg.ID, hold)),

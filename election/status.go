@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -46,15 +44,14 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 }
 
 // unixDecimal parses "1763790000.123456" as a UTC time; "" gives zero.
+// The seconds are read as a duration, which keeps every digit (to the
+// nanosecond, until the year 2262).
 func unixDecimal(s string) time.Time {
-	sec, frac, _ := strings.Cut(s, ".")
-	secs, err := strconv.ParseInt(sec, 10, 64)
+	d, err := time.ParseDuration(s + "s")
 	if err != nil {
 		return time.Time{}
 	}
-	frac = (frac + "000000000")[:9]
-	nanos, _ := strconv.ParseInt(frac, 10, 64)
-	return time.Unix(secs, nanos).UTC()
+	return time.Unix(0, int64(d)).UTC()
 }
 
 // ReadRecord reads election name's record from table (a validated name, as
@@ -72,17 +69,13 @@ func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, er
 	if err != nil {
 		return Record{}, probe.Classify(err, table)
 	}
-	if !rec.Live() {
-		return rec, fmt.Errorf("%w: %q: lease of %q %s", ErrNoLiveLease, name, rec.ID, deadState(rec))
+	switch {
+	case rec.Released:
+		return rec, fmt.Errorf("%w: %q: lease of %q released", ErrNoLiveLease, name, rec.ID)
+	case !rec.Live():
+		return rec, fmt.Errorf("%w: %q: lease of %q expired %v ago", ErrNoLiveLease, name, rec.ID, (-rec.LeaseLeft).Round(time.Millisecond))
 	}
 	return rec, nil
-}
-
-func deadState(r Record) string {
-	if r.Released {
-		return "released"
-	}
-	return "expired " + (-r.LeaseLeft).Round(time.Millisecond).String() + " ago"
 }
 
 // ReadRecords reads every election's record in table (validated, not

@@ -64,7 +64,7 @@ type tableBackend struct {
 // holding term hold (0 for none).
 func (t *tableBackend) params(hold uint64) stmt.Params {
 	return stmt.Params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
-		Priority: t.cfg.Priority}
+		Priority: t.cfg.Preference.Priority}
 }
 
 func (t *tableBackend) preflight(ctx context.Context) error {
@@ -259,7 +259,7 @@ func (t *tableBackend) proclaim(ctx context.Context, hold uint64, value string) 
 
 func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
 	p := t.params(0)
-	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.PreferenceTenure)
+	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.Preference.Tenure)
 	// A request not written (a session that would not commit it, see
 	// commitsSQL) is asked again at the next look.
 	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, p)

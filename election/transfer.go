@@ -13,28 +13,25 @@ import (
 // returns its error; what, when not empty, prefixes the ErrNotRunning do
 // returns (Resign's is bare).
 func (c *Candidate) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	notRunning := ErrNotRunning
-	if what != "" {
-		notRunning = fmt.Errorf("election: %s: %w", what, ErrNotRunning)
-	}
-	if !c.running.Load() {
-		return notRunning
-	}
 	reply := make(chan error, 1)
-	select {
-	case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
-	case <-c.stopped():
-		return notRunning
-	case <-ctx.Done():
-		return ctx.Err()
+	if done := c.runDone.Load(); done != nil {
+		select {
+		case c.opCh <- func(ctx context.Context) { reply <- f(ctx) }:
+			select {
+			case err := <-reply:
+				return err
+			case <-ctx.Done():
+				return ctx.Err() // f runs to its end on the Run goroutine all the same
+			}
+		case <-*done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		// The op runs to its end on the Run goroutine all the same.
-		return ctx.Err()
+	if what == "" {
+		return ErrNotRunning
 	}
+	return fmt.Errorf("election: %s: %w", what, ErrNotRunning)
 }
 
 // transferWindow returns how long a row handed over by a transfer stays
@@ -54,9 +51,7 @@ func (c *Candidate) Transfer(ctx context.Context, to string) error {
 		if c.st.phase != leading || !c.IsLeader() {
 			return fmt.Errorf("election: transfer to %q: %w", to, ErrNotLeader)
 		}
-		if to == c.cfg.ID {
-			return nil // it leads already
-		}
+		// To itself, handOver does nothing: it leads already.
 		c.log.Info("transferring leadership", "term", c.st.hold, "to", to)
 		return c.handOver(rctx, to)
 	})
@@ -81,7 +76,7 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		cancel()
 		switch {
 		case err != nil:
-			c.metrics().Heartbeat(c.cfg.Name, 0, err)
+			c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
 			return fmt.Errorf("election: proclaim: %w", err)
 		case !held:
 			// Deposed meanwhile: the next renewal stands it down.
