@@ -166,6 +166,9 @@ func TestCompletionBash(t *testing.T) {
 		if !has(complete("sqlelect", ""), comp.name) {
 			t.Errorf("command %s not completed", comp.name)
 		}
+		if len(comp.flags) == 0 && comp.name != "help" && comp.name != "completion" && comp.name != "version" {
+			t.Errorf("command %s: no flags to complete (its flag set was not built)", comp.name)
+		}
 		got := complete("sqlelect", comp.name, "--")
 		for _, f := range comp.flags {
 			if !has(got, "--"+f.Name) {
