@@ -389,6 +389,12 @@ func TestGroupReplicationSinglePrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member Group Replication group")
 	}
+	// A group of its own (MySQL 9.7 only), and it waits on members' restarts
+	// and GR's own elections more than it computes: beside the package's
+	// other waiting tests at the end, and beside the other group's test
+	// (two groups, 6 members, fit the machine's memory), rather than one
+	// after the other. The deadline below starts when it runs.
+	t.Parallel()
 	// A deadline for the whole test, not a bound on any step: beside two
 	// CPU hogs, four member restarts and rejoins outlasted 6 minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -489,6 +495,12 @@ func TestGroupReplicationMultiPrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member Group Replication group")
 	}
+	// A group of its own (MySQL 9.7 only), and it waits on members' restarts
+	// and GR's own elections more than it computes: beside the package's
+	// other waiting tests at the end, and beside the other group's test
+	// (two groups, 6 members, fit the machine's memory), rather than one
+	// after the other. The deadline below starts when it runs.
+	t.Parallel()
 	// A deadline for the whole test, not a bound on any step: beside two
 	// CPU hogs, four member restarts and rejoins outlasted 6 minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
