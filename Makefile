@@ -188,14 +188,22 @@ SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlele
 # output (the summary tables) and fails as it does. The suite runs
 # TestChaos (table, lock, batch) on SERVER, Galera on the host's MariaDB
 # only when SERVER is the host's, Group Replication only on mysql-9.7, and
-# the long fenced transaction.
+# the long fenced transaction. CHAOS_PARALLEL is its go test -parallel:
+# once TestChaos (which keeps two of its three runs at once whatever
+# -parallel says) has ended, the short tests (RecipeAdoption, SessionState,
+# RollingUpgrade, FencedLongTransaction: a server each, both backends at
+# once but the last) and TestChaosGroupReplication (its two modes one after
+# the other) run side by side, four runs at once (their servers started
+# one at a time), instead of one test after another; TestChaosGalera
+# still runs alone.
+CHAOS_PARALLEL ?= 4
 GOTEST_SH = gotest() { for m in $(MODULES); do leg "$$1: $$m: go test"; \
 	(cd $$m && pkgs=./... && if [ "$$1" != mariadb-10.11 ]; then pkgs=$$($(GO) list ./... | $(SERVERLESS_GREP)); fi && \
 	SQLELECT_TEST_SERVER=$$1 SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) $(GOTEST_FLAGS) -timeout 20m $$pkgs) || return; done; }
 CHAOS_SH = chaos() { chaos_server=$$1 chaos_rounds=$$2; shift 2; \
 	leg "$${chaos_server:-host}: chaos-short$${chaos_rounds:+ ($$chaos_rounds round(s) of each fault)}$${1:+ $$*}"; log=$$(mktemp); rc=0; \
 	(cd integration && SQLELECT_TEST_SERVER=$$chaos_server SQLELECT_CHAOS_ROUNDS=$$chaos_rounds \
-		$(GO) test -count=1 -v -timeout 20m -run Chaos "$$@" ./chaos/) >$$log 2>&1 || rc=$$?; \
+		$(GO) test -count=1 -v -parallel $(CHAOS_PARALLEL) -timeout 20m -run Chaos "$$@" ./chaos/) >$$log 2>&1 || rc=$$?; \
 	if [ $$rc != 0 ]; then echo "== the failed tests' lines:"; grep -n -A30 -e '--- FAIL' -e '^FAIL' $$log | head -n 300; fi; \
 	tail -n 120 $$log; rm -f $$log; return $$rc; }
 
