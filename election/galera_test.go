@@ -88,6 +88,10 @@ func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1,
 // after it. Fenced therefore writes the row on Galera, so that the two
 // conflict in certification.
 func TestFencedGaleraTakeover(t *testing.T) {
+	// A two-node cluster of its own on the host's MariaDB (skipped on the
+	// other servers): it waits on the nodes' start and state transfer more
+	// than it computes, so beside the package's other waiting tests.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	began := time.Now()
@@ -317,6 +321,10 @@ WHERE TABLE_SCHEMA = 'sqlelect' AND TABLE_NAME = ? AND COLUMN_NAME = ?`, table, 
 // and fails the lock backend's topology, as the docs say; every other
 // property passes.
 func TestCheckGalera(t *testing.T) {
+	// A two-node cluster of its own on the host's MariaDB (skipped on the
+	// other servers): it waits on the nodes' start and state transfer more
+	// than it computes, so beside the package's other waiting tests.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	n1, _ := startGalera2(t, ctx, nil, nil)

@@ -42,12 +42,21 @@ var grTimings = election.Config{
 // election table and user elect (password pw) on it, and waits until every
 // member has applied that. It skips t when the MySQL root cannot be built
 // for want of root privileges; any other failure fails t.
+// serverStarts lets the parallel tests that start servers of their own
+// (the two groups, TestHeldRowLockLeavesServerUsable's) start them one at a
+// time: a MySQL 9.7 start is mostly CPU, and seven at once on a busy
+// 2-core machine outlasted the start timeout. What follows the starts
+// still runs side by side.
+var serverStarts sync.Mutex
+
 func startGroup(t *testing.T, ctx context.Context, multi bool) *mysqld.Group {
 	t.Helper()
 	if ok, why := mysqld.GroupSelected(); !ok {
 		t.Skip(why)
 	}
+	serverStarts.Lock()
 	g, err := mysqld.StartGroup(ctx, mysqld.GroupOptions{MultiPrimary: multi, Logf: t.Logf})
+	serverStarts.Unlock()
 	if errors.Is(err, mysqld.ErrNeedRoot) {
 		t.Skipf("Group Replication runs MySQL 9.7 from a Debian root built with debootstrap: %v", err)
 	}
@@ -389,6 +398,12 @@ func TestGroupReplicationSinglePrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member Group Replication group")
 	}
+	// A group of its own (MySQL 9.7 only), and it waits on members' restarts
+	// and GR's own elections more than it computes: beside the package's
+	// other waiting tests at the end, and beside the other group's test
+	// (two groups, 6 members, fit the machine's memory), rather than one
+	// after the other. The deadline below starts when it runs.
+	t.Parallel()
 	// A deadline for the whole test, not a bound on any step: beside two
 	// CPU hogs, four member restarts and rejoins outlasted 6 minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -489,6 +504,12 @@ func TestGroupReplicationMultiPrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member Group Replication group")
 	}
+	// A group of its own (MySQL 9.7 only), and it waits on members' restarts
+	// and GR's own elections more than it computes: beside the package's
+	// other waiting tests at the end, and beside the other group's test
+	// (two groups, 6 members, fit the machine's memory), rather than one
+	// after the other. The deadline below starts when it runs.
+	t.Parallel()
 	// A deadline for the whole test, not a bound on any step: beside two
 	// CPU hogs, four member restarts and rejoins outlasted 6 minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)

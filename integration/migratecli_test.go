@@ -94,6 +94,9 @@ func holderRow(t *testing.T, ctx context.Context, db *sql.DB) func(when string) 
 // table. No order may lose the election's row or leave a table dirty; a
 // mix-up sqlelect can see is refused, naming the fix.
 func TestMigrateCLI(t *testing.T) {
+	// Databases of its own; it waits on the CLI's build and runs, and no
+	// lease is timed: beside the package's other waiting tests at the end.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	latest := int(schema.Latest())

@@ -51,6 +51,10 @@ func TestChaosGroupReplication(t *testing.T) {
 	if ok, why := mysqld.GroupSelected(); !ok {
 		t.Skip(why)
 	}
+	// A group of its own, and it waits on members' restarts and GR's own
+	// elections more than it computes: beside the short tests, once
+	// TestChaos has ended (its two modes one after the other).
+	t.Parallel()
 	candidateBinary(t)
 	t.Run("single", func(t *testing.T) { chaosGroup(t, n, false) })
 	t.Run("multi", func(t *testing.T) { chaosGroup(t, n, true) })
@@ -102,7 +106,9 @@ func chaosGroup(t *testing.T, rounds int, multi bool) {
 	t.Cleanup(cancel)
 
 	var err error
+	serverStarts.Lock()
 	g, err = mysqld.StartGroup(ctx, mysqld.GroupOptions{MultiPrimary: multi, Logf: t.Logf})
+	serverStarts.Unlock()
 	if errors.Is(err, mysqld.ErrNeedRoot) {
 		t.Skipf("Group Replication runs MySQL 9.7 from a Debian root built with debootstrap: %v", err)
 	}

@@ -660,11 +660,20 @@ func setupDatabaseNamed(t *testing.T, ctx context.Context, rootDSN, db string) (
 	return setupDatabaseWith(t, ctx, rootDSN, db, false)
 }
 
+// serverStarts lets the tests that run side by side (the short ones and
+// TestChaosGroupReplication) start their servers one at a time: a MySQL
+// 9.7 start (initialize, then start) is mostly CPU, and four at once on a
+// busy 2-core machine outlasted the start timeout. What follows the start,
+// which waits on leases, still runs side by side.
+var serverStarts sync.Mutex
+
 // startServer starts a dedicated throwaway server with a small buffer
 // pool, stopped in t.Cleanup.
 func startServer(t *testing.T, ctx context.Context) *mysqld.Server {
 	t.Helper()
+	serverStarts.Lock()
 	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--innodb-buffer-pool-size=64M"}})
+	serverStarts.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,10 @@ func TestChaosRecipeAdoption(t *testing.T) {
 	}
 	rounds(t)
 	faults := selectFaults(t, []fault{{kind: kindRecipeInsert}, {kind: kindRecipeReplace}})
+	// A server of its own, and it waits on leases more than it computes:
+	// beside the suite's other short tests once TestChaos and the cluster
+	// tests (run one at a time before them) have ended.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv := startServer(t, ctx)

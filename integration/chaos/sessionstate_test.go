@@ -55,6 +55,10 @@ func TestChaosSessionState(t *testing.T) {
 		t.Skip("the chaos suite takes minutes; skipped under -short")
 	}
 	rounds := rounds(t)
+	// A server of its own, and it waits on leases more than it computes:
+	// beside the suite's other short tests once TestChaos and the cluster
+	// tests (run one at a time before them) have ended.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	srv := startServer(t, ctx)

@@ -45,6 +45,10 @@ func TestChaosRollingUpgrade(t *testing.T) {
 	}
 	rounds(t) // 0 skips it
 	selectFaults(t, []fault{{kind: kindUpgrade}})
+	// A server of its own, and it waits on leases more than it computes:
+	// beside the suite's other short tests once TestChaos and the cluster
+	// tests (run one at a time before them) have ended.
+	t.Parallel()
 	oldBin := oldCandidateBinary(t, v010Commit)
 	newBin := candidateBinary(t)
 	// A renew deadline of 2 s: the frozen leader believes for up to 2 s,
