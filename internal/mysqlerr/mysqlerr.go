@@ -16,7 +16,6 @@ const (
 	AccessDeniedNoPass    = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (unix_socket / auth_socket users over TCP)
 	SpecificAccessDenied  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	NoSuchTable           = 1146 // ER_NO_SUCH_TABLE
-	BadDB                 = 1049 // ER_BAD_DB_ERROR
 	BadField              = 1054 // ER_BAD_FIELD_ERROR
 	LockDeadlock          = 1213 // ER_LOCK_DEADLOCK
 	LockWaitTimeout       = 1205 // ER_LOCK_WAIT_TIMEOUT

@@ -42,7 +42,7 @@ func Classify(err error, table string) error {
 	switch mysqlerr.Errno(err) {
 	case mysqlerr.NoSuchTable:
 		sentinel = ErrTableMissing
-	case mysqlerr.BadDB:
+	case 1049: // ER_BAD_DB_ERROR
 		sentinel = ErrUnknownDatabase
 		if table != "" {
 			sentinel = ErrTableMissing
