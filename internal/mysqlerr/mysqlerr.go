@@ -17,7 +17,6 @@ const (
 	SpecificAccessDenied  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	NoSuchTable           = 1146 // ER_NO_SUCH_TABLE
 	BadField              = 1054 // ER_BAD_FIELD_ERROR
-	LockDeadlock          = 1213 // ER_LOCK_DEADLOCK
 	LockWaitTimeout       = 1205 // ER_LOCK_WAIT_TIMEOUT
 	BadNull               = 1048 // ER_BAD_NULL_ERROR
 	UnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
@@ -40,13 +39,13 @@ func Errno(err error) uint16 {
 // certification; 1180 with engine error 149, a remote transaction aborted
 // it). Other 1180s (a commit that failed for another engine error) are not.
 //
-// 3101 is ER_TRANSACTION_ROLLBACK_DURING_COMMIT; 1180 ER_ERROR_DURING_COMMIT,
+// 1213 is ER_LOCK_DEADLOCK; 3101 ER_TRANSACTION_ROLLBACK_DURING_COMMIT; 1180 ER_ERROR_DURING_COMMIT,
 // whose message names the storage engine's error: HA_ERR_LOCK_DEADLOCK is
 // "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT", what
 // MySQL Group Replication returns at COMMIT for a local transaction that a
 // remote one's certified write set aborted.
 func WriteConflict(err error) bool {
 	me, ok := errors.AsType[*mysql.MySQLError](err)
-	return ok && (me.Number == LockDeadlock || me.Number == 3101 ||
+	return ok && (me.Number == 1213 || me.Number == 3101 ||
 		me.Number == 1180 && strings.HasPrefix(me.Message, "Got error 149 "))
 }
