@@ -117,13 +117,7 @@ func (e *subError) Unwrap() error { return e.parent }
 // errors that already wrap one of the package's sentinels, are returned as
 // they are; nil gives nil. The package's own functions return classified
 // errors already.
-func Classify(err error) error {
-	sentinel := probe.ServerCause(err)
-	if sentinel == nil || errors.Is(err, sentinel) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", sentinel, err)
-}
+func Classify(err error) error { return probe.Classify(err, "") }
 
 // migrateHint adds to an error about table's layout (ErrTableMissing,
 // ErrSchemaMismatch: "run `sqlelect migrate up`") that migrate manages

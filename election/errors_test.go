@@ -164,7 +164,7 @@ func TestErrorKind(t *testing.T) {
 // to apply instead; other errors and tables are left alone.
 func TestMigrateHint(t *testing.T) {
 	missing := probe.Classify(&mysql.MySQLError{Number: mysqlerr.NoSuchTable, Message: "Table 'app.jobs' doesn't exist"}, "jobs")
-	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock"}
+	deadlock := &mysql.MySQLError{Number: 1213 /* ER_LOCK_DEADLOCK */, Message: "Deadlock"}
 	for _, tc := range []struct {
 		table string
 		err   error

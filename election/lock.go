@@ -254,7 +254,8 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		_, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
 			int64(b.waitTimeout/time.Second)))
 		switch mysqlerr.Errno(err) {
-		case mysqlerr.UnknownSystemVariable, mysqlerr.GlobalVariable, mysqlerr.IncorrectGlobalLocal, mysqlerr.SpecificAccessDenied:
+		case mysqlerr.UnknownSystemVariable, mysqlerr.SpecificAccessDenied,
+			1229, 1238: // ER_GLOBAL_VARIABLE, ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
 			b.noKeepalive = true // the server refuses it: not asked again
 		default:
 			if err != nil { // transient: tried again on the next connection
@@ -530,7 +531,7 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 		term, first = 0, none && b.adopt == 0
 		p.Floor, p.First = floor, first
 		res, err := s.Exec(ctx, tx, p)
-		if mysqlerr.Errno(err) == mysqlerr.DupEntry {
+		if mysqlerr.Errno(err) == 1062 { // ER_DUP_ENTRY
 			return 0, nil
 		}
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // The metrics tests drive a candidate with the fake backend in a synctest
@@ -196,7 +195,7 @@ func TestMetricsElectionRenewalDemotion(t *testing.T) {
 				f.renewB = func(uint64) (beat, error) { time.Sleep(d); return beat{}, err }
 			})
 		}
-		fail(&mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock found"}, 10*time.Millisecond)
+		fail(&mysql.MySQLError{Number: 1213 /* ER_LOCK_DEADLOCK */, Message: "Deadlock found"}, 10*time.Millisecond)
 		step(2*time.Second, 2)
 		fail(context.DeadlineExceeded, 10*time.Millisecond)
 		step(time.Second, 3)

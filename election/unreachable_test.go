@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 )
 
 // logLines is a slog handler that keeps each record's level and message.
@@ -54,7 +53,7 @@ func (l *logLines) above(level slog.Level) string {
 // deadlock.
 func TestUnreachableLoggedOncePerChange(t *testing.T) {
 	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
-	deadlock := &mysql.MySQLError{Number: mysqlerr.LockDeadlock, Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	deadlock := &mysql.MySQLError{Number: 1213 /* ER_LOCK_DEADLOCK */, Message: "Deadlock found when trying to get lock; try restarting transaction"}
 	const retries = 10
 	for _, tc := range []struct {
 		name      string

@@ -537,8 +537,8 @@ func (co *common) checkTableDatabase(ctx context.Context, db *sql.DB) error {
 	// dsnConfig): safe to quote as they are.
 	rows, err := db.QueryContext(ctx, "SHOW TABLES FROM `"+schema+"` LIKE '"+table+"'")
 	if err != nil {
-		if mysqlerr.Errno(err) == mysqlerr.BadDB {
-			return wrapf(exitConnect, election.Classify(err), "--table %s", co.table)
+		if err = election.Classify(err); errors.Is(err, election.ErrUnknownDatabase) {
+			return wrapf(exitConnect, err, "--table %s", co.table)
 		}
 		return nil
 	}
@@ -552,16 +552,12 @@ func connectError(err error, shown string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %v", pingTimeout)
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
+	if mysqlerr.Errno(err) == mysqlerr.UnknownSystemVariable {
 		// The driver sends DSN parameters it does not know as SET name=value.
 		return wrapf(exitUsage, err, "the DSN %s has a parameter that is neither a go-sql-driver/mysql option nor a server variable", shown)
 	}
 	return wrapf(exitConnect, election.Classify(err), "cannot connect to %s", shown)
 }
-
-// erUnknownSystemVariable is ER_UNKNOWN_SYSTEM_VARIABLE.
-const erUnknownSystemVariable = 1193
 
 // driverLogger sends the driver's log lines to slog at debug level.
 type driverLogger struct{ log *slog.Logger }

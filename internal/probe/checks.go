@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -201,7 +202,7 @@ func checkGrants(ctx context.Context, db *sql.DB, tbl, need string, probes []Pri
 		if err == nil {
 			continue
 		}
-		if ServerCause(err) != ErrAccessDenied {
+		if !errors.Is(Classify(err, ""), ErrAccessDenied) {
 			if ctx.Err() != nil || mysqlerr.Errno(err) == 0 {
 				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
 			}

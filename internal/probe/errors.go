@@ -32,34 +32,38 @@ var (
 // Classify turns a driver error into a package error: permanent problems
 // (missing table, missing privilege, outdated schema) wrap a sentinel so that
 // Run can stop and say what to do; everything else is returned as it is and
-// treated as transient ("not leader this tick"). A missing database is a
-// missing table here: the statement named the table.
+// treated as transient ("not leader this tick"). Errors that already wrap
+// the sentinel, and nil, are returned as they are. table names the
+// statement's table, and a missing database is a missing table then; ""
+// (election.Classify: a connection attempt, a migration) names none and
+// leaves it ErrUnknownDatabase.
 func Classify(err error, table string) error {
-	sentinel := ServerCause(err)
-	if sentinel == ErrUnknownDatabase {
-		sentinel = ErrTableMissing
-	}
-	if sentinel == nil || errors.Is(err, sentinel) {
-		return err
-	}
-	return fmt.Errorf("%w: %s: %w", sentinel, table, err)
-}
-
-// ServerCause is the sentinel for the MySQL error in err's chain, or nil.
-func ServerCause(err error) error {
+	var sentinel error
 	switch mysqlerr.Errno(err) {
 	case mysqlerr.NoSuchTable:
-		return ErrTableMissing
-	case mysqlerr.BadDB:
-		return ErrUnknownDatabase
-	case mysqlerr.AccessDenied, mysqlerr.AccessDeniedNoPass, mysqlerr.DBAccessDenied, mysqlerr.TableAccessDenied, mysqlerr.ColumnAccessDenied, mysqlerr.SpecificAccessDenied:
-		return ErrAccessDenied
+		sentinel = ErrTableMissing
+	case 1049: // ER_BAD_DB_ERROR
+		sentinel = ErrUnknownDatabase
+		if table != "" {
+			sentinel = ErrTableMissing
+		}
+	case mysqlerr.AccessDenied, mysqlerr.AccessDeniedNoPass, mysqlerr.SpecificAccessDenied,
+		1044, 1142, 1143: // ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR
+		sentinel = ErrAccessDenied
 	case mysqlerr.BadField:
-		return ErrSchemaMismatch
-	case mysqlerr.UnknownTimeZone:
-		return ErrUnknownTimeZone
+		sentinel = ErrSchemaMismatch
+	case 1298: // ER_UNKNOWN_TIME_ZONE
+		sentinel = ErrUnknownTimeZone
+	default:
+		return err
 	}
-	return nil
+	switch {
+	case errors.Is(err, sentinel):
+		return err
+	case table == "":
+		return fmt.Errorf("%w: %w", sentinel, err)
+	}
+	return fmt.Errorf("%w: %s: %w", sentinel, table, err)
 }
 
 // Permanent reports whether err cannot go away by retrying: Run stops on it.

@@ -249,13 +249,12 @@ func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err err
 	}
 	defer func() { _ = tx.Rollback() }()
 	_, err = RunHeartbeat(ctx, tx, ident.Quote(table), fmt.Sprintf("%s%08x", ScratchPrefix, rand.Uint32()))
+	err = Classify(err, table)
 	switch n := mysqlerr.Errno(err); {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, ErrUnsafeServer):
+	case errors.Is(err, ErrUnsafeServer), errors.Is(err, ErrAccessDenied):
 		return false, err
-	case ServerCause(err) == ErrAccessDenied:
-		return false, Classify(err, table)
 	case n == 1064 || n == 1105:
 		// Not MySQL's or MariaDB's answer to the statement candidates
 		// send (go-mysql-server refuses a takeover with 1105): no
