@@ -278,11 +278,11 @@ func TestMetricsNil(t *testing.T) {
 // A real candidate on a real server, through a registry: elected, then
 // resigned when Run ends, and its gauges gone.
 func TestMetricsOnServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
+	dsn := testdb.DSN(t) // the server's start has its own bound
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	m := NewMetrics()
 	reg := newRegistry(t, m)
 	elected := make(chan uint64, 1)
