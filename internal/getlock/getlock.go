@@ -108,7 +108,8 @@ func Literal(s string) string { return "'" + s + "'" }
 // read from the server by ReadSite.
 type Site struct {
 	Database, Table string      // as Name and WakeName take them
-	Flavor          stmt.Flavor // of VERSION()
+	Version         string      // the server's VERSION()
+	Flavor          stmt.Flavor // of Version
 }
 
 // ReadSite reads the database and the table an election's lock names
@@ -122,11 +123,11 @@ type Site struct {
 func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
 	var cur sql.NullString
 	var fold int
-	var version string
-	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
+	s := Site{Table: table}
+	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &s.Version); err != nil {
 		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
 	}
-	s := Site{Database: cur.String, Table: table, Flavor: stmt.FlavorOf(version)}
+	s.Database, s.Flavor = cur.String, stmt.FlavorOf(s.Version)
 	if fold != 0 {
 		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
 	}
