@@ -220,10 +220,11 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		return b.lc.Conn, nil
 	}
 	b.wrote = 0
-	if err := b.lc.Open(ctx, b.db); err != nil {
+	c, err := b.db.Conn(ctx)
+	if err != nil {
 		return nil, err
 	}
-	c := b.lc.Conn
+	b.lc.Conn = c
 	if _, err := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
 		return nil, err
 	}

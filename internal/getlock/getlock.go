@@ -211,13 +211,6 @@ type Conn struct {
 	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
 }
 
-// Open takes a connection from db for the lock; c.Conn must be nil (and
-// so ID 0 and Locked false: Discard and GiveBack clear them).
-func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
-	c.Conn, err = db.Conn(ctx)
-	return err
-}
-
 // Scan runs s, a statement of the lock's returning one number (no
 // parameters), on the connection.
 func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {
@@ -372,7 +365,10 @@ func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
 		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
 	}
 	if spare(2) {
-		if err := c.Open(ctx, h.DB); err != nil {
+		// c.Conn is nil, and so ID 0 and Locked false (Discard and
+		// GiveBack clear them).
+		var err error
+		if c.Conn, err = h.DB.Conn(ctx); err != nil {
 			return false, err
 		}
 		if spare(1) {
