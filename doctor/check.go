@@ -178,11 +178,9 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: ident.Quote(cfg.Table), name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
-	if ch.site, err = getlock.ReadSite(qctx, db, cfg.Table); err == nil {
-		err = db.QueryRowContext(qctx, `SELECT VERSION()`).Scan(&ch.report.Server)
-	}
+	ch.site, err = getlock.ReadSite(qctx, db, cfg.Table)
 	if err == nil {
-		err = ch.privileges()
+		ch.report.Server, err = ch.site.Version, ch.privileges()
 	}
 	if err != nil {
 		return Report{}, err

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -65,6 +66,50 @@ type backend interface {
 	// stmtBound is the server's stmt.Bound once preflight ran (the zero
 	// bound, none, before), for Fenced; called from any goroutine.
 	stmtBound() stmt.Bound
+}
+
+// backendBase is what both backends (tableBackend and lockBackend) keep
+// and do alike.
+type backendBase struct {
+	db  *sql.DB
+	cfg settings
+	// value is the value the candidate publishes: cfg.Value until
+	// Proclaim changes it (see proclaim).
+	value string
+	// adopt is the adopted lease in milliseconds during an adoption
+	// period (see adoptedMillis), 0 outside one; set by preflight.
+	adopt int64
+	// bound limits the server-side lock waits of statements on pooled
+	// connections; set by preflight.
+	bound stmt.AtomicBound
+}
+
+func (b *backendBase) stmtBound() stmt.Bound { return b.bound.Load() }
+
+// params are the values of the statements' parameters for this candidate
+// holding term hold (0 for none).
+func (b *backendBase) params(hold uint64) stmt.Params {
+	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+		Value: b.value, Priority: b.cfg.Preference.Priority}
+}
+
+// preferParams are the parameters of a request to hand over to this
+// candidate the term seen.
+func (b *backendBase) preferParams(seen Record) stmt.Params {
+	p := b.params(0)
+	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.Preference.Tenure)
+	return p
+}
+
+func (b *backendBase) leader(ctx context.Context) (Record, error) {
+	return ReadRecord(ctx, b.db, b.cfg.Table, b.cfg.Name)
+}
+
+// retryWait is how long a candidate that may not take rec now waits before
+// it looks again: the retry interval, or just after rec's lease (or
+// transfer window) runs out by the database clock.
+func (b *backendBase) retryWait(rec Record) time.Duration {
+	return min(getlock.Jitter(b.cfg.RetryInterval, b.cfg.JitterFactor), rec.LeaseLeft+time.Millisecond)
 }
 
 // surrender is how a holder gives its row up (backend.giveUp), one of:

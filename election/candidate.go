@@ -92,8 +92,9 @@ type Candidate struct {
 	st campaign // owned by the Run goroutine
 }
 
-func newCandidate(cfg settings, b backend) *Candidate {
+func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
 	return &Candidate{
+		db:       db,
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),

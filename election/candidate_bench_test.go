@@ -18,7 +18,7 @@ func BenchmarkIsLeader(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := newCandidate(cfg, nil)
+			c := newCandidate(nil, cfg, nil)
 			if tc.leading {
 				c.setDeadline(c.epoch.Add(time.Hour))
 			}

@@ -139,24 +139,18 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 		return nil, fmt.Errorf("%w: the lock backend cannot use a Batcher (each candidate needs its own connection)", ErrInvalidConfig)
 	}
 	log := cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock")
-	b := &lockBackend{db: db, cfg: cfg, log: log, value: cfg.Value, lc: getlock.Conn{Log: log}}
-	c := newCandidate(cfg, b)
-	c.db = db
-	return c, nil
+	b := &lockBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}, log: log, lc: getlock.Conn{Log: log}}
+	return newCandidate(db, cfg, b), nil
 }
 
 // lockBackend is the GET_LOCK backend. Every method but leader is called from
 // the Run goroutine only, so the connection state needs no mutex.
 type lockBackend struct {
-	db  *sql.DB
-	cfg settings
+	backendBase
 	log *slog.Logger
 
 	waitTimeout time.Duration // the lock connection's wait_timeout
 	lockWait    time.Duration // how long a follower blocks in GET_LOCK
-	// adopt is the adopted lease in milliseconds during an adoption
-	// period (see adoptedMillis), 0 outside one; set by preflight.
-	adopt int64
 
 	// lc is the lock connection, on the lock getlock.Name(database, cfg.Table,
 	// cfg.Name), set by preflight. After an error on it, it is discarded
@@ -168,14 +162,7 @@ type lockBackend struct {
 	lastUsed    time.Time // end of lc's last statement, for the idle limit
 	noKeepalive bool      // the server refused the session keepalive variables (see ensureConn)
 
-	// value is the value the candidate publishes: cfg.Value until Proclaim
-	// changes it (see proclaim).
-	value string
-
-	// bound limits lock waits of statements on pooled connections (the
-	// lock connection's session has the same limits); set by preflight.
-	bound stmt.AtomicBound
-
+	// The lock connection's session has the same limits as bound.
 	sql lockStmts // compiled by prepare
 }
 
@@ -190,13 +177,6 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	b.lc.Lock = lock
 	b.sql = lockStatements(cfg.Table, cfg.Name, lock, b.lockWait, bound, cfg.LockDelay)
 	b.sql.session = lockSessionSQL(secs, stmt.WaitSecs(cfg.QueryTimeout))
-}
-
-// params are the values of the statements' parameters for this candidate
-// holding term hold (0 for none).
-func (b *lockBackend) params(hold uint64) stmt.Params {
-	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
-		Value: b.value, Priority: b.cfg.Preference.Priority}
 }
 
 func (b *lockBackend) preflight(ctx context.Context) error {
@@ -240,10 +220,11 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		return b.lc.Conn, nil
 	}
 	b.wrote = 0
-	if err := b.lc.Open(ctx, b.db); err != nil {
+	c, err := b.db.Conn(ctx)
+	if err != nil {
 		return nil, err
 	}
-	c := b.lc.Conn
+	b.lc.Conn = c
 	if _, err := c.ExecContext(ctx, "ROLLBACK AND NO CHAIN NO RELEASE"); err != nil {
 		return nil, err
 	}
@@ -497,8 +478,7 @@ func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, 
 	if err := b.releaseLock(ctx); err != nil {
 		return Record{}, beat{}, 0, err
 	}
-	wait := getlock.Jitter(b.cfg.RetryInterval, b.cfg.JitterFactor)
-	return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
+	return rec, beat{}, b.retryWait(rec), nil
 }
 
 // holderGone is the lock delay of taking a live row that a lock holder
@@ -547,7 +527,7 @@ func (b *lockBackend) write(ctx context.Context, c *sql.Conn, s stmt.Stmt, p stm
 			term = uint64(id)
 			return term, nil
 		}
-		err = tx.QueryRowContext(ctx, b.sql.lastInsertID).Scan(&term)
+		err = tx.QueryRowContext(ctx, `SELECT LAST_INSERT_ID()`).Scan(&term)
 		return term, err
 	})
 	if err != nil {
@@ -670,9 +650,7 @@ func (b *lockBackend) proclaim(ctx context.Context, hold uint64, value string) (
 }
 
 func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
-	p := b.params(0)
-	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.Preference.Tenure)
-	return b.execRow(ctx, b.sql.prefer, p)
+	return b.execRow(ctx, b.sql.prefer, b.preferParams(seen))
 }
 
 // execRow runs s with p, an UPDATE of the election's row, on the lock
@@ -687,10 +665,6 @@ func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (ch
 		n, err = s.conn.Affected(ctx, b.lc.Conn, p)
 	}
 	return n == 1, err
-}
-
-func (b *lockBackend) leader(ctx context.Context) (Record, error) {
-	return ReadRecord(ctx, b.db, b.cfg.Table, b.cfg.Name)
 }
 
 func (b *lockBackend) close() {

@@ -12,7 +12,7 @@ import (
 // written just now, and the whole delay remains. Assume's microseconds are
 // trusted as they are.
 func TestSinceWrittenTrustsLessASecond(t *testing.T) {
-	b := &lockBackend{cfg: settings{TuningConfig: TuningConfig{LockDelay: 2 * time.Second}}}
+	b := &lockBackend{backendBase: backendBase{cfg: settings{TuningConfig: TuningConfig{LockDelay: 2 * time.Second}}}}
 	whole := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	micro := whole.Add(123456 * time.Microsecond)
 	for _, tc := range []struct {

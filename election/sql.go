@@ -294,11 +294,10 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 // statements that need nothing else have them in their text and bind no
 // parameter, so they go over the text protocol in one round trip.
 type lockStmts struct {
-	session      stmt.Stmt // the lock connection's session limits
-	read         stmt.Stmt // the election's row
-	peek         string    // no row, but fails unless the table has the columns
-	pass         stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
-	lastInsertID string    // the term a take or insert wrote, when its OK packet lacks it (lockBackend.write)
+	session stmt.Stmt // the lock connection's session limits
+	read    stmt.Stmt // the election's row
+	peek    string    // no row, but fails unless the table has the columns
+	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
 
 	// The statements that assign a term, run in one transaction with the
 	// term floor (see lockBackend.write): :floor and :insert come from it.
@@ -327,7 +326,6 @@ func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duratio
 		peek: `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
-		lastInsertID: `SELECT LAST_INSERT_ID()`,
 	}
 	// Taking an existing row: only if it is still the row that was read
 	// (an operator may write between the read and the take). The new term

@@ -47,7 +47,7 @@ type builtStatement struct {
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
 func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	t.Helper()
-	tb := &tableBackend{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}
+	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
 	tb.bound.Store(bound)
 	tb.stmts = tableStatements(tb.cfg.Table, tb.bound.Load(), tb.cfg.LockDelay)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects

@@ -30,9 +30,8 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 		return nil, err
 	}
 	// Unbounded until preflight knows the server.
-	t := &tableBackend{db: db, cfg: cfg, value: cfg.Value, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
-	c := newCandidate(cfg, t)
-	c.db = db
+	t := &tableBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
+	c := newCandidate(db, cfg, t)
 	if !cfg.DisableFastHandover {
 		t.wake = &wakeup{
 			Hint:  getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
@@ -44,27 +43,11 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 }
 
 type tableBackend struct {
-	db   *sql.DB
-	cfg  settings
+	backendBase
 	wake *wakeup // nil with Config.Tuning.DisableFastHandover
-	// value is the value the candidate publishes: cfg.Value until
-	// Proclaim changes it (see proclaim).
-	value string
-	// bound limits the statements' server-side lock waits; set by
-	// preflight, which then prepares the statements again.
-	bound stmt.AtomicBound
-	// adopt is the adopted lease in milliseconds during an adoption
-	// period (see adoptedMillis), 0 outside one; set by preflight.
-	adopt int64
-
+	// stmts are prepared again by preflight, bounded once the server is
+	// known.
 	stmts tableStmts
-}
-
-// params are the values of the statements' parameters for this candidate
-// holding term hold (0 for none).
-func (t *tableBackend) params(hold uint64) stmt.Params {
-	return stmt.Params{Name: t.cfg.Name, Me: t.cfg.ID, Hold: hold, Lease: max(t.cfg.leaseMillis(), t.adopt), Value: t.value,
-		Priority: t.cfg.Preference.Priority}
 }
 
 func (t *tableBackend) preflight(ctx context.Context) error {
@@ -80,16 +63,18 @@ func (t *tableBackend) preflight(ctx context.Context) error {
 	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
 		return err
 	}
-	bound, err := stmt.DetectBound(ctx, t.db, t.cfg.QueryTimeout)
+	// The server's flavour, and where the handover hint's lock is.
+	site, err := getlock.ReadSite(ctx, t.db, t.cfg.Table)
 	if err != nil {
 		return err
 	}
+	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
 	t.bound.Store(bound)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	if t.wake != nil {
-		return t.wake.preflight(ctx, t.cfg.Table)
+		t.wake.preflight(site)
 	}
 	return nil
 }
@@ -109,8 +94,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 		// holds nothing) with a planned change pending, which it may not
 		// claim: look again at the retry interval, or just after the
 		// lease (the transfer window) runs out by the database clock.
-		wait := getlock.Jitter(t.cfg.RetryInterval, t.cfg.JitterFactor)
-		return rec, beat{}, min(wait, rec.LeaseLeft+time.Millisecond), nil
+		return rec, beat{}, t.retryWait(rec), nil
 	}
 	b, err := t.heartbeat(ctx, 0)
 	return rec, b, 0, err
@@ -258,16 +242,10 @@ func (t *tableBackend) proclaim(ctx context.Context, hold uint64, value string) 
 }
 
 func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
-	p := t.params(0)
-	p.Term, p.Tenure = seen.Term, ceilMillis(t.cfg.Preference.Tenure)
 	// A request not written (a session that would not commit it, see
 	// commitsSQL) is asked again at the next look.
-	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, p)
+	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, t.preferParams(seen))
 	return n == 1, probe.Classify(err, t.cfg.Table)
-}
-
-func (t *tableBackend) leader(ctx context.Context) (Record, error) {
-	return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
 }
 
 func (t *tableBackend) close() {

@@ -38,15 +38,10 @@ type wakeup struct {
 }
 
 // preflight names the lock after the election's database and table, and
-// learns whether the server takes fractional lock timeouts.
-func (w *wakeup) preflight(ctx context.Context, table string) error {
-	site, err := getlock.ReadSite(ctx, w.DB, table)
-	if err != nil {
-		return err
-	}
+// learns whether the server takes fractional lock timeouts, from site.
+func (w *wakeup) preflight(site getlock.Site) {
 	w.Lock = getlock.NewLock(getlock.WakeName(site.Database, site.Table, w.Election), site.Flavor)
 	w.held.Lock = w.Lock
-	return nil
 }
 
 // hold makes sure the holder keeps the lock; called after each heartbeat

@@ -85,11 +85,6 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 	}
 }
 
-// Beginner is where a floor transaction runs: a pool (*sql.DB: one of
-// its connections) or one connection (*sql.Conn, the lock connection);
-// nothing else.
-type Beginner = stmt.Execer
-
 // Tx is the transaction a Write runs its statements in: one
 // connection, every statement (BEGIN and COMMIT included) under the
 // caller's context (see InConnTx).
@@ -111,7 +106,7 @@ type Write func(tx Tx, floor uint64, first bool) (term uint64, err error)
 // of neighbouring names, which both wait for the floor's marker
 // (firstElection): the loser is tried once more, and then finds the
 // winner's rows.
-func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+func InTx(ctx context.Context, db stmt.Execer, f Stmts, name string, write Write) error {
 	err := InTxOnce(ctx, db, f, name, write)
 	if mysqlerr.WriteConflict(err) && ctx.Err() == nil {
 		err = InTxOnce(ctx, db, f, name, write)
@@ -121,8 +116,9 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 
 // InConnTx runs body, which runs its statements on c, in one transaction:
 // BEGIN, body and COMMIT, or ROLLBACK when body fails, every statement
-// under ctx. c is db itself (a *sql.Conn), or one of its connections,
-// given back to the pool after. database/sql's Tx.Commit takes no context, and a COMMIT can
+// under ctx. db is a pool (*sql.DB) or one connection (*sql.Conn, the
+// lock connection), nothing else; c is db itself (a *sql.Conn), or one of
+// its connections, given back to the pool after. database/sql's Tx.Commit takes no context, and a COMMIT can
 // wait for seconds (a Galera cluster stalls every commit until it evicts a
 // dead node): a heartbeat, or a Batcher's renewal, must not. The library's
 // transactions (InTx, a Batcher's renewal) all run so.
@@ -130,7 +126,7 @@ func InTx(ctx context.Context, db Beginner, f Stmts, name string, write Write) e
 // A connection that cannot be rolled back (its context ended, or it broke)
 // or whose COMMIT failed is discarded: never handed back to the pool with
 // the transaction and its locks still open.
-func InConnTx(ctx context.Context, db Beginner, body func(c *sql.Conn) error) error {
+func InConnTx(ctx context.Context, db stmt.Execer, body func(c *sql.Conn) error) error {
 	c, ok := db.(*sql.Conn)
 	if !ok {
 		var err error
@@ -187,7 +183,7 @@ func Discard(c *sql.Conn) {
 }
 
 // InTxOnce is InTx without the second try.
-func InTxOnce(ctx context.Context, db Beginner, f Stmts, name string, write Write) error {
+func InTxOnce(ctx context.Context, db stmt.Execer, f Stmts, name string, write Write) error {
 	return InConnTx(ctx, db, func(c *sql.Conn) error {
 		floor, missing, err := readFloor(ctx, c, f, name)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -30,7 +31,7 @@ func TestInConnTx(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = conn.Close() }) // closed below, before the pool's turn
 	errBody := errors.New("body failed")
-	check := func(what string, on floor.Beginner, q interface {
+	check := func(what string, on stmt.Execer, q interface {
 		QueryRowContext(context.Context, string, ...any) *sql.Row
 	}) {
 		for _, c := range []struct {

@@ -108,7 +108,8 @@ func Literal(s string) string { return "'" + s + "'" }
 // read from the server by ReadSite.
 type Site struct {
 	Database, Table string      // as Name and WakeName take them
-	Flavor          stmt.Flavor // of VERSION()
+	Version         string      // the server's VERSION()
+	Flavor          stmt.Flavor // of Version
 }
 
 // ReadSite reads the database and the table an election's lock names
@@ -122,11 +123,11 @@ type Site struct {
 func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
 	var cur sql.NullString
 	var fold int
-	var version string
-	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &version); err != nil {
+	s := Site{Table: table}
+	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &s.Version); err != nil {
 		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
 	}
-	s := Site{Database: cur.String, Table: table, Flavor: stmt.FlavorOf(version)}
+	s.Database, s.Flavor = cur.String, stmt.FlavorOf(s.Version)
 	if fold != 0 {
 		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
 	}
@@ -208,13 +209,6 @@ type Conn struct {
 	Conn   *sql.Conn // nil when none is open
 	ID     uint64    // its CONNECTION_ID(), once its user read it
 	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
-}
-
-// Open takes a connection from db for the lock; c.Conn must be nil (and
-// so ID 0 and Locked false: Discard and GiveBack clear them).
-func (c *Conn) Open(ctx context.Context, db *sql.DB) (err error) {
-	c.Conn, err = db.Conn(ctx)
-	return err
 }
 
 // Scan runs s, a statement of the lock's returning one number (no
@@ -371,7 +365,10 @@ func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
 		return s.MaxOpenConnections <= 0 || s.MaxOpenConnections-s.InUse >= n
 	}
 	if spare(2) {
-		if err := c.Open(ctx, h.DB); err != nil {
+		// c.Conn is nil, and so ID 0 and Locked false (Discard and
+		// GiveBack clear them).
+		var err error
+		if c.Conn, err = h.DB.Conn(ctx); err != nil {
 			return false, err
 		}
 		if spare(1) {
