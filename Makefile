@@ -1,4 +1,4 @@
-# sqlelect developer targets. `make test` is what CI runs (see .ci/run).
+# sqlelect developer targets. CI runs `make ci` (see .ci/run): the model, make test's checks and tests, and the server matrix.
 
 GO ?= go
 # Find the Go toolchain even when /usr/local/go/bin is not on PATH.
