@@ -51,8 +51,9 @@ func (c *Candidate) Transfer(ctx context.Context, to string) error {
 		if c.st.phase != leading || !c.IsLeader() {
 			return fmt.Errorf("election: transfer to %q: %w", to, ErrNotLeader)
 		}
-		// To itself, handOver does nothing: it leads already.
-		c.log.Info("transferring leadership", "term", c.st.hold, "to", to)
+		if to != c.cfg.ID { // to itself, nothing to do: it leads already
+			c.log.Info("transferring leadership", "term", c.st.hold, "to", to)
+		}
 		return c.handOver(rctx, to)
 	})
 }
