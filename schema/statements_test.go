@@ -51,8 +51,18 @@ func TestStatementsOfMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := 0
-		for _, l := range strings.Split(string(data), "\n") {
-			if strings.HasSuffix(l, ";") && !strings.HasPrefix(strings.TrimSpace(l), "--") {
+		for i, l := range strings.Split(string(data), "\n") {
+			text := strings.TrimSpace(l)
+			if strings.HasPrefix(text, "--") {
+				continue
+			}
+			// The layout statements() relies on: a statement ends at the
+			// end of a line, and comments are "--" lines (a ";" inside a
+			// line, or a "#" or "/*" comment, would be split wrongly).
+			if strings.Contains(strings.TrimSuffix(text, ";"), ";") || strings.HasPrefix(text, "#") || strings.Contains(text, "/*") {
+				t.Errorf("%s:%d: %q breaks the migrations' layout (one statement ends a line; comments are -- lines)", name, i+1, l)
+			}
+			if strings.HasSuffix(text, ";") {
 				want++
 			}
 		}
