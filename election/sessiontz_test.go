@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -217,5 +218,38 @@ func TestRunRefusesUnknownTimeZone(t *testing.T) {
 				t.Errorf("Run = %v (context: %v), want %v before the context ends", err, ctx.Err(), election.ErrUnknownTimeZone)
 			}
 		})
+	}
+}
+
+// TestSysdateProbeAcrossFallBack: the --sysdate-is-now probe, which a
+// statement refused by the session check runs, read SYSDATE(6) twice around
+// a 2 ms sleep and refused the server when the second read was not later.
+// In a session time zone with daylight saving time, a fall-back between the
+// reads makes the second an hour earlier, and a leader whose connection had
+// such a zone stopped with ErrSysdateIsNow instead of standing down and
+// retrying (TestSessionDSTZoneOnPool in CI). Probed without pause on such a
+// session across three fall-backs, it never refuses the server.
+func TestSysdateProbeAcrossFallBack(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	clean := testdb.Open(t, dsn)
+	zone := loadFlappingZone(t, ctx, time.Second, 10*time.Second)
+	db := onePool(t, ctx, dsn, fmt.Sprintf("SET time_zone = '%s'", zone))
+	now := func() (s int64) {
+		if err := clean.QueryRowContext(ctx, `SELECT UNIX_TIMESTAMP()`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The zone falls back 2, 4 and 6 s after it was loaded.
+	for n, start, at := 0, now(), int64(0); at < start+7; n++ {
+		if err := probe.CheckSysdate(ctx, db); err != nil {
+			t.Fatalf("probe %d: %v", n, err)
+		}
+		if n%50 == 0 {
+			at = now()
+		}
 	}
 }

@@ -159,14 +159,16 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 // CheckSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
 // clock at each call (--sysdate-is-now makes it NOW(), the statement's
 // start, which a session can set): two calls a millisecond apart return the
-// same time.
+// same time. Only equality tells: in a session time zone with daylight
+// saving time, a fall-back between the calls (or a clock stepped back)
+// makes the second read earlier, not equal.
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
 	if err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b); err != nil {
 		return fmt.Errorf("election: checking the server's clock: %w", err)
 	}
-	if a >= b { // one format: the text orders as the time
+	if a == b {
 		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
 	}
 	return nil
