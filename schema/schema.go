@@ -243,13 +243,8 @@ type LayoutError struct {
 }
 
 func (e *LayoutError) Unwrap() error {
-	switch e.kind {
-	case adoption.KindRecipe:
-		return ErrRecipeTable
-	case adoption.KindMissing:
-		return ErrTableMissing
-	}
-	return ErrForeignTable
+	sentinel := map[adoption.Kind]error{adoption.KindRecipe: ErrRecipeTable, adoption.KindMissing: ErrTableMissing}[e.kind]
+	return cmp.Or(sentinel, ErrForeignTable)
 }
 
 func (e *LayoutError) Error() string {
