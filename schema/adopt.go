@@ -233,14 +233,14 @@ func (g *Migrator) EndAdoption(ctx context.Context) error {
 // when it has the layout done (the table "is sqlelect's already", say), or
 // a *LayoutError.
 func (s *session) expect(verb string, want, done adoption.Kind, already string) (int, error) {
-	v, _, l, err := s.state("migrate "+verb, false)
-	switch {
-	case err != nil || l.kind == want:
+	v, _, cols, err := s.state("migrate "+verb, false)
+	switch kind := adoption.Classify(cols); {
+	case err != nil || kind == want:
 		return v, err
-	case l.kind == done:
+	case kind == done:
 		return 0, fmt.Errorf("%w: the table %s %s already", ErrNoChange, tableName, already)
 	}
-	return 0, &LayoutError{layout: l, Table: tableName, Version: v, Action: verb}
+	return 0, &LayoutError{columns: cols, Table: tableName, Version: v, Action: verb}
 }
 
 func (s *session) endAdoption() error {
