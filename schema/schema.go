@@ -181,8 +181,8 @@ func (s *session) check(action string) error {
 }
 
 // state reads the recorded version and, unless it is dirty, the table's
-// columns, in order (adoption.Classify tells what they make it). It refuses a dirty version unless dirtyOK, then one newer than
-// Latest.
+// columns, in order (adoption.Classify tells what they make it). It
+// refuses a dirty version unless dirtyOK, then one newer than Latest.
 func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, cols []adoption.Column, err error) {
 	if v, dirty, err = s.Version(); err != nil {
 		return 0, false, nil, err
