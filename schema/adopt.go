@@ -91,14 +91,10 @@ func CheckRecipeTimeout(d time.Duration) error {
 }
 
 func (s *session) adopt(timeout time.Duration) error {
-	v, _, l, err := s.state("migrate adopt", false)
+	v, err := s.expect("adopt", adoption.KindRecipe, adoption.KindSqlelect, "is sqlelect's")
 	switch {
 	case err != nil:
 		return err
-	case l.kind == adoption.KindSqlelect:
-		return fmt.Errorf("%w: the table %s is sqlelect's already", ErrNoChange, tableName)
-	case l.kind != adoption.KindRecipe:
-		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt"}
 	case v > 1:
 		return fmt.Errorf("schema: the table %s is the recipe's but %s records version %d: "+
 			"run 'sqlelect migrate force -1' if no sqlelect migration ran on it, then adopt", tableName, MigrationsTable, v)
@@ -156,14 +152,9 @@ const adoptSQL = `ALTER TABLE ` + tableName + `
 // deadline, which must be below the recipe's timeout).
 func (g *Migrator) Unadopt(ctx context.Context) error {
 	return run(ctx, g.db, func(s *session, m *migrate.Migrate) error {
-		v, _, l, err := s.state("migrate unadopt", false)
-		switch {
-		case err != nil:
+		v, err := s.expect("unadopt", adoption.KindSqlelect, adoption.KindRecipe, "has the recipe's layout")
+		if err != nil {
 			return err
-		case l.kind == adoption.KindRecipe:
-			return fmt.Errorf("%w: the table %s has the recipe's layout already", ErrNoChange, tableName)
-		case l.kind != adoption.KindSqlelect:
-			return &LayoutError{layout: l, Table: tableName, Version: v, Action: "unadopt"}
 		}
 		var bad, long string
 		err = s.conn.QueryRowContext(s.ctx, `SELECT
@@ -222,10 +213,7 @@ FROM `+tableName+` ORDER BY anchor`)
 // outside the period, and on a table that is not sqlelect's.
 func (g *Migrator) Adoption(ctx context.Context) (lease time.Duration, ok bool, err error) {
 	lease, ok, err = adoption.Lease(ctx, g.db, tableName)
-	if err != nil {
-		return 0, false, fmt.Errorf("schema: %w", err)
-	}
-	return lease, ok, nil
+	return lease, ok, wrap(ctx, err) // lease and ok are zero on an error
 }
 
 // EndAdoption ends the adoption period Adopt began: rows written later
@@ -240,13 +228,25 @@ func (g *Migrator) EndAdoption(ctx context.Context) error {
 	return run(ctx, g.db, func(s *session, _ *migrate.Migrate) error { return s.withLock(s.endAdoption) })
 }
 
+// expect reads the state for verb ("adopt", "unadopt" or "adopt-end"): the
+// recorded version when the table has the layout want, else ErrNoChange
+// when it has the layout done (the table "is sqlelect's already", say), or
+// a *LayoutError.
+func (s *session) expect(verb string, want, done adoption.Kind, already string) (int, error) {
+	v, _, cols, err := s.state("migrate "+verb, false)
+	switch kind := adoption.Classify(cols); {
+	case err != nil || kind == want:
+		return v, err
+	case kind == done:
+		return 0, fmt.Errorf("%w: the table %s %s already", ErrNoChange, tableName, already)
+	}
+	return 0, &LayoutError{columns: cols, Table: tableName, Version: v, Action: verb}
+}
+
 func (s *session) endAdoption() error {
-	v, _, l, err := s.state("migrate adopt-end", false)
+	v, err := s.expect("adopt-end", adoption.KindSqlelect, adoption.KindSqlelect, "")
 	if err != nil {
 		return err
-	}
-	if l.kind != adoption.KindSqlelect {
-		return &LayoutError{layout: l, Table: tableName, Version: v, Action: "adopt-end"}
 	}
 	if _, ok, err := adoption.Lease(s.ctx, s.conn, tableName); err != nil {
 		return err // run prefixes it

@@ -133,13 +133,13 @@ func (g *Migrator) Version(ctx context.Context) (version uint, dirty bool, err e
 
 // check refuses to run migrations the database cannot take; see Up.
 func (s *session) check(action string) error {
-	v, dirty, l, err := s.state(action, true)
-	switch {
+	v, dirty, cols, err := s.state(action, true)
+	switch kind := adoption.Classify(cols); {
 	case err != nil || dirty:
 		return err // golang-migrate reports ErrDirty
-	case l.kind == adoption.KindRecipe || l.kind == adoption.KindForeign || l.kind == adoption.KindMissing && v > 0:
-		return &LayoutError{layout: l, Table: tableName, Version: v, Action: action}
-	case l.kind == adoption.KindMissing:
+	case kind == adoption.KindRecipe || kind == adoption.KindForeign || kind == adoption.KindMissing && v > 0:
+		return &LayoutError{columns: cols, Table: tableName, Version: v, Action: action}
+	case kind == adoption.KindMissing:
 		return nil
 	}
 	// cv is the lowest schema version that has every column of the table
@@ -153,7 +153,7 @@ func (s *session) check(action string) error {
 	}
 	added := map[string]int{"transfer_to": 4, "priority": 5, "decision": 7}
 	cv := 1
-	for _, c := range l.columns {
+	for _, c := range cols {
 		cv = max(cv, added[c.Name])
 	}
 	if cv == 5 && len(floor) > 0 || cv == 7 && slices.ContainsFunc(floor, func(c adoption.Column) bool { return c.Name == "marked_at" }) {
@@ -181,23 +181,23 @@ func (s *session) check(action string) error {
 }
 
 // state reads the recorded version and, unless it is dirty, the table's
-// layout. It refuses a dirty version unless dirtyOK, then one newer than
-// Latest.
-func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, l layout, err error) {
+// columns, in order (adoption.Classify tells what they make it). It
+// refuses a dirty version unless dirtyOK, then one newer than Latest.
+func (s *session) state(action string, dirtyOK bool) (v int, dirty bool, cols []adoption.Column, err error) {
 	if v, dirty, err = s.Version(); err != nil {
-		return 0, false, layout{}, err
+		return 0, false, nil, err
 	}
 	switch {
 	case dirty && !dirtyOK:
-		return 0, false, layout{}, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
+		return 0, false, nil, fmt.Errorf("schema: %s records version %d as dirty: repair the schema and 'sqlelect migrate force' first", MigrationsTable, v)
 	case v > int(Latest()):
-		return 0, false, layout{}, fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
+		return 0, false, nil, fmt.Errorf("%w: %s records version %d, this binary's latest is %d; %s refused, nothing done: "+
 			"use the sqlelect (or package schema) that migrated it, or a newer one", ErrSchemaNewer, MigrationsTable, v, Latest(), action)
 	case dirty:
-		return v, true, layout{}, nil
+		return v, true, nil, nil
 	}
-	cols, err := adoption.Columns(s.ctx, s.conn, tableName)
-	return v, false, layout{kind: adoption.Classify(cols), columns: cols}, err // run prefixes err
+	cols, err = adoption.Columns(s.ctx, s.conn, tableName)
+	return v, false, cols, err // run prefixes err
 }
 
 // Latest returns the highest version among the embedded migrations: their
@@ -226,34 +226,23 @@ func upFiles() []string {
 	return names
 }
 
-// layout is the table's columns, in order, and what they make it.
-type layout struct {
-	kind    adoption.Kind
-	columns []adoption.Column
-}
-
 // LayoutError says why the table cannot be migrated as it is: what was
 // found and what to do. It wraps ErrRecipeTable, ErrForeignTable or
 // ErrTableMissing.
 type LayoutError struct {
-	layout
-	Table   string // service_election
-	Version int    // the version recorded by golang-migrate, -1 for none
-	Action  string // what was refused: "migrate up", "adopt"…
+	columns []adoption.Column // in order: adoption.Classify tells the kind
+	Table   string            // service_election
+	Version int               // the version recorded by golang-migrate, -1 for none
+	Action  string            // what was refused: "migrate up", "adopt"…
 }
 
 func (e *LayoutError) Unwrap() error {
-	switch e.kind {
-	case adoption.KindRecipe:
-		return ErrRecipeTable
-	case adoption.KindMissing:
-		return ErrTableMissing
-	}
-	return ErrForeignTable
+	sentinel := map[adoption.Kind]error{adoption.KindRecipe: ErrRecipeTable, adoption.KindMissing: ErrTableMissing}[adoption.Classify(e.columns)]
+	return cmp.Or(sentinel, ErrForeignTable)
 }
 
 func (e *LayoutError) Error() string {
-	switch e.kind {
+	switch adoption.Classify(e.columns) {
 	case adoption.KindMissing:
 		if e.Action == "adopt" {
 			return fmt.Sprintf("schema: there is no table %s to adopt: run 'sqlelect migrate up' to create it", e.Table)

@@ -194,7 +194,8 @@ func (s *session) Drop() error                          { return errors.ErrUnsup
 func statements(script string) []string {
 	var out, lines []string
 	code := false
-	for _, line := range strings.Split(script, "\n") {
+	// The ";" line added ends the last statement when no semicolon does.
+	for _, line := range strings.Split(script+"\n;", "\n") {
 		text := strings.TrimSpace(line)
 		comment := strings.HasPrefix(text, "--")
 		lines = append(lines, line)
@@ -206,9 +207,6 @@ func statements(script string) []string {
 			}
 			lines, code = nil, false
 		}
-	}
-	if code {
-		out = append(out, strings.TrimSpace(strings.Join(lines, "\n")))
 	}
 	return out
 }

@@ -62,7 +62,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,8 +91,7 @@ type Fake struct {
 
 	fencedErr atomic.Pointer[error] // set by FailFenced; nil or a nil error: none
 
-	mu     sync.Mutex
-	record election.Record // who holds the election; ID empty when nobody; written on the Run goroutine
+	record atomic.Pointer[election.Record] // who holds the election; ID empty when nobody; written on the Run goroutine
 
 	// Owned by the Run goroutine; cfg.Value is the value published:
 	// Config.Value, or what Proclaim set.
@@ -121,12 +119,9 @@ func New(cfg election.Config) (*Fake, error) {
 	if len(cfg.Value) > ident.MaxValueLen {
 		return nil, fmt.Errorf("%w: value: at most %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
-	return &Fake{
-		cfg:      cfg,
-		reqs:     make(chan func()),
-		record:   election.Record{Election: cfg.Name},
-		resigned: make(chan struct{}),
-	}, nil
+	f := &Fake{cfg: cfg, reqs: make(chan func()), resigned: make(chan struct{})}
+	f.record.Store(&election.Record{Election: cfg.Name})
+	return f, nil
 }
 
 // Name implements election.Election.
@@ -322,7 +317,7 @@ func (f *Fake) Proclaim(ctx context.Context, value string) error {
 	}
 	return f.leaderDo(ctx, "proclaim", func() {
 		f.cfg.Value = value
-		r := f.record
+		r := *f.record.Load()
 		r.Value = value
 		f.publish(r)
 	})
@@ -355,12 +350,10 @@ func (f *Fake) Leader(ctx context.Context) (election.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return election.Record{}, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.record.ID == "" {
-		return f.record, fmt.Errorf("%w: election %q has no live lease", election.ErrNoLeader, f.cfg.Name)
+	rec := *f.record.Load()
+	if rec.ID == "" {
+		return rec, fmt.Errorf("%w: election %q has no live lease", election.ErrNoLeader, f.cfg.Name)
 	}
-	rec := f.record
 	rec.LastRenewal = f.now()
 	return rec, nil
 }
@@ -417,10 +410,7 @@ func (f *Fake) setRecord(r election.Record) uint64 {
 // its holder, term or value differs from the record before. Run goroutine
 // only.
 func (f *Fake) publish(r election.Record) {
-	f.mu.Lock()
-	old := f.record
-	f.record = r
-	f.mu.Unlock()
+	old := *f.record.Swap(&r)
 	if cb := f.cfg.Callbacks.OnLeaderChanged; cb != nil && (r.ID != old.ID || r.Term != old.Term || r.Value != old.Value) {
 		cb(r)
 	}

@@ -18,10 +18,14 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 )
 
-// progresser is what the handlers read of an Election beyond the
-// interface: *election.Candidate has it, a test fake need not.
-type progresser interface {
-	Progress() election.Progress
+// progress reads e's Progress, which the handlers read beyond the
+// interface: *election.Candidate has it, a test fake need not. Without
+// one, e is reported running and healthy, with no health check.
+func progress(e election.Election) election.Progress {
+	if pe, ok := e.(interface{ Progress() election.Progress }); ok {
+		return pe.Progress()
+	}
+	return election.Progress{Running: true, Healthy: true}
 }
 
 // LeaderCheckHandler returns an http.Handler for load balancers, like
@@ -32,16 +36,20 @@ func LeaderCheckHandler(e election.Election, notLeaderStatus int) http.Handler {
 	notLeaderStatus = cmp.Or(notLeaderStatus, http.StatusNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if e.IsLeader() {
-			reply(w, http.StatusOK, "leader\n")
+			reply(w, http.StatusOK, plainText, "leader\n")
 			return
 		}
-		reply(w, notLeaderStatus, "not leader\n")
+		reply(w, notLeaderStatus, plainText, "not leader\n")
 	})
 }
 
-// reply answers code with a plain-text body, not to be cached.
-func reply(w http.ResponseWriter, code int, body string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+// plainText is the Content-Type of LeaderCheckHandler's and HealthzHandler's
+// answers.
+const plainText = "text/plain; charset=utf-8"
+
+// reply answers code with body, of type contentType, not to be cached.
+func reply(w http.ResponseWriter, code int, contentType, body string) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
@@ -77,13 +85,10 @@ func StatusHandler(e election.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term()}
-		if pe, ok := e.(progresser); ok {
-			p := pe.Progress()
-			st.Wedged = p.Wedged
-			if p.HealthCheck {
-				st.Healthy = &p.Healthy
-			}
+		p := progress(e)
+		st := StatusJSON{Election: e.Name(), ID: e.ID(), IsLeader: e.IsLeader(), Term: e.Term(), Wedged: p.Wedged}
+		if p.HealthCheck {
+			st.Healthy = &p.Healthy
 		}
 		code := http.StatusOK
 		rec, err := e.Leader(ctx)
@@ -94,10 +99,8 @@ func StatusHandler(e election.Election) http.Handler {
 		default:
 			code, st.Error = http.StatusServiceUnavailable, err.Error()
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(st)
+		body, _ := json.Marshal(st) // never fails: no channel, func or cyclic value
+		reply(w, code, "application/json", string(body)+"\n")
 	})
 }
 
@@ -118,22 +121,19 @@ func StatusHandler(e election.Election) http.Handler {
 // concurrent use.
 func HealthzHandler(e election.Election) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		p := election.Progress{Running: true, Healthy: true} // a fake's: "ok"
-		if pe, ok := e.(progresser); ok {
-			p = pe.Progress()
-		}
+		p := progress(e) // a fake's: "ok"
 		switch {
 		case !p.Running:
-			reply(w, http.StatusServiceUnavailable, "not running\n")
+			reply(w, http.StatusServiceUnavailable, plainText, "not running\n")
 		case p.Wedged:
-			reply(w, http.StatusServiceUnavailable, fmt.Sprintf("wedged: no progress for %v past due (renew deadline %v)\n",
+			reply(w, http.StatusServiceUnavailable, plainText, fmt.Sprintf("wedged: no progress for %v past due (renew deadline %v)\n",
 				p.Overdue.Round(time.Millisecond), p.RenewDeadline))
 		case p.Unreachable > 0:
-			reply(w, http.StatusOK, fmt.Sprintf("ok; database unreachable for %v: retrying\n", p.Unreachable.Round(time.Millisecond)))
+			reply(w, http.StatusOK, plainText, fmt.Sprintf("ok; database unreachable for %v: retrying\n", p.Unreachable.Round(time.Millisecond)))
 		case !p.Healthy:
-			reply(w, http.StatusOK, "ok; health check failing: not campaigning\n")
+			reply(w, http.StatusOK, plainText, "ok; health check failing: not campaigning\n")
 		default:
-			reply(w, http.StatusOK, "ok\n")
+			reply(w, http.StatusOK, plainText, "ok\n")
 		}
 	})
 }

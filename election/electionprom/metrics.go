@@ -47,8 +47,7 @@ type Metrics struct {
 	leaderDesc, termDesc, leftDesc, ageDesc *prometheus.Desc
 	attemptDesc, wedgedDesc, healthyDesc    *prometheus.Desc
 
-	mu         sync.Mutex
-	candidates map[*candidate]struct{}
+	candidates sync.Map // the running candidates, *candidate keys
 }
 
 // The counters, indexes of Metrics.counters.
@@ -87,7 +86,6 @@ func NewMetrics() *Metrics {
 		termDesc:    prometheus.NewDesc("sqlelect_term", "The fencing term while this process leads, else 0.", l, nil),
 		leftDesc:    prometheus.NewDesc("sqlelect_lease_remaining_seconds", "Time left before this leader must stand down without a renewal (local monotonic clock), else 0.", l, nil),
 		ageDesc:     prometheus.NewDesc("sqlelect_last_renewal_age_seconds", "Time since this process's last successful renewal or acquisition.", l, nil),
-		candidates:  map[*candidate]struct{}{},
 	}
 	// counter makes counter i, labelled by election and label, if any.
 	counter := func(i int, name, help string, label ...string) {
@@ -119,9 +117,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		c.Collect(ch)
 	}
 	m.duration.Collect(ch)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for c := range m.candidates {
+	m.candidates.Range(func(k, _ any) bool {
+		c := k.(*candidate)
 		p := c.progress() // Term and LeaseLeft are zero unless Leading
 		ch <- prometheus.MustNewConstMetric(m.leaderDesc, prometheus.GaugeValue, b2f(p.Leading), c.name)
 		ch <- prometheus.MustNewConstMetric(m.termDesc, prometheus.GaugeValue, float64(p.Term), c.name)
@@ -134,7 +131,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if c.healthCheck {
 			ch <- prometheus.MustNewConstMetric(m.healthyDesc, prometheus.GaugeValue, b2f(p.Healthy), c.name)
 		}
-	}
+		return true
+	})
 }
 
 // Start implements election.Metrics: the candidate's gauges are served
@@ -146,9 +144,7 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 		return func() {}
 	}
 	c := &candidate{name: cfg.Name, healthCheck: cfg.Health.Check != nil, progress: progress}
-	m.mu.Lock()
-	m.candidates[c] = struct{}{}
-	m.mu.Unlock()
+	m.candidates.Store(c, nil)
 	for _, r := range []election.Reason{"elected", election.ReasonResigned, election.ReasonLeaseLost, election.ReasonDeposed,
 		election.ReasonError, election.ReasonUnhealthy, election.ReasonTransferred} {
 		m.counters[changes].WithLabelValues(c.name, string(r))
@@ -163,11 +159,7 @@ func (m *Metrics) Start(cfg election.Config, progress func() election.Progress) 
 	if cfg.Preference.Priority > 0 {
 		m.counters[preferRequests].WithLabelValues(c.name)
 	}
-	return func() {
-		m.mu.Lock()
-		delete(m.candidates, c)
-		m.mu.Unlock()
-	}
+	return func() { m.candidates.Delete(c) }
 }
 
 // inc adds one to the series of counter i with labels; a nil m records

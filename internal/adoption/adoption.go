@@ -83,15 +83,12 @@ func Classify(cols []Column) Kind {
 	if len(cols) == 0 {
 		return KindMissing
 	}
-	byName, ours := map[string]Column{}, 0
+	byName := map[string]Column{}
 	for _, c := range cols {
 		byName[c.Name] = c
-		if slices.Contains(V1Columns, c.Name) {
-			ours++
-		}
 	}
-	if ours == len(V1Columns) {
-		return KindSqlelect
+	if !slices.ContainsFunc(V1Columns, func(name string) bool { return byName[name].Name == "" }) {
+		return KindSqlelect // none of its columns is missing
 	}
 	anchor, service, seen := byName["anchor"], byName["service_id"], byName["last_seen_active"]
 	integer := map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "bigint": true}
