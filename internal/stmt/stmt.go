@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -57,13 +58,11 @@ func (p *Params) Insert() string {
 	return "insert"
 }
 
-// Stmt is a compiled statement: its text with a ? for each scalar
-// parameter, and the parameters' names in the order of their placeholders.
-// A Stmt is immutable and safe to share.
+// Stmt is a compiled statement: its text around each parameter, and the
+// parameters' names in order. A Stmt is immutable and safe to share.
 type Stmt struct {
-	text   string
-	names  []string
-	listAt int // where in text the list parameter's placeholders go; -1 for none
+	parts []string // the text before each parameter, then after the last
+	names []string
 }
 
 // Must compiles sql, which is one of the library's own statements, with
@@ -73,7 +72,7 @@ type Stmt struct {
 // escapes) is left alone; a positional ? outside quotes is refused, so that
 // every argument comes from a name.
 func Must(sql string) Stmt {
-	s := Stmt{listAt: -1}
+	var s Stmt
 	var b strings.Builder
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
@@ -93,45 +92,78 @@ func Must(sql string) Stmt {
 				j++
 			}
 			name := sql[i+1 : j]
-			if _, ok := (&Params{}).values()[name]; ok {
-				b.WriteByte('?')
-			} else if name == listParam && s.listAt < 0 {
-				s.listAt = b.Len()
-			} else {
+			if _, ok := (&Params{}).values()[name]; !ok && name != listParam {
 				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
-			s.names = append(s.names, name)
+			s.parts, s.names = append(s.parts, b.String()), append(s.names, name)
+			b.Reset()
 			i = j - 1
 		default:
 			b.WriteByte(c)
 		}
 	}
-	s.text = b.String()
+	s.parts = append(s.parts, b.String())
 	return s
 }
 
 func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
 
-// Bind returns the statement's text and its arguments taken from p, in the
-// order of the placeholders. The list parameter becomes one placeholder per
-// element (at least one element is needed for valid SQL).
+// Bind returns the statement's text with p's values, and the arguments of
+// the placeholders left in it. A number, or a string of printable ASCII
+// without a quote, a backslash or a question mark, is written into the
+// text as a literal: a statement without arguments takes one round trip
+// (the text protocol), where arguments cost a server-side prepare, an
+// execute and a close unless the DSN sets interpolateParams. Any other
+// string stays a ? and an argument: its literal would depend on session
+// state the library did not set (sql_mode's NO_BACKSLASH_ESCAPES, the
+// character set). The list parameter becomes one value per element (at
+// least one element is needed for valid SQL).
 func (s Stmt) Bind(p Params) (string, []any) {
 	v := p.values()
-	args := make([]any, 0, len(s.names))
-	for _, name := range s.names {
+	var b strings.Builder
+	var args []any
+	bind := func(x any) {
+		if lit, ok := Literal(x); ok {
+			b.WriteString(lit)
+		} else {
+			b.WriteByte('?')
+			args = append(args, x)
+		}
+	}
+	for i, name := range s.names {
+		b.WriteString(s.parts[i])
 		if name != listParam {
-			args = append(args, v[name])
+			bind(v[name])
 			continue
 		}
-		for _, n := range p.Names {
-			args = append(args, n)
+		for j, n := range p.Names {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			bind(n)
 		}
 	}
-	if s.listAt < 0 {
-		return s.text, args
+	b.WriteString(s.parts[len(s.names)])
+	return b.String(), args
+}
+
+// Literal is x as an SQL literal that reads the same under any session
+// state, and false when there is none (see Bind).
+func Literal(x any) (string, bool) {
+	switch x := x.(type) {
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case string:
+		if strings.ContainsFunc(x, func(r rune) bool { return r < ' ' || r > '~' || r == '\'' || r == '\\' || r == '?' }) {
+			return "", false
+		}
+		return "'" + x + "'", true
 	}
-	list := strings.TrimSuffix(strings.Repeat("?,", len(p.Names)), ",")
-	return s.text[:s.listAt] + list + s.text[s.listAt:], args
+	return "", false
 }
 
 // Execer is a *sql.DB, *sql.Conn or *sql.Tx.
