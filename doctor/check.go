@@ -6,7 +6,7 @@
 // start; the doctor makes the same ones, through the same code, and more.
 package doctor
 
-// This file is Check and its probes.
+// This file is Check, CheckPrivileges and the probes.
 
 import (
 	"cmp"
@@ -199,6 +199,22 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	return ch.report, nil
+}
+
+// CheckPrivileges checks that the user of db may campaign in table (empty
+// for election.DefaultTable): SELECT, INSERT and UPDATE, each with a
+// statement that matches no row, so that nothing is written or locked.
+// ctx bounds its statements. The error wraps election.ErrAccessDenied and
+// names every missing privilege. Run checks the same at preflight and stops
+// with the error; the CLI's status warns with it.
+func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
+	// WithDefaults defaults the table and validates it (ident.Table) as Run
+	// does; the name is ignored.
+	cfg, err := election.Config{Name: probe.ScratchPrefix + "x", Table: table}.WithDefaults()
+	if err != nil {
+		return err
+	}
+	return probe.CheckPrivileges(ctx, db, ident.Quote(cfg.Table))
 }
 
 // checker runs Check's probes; each adds its findings to report. The
@@ -531,49 +547,37 @@ func (ch *checker) clock() {
 			vals = append(vals, r[0], r[2])
 			offset = max(offset, r[0]-r[1], r[1]-r[2])
 		}
-		ch.nowMicroseconds(vals)
-		ch.nowMonotonic(vals)
-		ch.nowOneClock(offset)
+		// NOW(6) has microseconds.
+		var micro, milli bool
+		for _, v := range vals {
+			micro = micro || v%1000 != 0
+			milli = milli || v%1000000 != 0
+		}
+		ch.judge(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds",
+			verdict{!milli, CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
+				"a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
+				"use a server whose NOW(6) has microseconds"},
+			verdict{!micro, CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
+				"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
+		// One connection's readings never go back.
+		back := int64(0)
+		for i := 1; i < len(vals); i++ {
+			back = max(back, vals[i-1]-vals[i])
+		}
+		ch.judge(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)),
+			verdict{back > 0, CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
+				"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)"})
+		// Two connections' clocks differ by offset µs at most.
+		margin := ch.cfg.LeaseDuration - ch.cfg.Tuning.RenewDeadline
+		d := time.Duration(offset) * time.Microsecond
+		ch.judge(PropNowOneClock, both(), fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads),
+			verdict{offset > 0 && d >= margin/10, CheckFail, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
+				fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
+				"connect all candidates to one server, or synchronize the servers' clocks well within the margin"},
+			verdict{offset > 0, CheckWarn, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
+				fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
+				"keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
 	})
-}
-
-// nowMicroseconds: the readings have microseconds.
-func (ch *checker) nowMicroseconds(vals []int64) {
-	var micro, milli bool
-	for _, v := range vals {
-		micro = micro || v%1000 != 0
-		milli = milli || v%1000000 != 0
-	}
-	ch.judge(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds",
-		verdict{!milli, CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
-			"a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
-			"use a server whose NOW(6) has microseconds"},
-		verdict{!micro, CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
-			"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
-}
-
-// nowMonotonic: one connection's readings never go back.
-func (ch *checker) nowMonotonic(vals []int64) {
-	back := int64(0)
-	for i := 1; i < len(vals); i++ {
-		back = max(back, vals[i-1]-vals[i])
-	}
-	ch.judge(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)),
-		verdict{back > 0, CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
-			"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)"})
-}
-
-// nowOneClock: two connections' clocks differ by offset µs at most.
-func (ch *checker) nowOneClock(offset int64) {
-	margin := ch.cfg.LeaseDuration - ch.cfg.Tuning.RenewDeadline
-	d := time.Duration(offset) * time.Microsecond
-	ch.judge(PropNowOneClock, both(), fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads),
-		verdict{offset > 0 && d >= margin/10, CheckFail, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
-			fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
-			"connect all candidates to one server, or synchronize the servers' clocks well within the margin"},
-		verdict{offset > 0, CheckWarn, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
-			fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
-			"keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
 }
 
 // locks: GET_LOCK with zero and fractional timeouts (getLock), IS_USED_LOCK,

@@ -63,24 +63,20 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		return false, err
 	}
 	for _, c := range Checks(table) {
-		// The topology last: a server that cannot run the heartbeat is
-		// refused for that (ErrUnsafeServer) before its variables are
-		// read, which such a server may answer with an error that is no
-		// refusal.
-		if !slices.Contains(c.Backends, backend) || c.Prop == Topology {
-			continue
+		// The heartbeat probe before the topology, the last check: a
+		// server that cannot run the heartbeat is refused for that
+		// (ErrUnsafeServer) before its variables are read, which such a
+		// server may answer with an error that is no refusal.
+		if c.Prop == Topology && server {
+			if probed, err = Server(ctx, db, table); err != nil {
+				return false, err
+			}
 		}
-		if err := c.Run(ctx, db); err != nil {
-			return false, err
+		if slices.Contains(c.Backends, backend) {
+			if err := c.Run(ctx, db); err != nil {
+				return false, err
+			}
 		}
-	}
-	if server {
-		if probed, err = Server(ctx, db, table); err != nil {
-			return false, err
-		}
-	}
-	if backend == Lock {
-		return probed, checkTopology(ctx, db)
 	}
 	return probed, nil
 }
@@ -114,13 +110,21 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 // NOW() would jump by an hour and leases with it. A zone without DST gives
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
-	var diff sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff); err != nil {
-		return fmt.Errorf("election: checking the session time zone: %w", err)
+	var diff sql.NullInt64 // 181 days in seconds without DST
+	err := scan(ctx, db, "checking the session time zone", `SELECT `+dbclock.DSTProbe, &diff)
+	if err != nil || diff.Valid && diff.Int64 == 181*24*3600 {
+		return err
 	}
-	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
-		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
+	return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+}
+
+// scan reads the row of query on db into dest, and says what it was
+// reading when it fails. Each check below returns its error, or nil when
+// the row shows the session safe, and else its refusal.
+func scan(ctx context.Context, db *sql.DB, what, query string, dest ...any) error {
+	if err := db.QueryRowContext(ctx, query).Scan(dest...); err != nil {
+		return fmt.Errorf("election: %s: %w", what, err)
 	}
 	return nil
 }
@@ -130,14 +134,12 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 // pool that check it would all be refused.
 func checkCommits(ctx context.Context, db *sql.DB) error {
 	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
-		return fmt.Errorf("election: reading the session's autocommit: %w", err)
+	err := scan(ctx, db, "reading the session's autocommit", `SELECT @@autocommit, @@completion_type`, &autocommit, &completion)
+	if err != nil || autocommit == "1" && !strings.EqualFold(completion, "CHAIN") && completion != "1" {
+		return err
 	}
-	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
-		return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
-			"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
-	}
-	return nil
+	return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
+		"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
 }
 
 // checkAssignmentOrder fails with ErrSimultaneousAssignment when the
@@ -147,13 +149,11 @@ func checkCommits(ctx context.Context, db *sql.DB) error {
 // never take over).
 func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
-		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
+	err := scan(ctx, db, "reading the session's sql_mode", `SELECT @@SESSION.sql_mode`, &mode)
+	if err != nil || !strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
+		return err
 	}
-	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
-		return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
-	}
-	return nil
+	return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
 }
 
 // CheckSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
@@ -165,13 +165,11 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	if err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b); err != nil {
-		return fmt.Errorf("election: checking the server's clock: %w", err)
+	err := scan(ctx, db, "checking the server's clock", `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`, &a, &slept, &b)
+	if err != nil || a != b {
+		return err
 	}
-	if a == b {
-		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
-	}
-	return nil
+	return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
 }
 
 // CheckPrivileges checks that the session's user may run every statement a
