@@ -315,11 +315,6 @@ func (ch *checker) scanRow(extra time.Duration, q stmt.RowQuerier, dest any, que
 // had, it adds an unverified finding on property for backends instead.
 func (ch *checker) withConns(property string, backends []string, n int, run func(cs []*sqlx.Conn)) {
 	var cs []*sqlx.Conn
-	defer func() {
-		for _, c := range cs {
-			(&getlock.Conn{Conn: c.Conn}).Discard()
-		}
-	}()
 	for range n {
 		ctx, cancel := ch.step(0)
 		c, err := ch.sdb.Connx(ctx)
@@ -328,6 +323,7 @@ func (ch *checker) withConns(property string, backends []string, n int, run func
 			ch.unverified(property, backends, "a connection", err)
 			return
 		}
+		defer (&getlock.Conn{Conn: c.Conn}).Discard() // when withConns returns
 		cs = append(cs, c)
 	}
 	run(cs)
@@ -361,7 +357,6 @@ func (ch *checker) privileges() error {
 			defer cancel()
 			return probe.Layout(ctx, ch.db, ch.cfg.Table, err)
 		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
-			ch.noWrites = true
 			refused = append(refused, p.Name)
 		default:
 			ch.noWrites = true
@@ -370,7 +365,7 @@ func (ch *checker) privileges() error {
 		}
 	}
 	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
-	ch.noWrites = ch.noWrites || firstErr != nil
+	ch.noWrites = firstErr != nil || refused != nil
 	ch.judge(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.tbl,
 		verdict{firstErr != nil, CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.tbl, firstErr),
 			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant},
@@ -680,7 +675,9 @@ func (ch *checker) lockRowSQL() string {
 // instead.
 func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn)) {
 	ch.withConns(property, none(), 2, func(cs []*sqlx.Conn) {
-		ta, err := ch.begin(cs[0])
+		// The transactions outlive a step: they are begun on ch.ctx, and
+		// each statement has its own deadline.
+		ta, err := cs[0].BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err == nil {
 			defer func() { _ = ta.Rollback() }()
 			_, err = ch.scanRow(0, ta, new(string), ch.lockRowSQL(), ch.name)
@@ -691,12 +688,6 @@ func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn
 		}
 		run(ta, cs[1])
 	})
-}
-
-// begin begins a READ COMMITTED transaction on c. The transaction outlives
-// a step: it is begun on ch.ctx, and each statement has its own deadline.
-func (ch *checker) begin(c *sqlx.Conn) (*sqlx.Tx, error) {
-	return c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
 // skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
@@ -711,7 +702,7 @@ func (ch *checker) skipLocked() {
 		return
 	}
 	ch.contended(PropSkipLocked, func(ta *sqlx.Tx, b *sqlx.Conn) {
-		tb, err := ch.begin(b)
+		tb, err := b.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}) // on ch.ctx, as contended's
 		if err != nil {
 			ch.unverified(PropSkipLocked, none(), "a transaction", err)
 			return
