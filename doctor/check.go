@@ -261,17 +261,12 @@ func (ch *checker) judge(property string, backends []string, detail string, vs .
 }
 
 // failed is the verdict of a probe whose statement what failed with err: a
-// fail, the property unverified.
+// fail, the property unverified. judge(…, "", failed(what, err)), with err
+// not nil, adds that fail alone.
 func failed(what string, err error) verdict {
 	return verdict{err != nil, CheckFail, fmt.Sprintf("could not check (%s): %v", what, err),
 		"unverified: the backend's safety cannot be vouched for on this server",
 		"see the error; run the check again with a user and server that answer it"}
-}
-
-// unverified adds a fail for property, which could not be checked because
-// of err (not nil).
-func (ch *checker) unverified(property string, backends []string, what string, err error) {
-	ch.judge(property, backends, "", failed(what, err))
 }
 
 // skip adds a warning for a write probe, and reports true, when the user
@@ -320,7 +315,7 @@ func (ch *checker) withConns(property string, backends []string, n int, run func
 		c, err := ch.sdb.Connx(ctx)
 		cancel()
 		if err != nil {
-			ch.unverified(property, backends, "a connection", err)
+			ch.judge(property, backends, "", failed("a connection", err))
 			return
 		}
 		defer (&getlock.Conn{Conn: c.Conn}).Discard() // when withConns returns
@@ -360,7 +355,7 @@ func (ch *checker) privileges() error {
 			refused = append(refused, p.Name)
 		default:
 			ch.noWrites = true
-			ch.unverified(PropPrivileges, both(), p.Name, err)
+			ch.judge(PropPrivileges, both(), "", failed(p.Name, err))
 			return nil
 		}
 	}
@@ -383,7 +378,7 @@ func (ch *checker) readOnly() {
 	for _, v := range []string{"read_only", "super_read_only"} {
 		val, ok, err := ch.variable("global." + v)
 		if err != nil {
-			ch.unverified(PropReadOnly, both(), "read_only", err)
+			ch.judge(PropReadOnly, both(), "", failed("read_only", err))
 			return
 		}
 		if ok && stmt.IsOn(val) {
@@ -505,7 +500,7 @@ func (ch *checker) replace() {
 	}
 	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
-		ch.unverified(PropReplace, none(), "REPLACE", err)
+		ch.judge(PropReplace, none(), "", failed("REPLACE", err))
 		return
 	}
 	n, _ := res.RowsAffected()
@@ -535,7 +530,7 @@ func (ch *checker) clock() {
 			var r [3]int64
 			for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
 				if _, err := ch.scanRow(0, conn, &r[k], `SELECT `+dbclock.TermNow); err != nil {
-					ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
+					ch.judge(PropNowMicroseconds, both(), "", failed("NOW(6)", err))
 					return
 				}
 			}
@@ -583,7 +578,7 @@ func (ch *checker) locks() {
 		lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 		a, b := &getlock.Conn{Lock: lock, Conn: cs[0].Conn}, &getlock.Conn{Lock: lock, Conn: cs[1].Conn}
 		if _, err := ch.scanRow(0, a.Conn, &a.ID, `SELECT CONNECTION_ID()`); err != nil {
-			ch.unverified(PropGetLock, lockOnly(), "CONNECTION_ID()", err)
+			ch.judge(PropGetLock, lockOnly(), "", failed("CONNECTION_ID()", err))
 			return
 		}
 		if !ch.getLock(lock, a, b) {
@@ -632,7 +627,7 @@ func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (b
 func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	const frac = 300 * time.Millisecond
 	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK(name, 0) on a free lock", cmp.Or(err, errors.New("it returned 0")))
+		ch.judge(PropGetLock, lockOnly(), "", failed("GET_LOCK(name, 0) on a free lock", cmp.Or(err, errors.New("it returned 0"))))
 		return false
 	}
 	ok0, d0, err := ch.lockGet(b, lock.TryLock, 0)
@@ -641,7 +636,7 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 		okF, dF, err = ch.lockGet(b, lock.Wait(frac), frac)
 	}
 	if err != nil {
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK on a held lock", err)
+		ch.judge(PropGetLock, lockOnly(), "", failed("GET_LOCK on a held lock", err))
 		return false
 	}
 	var problems []string
@@ -683,7 +678,7 @@ func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn
 			_, err = ch.scanRow(0, ta, new(string), ch.lockRowSQL(), ch.name)
 		}
 		if err != nil {
-			ch.unverified(property, none(), "SELECT … FOR UPDATE", err)
+			ch.judge(property, none(), "", failed("SELECT … FOR UPDATE", err))
 			return
 		}
 		run(ta, cs[1])
@@ -698,13 +693,13 @@ func (ch *checker) skipLocked() {
 		return
 	}
 	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
-		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
+		ch.judge(PropSkipLocked, none(), "", failed("a second scratch row", err))
 		return
 	}
 	ch.contended(PropSkipLocked, func(ta *sqlx.Tx, b *sqlx.Conn) {
 		tb, err := b.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}) // on ch.ctx, as contended's
 		if err != nil {
-			ch.unverified(PropSkipLocked, none(), "a transaction", err)
+			ch.judge(PropSkipLocked, none(), "", failed("a transaction", err))
 			return
 		}
 		defer func() { _ = tb.Rollback() }()
@@ -773,7 +768,7 @@ func (ch *checker) waitTimeout() {
 	leaseSecs := max(int64((ch.cfg.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
+		ch.judge(PropWaitTimeout, lockOnly(), "", failed("wait_timeout", err))
 		return
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
@@ -805,7 +800,7 @@ func (ch *checker) roundTrip() {
 		d, err := ch.scanRow(0, ch.db, new(int), `SELECT 1`)
 		slowest = max(slowest, d)
 		if err != nil {
-			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
+			ch.judge(PropRoundTrip, both(), "", failed("SELECT 1", err))
 			return
 		}
 	}
