@@ -6,7 +6,7 @@
 // start; the doctor makes the same ones, through the same code, and more.
 package doctor
 
-// This file is Check and its probes.
+// This file is Check, CheckPrivileges and the probes.
 
 import (
 	"cmp"
@@ -201,6 +201,22 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 	return ch.report, nil
 }
 
+// CheckPrivileges checks that the user of db may campaign in table (empty
+// for election.DefaultTable): SELECT, INSERT and UPDATE, each with a
+// statement that matches no row, so that nothing is written or locked.
+// ctx bounds its statements. The error wraps election.ErrAccessDenied and
+// names every missing privilege. Run checks the same at preflight and stops
+// with the error; the CLI's status warns with it.
+func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
+	// WithDefaults defaults the table and validates it (ident.Table) as Run
+	// does; the name is ignored.
+	cfg, err := election.Config{Name: probe.ScratchPrefix + "x", Table: table}.WithDefaults()
+	if err != nil {
+		return err
+	}
+	return probe.CheckPrivileges(ctx, db, ident.Quote(cfg.Table))
+}
+
 // checker runs Check's probes; each adds its findings to report. The
 // statements it shares with Run (the privilege probes, the preflight
 // checks, the heartbeat probe) are Run's own, in internal/probe; the
@@ -224,27 +240,33 @@ func tableOnly() []string { return []string{BackendTable} }
 func lockOnly() []string  { return []string{BackendLock} }
 func none() []string      { return []string{} } // a Batcher's, or an operator's tool's: never a fail for a backend
 
-// add adds a finding on property for backends; a pass has no consequence
-// and no fix.
-func (ch *checker) add(property string, backends []string, st CheckStatus, detail, consequence, fix string) {
-	if st == CheckPass {
-		consequence, fix = "", ""
+// verdict is one outcome of a probe: when cond holds, a finding of status
+// st (never a pass), with its detail, consequence and fix.
+type verdict struct {
+	cond                     bool
+	st                       CheckStatus
+	detail, consequence, fix string
+}
+
+// judge adds on property for backends the finding of the first verdict
+// whose cond holds, and a pass with detail (no consequence, no fix) when
+// none does.
+func (ch *checker) judge(property string, backends []string, detail string, vs ...verdict) {
+	v := verdict{st: CheckPass, detail: detail}
+	if i := slices.IndexFunc(vs, func(v verdict) bool { return v.cond }); i >= 0 {
+		v = vs[i]
 	}
-	ch.report.Findings = append(ch.report.Findings, Finding{Property: property, Status: st,
-		Backends: slices.Clone(backends), Detail: detail, Consequence: consequence, Fix: fix})
+	ch.report.Findings = append(ch.report.Findings, Finding{Property: property, Status: v.st,
+		Backends: slices.Clone(backends), Detail: v.detail, Consequence: v.consequence, Fix: v.fix})
 }
 
-// pass adds a pass on property for backends.
-func (ch *checker) pass(property string, backends []string, detail string) {
-	ch.add(property, backends, CheckPass, detail, "", "")
-}
-
-// unverified adds a fail for property, which could not be checked because
-// of err.
-func (ch *checker) unverified(property string, backends []string, what string, err error) {
-	ch.add(property, backends, CheckFail, fmt.Sprintf("could not check (%s): %v", what, err),
+// failed is the verdict of a probe whose statement what failed with err: a
+// fail, the property unverified. judge(…, "", failed(what, err)), with err
+// not nil, adds that fail alone.
+func failed(what string, err error) verdict {
+	return verdict{err != nil, CheckFail, fmt.Sprintf("could not check (%s): %v", what, err),
 		"unverified: the backend's safety cannot be vouched for on this server",
-		"see the error; run the check again with a user and server that answer it")
+		"see the error; run the check again with a user and server that answer it"}
 }
 
 // skip adds a warning for a write probe, and reports true, when the user
@@ -252,8 +274,8 @@ func (ch *checker) unverified(property string, backends []string, what string, e
 // already).
 func (ch *checker) skip(property string, backends []string) bool {
 	if ch.noWrites {
-		ch.add(property, backends, CheckWarn, "not checked: the user cannot write the table (see privileges and read_only)",
-			"unverified", "run the check with a user that can write the table, on a writable server")
+		ch.judge(property, backends, "", verdict{true, CheckWarn, "not checked: the user cannot write the table (see privileges and read_only)",
+			"unverified", "run the check with a user that can write the table, on a writable server"})
 	}
 	return ch.noWrites
 }
@@ -288,19 +310,15 @@ func (ch *checker) scanRow(extra time.Duration, q stmt.RowQuerier, dest any, que
 // had, it adds an unverified finding on property for backends instead.
 func (ch *checker) withConns(property string, backends []string, n int, run func(cs []*sqlx.Conn)) {
 	var cs []*sqlx.Conn
-	defer func() {
-		for _, c := range cs {
-			(&getlock.Conn{Conn: c.Conn}).Discard()
-		}
-	}()
 	for range n {
 		ctx, cancel := ch.step(0)
 		c, err := ch.sdb.Connx(ctx)
 		cancel()
 		if err != nil {
-			ch.unverified(property, backends, "a connection", err)
+			ch.judge(property, backends, "", failed("a connection", err))
 			return
 		}
+		defer (&getlock.Conn{Conn: c.Conn}).Discard() // when withConns returns
 		cs = append(cs, c)
 	}
 	run(cs)
@@ -334,29 +352,22 @@ func (ch *checker) privileges() error {
 			defer cancel()
 			return probe.Layout(ctx, ch.db, ch.cfg.Table, err)
 		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
-			ch.noWrites = true
 			refused = append(refused, p.Name)
 		default:
 			ch.noWrites = true
-			ch.unverified(PropPrivileges, both(), p.Name, err)
+			ch.judge(PropPrivileges, both(), "", failed(p.Name, err))
 			return nil
 		}
 	}
 	grant := "GRANT SELECT, INSERT, UPDATE, DELETE ON " + ch.tbl + " TO the user"
-	switch {
-	case firstErr != nil:
-		ch.noWrites = true
-		ch.add(PropPrivileges, both(), CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.tbl, firstErr),
-			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant)
-	case refused != nil:
-		ch.add(PropPrivileges, both(), CheckWarn,
-			"SELECT on "+ch.tbl+"; "+strings.Join(refused, ", ")+" not checked: the server refuses writes (see read_only)", "unverified", grant)
-	case denied != nil: // DELETE only
-		ch.add(PropPrivileges, both(), CheckWarn, "the user has SELECT, INSERT and UPDATE on "+ch.tbl+" but not DELETE",
-			"Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail", grant)
-	default:
-		ch.pass(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.tbl)
-	}
+	ch.noWrites = firstErr != nil || refused != nil
+	ch.judge(PropPrivileges, both(), "SELECT, INSERT, UPDATE and DELETE on "+ch.tbl,
+		verdict{firstErr != nil, CheckFail, fmt.Sprintf("the user lacks %s on %s: %v", strings.Join(denied, ", "), ch.tbl, firstErr),
+			"a candidate without them cannot take over: a standby that fails only at the failover it exists for", grant},
+		verdict{refused != nil, CheckWarn,
+			"SELECT on " + ch.tbl + "; " + strings.Join(refused, ", ") + " not checked: the server refuses writes (see read_only)", "unverified", grant},
+		verdict{denied != nil, CheckWarn, "the user has SELECT, INSERT and UPDATE on " + ch.tbl + " but not DELETE", // DELETE only
+			"Reelect (sqlelect reelect) and this check's cleanup of its scratch rows fail", grant})
 	return nil
 }
 
@@ -367,7 +378,7 @@ func (ch *checker) readOnly() {
 	for _, v := range []string{"read_only", "super_read_only"} {
 		val, ok, err := ch.variable("global." + v)
 		if err != nil {
-			ch.unverified(PropReadOnly, both(), "read_only", err)
+			ch.judge(PropReadOnly, both(), "", failed("read_only", err))
 			return
 		}
 		if ok && stmt.IsOn(val) {
@@ -384,19 +395,13 @@ func (ch *checker) readOnly() {
 	case len(channels) > 0:
 		why = append(why, "it replicates from another server (channels: "+strings.Join(channels, ", ")+")")
 	}
-	if why != nil {
-		ch.noWrites = true
-		ch.add(PropReadOnly, both(), CheckFail, "the server is read-only or a replica: "+strings.Join(why, ", ")+note,
+	ch.noWrites = ch.noWrites || why != nil
+	ch.judge(PropReadOnly, both(), "read_only=OFF, super_read_only=OFF",
+		verdict{why != nil, CheckFail, "the server is read-only or a replica: " + strings.Join(why, ", ") + note,
 			"candidates cannot write the row (no leader), or, with a privileged user, elect a leader of their own that the primary's candidates never see",
-			"point the DSN at the primary (the writable server of the topology), never at a replica")
-		return
-	}
-	st := CheckPass
-	if note != "" {
-		st = CheckWarn
-	}
-	ch.add(PropReadOnly, both(), st, "read_only=OFF, super_read_only=OFF"+note,
-		"a replica would go unnoticed", "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary")
+			"point the DSN at the primary (the writable server of the topology), never at a replica"},
+		verdict{note != "", CheckWarn, "read_only=OFF, super_read_only=OFF" + note,
+			"a replica would go unnoticed", "grant REPLICATION CLIENT (MySQL) or SLAVE MONITOR (MariaDB) to see it, or make sure the DSN names the primary"})
 }
 
 // binlogFormat: a server that writes a STATEMENT binary log has its
@@ -410,17 +415,12 @@ func (ch *checker) binlogFormat() {
 	if err == nil {
 		format, _, err = ch.variable("global.binlog_format")
 	}
-	switch {
-	case err != nil:
-		ch.add(PropBinlogFormat, both(), CheckWarn, fmt.Sprintf("could not check (the binary log's format): %v", err), "unverified",
-			"make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)")
-	case stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"):
-		ch.add(PropBinlogFormat, both(), CheckFail, "the server writes its binary log as statements (binlog_format=STATEMENT)",
+	ch.judge(PropBinlogFormat, both(), fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format),
+		verdict{err != nil, CheckWarn, fmt.Sprintf("could not check (the binary log's format): %v", err), "unverified",
+			"make sure a replica that may be promoted replicates rows (binlog_format ROW or MIXED)"},
+		verdict{stmt.IsOn(logBin) && strings.EqualFold(format, "STATEMENT"), CheckFail, "the server writes its binary log as statements (binlog_format=STATEMENT)",
 			"a replica evaluates each heartbeat by its own clock, and its row can read as expired while the primary's is live: after a failover to it, a follower takes over while the old leader still believes",
-			"SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration")
-	default:
-		ch.pass(PropBinlogFormat, both(), fmt.Sprintf("log_bin=%s, binlog_format=%s: replicas apply the rows the primary wrote", logBin, format))
-	}
+			"SET GLOBAL binlog_format = 'ROW' (or MIXED), and in the server's configuration"})
 }
 
 // replicaChannels returns the server's replication channels other than
@@ -461,15 +461,8 @@ func (ch *checker) preflight() {
 		ctx, cancel := ch.step(0)
 		err := c.Run(ctx, ch.db)
 		cancel()
-		switch {
-		case err == nil:
-			ch.pass(c.Prop, c.Backends, c.Pass)
-		case probe.Permanent(err):
-			ch.simultaneous = ch.simultaneous || c.Prop == PropAssignmentOrder
-			ch.add(c.Prop, c.Backends, CheckFail, err.Error(), c.Consequence, c.Fix)
-		default:
-			ch.unverified(c.Prop, c.Backends, c.Prop, err)
-		}
+		ch.simultaneous = ch.simultaneous || c.Prop == PropAssignmentOrder && probe.Permanent(err)
+		ch.judge(c.Prop, c.Backends, c.Pass, verdict{probe.Permanent(err), CheckFail, fmt.Sprint(err), c.Consequence, c.Fix}, failed(c.Prop, err))
 	}
 }
 
@@ -482,24 +475,21 @@ func (ch *checker) affectedRows() {
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	foundRows, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
-	switch {
-	case ch.simultaneous && probe.IsCheckViolation(err), mysqlerr.Errno(err) == mysqlerr.BadNull:
-		// The heartbeat refuses, by design, a session that assigns
-		// simultaneously (its CHECK constraint) or whose time zone has
-		// daylight saving time (its NULL anchor).
-		ch.add(PropAffectedRows, tableOnly(), CheckWarn, "not checked: the heartbeat refuses this session by design (see assignment_order and time_zone): "+
-			err.Error(), "unverified", "")
-	case errors.Is(err, election.ErrUnsafeServer): // the affected rows, or the decision column
-		ch.add(PropAffectedRows, tableOnly(), CheckFail, strings.TrimPrefix(err.Error(), election.ErrUnsafeServer.Error()+": "),
-			"the table backend decides who leads by these counts and its decision column: a candidate may believe it leads while another does, or nobody takes over an expired lease",
-			"run the table backend on MySQL or MariaDB only, with the decision column and its CHECK constraint as migrations/000007_decision.up.sql creates them, enforced")
-	case err != nil:
-		ch.unverified(PropAffectedRows, tableOnly(), "the heartbeat", err)
-	case foundRows:
-		ch.pass(PropAffectedRows, tableOnly(), "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row")
-	default:
-		ch.pass(PropAffectedRows, tableOnly(), "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)")
+	passed := "1 (insert), 2 (renew), 0 (another's live row), 1, 2 (take over an expired row, with a higher term)"
+	if foundRows {
+		passed = "1, 2, 1, 1, 2: CLIENT_FOUND_ROWS (clientFoundRows=true, or a proxy's default): an unchanged row counts 1, which the heartbeat confirms by reading the row"
 	}
+	// The heartbeat refuses, by design, a session that assigns
+	// simultaneously (its CHECK constraint) or whose time zone has daylight
+	// saving time (its NULL anchor). ErrUnsafeServer: the affected rows, or
+	// the decision column.
+	ch.judge(PropAffectedRows, tableOnly(), passed,
+		verdict{ch.simultaneous && probe.IsCheckViolation(err) || mysqlerr.Errno(err) == mysqlerr.BadNull, CheckWarn,
+			"not checked: the heartbeat refuses this session by design (see assignment_order and time_zone): " + fmt.Sprint(err), "unverified", ""},
+		verdict{errors.Is(err, election.ErrUnsafeServer), CheckFail, strings.TrimPrefix(fmt.Sprint(err), election.ErrUnsafeServer.Error()+": "),
+			"the table backend decides who leads by these counts and its decision column: a candidate may believe it leads while another does, or nobody takes over an expired lease",
+			"run the table backend on MySQL or MariaDB only, with the decision column and its CHECK constraint as migrations/000007_decision.up.sql creates them, enforced"},
+		failed("the heartbeat", err))
 }
 
 // replace: an operator's REPLACE over a row reports 2 (a delete and an
@@ -510,20 +500,17 @@ func (ch *checker) replace() {
 	}
 	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
-		ch.unverified(PropReplace, none(), "REPLACE", err)
+		ch.judge(PropReplace, none(), "", failed("REPLACE", err))
 		return
 	}
 	n, _ := res.RowsAffected()
 	var acquired string
 	_, err = ch.scanRow(0, ch.db, &acquired, `SELECT acquired FROM `+ch.tbl+` WHERE anchor = ?`, ch.name)
-	if n == 2 && err == nil && acquired == "operator" {
-		ch.pass(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name")
-		return
-	}
-	ch.add(PropReplace, none(), CheckWarn,
-		fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
-		"the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
-		"steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE")
+	ch.judge(PropReplace, none(), "REPLACE over a row reports 2 and resets the columns it does not name",
+		verdict{n != 2 || err != nil || acquired != "operator", CheckWarn,
+			fmt.Sprintf("REPLACE over a row reported %d affected rows (MySQL and MariaDB: 2), and left acquired = %q (want the default 'operator'; %v)", n, acquired, err),
+			"the plain-SQL force-assume (REPLACE INTO service_election …) may not behave as documented",
+			"steer elections with sqlelect assume / Operator.Assume (package operator) instead of plain REPLACE"})
 }
 
 // clockReads is how many times clock reads the second connection's clock
@@ -543,69 +530,44 @@ func (ch *checker) clock() {
 			var r [3]int64
 			for k, conn := range []*sqlx.Conn{c[0], c[1], c[0]} {
 				if _, err := ch.scanRow(0, conn, &r[k], `SELECT `+dbclock.TermNow); err != nil {
-					ch.unverified(PropNowMicroseconds, both(), "NOW(6)", err)
+					ch.judge(PropNowMicroseconds, both(), "", failed("NOW(6)", err))
 					return
 				}
 			}
 			vals = append(vals, r[0], r[2])
 			offset = max(offset, r[0]-r[1], r[1]-r[2])
 		}
-		ch.nowMicroseconds(vals)
-		ch.nowMonotonic(vals)
-		ch.nowOneClock(offset)
+		// NOW(6) has microseconds.
+		var micro, milli bool
+		for _, v := range vals {
+			micro = micro || v%1000 != 0
+			milli = milli || v%1000000 != 0
+		}
+		ch.judge(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds",
+			verdict{!milli, CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
+				"a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
+				"use a server whose NOW(6) has microseconds"},
+			verdict{!micro, CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
+				"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
+		// One connection's readings never go back.
+		back := int64(0)
+		for i := 1; i < len(vals); i++ {
+			back = max(back, vals[i-1]-vals[i])
+		}
+		ch.judge(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)),
+			verdict{back > 0, CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
+				"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)"})
+		// Two connections' clocks differ by offset µs at most.
+		margin := ch.cfg.LeaseDuration - ch.cfg.Tuning.RenewDeadline
+		d := time.Duration(offset) * time.Microsecond
+		ch.judge(PropNowOneClock, both(), fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads),
+			verdict{offset > 0 && d >= margin/10, CheckFail, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
+				fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
+				"connect all candidates to one server, or synchronize the servers' clocks well within the margin"},
+			verdict{offset > 0, CheckWarn, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
+				fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
+				"keep the servers' clocks synchronized (NTP), or connect all candidates to one server"})
 	})
-}
-
-// nowMicroseconds: the readings have microseconds.
-func (ch *checker) nowMicroseconds(vals []int64) {
-	var micro, milli bool
-	for _, v := range vals {
-		micro = micro || v%1000 != 0
-		milli = milli || v%1000000 != 0
-	}
-	switch {
-	case micro:
-		ch.pass(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds")
-	case milli:
-		ch.add(PropNowMicroseconds, both(), CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
-			"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)")
-	default:
-		ch.add(PropNowMicroseconds, both(), CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
-			"a lease can end up to a second before it should, and a renewal within the second a lease was written changes nothing (the leader stands down)",
-			"use a server whose NOW(6) has microseconds")
-	}
-}
-
-// nowMonotonic: one connection's readings never go back.
-func (ch *checker) nowMonotonic(vals []int64) {
-	back := int64(0)
-	for i := 1; i < len(vals); i++ {
-		back = max(back, vals[i-1]-vals[i])
-	}
-	if back > 0 {
-		ch.add(PropNowMonotonic, both(), CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
-			"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)")
-		return
-	}
-	ch.pass(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)))
-}
-
-// nowOneClock: two connections' clocks differ by offset µs at most.
-func (ch *checker) nowOneClock(offset int64) {
-	margin := ch.cfg.LeaseDuration - ch.cfg.Tuning.RenewDeadline
-	d := time.Duration(offset) * time.Microsecond
-	switch {
-	case offset <= 0:
-		ch.pass(PropNowOneClock, both(), fmt.Sprintf("%d readings of a second connection's NOW(6) each fell between two of the first's", clockReads))
-	case d < margin/10:
-		ch.add(PropNowOneClock, both(), CheckWarn, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are not the same clock (a proxy's servers, cluster nodes)", d),
-			fmt.Sprintf("a takeover can come that much early; safe while it stays well below LeaseDuration - RenewDeadline (%v)", margin),
-			"keep the servers' clocks synchronized (NTP), or connect all candidates to one server")
-	default:
-		ch.add(PropNowOneClock, both(), CheckFail, fmt.Sprintf("two connections' NOW(6) differ by up to %v: they are different clocks", d),
-			fmt.Sprintf("a takeover judged by a clock that is ahead comes early: beyond LeaseDuration - RenewDeadline (%v) two leaders overlap", margin),
-			"connect all candidates to one server, or synchronize the servers' clocks well within the margin")
-	}
 }
 
 // locks: GET_LOCK with zero and fractional timeouts (getLock), IS_USED_LOCK,
@@ -616,7 +578,7 @@ func (ch *checker) locks() {
 		lock := getlock.NewLock(getlock.Name(ch.site.Database, ch.site.Table, ch.name), ch.site.Flavor)
 		a, b := &getlock.Conn{Lock: lock, Conn: cs[0].Conn}, &getlock.Conn{Lock: lock, Conn: cs[1].Conn}
 		if _, err := ch.scanRow(0, a.Conn, &a.ID, `SELECT CONNECTION_ID()`); err != nil {
-			ch.unverified(PropGetLock, lockOnly(), "CONNECTION_ID()", err)
+			ch.judge(PropGetLock, lockOnly(), "", failed("CONNECTION_ID()", err))
 			return
 		}
 		if !ch.getLock(lock, a, b) {
@@ -626,35 +588,26 @@ func (ch *checker) locks() {
 		ctx, cancel := ch.step(0)
 		holder, err := b.Scan(ctx, lock.Holder)
 		cancel()
-		switch {
-		case err != nil:
-			ch.unverified(PropIsUsedLock, lockOnly(), "IS_USED_LOCK", err)
-		case !holder.Valid || uint64(holder.Int64) != a.ID:
-			got := "NULL"
-			if holder.Valid {
-				got = strconv.FormatInt(holder.Int64, 10)
-			}
-			ch.add(PropIsUsedLock, lockOnly(), CheckFail,
+		got := "NULL"
+		if holder.Valid {
+			got = strconv.FormatInt(holder.Int64, 10)
+		}
+		ch.judge(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID),
+			failed("IS_USED_LOCK", err),
+			verdict{!holder.Valid || uint64(holder.Int64) != a.ID, CheckFail,
 				fmt.Sprintf("IS_USED_LOCK from another session returned %s, not the holder's CONNECTION_ID() %d", got, a.ID),
 				"the lock backend's holder checks it still holds the lock with IS_USED_LOCK(name) = CONNECTION_ID(): it would stand down, or keep leading after losing the lock",
-				"use the table backend on this server")
-		default:
-			ch.pass(PropIsUsedLock, lockOnly(), fmt.Sprintf("IS_USED_LOCK from another session returned the holder's CONNECTION_ID() (%d)", a.ID))
-		}
+				"use the table backend on this server"})
 		// A lock is released when its session ends: once the holder's
 		// connection closed, b's wait gets it.
 		a.Discard()
 		const wait = 3 * time.Second
-		switch ok, d, err := ch.lockGet(b, lock.Wait(wait), wait); {
-		case err != nil:
-			ch.unverified(PropLockSessionEnd, lockOnly(), "GET_LOCK after the holder's connection closed", err)
-		case !ok:
-			ch.add(PropLockSessionEnd, lockOnly(), CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
+		ok, d, err := ch.lockGet(b, lock.Wait(wait), wait)
+		ch.judge(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)),
+			failed("GET_LOCK after the holder's connection closed", err),
+			verdict{!ok, CheckFail, fmt.Sprintf("the lock was still held %v after its holder's connection closed", d.Round(time.Millisecond)),
 				"a lock-backend leader that dies keeps the lock (a proxy that keeps or pins server sessions, a failover that moves them): no takeover, or a second holder after the proxy reconnects",
-				"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend")
-		default:
-			ch.pass(PropLockSessionEnd, lockOnly(), fmt.Sprintf("another session got the lock %v after its holder's connection closed", d.Round(time.Millisecond)))
-		}
+				"connect the lock backend to the server directly, not through a connection-pooling proxy; or use the table backend"})
 	})
 }
 
@@ -674,7 +627,7 @@ func (ch *checker) lockGet(c *getlock.Conn, s stmt.Stmt, extra time.Duration) (b
 func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	const frac = 300 * time.Millisecond
 	if ok, _, err := ch.lockGet(a, lock.TryLock, 0); err != nil || !ok {
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK(name, 0) on a free lock", cmp.Or(err, errors.New("it returned 0")))
+		ch.judge(PropGetLock, lockOnly(), "", failed("GET_LOCK(name, 0) on a free lock", cmp.Or(err, errors.New("it returned 0"))))
 		return false
 	}
 	ok0, d0, err := ch.lockGet(b, lock.TryLock, 0)
@@ -683,7 +636,7 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 		okF, dF, err = ch.lockGet(b, lock.Wait(frac), frac)
 	}
 	if err != nil {
-		ch.unverified(PropGetLock, lockOnly(), "GET_LOCK on a held lock", err)
+		ch.judge(PropGetLock, lockOnly(), "", failed("GET_LOCK on a held lock", err))
 		return false
 	}
 	var problems []string
@@ -696,18 +649,13 @@ func (ch *checker) getLock(lock getlock.Lock, a, b *getlock.Conn) bool {
 	if dF < frac*2/3 || dF > 2*frac {
 		problems = append(problems, fmt.Sprintf("a wait of %v returned after %v (the timeout was cut, or rounded up)", frac, dF.Round(time.Millisecond)))
 	}
-	switch {
-	case ok0 || okF:
-		ch.add(PropGetLock, lockOnly(), CheckFail, strings.Join(problems, "; "),
-			"two lock-backend candidates can hold the election's lock at once: two leaders", "use the table backend on this server")
-	case problems != nil:
-		ch.add(PropGetLock, lockOnly(), CheckWarn, strings.Join(problems, "; "),
+	ch.judge(PropGetLock, lockOnly(), fmt.Sprintf("GET_LOCK(name, 0) on a held lock returned 0 at once; a %v wait on a held lock returned 0 after %v",
+		frac, dF.Round(time.Millisecond)),
+		verdict{ok0 || okF, CheckFail, strings.Join(problems, "; "),
+			"two lock-backend candidates can hold the election's lock at once: two leaders", "use the table backend on this server"},
+		verdict{problems != nil, CheckWarn, strings.Join(problems, "; "),
 			"waiting lock-backend candidates (and the table backend's fast handover) poll too often or block past their bound: slower takeovers, more load",
-			"prefer the table backend on this server")
-	default:
-		ch.pass(PropGetLock, lockOnly(), fmt.Sprintf("GET_LOCK(name, 0) on a held lock returned 0 at once; a %v wait on a held lock returned 0 after %v",
-			frac, dF.Round(time.Millisecond)))
-	}
+			"prefer the table backend on this server"})
 	return true
 }
 
@@ -722,23 +670,19 @@ func (ch *checker) lockRowSQL() string {
 // instead.
 func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn)) {
 	ch.withConns(property, none(), 2, func(cs []*sqlx.Conn) {
-		ta, err := ch.begin(cs[0])
+		// The transactions outlive a step: they are begun on ch.ctx, and
+		// each statement has its own deadline.
+		ta, err := cs[0].BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err == nil {
 			defer func() { _ = ta.Rollback() }()
 			_, err = ch.scanRow(0, ta, new(string), ch.lockRowSQL(), ch.name)
 		}
 		if err != nil {
-			ch.unverified(property, none(), "SELECT … FOR UPDATE", err)
+			ch.judge(property, none(), "", failed("SELECT … FOR UPDATE", err))
 			return
 		}
 		run(ta, cs[1])
 	})
-}
-
-// begin begins a READ COMMITTED transaction on c. The transaction outlives
-// a step: it is begun on ch.ctx, and each statement has its own deadline.
-func (ch *checker) begin(c *sqlx.Conn) (*sqlx.Tx, error) {
-	return c.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
 // skipLocked: with one row locked by A, B's SELECT … FOR UPDATE SKIP
@@ -749,13 +693,13 @@ func (ch *checker) skipLocked() {
 		return
 	}
 	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
-		ch.unverified(PropSkipLocked, none(), "a second scratch row", err)
+		ch.judge(PropSkipLocked, none(), "", failed("a second scratch row", err))
 		return
 	}
 	ch.contended(PropSkipLocked, func(ta *sqlx.Tx, b *sqlx.Conn) {
-		tb, err := ch.begin(b)
+		tb, err := b.BeginTxx(ch.ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}) // on ch.ctx, as contended's
 		if err != nil {
-			ch.unverified(PropSkipLocked, none(), "a transaction", err)
+			ch.judge(PropSkipLocked, none(), "", failed("a transaction", err))
 			return
 		}
 		defer func() { _ = tb.Rollback() }()
@@ -764,21 +708,17 @@ func (ch *checker) skipLocked() {
 		skipLocked := `SELECT anchor FROM ` + ch.tbl + ` WHERE anchor IN (?, ?) FOR UPDATE SKIP LOCKED`
 		var gotA, gotB []string
 		if err := tb.SelectContext(ctx, &gotB, skipLocked, ch.name, ch.name2); err != nil {
-			ch.add(PropSkipLocked, none(), CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
-				"a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)", "do not use a Batcher (Config.Tuning.Batcher) here")
+			ch.judge(PropSkipLocked, none(), "", verdict{true, CheckWarn, fmt.Sprintf("SELECT … FOR UPDATE SKIP LOCKED failed: %v", err),
+				"a Batcher cannot renew on this server (it needs MySQL 8.0 or MariaDB 10.6)", "do not use a Batcher (Config.Tuning.Batcher) here"})
 			return
 		}
-		switch err := ta.SelectContext(ctx, &gotA, skipLocked, ch.name2, ch.name2); {
-		case err != nil:
-			ch.unverified(PropSkipLocked, none(), "SKIP LOCKED of a row another transaction locked", err)
-		case len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0:
-			ch.add(PropSkipLocked, none(), CheckFail,
+		err = ta.SelectContext(ctx, &gotA, skipLocked, ch.name2, ch.name2)
+		ch.judge(PropSkipLocked, none(), "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took",
+			failed("SKIP LOCKED of a row another transaction locked", err),
+			verdict{len(gotB) != 1 || gotB[0] != ch.name2 || len(gotA) != 0, CheckFail,
 				fmt.Sprintf("with row 1 locked by A, B's SKIP LOCKED of rows 1 and 2 got %q (want row 2 only), and then A's of row 2 got %q (want none)", gotB, gotA),
 				"a Batcher's renewal can lock and renew a row another transaction holds (an operator's, a take over), or wait for it",
-				"do not use a Batcher (Config.Tuning.Batcher) here")
-		default:
-			ch.pass(PropSkipLocked, none(), "SKIP LOCKED skipped the row another transaction locked, at once, and kept the one it took")
-		}
+				"do not use a Batcher (Config.Tuning.Batcher) here"})
 	})
 }
 
@@ -792,9 +732,9 @@ func (ch *checker) statementBounds() {
 	}
 	bound := stmt.NewBound(ch.site.Flavor, time.Second)
 	if bound.Flavor == stmt.FlavorOther {
-		ch.add(PropStatementBounds, none(), CheckWarn, "the server is neither MariaDB nor MySQL 8.0.3+ ("+ch.report.Server+"): statements are sent without bounds",
+		ch.judge(PropStatementBounds, none(), "", verdict{true, CheckWarn, "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
 			"a statement a candidate gave up on keeps its server thread waiting for a row lock up to innodb_lock_wait_timeout: a held row lock can fill max_connections",
-			fix+")")
+			fix + ")"})
 		return
 	}
 	ch.contended(PropStatementBounds, func(_ *sqlx.Tx, b *sqlx.Conn) {
@@ -815,9 +755,9 @@ func (ch *checker) statementBounds() {
 				detail += fmt.Sprintf("; but MySQL cannot bound a write's row-lock wait per statement, and innodb_lock_wait_timeout is %d s", secs)
 			}
 		}
-		ch.add(PropStatementBounds, none(), st, detail,
+		ch.judge(PropStatementBounds, none(), detail, verdict{st != CheckPass, st, detail,
 			"statements a candidate gave up on keep their server threads waiting for a row lock (an operator's, a slow transaction): a held row lock can fill max_connections",
-			fix+": the driver sets it on every connection)")
+			fix + ": the driver sets it on every connection)"})
 	})
 }
 
@@ -828,7 +768,7 @@ func (ch *checker) waitTimeout() {
 	leaseSecs := max(int64((ch.cfg.LeaseDuration+time.Second-1)/time.Second), 1) // rounded up
 	v, _, err := ch.variable("session.wait_timeout")
 	if err != nil {
-		ch.unverified(PropWaitTimeout, lockOnly(), "wait_timeout", err)
+		ch.judge(PropWaitTimeout, lockOnly(), "", failed("wait_timeout", err))
 		return
 	}
 	secs, _ := strconv.ParseInt(v, 10, 64)
@@ -840,19 +780,14 @@ func (ch *checker) waitTimeout() {
 		if err == nil {
 			err = c[0].QueryRowContext(ctx, `SELECT @@session.wait_timeout`).Scan(&set)
 		}
-		switch {
-		case err != nil || set != leaseSecs:
-			ch.add(PropWaitTimeout, lockOnly(), CheckFail, fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
+		ch.judge(PropWaitTimeout, lockOnly(),
+			fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs),
+			verdict{err != nil || set != leaseSecs, CheckFail, fmt.Sprintf("a session could not set wait_timeout to the lease (%d s): got %d (%v)", leaseSecs, set, err),
 				"the lock backend relies on the server dropping a silent holder's session after a lease, which frees its lock",
-				"use the table backend on this server")
-		case secs < leaseSecs:
-			ch.add(PropWaitTimeout, lockOnly(), CheckWarn, fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
+				"use the table backend on this server"},
+			verdict{secs < leaseSecs, CheckWarn, fmt.Sprintf("wait_timeout is %d s, shorter than the lease (%d s); a session may set its own", secs, leaseSecs),
 				"idle pooled connections are dropped by the server between a candidate's statements: the driver retries, but the table backend's fast-handover lock connection is lost and followers poll",
-				fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs))
-		default:
-			ch.pass(PropWaitTimeout, lockOnly(),
-				fmt.Sprintf("wait_timeout %d s outlives the lease (%d s), and a session may set its own (the lock backend's is the lease)", secs, leaseSecs))
-		}
+				fmt.Sprintf("raise wait_timeout above the lease, or set wait_timeout=%d in the DSN", 2*leaseSecs)})
 	})
 }
 
@@ -865,23 +800,18 @@ func (ch *checker) roundTrip() {
 		d, err := ch.scanRow(0, ch.db, new(int), `SELECT 1`)
 		slowest = max(slowest, d)
 		if err != nil {
-			ch.unverified(PropRoundTrip, both(), "SELECT 1", err)
+			ch.judge(PropRoundTrip, both(), "", failed("SELECT 1", err))
 			return
 		}
 	}
 	room := ch.cfg.Tuning.RenewDeadline - ch.cfg.Tuning.RenewInterval
 	detail := fmt.Sprintf("slowest of 5 round trips %v; a leader has %v (RenewDeadline - RenewInterval) to renew, in up to two round trips",
 		slowest.Round(10*time.Microsecond), room)
-	switch {
-	case 2*slowest >= room:
-		ch.add(PropRoundTrip, both(), CheckFail, detail, "renewals do not complete before the renew deadline: leaders stand down again and again",
-			"run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)")
-	case slowest >= ch.cfg.Tuning.RenewInterval/10:
-		ch.add(PropRoundTrip, both(), CheckWarn, detail, "a slow network leaves little room for a retry before the renew deadline",
-			"run the candidates near the database, or lengthen the lease")
-	default:
-		ch.pass(PropRoundTrip, both(), detail)
-	}
+	ch.judge(PropRoundTrip, both(), detail,
+		verdict{2*slowest >= room, CheckFail, detail, "renewals do not complete before the renew deadline: leaders stand down again and again",
+			"run the candidates near the database, or lengthen the lease (--lease, Config.LeaseDuration)"},
+		verdict{slowest >= ch.cfg.Tuning.RenewInterval/10, CheckWarn, detail, "a slow network leaves little room for a retry before the renew deadline",
+			"run the candidates near the database, or lengthen the lease"})
 }
 
 // cleanup deletes the scratch rows, even after ctx ended.
@@ -892,7 +822,7 @@ func (ch *checker) cleanup() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ch.ctx), ch.cfg.Tuning.QueryTimeout)
 	defer cancel()
 	if _, err := ch.db.ExecContext(ctx, `DELETE FROM `+ch.tbl+` WHERE anchor IN (?, ?)`, ch.name, ch.name2); err != nil {
-		ch.add(PropCleanup, none(), CheckWarn, fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
-			"two stale rows in the election table (status lists them)", `DELETE FROM `+ch.tbl+` WHERE anchor LIKE '`+probe.ScratchPrefix+`%'`)
+		ch.judge(PropCleanup, none(), "", verdict{true, CheckWarn, fmt.Sprintf("the scratch rows %q and %q could not be deleted: %v", ch.name, ch.name2, err),
+			"two stale rows in the election table (status lists them)", `DELETE FROM ` + ch.tbl + ` WHERE anchor LIKE '` + probe.ScratchPrefix + `%'`})
 	}
 }

@@ -1,3 +1,9 @@
+// Package probe is Run's preflight, which package doctor reuses: the
+// checks of the session, the schema and the topology (Checks, CheckPrivileges),
+// the heartbeat probe of the server (RunHeartbeat, with the heartbeat's own
+// text) and the errors they fail with, so that the doctor fails every
+// server and session Run refuses, through the same code. election calls
+// them at each Run's preflight; doctor reports on them.
 package probe
 
 import (
@@ -9,12 +15,151 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
+
+// The backends, as the doctor names them.
+const (
+	Table = "table"
+	Lock  = "lock"
+)
+
+// The properties of Run's preflight checks, as the doctor names them.
+const (
+	FloorTable      = "floor_table"
+	TimeZone        = "time_zone"
+	Autocommit      = "autocommit"
+	AssignmentOrder = "assignment_order"
+	Sysdate         = "sysdate"
+	Topology        = "topology"
+)
+
+// Privilege is a statement that fails with an access-denied error unless
+// the user has privilege Name on the table, and touches no row.
+type Privilege struct{ Name, Query string }
+
+// Check is a check that Run's preflight makes and the doctor reports as
+// property Prop.
+type Check struct {
+	// Pass is the doctor's detail on a pass; Consequence and Fix, on a
+	// fail.
+	Prop, Pass, Consequence, Fix string
+	Backends                     []string
+	Run                          func(ctx context.Context, db *sql.DB) error
+}
+
+// ScratchPrefix starts the names of the scratch elections the probes work
+// in.
+const ScratchPrefix = "sqlelect-doctor-"
+
+// The candidates of the heartbeat probe.
+const (
+	A = "sqlelect-doctor-a"
+	B = "sqlelect-doctor-b"
+)
+
+// IsCheckViolation reports whether err is a CHECK constraint's refusal
+// (MariaDB's 4025, MySQL's 3819).
+func IsCheckViolation(err error) bool {
+	n := mysqlerr.Errno(err)
+	return n == 4025 || n == 3819
+}
+
+// The errors Run's preflight fails with. Package election exports each
+// (election.ErrTableMissing is ErrTableMissing, and so on) and documents
+// it; the texts are election's.
+var (
+	ErrTableMissing           = errors.New("election: table missing (run `sqlelect migrate up`)")
+	ErrAccessDenied           = errors.New("election: access denied")
+	ErrSchemaMismatch         = errors.New("election: table schema out of date (run `sqlelect migrate up`)")
+	ErrUnsafeTimeZone         = errors.New("election: session time zone observes daylight saving time; set time_zone='+00:00' (DSN parameter time_zone=%27%2B00%3A00%27)")
+	ErrUnsupportedTopology    = errors.New("election: unsupported topology")
+	ErrUnknownDatabase        = errors.New("election: unknown database")
+	ErrSimultaneousAssignment = errors.New("election: the session's sql_mode has SIMULTANEOUS_ASSIGNMENT; the heartbeat needs its SET list assigned left to right")
+	ErrSysdateIsNow           = errors.New("election: the server runs with --sysdate-is-now: SYSDATE() cannot tell the server's clock from a session's SET @@timestamp")
+	ErrNoAutocommit           = errors.New("election: the session does not commit each statement (autocommit=0 or completion_type=CHAIN)")
+	ErrUnknownTimeZone        = errors.New("election: unknown session time zone (the DSN's time_zone)")
+	ErrUnsafeServer           = errors.New("election: the server breaks a promise the election relies on (run `sqlelect doctor`)")
+)
+
+// Classify turns a driver error into a package error: permanent problems
+// (missing table, missing privilege, outdated schema) wrap a sentinel so that
+// Run can stop and say what to do; everything else is returned as it is and
+// treated as transient ("not leader this tick"). Errors that already wrap
+// the sentinel, and nil, are returned as they are. table names the
+// statement's table, and a missing database is a missing table then; ""
+// (election.Classify: a connection attempt, a migration) names none and
+// leaves it ErrUnknownDatabase.
+func Classify(err error, table string) error {
+	var sentinel error
+	switch mysqlerr.Errno(err) {
+	case mysqlerr.NoSuchTable:
+		sentinel = ErrTableMissing
+	case 1049: // ER_BAD_DB_ERROR
+		sentinel = ErrUnknownDatabase
+		if table != "" {
+			sentinel = ErrTableMissing
+		}
+	case mysqlerr.AccessDenied, mysqlerr.AccessDeniedNoPass, mysqlerr.SpecificAccessDenied,
+		1044, 1142, 1143: // ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR
+		sentinel = ErrAccessDenied
+	case mysqlerr.BadField:
+		sentinel = ErrSchemaMismatch
+	case 1298: // ER_UNKNOWN_TIME_ZONE
+		sentinel = ErrUnknownTimeZone
+	default:
+		return err
+	}
+	switch {
+	case errors.Is(err, sentinel):
+		return err
+	case table == "":
+		return fmt.Errorf("%w: %w", sentinel, err)
+	}
+	return fmt.Errorf("%w: %s: %w", sentinel, table, err)
+}
+
+// Permanent reports whether err cannot go away by retrying: Run stops on it.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrTableMissing) || errors.Is(err, ErrAccessDenied) ||
+		errors.Is(err, ErrSchemaMismatch) || errors.Is(err, ErrUnsafeTimeZone) ||
+		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
+		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ident.ErrInvalid) ||
+		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit) ||
+		errors.Is(err, ErrUnknownTimeZone)
+}
+
+// Layout explains an error of a statement on election table table, as
+// Run's preflight does: it classifies err (Classify) and adds to an
+// ErrSchemaMismatch what the table holds, so that a table of another
+// layout (the MySQL-table recipe's, say) is named as such instead of only
+// "out of date": the columns found and what to do. The recipe's table is
+// told apart as `sqlelect migrate` does (adoption.Classify). Other errors,
+// and a failure to read the columns, return the classified err.
+func Layout(ctx context.Context, db *sql.DB, table string, err error) error {
+	err = Classify(err, table)
+	if !errors.Is(err, ErrSchemaMismatch) {
+		return err
+	}
+	cols, qerr := adoption.Columns(ctx, db, table)
+	if qerr != nil || len(cols) == 0 {
+		return err
+	}
+	found := make([]string, len(cols))
+	for i, c := range cols {
+		found[i] = c.Name + " " + c.Type
+	}
+	hint := "`sqlelect migrate up` brings sqlelect's table up to date, or says what to do with another table"
+	if adoption.Classify(cols) == adoption.KindRecipe {
+		hint = "this is the MySQL-table recipe's table: `sqlelect migrate adopt` converts it in place, keeping its holder"
+	}
+	return fmt.Errorf("%w (columns found: %s; %s)", err, strings.Join(found, ", "), hint)
+}
 
 // Checks are the checks of Run's preflight on the session, the schema of
 // election table table and the topology that retrying cannot fix.
@@ -63,24 +208,20 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		return false, err
 	}
 	for _, c := range Checks(table) {
-		// The topology last: a server that cannot run the heartbeat is
-		// refused for that (ErrUnsafeServer) before its variables are
-		// read, which such a server may answer with an error that is no
-		// refusal.
-		if !slices.Contains(c.Backends, backend) || c.Prop == Topology {
-			continue
+		// The heartbeat probe before the topology, the last check: a
+		// server that cannot run the heartbeat is refused for that
+		// (ErrUnsafeServer) before its variables are read, which such a
+		// server may answer with an error that is no refusal.
+		if c.Prop == Topology && server {
+			if probed, err = Server(ctx, db, table); err != nil {
+				return false, err
+			}
 		}
-		if err := c.Run(ctx, db); err != nil {
-			return false, err
+		if slices.Contains(c.Backends, backend) {
+			if err := c.Run(ctx, db); err != nil {
+				return false, err
+			}
 		}
-	}
-	if server {
-		if probed, err = Server(ctx, db, table); err != nil {
-			return false, err
-		}
-	}
-	if backend == Lock {
-		return probed, checkTopology(ctx, db)
 	}
 	return probed, nil
 }
@@ -114,13 +255,21 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 // NOW() would jump by an hour and leases with it. A zone without DST gives
 // the same offset in January and July.
 func checkTimeZone(ctx context.Context, db *sql.DB) error {
-	var diff sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe).Scan(&diff); err != nil {
-		return fmt.Errorf("election: checking the session time zone: %w", err)
+	var diff sql.NullInt64 // 181 days in seconds without DST
+	err := scan(ctx, db, "checking the session time zone", `SELECT `+dbclock.DSTProbe, &diff)
+	if err != nil || diff.Valid && diff.Int64 == 181*24*3600 {
+		return err
 	}
-	if const181Days := int64(181 * 24 * 3600); !diff.Valid || diff.Int64 != const181Days {
-		tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
-		return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
+	return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+}
+
+// scan reads the row of query on db into dest, and says what it was
+// reading when it fails. Each check below returns its error, or nil when
+// the row shows the session safe, and else its refusal.
+func scan(ctx context.Context, db *sql.DB, what, query string, dest ...any) error {
+	if err := db.QueryRowContext(ctx, query).Scan(dest...); err != nil {
+		return fmt.Errorf("election: %s: %w", what, err)
 	}
 	return nil
 }
@@ -130,14 +279,12 @@ func checkTimeZone(ctx context.Context, db *sql.DB) error {
 // pool that check it would all be refused.
 func checkCommits(ctx context.Context, db *sql.DB) error {
 	var autocommit, completion string
-	if err := db.QueryRowContext(ctx, `SELECT @@autocommit, @@completion_type`).Scan(&autocommit, &completion); err != nil {
-		return fmt.Errorf("election: reading the session's autocommit: %w", err)
+	err := scan(ctx, db, "reading the session's autocommit", `SELECT @@autocommit, @@completion_type`, &autocommit, &completion)
+	if err != nil || autocommit == "1" && !strings.EqualFold(completion, "CHAIN") && completion != "1" {
+		return err
 	}
-	if autocommit != "1" || strings.EqualFold(completion, "CHAIN") || completion == "1" {
-		return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
-			"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
-	}
-	return nil
+	return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
+		"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
 }
 
 // checkAssignmentOrder fails with ErrSimultaneousAssignment when the
@@ -147,13 +294,11 @@ func checkCommits(ctx context.Context, db *sql.DB) error {
 // never take over).
 func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
-		return fmt.Errorf("election: reading the session's sql_mode: %w", err)
+	err := scan(ctx, db, "reading the session's sql_mode", `SELECT @@SESSION.sql_mode`, &mode)
+	if err != nil || !strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
+		return err
 	}
-	if strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
-		return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
-	}
-	return nil
+	return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
 }
 
 // CheckSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
@@ -165,13 +310,11 @@ func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
 func CheckSysdate(ctx context.Context, db *sql.DB) error {
 	var a, b string
 	var slept int
-	if err := db.QueryRowContext(ctx, `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`).Scan(&a, &slept, &b); err != nil {
-		return fmt.Errorf("election: checking the server's clock: %w", err)
+	err := scan(ctx, db, "checking the server's clock", `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`, &a, &slept, &b)
+	if err != nil || a != b {
+		return err
 	}
-	if a == b {
-		return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
-	}
-	return nil
+	return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
 }
 
 // CheckPrivileges checks that the session's user may run every statement a
@@ -200,18 +343,15 @@ func checkGrants(ctx context.Context, db *sql.DB, tbl, need string, probes []Pri
 	var missing []string
 	var first error
 	for _, p := range probes {
-		_, err := db.ExecContext(ctx, p.Query)
-		if err == nil {
-			continue
+		// Another refusal by the server is no privilege's: the campaign
+		// will say.
+		switch _, err := db.ExecContext(ctx, p.Query); {
+		case errors.Is(Classify(err, ""), ErrAccessDenied):
+			missing = append(missing, p.Name)
+			first = cmp.Or(first, err)
+		case err != nil && (ctx.Err() != nil || mysqlerr.Errno(err) == 0):
+			return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
 		}
-		if !errors.Is(Classify(err, ""), ErrAccessDenied) {
-			if ctx.Err() != nil || mysqlerr.Errno(err) == 0 {
-				return fmt.Errorf("election: checking privileges on %s: %w", tbl, err)
-			}
-			continue // not a privilege: the campaign will say
-		}
-		missing = append(missing, p.Name)
-		first = cmp.Or(first, err)
 	}
 	if missing == nil {
 		return nil
