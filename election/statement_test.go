@@ -14,6 +14,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
+	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
 // countPlaceholders counts the ? outside single quotes.
@@ -28,31 +29,6 @@ func countPlaceholders(sql string) int {
 		}
 	}
 	return n
-}
-
-// inline writes into sql the arguments Bind writes as literals
-// (stmt.Literal), and returns the others: a statement assembled with a
-// placeholder per argument as Bind sends it.
-func inline(sql string, args []any) (string, []any) {
-	var b strings.Builder
-	var left []any
-	quoted := false
-	for _, c := range sql {
-		switch {
-		case c == '\'':
-			quoted = !quoted
-		case c == '?' && !quoted:
-			x := args[0]
-			args = args[1:]
-			if lit, ok := stmt.Literal(x); ok {
-				b.WriteString(lit)
-				continue
-			}
-			left = append(left, x)
-		}
-		b.WriteRune(c)
-	}
-	return b.String(), left
 }
 
 // placeholders is n comma-separated placeholders.
@@ -162,7 +138,7 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 		}
 		for i, s := range built {
 			l := legacy[i]
-			l.sql, l.args = inline(l.sql, l.args)
+			l.sql, l.args = testdb.Inline(l.sql, l.args)
 			if s.what != l.what {
 				t.Fatalf("statement %d is %s, legacy %s", i, s.what, l.what)
 			}
@@ -379,7 +355,7 @@ func TestLockStatementsAsHandAssembled(t *testing.T) {
 				if s.what != l.what {
 					t.Fatalf("statement %d is %s, legacy %s", i, s.what, l.what)
 				}
-				if got, was := sqlShape(interpolate(s.sql, s.args)), sqlShape(interpolate(l.sql, l.args)); got != was {
+				if got, was := sqlShape(interpolate(s.sql, s.args)), sqlShape(interpolate(testdb.Inline(l.sql, l.args))); got != was {
 					t.Errorf("%s (%s, %+v, adopt %d):\n%s\nwas\n%s", s.what, c.table, c.bound, adopt, got, was)
 				}
 			}
