@@ -100,7 +100,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
+	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout)}
 	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
 		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
 			t := opts.Clock.NewTimer(d)

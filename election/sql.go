@@ -106,7 +106,7 @@ const heldCond = `anchor = :name AND ` + probe.HoldsCond + ` AND ` + dbclock.Tru
 // readSQL reads election :name's row on table tbl (quoted), for
 // Record.scan: who leads, as Status, Leader and a follower see it.
 func readSQL(tbl string) string {
-	return `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
+	return `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
 }
 
 // handOffSets gives a held row up without marking it released: it expires
@@ -230,7 +230,7 @@ func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) ta
 		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		// No row, but fails unless the table has the columns (decision:
 		// schema version 7).
-		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
+		peek:      `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
 		floor:     floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
 		heldStmts: heldStatements(tbl, bound, bound),
 	}
@@ -278,7 +278,7 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
 	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`)
-	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+	s.read = `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := stmt.WaitSecs(queryTimeout)
 	s.bound, s.restore = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
@@ -322,8 +322,8 @@ type lockStmts struct {
 func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duration, bound stmt.Bound, lockDelay time.Duration) lockStmts {
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
-		read: stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
-		peek: `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
+		read: stmt.Must(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
+		peek: `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
 	}

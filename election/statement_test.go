@@ -48,8 +48,7 @@ type builtStatement struct {
 func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
 	t.Helper()
 	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
-	tb.bound.Store(bound)
-	tb.stmts = tableStatements(tb.cfg.Table, tb.bound.Load(), tb.cfg.LockDelay)
+	tb.stmts = tableStatements(tb.cfg.Table, bound, tb.cfg.LockDelay)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +227,7 @@ decision = NULL`)
 	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted
 	releaseSQL := bound.Wrap(releaseTxSQL + ` AND ` + commitsSQL)
 	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted + ` AND ` + commitsSQL)
-	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
+	peekSQL := `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
 	args := []any{p.Name, me, p.Floor, lease, p.Insert(), val, p.Priority, // the insert
@@ -267,7 +266,7 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
 			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
-		{"batch read", bound.Wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
+		{"batch read", bound.Wrap(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
 	}
 }
@@ -511,8 +510,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		Tenure: ceilMillis(cfg.Preference.Tenure)})
 	out := []builtStatement{
 		{"session", session, nil},
-		{"read", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
-		{"peek", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`, nil},
+		{"read", `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
+		{"peek", `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`, nil},
 		{"pass", passSQL(b.lockWait), nil},
 		{"try lock", `SELECT GET_LOCK(` + lit + `, 0)`, nil},
 		{"is mine", `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`, nil},

@@ -11,11 +11,8 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// recordColumns select an election's row for Record.scan (internal/probe's:
+// scan reads into r a row selected by probe.RecordColumns (internal/probe's:
 // the privilege probe reads them too).
-const recordColumns = probe.RecordColumns
-
-// scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 	var since, seen, to sql.Null[string]
 	var lease, left sql.Null[int64]
@@ -28,7 +25,7 @@ func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 	return err
 }
 
-// scanRecords reads the rows selected by recordColumns (none: an empty
+// scanRecords reads the rows selected by probe.RecordColumns (none: an empty
 // slice, not nil), and closes them.
 func scanRecords(rows *sql.Rows) ([]Record, error) {
 	defer rows.Close()
@@ -82,7 +79,7 @@ func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, er
 // empty), ordered by name, live or not: what operator.List returns. Safe
 // for concurrent use.
 func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
-	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
+	rows, err := db.QueryContext(ctx, "SELECT "+probe.RecordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
 	var out []Record
 	if err == nil {
 		out, err = scanRecords(rows)

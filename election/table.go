@@ -50,37 +50,36 @@ type tableBackend struct {
 	stmts tableStmts
 }
 
-func (t *tableBackend) preflight(ctx context.Context) error {
+func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Candidates that share a Batcher probe the server until one did.
 	b := t.cfg.Batcher
 	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
 	if err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	if b != nil && probed {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	// The server's flavour, and where the handover hint's lock is.
 	site, err := getlock.ReadSite(ctx, t.db, t.cfg.Table)
 	if err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
-	t.bound.Store(bound)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	if t.wake != nil {
 		t.wake.preflight(site)
 	}
-	return nil
+	return bound, nil
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	read := t.leader // ReadRecord
+	read := func(ctx context.Context) (Record, error) { return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name) }
 	if t.cfg.Batcher != nil {
 		read = func(ctx context.Context) (Record, error) { return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name) }
 	}
