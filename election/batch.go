@@ -218,11 +218,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		b.readBounded.Store(read)
 	}
 	query, args := read.Bind(stmt.Params{Names: names})
-	rows, err := b.db.QueryContext(ctx, query, args...)
-	var recs []Record
-	if err == nil {
-		recs, err = scanRecords(rows)
-	}
+	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, probe.Classify(err, b.table)
 	}
