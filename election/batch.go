@@ -323,11 +323,8 @@ func (c *combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 		case <-ctx.Done(): // the check below returns its error
 		}
 	}
-	if ctx.Err() != nil {
-		return zero, ctx.Err()
-	}
-	if b.err != nil {
-		return zero, b.err
+	if err := cmp.Or(ctx.Err(), b.err); err != nil {
+		return zero, err
 	}
 	return b.res[i], nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -166,10 +168,13 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	}
 	n, term, err := t.beat(ctx, hold)
 	if err != nil {
-		if err = unsafeSession(err); errors.Is(err, ErrUnsafeSession) {
-			// Refused (dbclock.Trusted): a time zone with daylight saving time
-			// left on this connection, or a server that now runs with
-			// --sysdate-is-now (a failover to one), which stops Run.
+		if mysqlerr.Errno(err) == mysqlerr.BadNull {
+			// Refused (dbclock.Trusted, the heartbeat's NULL anchor: see
+			// internal/probe's unsafeSessionSQL): a time zone with daylight
+			// saving time left on this connection, or a server that now
+			// runs with --sysdate-is-now (a failover to one), which stops
+			// Run.
+			err = fmt.Errorf("%w: %w", ErrUnsafeSession, err)
 			if serr := probe.CheckSysdate(ctx, t.db); errors.Is(serr, ErrSysdateIsNow) {
 				err = serr
 			}
