@@ -58,9 +58,8 @@ type BatcherOptions struct {
 // The Batcher starts no goroutines: the first caller of each batch runs it.
 // It needs MySQL 8.0 or MariaDB 10.6 (SKIP LOCKED). Safe for concurrent use.
 type Batcher struct {
-	db    *sql.DB
-	table string
-	opts  BatcherOptions
+	db   *sql.DB
+	opts BatcherOptions // defaults applied
 
 	// serverProbed is set once a candidate's preflight found the server
 	// answers the heartbeat as MySQL and MariaDB do (probe.Server).
@@ -102,7 +101,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout)}
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout)}
 	b.renews = newCombiner(opts, b.execRenew)
 	b.reads = newCombiner(opts, b.execRead)
 	return b, nil
@@ -136,7 +135,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 		_ = conn.Close()
 	}
 	if err != nil {
-		return nil, probe.Classify(err, b.table)
+		return nil, probe.Classify(err, b.opts.Table)
 	}
 	return out, nil
 }
@@ -220,7 +219,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 	query, args := read.Bind(stmt.Params{Names: names})
 	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
-		return nil, probe.Classify(err, b.table)
+		return nil, probe.Classify(err, b.opts.Table)
 	}
 	byName := make(map[string]Record, len(recs))
 	for _, r := range recs {

@@ -81,7 +81,7 @@ type backendBase struct {
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
 func (b *backendBase) params(hold uint64) stmt.Params {
-	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(ceilMillis(b.cfg.LeaseDuration), b.adopt), // see adoptedMillis
 		Value: b.value, Priority: b.cfg.Preference.Priority}
 }
 

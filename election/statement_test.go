@@ -230,7 +230,7 @@ decision = NULL`)
 	peekSQL := `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
-	args := []any{p.Name, me, p.Floor, lease, p.Insert(), val, p.Priority, // the insert
+	args := []any{p.Name, me, p.Floor, lease, insertOf(p), val, p.Priority, // the insert
 		me, hold, me, // R
 		me,      // transferred
 		me,      // claimed
@@ -455,7 +455,7 @@ func legacyLockStatements(b *lockBackend, l getlock.Lock, bound stmt.Bound, p st
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
-	lease := max(cfg.leaseMillis(), b.adopt)
+	lease := max(ceilMillis(cfg.LeaseDuration), b.adopt)
 	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
 		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
@@ -519,8 +519,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
 		{"wait", waitSQL(300 * time.Millisecond), nil},
 		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Preference.Priority, hold)),
-		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.Insert(), value, cfg.Preference.Priority)),
-		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.Insert(), cfg.Preference.Priority)),
+		named("insert", lit1(insert, cfg.ID, p.Floor, lease, insertOf(p), value, cfg.Preference.Priority)),
+		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, insertOf(p), cfg.Preference.Priority)),
 		named("renew", litAt(renew, 3, lease, value, cfg.Preference.Priority, cfg.ID, hold)),
 	}
 	for _, s := range []builtStatement{
@@ -534,4 +534,12 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		out = append(out, s, builtStatement{s.what + " pooled", bound.Wrap(s.sql + ` AND ` + commitsSQL), s.args})
 	}
 	return out
+}
+
+// insertOf is :insert with p: how an insert acquires the row.
+func insertOf(p stmt.Params) string {
+	if p.First {
+		return "first"
+	}
+	return "insert"
 }

@@ -42,19 +42,16 @@ type Params struct {
 // listParam is the one list parameter: :names.
 const listParam = "names"
 
-// values are p's values of the scalar parameters, by name.
+// values are p's values of the scalar parameters, by name. :insert is
+// how an insert acquires the row (its acquired column): 'first' for an
+// election that never existed (First), else 'insert'.
 func (p *Params) values() map[string]any {
-	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
-		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": p.Insert(), "acquired": p.Acquired}
-}
-
-// Insert is :insert, how an insert acquires the row (its acquired column):
-// 'first' for an election that never existed (First), else 'insert'.
-func (p *Params) Insert() string {
+	insert := "insert"
 	if p.First {
-		return "first"
+		insert = "first"
 	}
-	return "insert"
+	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
+		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": insert, "acquired": p.Acquired}
 }
 
 // Stmt is a compiled statement: its text with a ? for each scalar
