@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,7 @@ type Batcher struct {
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
 	// detected at the first read.
-	readBounded atomic.Pointer[stmt.Stmt]
+	readBounded atomic.Pointer[string]
 }
 
 type renewReq struct {
@@ -165,7 +166,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		for i, r := range reqs {
 			names[i] = r.name
 		}
-		query, args := b.sql.lock.Bind(stmt.Params{Names: names})
+		query, args := inNames(b.sql.lock, names)
 		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -193,7 +194,8 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if len(renew) == 0 {
 			return nil
 		}
-		_, err = b.sql.renew.Exec(ctx, conn, stmt.Params{Names: renew})
+		query, args = inNames(b.sql.renew, renew)
+		_, err = conn.ExecContext(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -213,10 +215,10 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		if err != nil {
 			return nil, err
 		}
-		read = new(bound.Stmt(b.sql.read))
+		read = new(bound.Wrap(b.sql.read))
 		b.readBounded.Store(read)
 	}
-	query, args := read.Bind(stmt.Params{Names: names})
+	query, args := inNames(*read, names)
 	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
@@ -233,6 +235,17 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		}
 	}
 	return out, nil
+}
+
+// inNames returns query, one of a Batcher's statements, with its list of
+// elections, :names, made a ? for each of names (at least one for valid
+// SQL; a name twice is listed twice), and names as its arguments, in order.
+func inNames(query string, names []string) (string, []any) {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	return strings.Replace(query, ":names", strings.TrimSuffix(strings.Repeat("?,", len(names)), ","), 1), args
 }
 
 // combiner runs a Batcher's requests of one kind (renewals, reads) in

@@ -19,7 +19,8 @@ import (
 //
 // Each is written once as SQL with named parameters (:name, :me, :hold, …),
 // compiled by internal/stmt, which binds the arguments from a stmt.Params:
-// the library's one parameter mechanism. Not here: the term floor's
+// the library's one parameter mechanism, but for a Batcher's lists of
+// elections (:names, see inNames). Not here: the term floor's
 // statements (internal/floor: both backends and Assume run them in one
 // transaction with a term's write) and the GET_LOCK statements
 // (internal/getlock's Lock: the lock backend's lock, the table backend's
@@ -255,10 +256,10 @@ const readCommitted = `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
 // batchStmts are a Batcher's statements on many elections' rows (:names).
 type batchStmts struct {
 	// lock locks the rows a batch of renewals may renew; renew renews
-	// them (Batcher.execRenew).
-	lock, renew stmt.Stmt
-	// read reads rows (Batcher.execRead), once bounded for the server.
-	read string
+	// them (Batcher.execRenew); read reads rows (Batcher.execRead), once
+	// bounded for the server. Each has one list of elections, :names,
+	// which inNames fills.
+	lock, renew, read string
 	// bound bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restore puts back what it had.
 	bound, restore string
@@ -270,14 +271,14 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 	var s batchStmts
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
-	s.lock = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`)
+	s.lock = `SELECT anchor, service_id, term FROM ` + tbl +
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
-	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`)
+	s.renew = `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`
 	s.read = `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := stmt.WaitSecs(queryTimeout)

@@ -45,7 +45,7 @@ type builtStatement struct {
 // builtStatements builds every statement of the table backend and the
 // Batcher for table (operator/statements_test.go checks the operators'), bound by bound, with arguments from p
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
-func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
+func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params, names []string) []builtStatement {
 	t.Helper()
 	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
 	tb.stmts = tableStatements(tb.cfg.Table, bound, tb.cfg.LockDelay)
@@ -77,9 +77,13 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
 	add("batch bound", stmt.Must(b.sql.bound), p)
 	add("batch restore", stmt.Must(b.sql.restore), p)
-	add("batch lock", b.sql.lock, p)
-	add("batch renew", b.sql.renew, p)
-	add("batch read", bound.Stmt(b.sql.read), p)
+	addIn := func(what, query string) {
+		q, args := inNames(query, names)
+		out = append(out, builtStatement{what, q, args})
+	}
+	addIn("batch lock", b.sql.lock)
+	addIn("batch renew", b.sql.renew)
+	addIn("batch read", bound.Wrap(b.sql.read))
 	return out
 }
 
@@ -89,6 +93,7 @@ type statementCase struct {
 	table string
 	bound stmt.Bound
 	p     stmt.Params
+	names []string // a Batcher's list of elections
 }
 
 // statementCases are the cases the statement tests build every statement
@@ -98,11 +103,15 @@ func statementCases() []statementCase {
 	for _, table := range []string{DefaultTable, "db1.elections"} {
 		for _, bound := range []stmt.Bound{{}, stmt.NewBound(stmt.FlavorMariaDB, 5*time.Second), stmt.NewBound(stmt.FlavorMySQL, 3*time.Second)} {
 			for _, p := range []stmt.Params{
-				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: "", Names: []string{"e1"}},
-				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1", Names: []string{"a", "b", "c", "d", "e"},
+				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: ""},
+				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1",
 					Floor: 1763790000123457, First: true, Term: 1763790000123458},
 			} {
-				out = append(out, statementCase{table, bound, p})
+				names := []string{"e1"}
+				if p.Name == "e2" {
+					names = []string{"a", "b", "c", "d", "e"}
+				}
+				out = append(out, statementCase{table, bound, p, names})
 			}
 		}
 	}
@@ -113,7 +122,7 @@ func statementCases() []statementCase {
 // placeholders as arguments.
 func TestStatementsPlaceholders(t *testing.T) {
 	for _, c := range statementCases() {
-		for _, s := range builtStatements(t, c.table, c.bound, c.p) {
+		for _, s := range builtStatements(t, c.table, c.bound, c.p, c.names) {
 			if n := countPlaceholders(s.sql); n != len(s.args) {
 				t.Errorf("%s (%s, %+v): %d placeholders, %d arguments in %q", s.what, c.table, c.bound, n, len(s.args), s.sql)
 			}
@@ -128,8 +137,8 @@ func TestStatementsPlaceholders(t *testing.T) {
 // verbatim but for its receivers.
 func TestStatementsAsHandAssembled(t *testing.T) {
 	for _, c := range statementCases() {
-		built := builtStatements(t, c.table, c.bound, c.p)
-		legacy := legacyStatements(c.table, c.bound, c.p)
+		built := builtStatements(t, c.table, c.bound, c.p, c.names)
+		legacy := legacyStatements(c.table, c.bound, c.p, c.names)
 		if len(built) != len(legacy) {
 			t.Fatalf("%d statements built, %d legacy", len(built), len(legacy))
 		}
@@ -159,7 +168,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 		{what: "prefer", sql: text(h.prefer)}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
-		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
+		all = append(all, builtStatements(t, c.table, c.bound, c.p, c.names)...)
 	}
 	f := tableStatements(DefaultTable, stmt.Bound{}, time.Second).floor
 	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {
@@ -197,7 +206,7 @@ const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + dbc
 // NOW(6) <= SYSDATE(6) AND dbclock.Trusted) is dbclock.Trusted alone. Since issue 31 the
 // statements a pooled connection runs outside a transaction also check
 // commitsSQL, and release has a variant without it, for a transaction.
-func legacyStatements(table string, bound stmt.Bound, p stmt.Params) []builtStatement {
+func legacyStatements(table string, bound stmt.Bound, p stmt.Params, batch []string) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
 	heartbeatSQL := bound.Wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
@@ -237,8 +246,8 @@ decision = NULL`)
 		p.Floor, // term
 		me, val, lease, p.Priority}
 
-	names := make([]any, len(p.Names))
-	for i, n := range p.Names {
+	names := make([]any, len(batch))
+	for i, n := range batch {
 		names[i] = n
 	}
 	return []builtStatement{
@@ -542,4 +551,25 @@ func insertOf(p stmt.Params) string {
 		return "first"
 	}
 	return "insert"
+}
+
+// TestInNames: a Batcher's list of elections gets its elections, repeated
+// ones included (a Batcher's lock lists an election once per request), one
+// placeholder each, in order; the text after the list is kept whatever its
+// length.
+func TestInNames(t *testing.T) {
+	for _, c := range []struct {
+		names    []string
+		wantSQL  string
+		wantArgs []any
+	}{
+		{[]string{"x", "y", "x"}, "UPDATE t SET a = 1 WHERE b IN (?,?,?) AND c = 2", []any{"x", "y", "x"}},
+		{[]string{"x"}, "UPDATE t SET a = 1 WHERE b IN (?) AND c = 2", []any{"x"}},
+		{nil, "UPDATE t SET a = 1 WHERE b IN () AND c = 2", []any{}},
+	} {
+		gotSQL, gotArgs := inNames("UPDATE t SET a = 1 WHERE b IN (:names) AND c = 2", c.names)
+		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
+			t.Errorf("inNames(%q) = %q %#v, want %q %#v", c.names, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
+		}
+	}
 }
