@@ -24,46 +24,38 @@ var ErrInvalid = errors.New("stmt: invalid statement")
 
 // Params are the values a statement's named parameters take.
 type Params struct {
-	Name     string   // :name, the election (the row's anchor)
-	Me       string   // :me, the candidate's ID
-	Hold     uint64   // :hold, the term the candidate holds, 0 for none
-	Lease    int64    // :lease, a lease in milliseconds
-	Value    string   // :value, the value the candidate publishes
-	To       string   // :to, a transfer's target ('' for anyone)
-	Priority int      // :priority, the candidate's Config.Preference.Priority
-	Term     uint64   // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
-	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
-	Names    []string // :names, a list of elections: expands to one ? each
-	Floor    uint64   // :floor, the election's term floor (0 when it has none)
-	First    bool     // the election has no floor row, it never existed: :insert is 'first'
-	Acquired string   // :acquired, how a lock holder took the row (see the lock backend's follow)
+	Name     string // :name, the election (the row's anchor)
+	Me       string // :me, the candidate's ID
+	Hold     uint64 // :hold, the term the candidate holds, 0 for none
+	Lease    int64  // :lease, a lease in milliseconds
+	Value    string // :value, the value the candidate publishes
+	To       string // :to, a transfer's target ('' for anyone)
+	Priority int    // :priority, the candidate's Config.Preference.Priority
+	Term     uint64 // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
+	Tenure   int64  // :tenure, the candidate's PreferenceTenure in milliseconds
+	Floor    uint64 // :floor, the election's term floor (0 when it has none)
+	First    bool   // the election has no floor row, it never existed: :insert is 'first'
+	Acquired string // :acquired, how a lock holder took the row (see the lock backend's follow)
 }
 
-// listParam is the one list parameter: :names.
-const listParam = "names"
-
-// values are p's values of the scalar parameters, by name.
+// values are p's values of the scalar parameters, by name. :insert is
+// how an insert acquires the row (its acquired column): 'first' for an
+// election that never existed (First), else 'insert'.
 func (p *Params) values() map[string]any {
-	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
-		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": p.Insert(), "acquired": p.Acquired}
-}
-
-// Insert is :insert, how an insert acquires the row (its acquired column):
-// 'first' for an election that never existed (First), else 'insert'.
-func (p *Params) Insert() string {
+	insert := "insert"
 	if p.First {
-		return "first"
+		insert = "first"
 	}
-	return "insert"
+	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
+		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": insert, "acquired": p.Acquired}
 }
 
 // Stmt is a compiled statement: its text with a ? for each scalar
 // parameter, and the parameters' names in the order of their placeholders.
 // A Stmt is immutable and safe to share.
 type Stmt struct {
-	text   string
-	names  []string
-	listAt int // where in text the list parameter's placeholders go; -1 for none
+	text  string
+	names []string
 }
 
 // Must compiles sql, which is one of the library's own statements, with
@@ -73,7 +65,7 @@ type Stmt struct {
 // escapes) is left alone; a positional ? outside quotes is refused, so that
 // every argument comes from a name.
 func Must(sql string) Stmt {
-	s := Stmt{listAt: -1}
+	var s Stmt
 	var b strings.Builder
 	for i := 0; i < len(sql); i++ {
 		c := sql[i]
@@ -93,13 +85,10 @@ func Must(sql string) Stmt {
 				j++
 			}
 			name := sql[i+1 : j]
-			if _, ok := (&Params{}).values()[name]; ok {
-				b.WriteByte('?')
-			} else if name == listParam && s.listAt < 0 {
-				s.listAt = b.Len()
-			} else {
+			if _, ok := (&Params{}).values()[name]; !ok {
 				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
+			b.WriteByte('?')
 			s.names = append(s.names, name)
 			i = j - 1
 		default:
@@ -113,25 +102,14 @@ func Must(sql string) Stmt {
 func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
 
 // Bind returns the statement's text and its arguments taken from p, in the
-// order of the placeholders. The list parameter becomes one placeholder per
-// element (at least one element is needed for valid SQL).
+// order of the placeholders.
 func (s Stmt) Bind(p Params) (string, []any) {
 	v := p.values()
 	args := make([]any, 0, len(s.names))
 	for _, name := range s.names {
-		if name != listParam {
-			args = append(args, v[name])
-			continue
-		}
-		for _, n := range p.Names {
-			args = append(args, n)
-		}
+		args = append(args, v[name])
 	}
-	if s.listAt < 0 {
-		return s.text, args
-	}
-	list := strings.TrimSuffix(strings.Repeat("?,", len(p.Names)), ",")
-	return s.text[:s.listAt] + list + s.text[s.listAt:], args
+	return s.text, args
 }
 
 // Execer is a *sql.DB, *sql.Conn or *sql.Tx.
