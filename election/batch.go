@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sqlelect/sqlelect/internal/batch"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -56,9 +59,8 @@ type BatcherOptions struct {
 // The Batcher starts no goroutines: the first caller of each batch runs it.
 // It needs MySQL 8.0 or MariaDB 10.6 (SKIP LOCKED). Safe for concurrent use.
 type Batcher struct {
-	db    *sql.DB
-	table string
-	opts  BatcherOptions
+	db   *sql.DB
+	opts BatcherOptions // defaults applied
 
 	// serverProbed is set once a candidate's preflight found the server
 	// answers the heartbeat as MySQL and MariaDB do (probe.Server).
@@ -67,15 +69,15 @@ type Batcher struct {
 	// renews renews the term of a candidate in an election if the row
 	// still says so and is not locked by another transaction: false
 	// otherwise, and the caller decides with its own heartbeat.
-	renews *batch.Combiner[renewReq, bool]
+	renews *combiner[renewReq, bool]
 	// reads reads an election's row: a Record of the election alone when
 	// there is none.
-	reads *batch.Combiner[string, Record]
+	reads *combiner[string, Record]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
 	// detected at the first read.
-	readBounded atomic.Pointer[stmt.Stmt]
+	readBounded atomic.Pointer[string]
 }
 
 type renewReq struct {
@@ -100,14 +102,9 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, table: opts.Table, opts: opts, sql: batchStatements(quoteTable(opts.Table), opts.QueryTimeout)}
-	bo := batch.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, Timeout: opts.QueryTimeout, Linger: opts.Linger,
-		Timer: func(d time.Duration) (<-chan time.Time, func() bool) {
-			t := opts.Clock.NewTimer(d)
-			return t.C(), t.Stop
-		}}
-	b.renews = batch.New(bo, b.execRenew)
-	b.reads = batch.New(bo, b.execRead)
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout)}
+	b.renews = newCombiner(opts, b.execRenew)
+	b.reads = newCombiner(opts, b.execRead)
 	return b, nil
 }
 
@@ -139,7 +136,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 		_ = conn.Close()
 	}
 	if err != nil {
-		return nil, probe.Classify(err, b.table)
+		return nil, probe.Classify(err, b.opts.Table)
 	}
 	return out, nil
 }
@@ -169,7 +166,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		for i, r := range reqs {
 			names[i] = r.name
 		}
-		query, args := b.sql.lock.Bind(stmt.Params{Names: names})
+		query, args := inNames(b.sql.lock, names)
 		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -197,7 +194,8 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if len(renew) == 0 {
 			return nil
 		}
-		_, err = b.sql.renew.Exec(ctx, conn, stmt.Params{Names: renew})
+		query, args = inNames(b.sql.renew, renew)
+		_, err = conn.ExecContext(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -217,17 +215,13 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		if err != nil {
 			return nil, err
 		}
-		read = new(bound.Stmt(b.sql.read))
+		read = new(bound.Wrap(b.sql.read))
 		b.readBounded.Store(read)
 	}
-	query, args := read.Bind(stmt.Params{Names: names})
-	rows, err := b.db.QueryContext(ctx, query, args...)
-	var recs []Record
-	if err == nil {
-		recs, err = scanRecords(rows)
-	}
+	query, args := inNames(*read, names)
+	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
-		return nil, probe.Classify(err, b.table)
+		return nil, probe.Classify(err, b.opts.Table)
 	}
 	byName := make(map[string]Record, len(recs))
 	for _, r := range recs {
@@ -241,4 +235,113 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		}
 	}
 	return out, nil
+}
+
+// inNames returns query, one of a Batcher's statements, with its list of
+// elections, :names, made the list of names (at least one for valid SQL; a
+// name twice is listed twice), each a literal or a ? and an argument, in
+// order, as stmt.Bind writes values.
+func inNames(query string, names []string) (string, []any) {
+	var b strings.Builder
+	var args []any
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		args = stmt.Put(&b, args, n)
+	}
+	return strings.Replace(query, ":names", b.String(), 1), args
+}
+
+// combiner runs a Batcher's requests of one kind (renewals, reads) in
+// batches, each run as one call: a request joins the batch that is
+// filling, if any; the first request of each batch waits out the linger (or
+// until the batch is full) and a free slot, then runs the whole batch, so no
+// goroutine of its own is needed. Its BatcherOptions, defaults applied,
+// give the most requests in one batch (MaxBatch), how many batches may run
+// at once (MaxInFlight), the bound of each batch's run (QueryTimeout), and
+// how long a batch waits for more requests (Linger, on Clock; not positive
+// for none).
+type combiner[Req, Res any] struct {
+	mu    sync.Mutex
+	cur   *pending[Req, Res]
+	slots chan struct{}
+	opts  BatcherOptions
+	exec  func(ctx context.Context, reqs []Req) ([]Res, error)
+}
+
+// pending is one batch of a combiner.
+type pending[Req, Res any] struct {
+	reqs []Req
+	res  []Res
+	err  error
+	full chan struct{} // closed when the batch reached the maximum size
+	done chan struct{} // closed when it ran
+}
+
+// newCombiner returns a combiner that runs its batches with exec, which
+// returns one result per request, in order.
+func newCombiner[Req, Res any](opts BatcherOptions, exec func(context.Context, []Req) ([]Res, error)) *combiner[Req, Res] {
+	return &combiner[Req, Res]{slots: make(chan struct{}, opts.MaxInFlight), opts: opts, exec: exec}
+}
+
+// errShort is a batch that returned fewer results than requests.
+var errShort = errors.New("election: batch returned too few results")
+
+// Do adds r to the batch that is filling, or starts one, and returns r's
+// result once its batch ran. The batch runs even if ctx ends first.
+func (c *combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
+	var zero Res
+	c.mu.Lock()
+	b := c.cur
+	first := b == nil
+	if first {
+		b = &pending[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
+		c.cur = b
+	}
+	i := len(b.reqs)
+	b.reqs = append(b.reqs, r)
+	if len(b.reqs) >= c.opts.MaxBatch {
+		c.cur = nil // full: later requests start another batch
+		close(b.full)
+	}
+	c.mu.Unlock()
+
+	if first {
+		// Let others join for the linger and until a slot is free
+		// (bounded by the running batches' timeouts), then close the
+		// batch and run it. It runs even if this caller's context ends:
+		// others wait for it.
+		if c.opts.Linger > 0 {
+			t := c.opts.Clock.NewTimer(c.opts.Linger)
+			select {
+			case <-t.C():
+			case <-b.full:
+				t.Stop()
+			}
+		}
+		c.slots <- struct{}{}
+		c.mu.Lock()
+		if c.cur == b {
+			c.cur = nil
+		}
+		c.mu.Unlock()
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.QueryTimeout)
+		b.res, b.err = c.exec(ectx, b.reqs)
+		cancel()
+		if b.err == nil && len(b.res) < len(b.reqs) {
+			b.err = fmt.Errorf("%w: %d of %d", errShort, len(b.res), len(b.reqs))
+		}
+		<-c.slots
+		close(b.done)
+	} else {
+		select {
+		case <-b.done:
+		case <-ctx.Done(): // the check below returns its error
+		}
+	}
+	if err := cmp.Or(ctx.Err(), b.err); err != nil {
+		return zero, err
+	}
+	return b.res[i], nil
 }

@@ -30,10 +30,10 @@ func TestLockBoundOnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := e.b.(*tableBackend)
-	if err := tb.preflight(ctx); err != nil {
+	bound, err := tb.preflight(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	bound := tb.stmtBound()
 	var version string
 	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestLockHandOffLeavesUnservedDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := e.b.(*lockBackend)
-	if err := lb.preflight(ctx); err != nil {
+	if _, err := lb.preflight(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, backend)

@@ -34,8 +34,10 @@ type beat struct {
 // Every method is called from the Run goroutine only, with a context that
 // has a deadline.
 type backend interface {
-	// preflight checks once, before campaigning, what retrying cannot fix.
-	preflight(ctx context.Context) error
+	// preflight checks once, before campaigning, what retrying cannot fix,
+	// and returns the server's stmt.Bound, which limits the lock waits of
+	// the statements on pooled connections (Fenced's).
+	preflight(ctx context.Context) (stmt.Bound, error)
 	// follow looks at the election as a non-holder, tries to acquire it
 	// when it may, and says how long to wait before the next look.
 	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
@@ -58,14 +60,9 @@ type backend interface {
 	// prefer asks the leader of seen to hand over to this candidate, by
 	// its priority (see preferSQL): false when the row no longer allows.
 	prefer(ctx context.Context, seen Record) (bool, error)
-	// leader reads the election's record.
-	leader(ctx context.Context) (Record, error)
 	// close frees what the backend holds (the lock connection); called when
 	// Run returns.
 	close()
-	// stmtBound is the server's stmt.Bound once preflight ran (the zero
-	// bound, none, before), for Fenced; called from any goroutine.
-	stmtBound() stmt.Bound
 }
 
 // backendBase is what both backends (tableBackend and lockBackend) keep
@@ -79,17 +76,12 @@ type backendBase struct {
 	// adopt is the adopted lease in milliseconds during an adoption
 	// period (see adoptedMillis), 0 outside one; set by preflight.
 	adopt int64
-	// bound limits the server-side lock waits of statements on pooled
-	// connections; set by preflight.
-	bound stmt.AtomicBound
 }
-
-func (b *backendBase) stmtBound() stmt.Bound { return b.bound.Load() }
 
 // params are the values of the statements' parameters for this candidate
 // holding term hold (0 for none).
 func (b *backendBase) params(hold uint64) stmt.Params {
-	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(b.cfg.leaseMillis(), b.adopt), // see adoptedMillis
+	return stmt.Params{Name: b.cfg.Name, Me: b.cfg.ID, Hold: hold, Lease: max(ceilMillis(b.cfg.LeaseDuration), b.adopt), // see adoptedMillis
 		Value: b.value, Priority: b.cfg.Preference.Priority}
 }
 
@@ -99,10 +91,6 @@ func (b *backendBase) preferParams(seen Record) stmt.Params {
 	p := b.params(0)
 	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.Preference.Tenure)
 	return p
-}
-
-func (b *backendBase) leader(ctx context.Context) (Record, error) {
-	return ReadRecord(ctx, b.db, b.cfg.Table, b.cfg.Name)
 }
 
 // retryWait is how long a candidate that may not take rec now waits before

@@ -3,12 +3,13 @@ package election
 import (
 	"context"
 	"database/sql"
-	"github.com/sqlelect/sqlelect/internal/probe"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // The candidate, by job: this file holds the type, its public methods and
@@ -56,6 +57,9 @@ type Candidate struct {
 	// Config.Tuning.DisableFastHandover).
 	wake  *wakeup
 	fence fenceMode
+	// bound limits the server-side lock waits of Fenced's statements: the
+	// backend's preflight sets it, once it knows the server (none before).
+	bound atomic.Pointer[stmt.Bound]
 	log   *slog.Logger
 
 	// Read by IsLeader and Term from any goroutine.
@@ -93,7 +97,7 @@ type Candidate struct {
 }
 
 func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
-	return &Candidate{
+	c := &Candidate{
 		db:       db,
 		cfg:      cfg,
 		b:        b,
@@ -103,6 +107,8 @@ func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
 		epoch:    cfg.Clock.Now(),
 		st:       campaign{value: cfg.Value},
 	}
+	c.bound.Store(&stmt.Bound{})
+	return c
 }
 
 func (c *Candidate) Name() string { return c.cfg.Name }
@@ -139,7 +145,7 @@ func (c *Candidate) Term() uint64 {
 func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
-	return c.b.leader(ctx)
+	return ReadRecord(ctx, c.db, c.cfg.Table, c.cfg.Name)
 }
 
 // Resign implements Election: on the Run goroutine, it stands the
@@ -194,12 +200,14 @@ func (c *Candidate) preflight(ctx context.Context) error {
 	for {
 		c.step()
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
-		err := Classify(c.b.preflight(pctx)) // the lock backend's first query does not classify
+		bound, err := c.b.preflight(pctx)
+		err = Classify(err) // the lock backend's first query does not classify
 		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err == nil {
+			c.bound.Store(&bound)
 			c.reached(nil)
 			return nil
 		}

@@ -39,7 +39,9 @@ type fakeBackend struct {
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
 
-func (f *fakeBackend) preflight(context.Context) error { return f.preflightErr() }
+func (f *fakeBackend) preflight(context.Context) (stmt.Bound, error) {
+	return stmt.Bound{}, f.preflightErr()
+}
 
 func (f *fakeBackend) follow(context.Context) (Record, beat, time.Duration, error) {
 	f.mu.Lock()
@@ -93,8 +95,6 @@ func (f *fakeBackend) giveUp(_ context.Context, hold uint64, g surrender) error 
 
 func (f *fakeBackend) lost(context.Context, bool) {}
 
-func (f *fakeBackend) stmtBound() stmt.Bound { return stmt.Bound{} }
-
 func (f *fakeBackend) proclaim(_ context.Context, hold uint64, value string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -110,8 +110,7 @@ func (f *fakeBackend) prefer(_ context.Context, seen Record) (bool, error) {
 	return true, nil
 }
 
-func (f *fakeBackend) leader(context.Context) (Record, error) { return Record{}, nil }
-func (f *fakeBackend) close()                                 {}
+func (f *fakeBackend) close() {}
 
 func (f *fakeBackend) set(fn func(f *fakeBackend)) { f.mu.Lock(); fn(f); f.mu.Unlock() }
 

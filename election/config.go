@@ -203,8 +203,8 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.Batcher != nil {
 		s.DisableFastHandover = true
-		if s.Batcher.table != s.Table {
-			return s, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, s.Batcher.table, s.Table)
+		if s.Batcher.opts.Table != s.Table {
+			return s, fmt.Errorf("%w: the Batcher's table %q is not the election's table %q", ErrInvalidConfig, s.Batcher.opts.Table, s.Table)
 		}
 	}
 	return s, nil
@@ -307,9 +307,6 @@ func DefaultID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
 	return fmt.Sprintf("%s:%d:%x", host, os.Getpid(), b)
 }
-
-// leaseMillis is the lease in whole milliseconds, rounded up.
-func (c settings) leaseMillis() int64 { return ceilMillis(c.LeaseDuration) }
 
 // ceilMillis is d in whole milliseconds, rounded up.
 func ceilMillis(d time.Duration) int64 {

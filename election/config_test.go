@@ -258,8 +258,8 @@ func TestLeaseMillisRoundsUp(t *testing.T) {
 		d    time.Duration
 		want int64
 	}{{time.Second, 1000}, {1500 * time.Microsecond, 2}, {time.Millisecond, 1}} {
-		if got := (settings{Config: Config{LeaseDuration: tc.d}}).leaseMillis(); got != tc.want {
-			t.Errorf("leaseMillis(%v) = %d, want %d", tc.d, got, tc.want)
+		if got := ceilMillis(tc.d); got != tc.want {
+			t.Errorf("ceilMillis(%v) = %d, want %d", tc.d, got, tc.want)
 		}
 	}
 }

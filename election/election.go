@@ -256,19 +256,20 @@ type Record struct {
 	Priority int `json:"priority"`
 }
 
+// plainRecord is Record's fields and tags, without its methods.
+type plainRecord Record
+
 // MarshalJSON encodes r by its fields' tags, with Lease and LeaseLeft in
 // whole milliseconds (truncated toward zero).
 func (r Record) MarshalJSON() ([]byte, error) {
-	type plain Record // Record's fields and tags, without its methods
-	p := plain(r)
+	p := plainRecord(r)
 	p.Lease, p.LeaseLeft = time.Duration(r.Lease.Milliseconds()), time.Duration(r.LeaseLeft.Milliseconds())
 	return json.Marshal(p)
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var p plain
+	var p plainRecord
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}

@@ -130,16 +130,6 @@ func migrateHint(err error, table string) error {
 	return fmt.Errorf("%w (`sqlelect migrate` manages %s only: for %s, apply schema.DDL(%q) with your own migrations)", err, DefaultTable, table, t)
 }
 
-// unsafeSession wraps ErrUnsafeSession around the error of a statement whose
-// session check refused it (the heartbeat's NULL anchor, see
-// internal/probe's unsafeSessionSQL: error 1048); other errors are returned as they are.
-func unsafeSession(err error) error {
-	if mysqlerr.Errno(err) == mysqlerr.BadNull {
-		return fmt.Errorf("%w: %w", ErrUnsafeSession, err)
-	}
-	return err
-}
-
 // ErrorKind is a low-cardinality label for a heartbeat error, for
 // metrics (see Metrics.Heartbeat) and logs: timeout, connection, deadlock (deadlocks and the write
 // conflicts of certification-based clusters: see mysqlerr.WriteConflict), lock_wait,

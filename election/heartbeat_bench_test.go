@@ -27,7 +27,7 @@ func BenchmarkHeartbeatRenew(b *testing.B) {
 		b.Fatal(err)
 	}
 	tb := backendOf(e).(*tableBackend)
-	if err := tb.preflight(ctx); err != nil {
+	if _, err := tb.preflight(ctx); err != nil {
 		b.Fatal(err)
 	}
 	first, err := tb.heartbeatOnce(ctx, 0)
@@ -56,7 +56,7 @@ VALUES ('bench-other', 'other', NOW(6) + INTERVAL 1 HOUR, 15000)`); err != nil {
 		b.Fatal(err)
 	}
 	fb := backendOf(f).(*tableBackend)
-	if err := fb.preflight(ctx); err != nil {
+	if _, err := fb.preflight(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("follower", func(b *testing.B) {

@@ -179,21 +179,18 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	b.sql.session = lockSessionSQL(secs, stmt.WaitSecs(cfg.QueryTimeout))
 }
 
-func (b *lockBackend) preflight(ctx context.Context) error {
+func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
 	if err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
 	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
-	if _, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, b.sql.peek, true); err != nil {
-		return err
-	}
-	b.bound.Store(bound)
-	return nil
+	_, err = probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, b.sql.peek, true)
+	return bound, err
 }
 
 // ensureConn returns the lock connection, taking a fresh one from the pool
@@ -321,8 +318,10 @@ func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait tim
 	case exists && (rec.reservedFor(b.cfg.ID) || !rec.Released && rec.LeaseLeft > 0 && rec.ID != b.cfg.ID && rec.ConnectionID == 0):
 		// Handed to another candidate (a transfer), whose window is
 		// open; or (takeOthers) an operator named another candidate,
-		// with a live lease: let the lock go so that it can take over.
-		return b.yieldLock(ctx, rec)
+		// with a live lease: let the lock go so that it can take over
+		// (yieldLock), and look again when its lease (or transfer window)
+		// may run out.
+		return rec, beat{}, b.retryWait(rec), b.releaseLock(ctx)
 	}
 	// takeNew (no row), or takeFree, takeOurs, takeOthers: the take,
 	// unless the row changed since it was read (an operator's write).
@@ -471,16 +470,6 @@ func (b *lockBackend) sinceWritten(rec Record) time.Duration {
 	return max(b.cfg.LockDelay-elapsed, 0)
 }
 
-// yieldLock lets the lock go so that the candidate rec names, or reserves
-// the row for, can take over, and looks again when its lease (or transfer
-// window) may run out.
-func (b *lockBackend) yieldLock(ctx context.Context, rec Record) (Record, beat, time.Duration, error) {
-	if err := b.releaseLock(ctx); err != nil {
-		return Record{}, beat{}, 0, err
-	}
-	return rec, beat{}, b.retryWait(rec), nil
-}
-
 // holderGone is the lock delay of taking a live row that a lock holder
 // wrote, now that this connection holds the lock: the writer's connection
 // no longer does (killed, crashed, dropped), and the writer stands down by
@@ -613,7 +602,7 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 // giveUp runs the statement that gives the row up as g says (see
 // surrender), which ends the row's term, on the lock connection and then
 // releases the lock: a waiter that is not a hand-over's target gets it,
-// finds the row reserved and lets it go (see yieldLock). A row handed off
+// finds the row reserved and lets it go (yieldLock, see follow). A row handed off
 // with an unserved delay stays live, written by a connection that no longer
 // holds the lock: the next lock holder waits out what is left of it (see
 // holderGone). Without a lock connection (it failed, and the lock went with

@@ -169,7 +169,7 @@ func TestLockConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		b = e.b.(*lockBackend)
-		if err := b.preflight(ctx); err != nil {
+		if _, err := b.preflight(ctx); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(b.close)

@@ -19,7 +19,8 @@ import (
 //
 // Each is written once as SQL with named parameters (:name, :me, :hold, …),
 // compiled by internal/stmt, which binds the arguments from a stmt.Params:
-// the library's one parameter mechanism. Not here: the term floor's
+// the library's one parameter mechanism, but for a Batcher's lists of
+// elections (:names, see inNames). Not here: the term floor's
 // statements (internal/floor: both backends and Assume run them in one
 // transaction with a term's write) and the GET_LOCK statements
 // (internal/getlock's Lock: the lock backend's lock, the table backend's
@@ -106,7 +107,7 @@ const heldCond = `anchor = :name AND ` + probe.HoldsCond + ` AND ` + dbclock.Tru
 // readSQL reads election :name's row on table tbl (quoted), for
 // Record.scan: who leads, as Status, Leader and a follower see it.
 func readSQL(tbl string) string {
-	return `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
+	return `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = :name`
 }
 
 // handOffSets gives a held row up without marking it released: it expires
@@ -230,7 +231,7 @@ func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) ta
 		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		// No row, but fails unless the table has the columns (decision:
 		// schema version 7).
-		peek:      `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
+		peek:      `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
 		floor:     floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
 		heldStmts: heldStatements(tbl, bound, bound),
 	}
@@ -255,10 +256,10 @@ const readCommitted = `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
 // batchStmts are a Batcher's statements on many elections' rows (:names).
 type batchStmts struct {
 	// lock locks the rows a batch of renewals may renew; renew renews
-	// them (Batcher.execRenew).
-	lock, renew stmt.Stmt
-	// read reads rows (Batcher.execRead), once bounded for the server.
-	read string
+	// them (Batcher.execRenew); read reads rows (Batcher.execRead), once
+	// bounded for the server. Each has one list of elections, :names,
+	// which inNames fills.
+	lock, renew, read string
 	// bound bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restore puts back what it had.
 	bound, restore string
@@ -270,15 +271,15 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 	var s batchStmts
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
-	s.lock = stmt.Must(`SELECT anchor, service_id, term FROM ` + tbl +
-		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`)
+	s.lock = `SELECT anchor, service_id, term FROM ` + tbl +
+		` WHERE anchor IN (:names) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`
 	// FORCE INDEX (PRIMARY): from about 40 names the optimizer scans the
 	// whole primary key instead, and MariaDB 11.6.2+
 	// (innodb_snapshot_isolation ON) no longer skips a row locked by
 	// another transaction under READ COMMITTED: the batch would wait for an
 	// operator's lock on an unrelated row.
-	s.renew = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`)
-	s.read = `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+	s.renew = `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`
+	s.read = `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
 
 	n := stmt.WaitSecs(queryTimeout)
 	s.bound, s.restore = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},
@@ -322,8 +323,8 @@ type lockStmts struct {
 func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duration, bound stmt.Bound, lockDelay time.Duration) lockStmts {
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
-		read: stmt.Must(`SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
-		peek: `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
+		read: stmt.Must(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
+		peek: `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
 	}

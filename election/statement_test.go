@@ -46,11 +46,10 @@ type builtStatement struct {
 // builtStatements builds every statement of the table backend and the
 // Batcher for table (operator/statements_test.go checks the operators'), bound by bound, with arguments from p
 // (p.Lease is the lease and, in the hand-off, the unserved delay).
-func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params) []builtStatement {
+func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params, names []string) []builtStatement {
 	t.Helper()
 	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
-	tb.bound.Store(bound)
-	tb.stmts = tableStatements(tb.cfg.Table, tb.bound.Load(), tb.cfg.LockDelay)
+	tb.stmts = tableStatements(tb.cfg.Table, bound, tb.cfg.LockDelay)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +78,13 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
 	add("batch bound", stmt.Must(b.sql.bound), p)
 	add("batch restore", stmt.Must(b.sql.restore), p)
-	add("batch lock", b.sql.lock, p)
-	add("batch renew", b.sql.renew, p)
-	add("batch read", bound.Stmt(b.sql.read), p)
+	addIn := func(what, query string) {
+		q, args := inNames(query, names)
+		out = append(out, builtStatement{what, q, args})
+	}
+	addIn("batch lock", b.sql.lock)
+	addIn("batch renew", b.sql.renew)
+	addIn("batch read", bound.Wrap(b.sql.read))
 	return out
 }
 
@@ -91,6 +94,7 @@ type statementCase struct {
 	table string
 	bound stmt.Bound
 	p     stmt.Params
+	names []string // a Batcher's list of elections
 }
 
 // statementCases are the cases the statement tests build every statement
@@ -100,11 +104,15 @@ func statementCases() []statementCase {
 	for _, table := range []string{DefaultTable, "db1.elections"} {
 		for _, bound := range []stmt.Bound{{}, stmt.NewBound(stmt.FlavorMariaDB, 5*time.Second), stmt.NewBound(stmt.FlavorMySQL, 3*time.Second)} {
 			for _, p := range []stmt.Params{
-				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: "", Names: []string{"e1"}},
-				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1", Names: []string{"a", "b", "c", "d", "e"},
+				{Name: "e1", Me: "me", Hold: 0, Lease: 15000, Value: ""},
+				{Name: "e2", Me: "you", Hold: 1763790000123456, Lease: 1, Value: "http://x:8080/?a=1",
 					Floor: 1763790000123457, First: true, Term: 1763790000123458},
 			} {
-				out = append(out, statementCase{table, bound, p})
+				names := []string{"e1"}
+				if p.Name == "e2" {
+					names = []string{"a", "b", "c", "d", "e"}
+				}
+				out = append(out, statementCase{table, bound, p, names})
 			}
 		}
 	}
@@ -115,7 +123,7 @@ func statementCases() []statementCase {
 // placeholders as arguments.
 func TestStatementsPlaceholders(t *testing.T) {
 	for _, c := range statementCases() {
-		for _, s := range builtStatements(t, c.table, c.bound, c.p) {
+		for _, s := range builtStatements(t, c.table, c.bound, c.p, c.names) {
 			if n := countPlaceholders(s.sql); n != len(s.args) {
 				t.Errorf("%s (%s, %+v): %d placeholders, %d arguments in %q", s.what, c.table, c.bound, n, len(s.args), s.sql)
 			}
@@ -131,8 +139,8 @@ func TestStatementsPlaceholders(t *testing.T) {
 // verbatim but for its receivers.
 func TestStatementsAsHandAssembled(t *testing.T) {
 	for _, c := range statementCases() {
-		built := builtStatements(t, c.table, c.bound, c.p)
-		legacy := legacyStatements(c.table, c.bound, c.p)
+		built := builtStatements(t, c.table, c.bound, c.p, c.names)
+		legacy := legacyStatements(c.table, c.bound, c.p, c.names)
 		if len(built) != len(legacy) {
 			t.Fatalf("%d statements built, %d legacy", len(built), len(legacy))
 		}
@@ -163,7 +171,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 		{what: "prefer", sql: text(h.prefer)}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
-		all = append(all, builtStatements(t, c.table, c.bound, c.p)...)
+		all = append(all, builtStatements(t, c.table, c.bound, c.p, c.names)...)
 	}
 	f := tableStatements(DefaultTable, stmt.Bound{}, time.Second).floor
 	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {
@@ -201,7 +209,7 @@ const expiredSQL = `last_seen_active+INTERVAL lease_ms*1000 MICROSECOND<=` + dbc
 // NOW(6) <= SYSDATE(6) AND dbclock.Trusted) is dbclock.Trusted alone. Since issue 31 the
 // statements a pooled connection runs outside a transaction also check
 // commitsSQL, and release has a variant without it, for a transaction.
-func legacyStatements(table string, bound stmt.Bound, p stmt.Params) []builtStatement {
+func legacyStatements(table string, bound stmt.Bound, p stmt.Params, batch []string) []builtStatement {
 	tbl, ftbl := quoteTable(table), quoteTable(table+"_floor")
 	const r = `service_id = ? AND term = ? AND released = 0 AND IFNULL(transfer_to = ?, 1)`
 	heartbeatSQL := bound.Wrap(`INSERT INTO ` + tbl + ` (anchor, service_id, term, term_started_at, last_seen_active, lease_ms, acquired, value, priority)
@@ -231,18 +239,18 @@ decision = NULL`)
 	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted
 	releaseSQL := bound.Wrap(releaseTxSQL + ` AND ` + commitsSQL)
 	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted + ` AND ` + commitsSQL)
-	peekSQL := `SELECT ` + recordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
+	peekSQL := `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`
 
 	me, hold, lease, val := p.Me, p.Hold, p.Lease, p.Value
-	args := []any{p.Name, me, p.Floor, lease, p.Insert(), val, p.Priority, // the insert
+	args := []any{p.Name, me, p.Floor, lease, insertOf(p), val, p.Priority, // the insert
 		me, hold, me, // R
 		me,      // transferred
 		me,      // claimed
 		p.Floor, // term
 		me, val, lease, p.Priority}
 
-	names := make([]any, len(p.Names))
-	for i, n := range p.Names {
+	names := make([]any, len(batch))
+	for i, n := range batch {
 		names[i] = n
 	}
 	return []builtStatement{
@@ -270,7 +278,7 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.
 			` WHERE anchor IN (` + placeholders(len(names)) + `) AND released = 0 AND transfer_to IS NULL AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`, names},
 		{"batch renew", `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (` +
 			placeholders(len(names)) + `)`, names},
-		{"batch read", bound.Wrap(`SELECT ` + recordColumns + ` FROM ` + tbl +
+		{"batch read", bound.Wrap(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl +
 			` WHERE anchor IN (` + placeholders(len(names)) + `)`), names},
 	}
 }
@@ -459,7 +467,7 @@ func legacyLockStatements(b *lockBackend, l getlock.Lock, bound stmt.Bound, p st
 	cfg := b.cfg
 	secs := max(int64(math.Ceil(cfg.LeaseDuration.Seconds())), 1)
 	tbl, anchor := quoteTable(cfg.Table), getlock.Literal(cfg.Name)
-	lease := max(cfg.leaseMillis(), b.adopt)
+	lease := max(ceilMillis(cfg.LeaseDuration), b.adopt)
 	wait := stmt.WaitSecs(cfg.QueryTimeout)
 	session, _ := stmt.SessionSQL(false, stmt.SessionVar{Name: "wait_timeout", Value: secs}, stmt.SessionVar{Name: "interactive_timeout", Value: secs},
 		stmt.SessionVar{Name: "innodb_lock_wait_timeout", Value: wait}, stmt.SessionVar{Name: "lock_wait_timeout", Value: wait},
@@ -514,8 +522,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		Tenure: ceilMillis(cfg.Preference.Tenure)})
 	out := []builtStatement{
 		{"session", session, nil},
-		{"read", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
-		{"peek", `SELECT ` + recordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`, nil},
+		{"read", `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor, nil},
+		{"peek", `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`, nil},
 		{"pass", passSQL(b.lockWait), nil},
 		{"try lock", `SELECT GET_LOCK(` + lit + `, 0)`, nil},
 		{"is mine", `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`, nil},
@@ -523,8 +531,8 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
 		{"wait", waitSQL(300 * time.Millisecond), nil},
 		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Preference.Priority, hold)),
-		named("insert", lit1(insert, cfg.ID, p.Floor, lease, p.Insert(), value, cfg.Preference.Priority)),
-		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, p.Insert(), cfg.Preference.Priority)),
+		named("insert", lit1(insert, cfg.ID, p.Floor, lease, insertOf(p), value, cfg.Preference.Priority)),
+		named("placeholder", lit1(placeholder, cfg.ID, p.Floor, lease, insertOf(p), cfg.Preference.Priority)),
 		named("renew", litAt(renew, 3, lease, value, cfg.Preference.Priority, cfg.ID, hold)),
 	}
 	for _, s := range []builtStatement{
@@ -538,4 +546,34 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		out = append(out, s, builtStatement{s.what + " pooled", bound.Wrap(s.sql + ` AND ` + commitsSQL), s.args})
 	}
 	return out
+}
+
+// insertOf is :insert with p: how an insert acquires the row.
+func insertOf(p stmt.Params) string {
+	if p.First {
+		return "first"
+	}
+	return "insert"
+}
+
+// TestInNames: a Batcher's list of elections gets its elections, repeated
+// ones included (a Batcher's lock lists an election once per request), in
+// order, each a literal or a placeholder as stmt.Bind writes values; the
+// text after the list is kept whatever its length.
+func TestInNames(t *testing.T) {
+	for _, c := range []struct {
+		names    []string
+		wantSQL  string
+		wantArgs []any
+	}{
+		{[]string{"x", "y", "x"}, "UPDATE t SET a = 1 WHERE b IN ('x','y','x') AND c = 2", nil},
+		{[]string{"x"}, "UPDATE t SET a = 1 WHERE b IN ('x') AND c = 2", nil},
+		{nil, "UPDATE t SET a = 1 WHERE b IN () AND c = 2", nil},
+		{[]string{"x", "it's", "é"}, "UPDATE t SET a = 1 WHERE b IN ('x',?,?) AND c = 2", []any{"it's", "é"}},
+	} {
+		gotSQL, gotArgs := inNames("UPDATE t SET a = 1 WHERE b IN (:names) AND c = 2", c.names)
+		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
+			t.Errorf("inNames(%q) = %q %#v, want %q %#v", c.names, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
+		}
+	}
 }

@@ -11,11 +11,8 @@ import (
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
-// recordColumns select an election's row for Record.scan (internal/probe's:
+// scan reads into r a row selected by probe.RecordColumns (internal/probe's:
 // the privilege probe reads them too).
-const recordColumns = probe.RecordColumns
-
-// scan reads into r a row selected by recordColumns.
 func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 	var since, seen, to sql.Null[string]
 	var lease, left sql.Null[int64]
@@ -28,9 +25,13 @@ func (r *Record) scan(row interface{ Scan(dest ...any) error }) error {
 	return err
 }
 
-// scanRecords reads the rows selected by recordColumns (none: an empty
-// slice, not nil), and closes them.
-func scanRecords(rows *sql.Rows) ([]Record, error) {
+// scanRecords reads the rows selected by probe.RecordColumns (none: an empty
+// slice, not nil), and closes them; err is the error of their query,
+// returned as it is.
+func scanRecords(rows *sql.Rows, err error) ([]Record, error) {
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
 	out := []Record{}
 	for rows.Next() {
@@ -61,8 +62,7 @@ func unixDecimal(s string) time.Time {
 // row holds no live lease (both match ErrNoLeader). Safe for concurrent use.
 func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, error) {
 	var rec Record
-	query, args := stmt.Must(readSQL(quoteTable(table))).Bind(stmt.Params{Name: name})
-	err := rec.scan(db.QueryRowContext(ctx, query, args...))
+	err := rec.scan(stmt.Must(readSQL(quoteTable(table))).QueryRow(ctx, db, stmt.Params{Name: name}))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{Election: name}, fmt.Errorf("%w: %q in %s", ErrNoSuchElection, name, table)
 	}
@@ -82,13 +82,6 @@ func ReadRecord(ctx context.Context, db *sql.DB, table, name string) (Record, er
 // empty), ordered by name, live or not: what operator.List returns. Safe
 // for concurrent use.
 func ReadRecords(ctx context.Context, db *sql.DB, table string) ([]Record, error) {
-	rows, err := db.QueryContext(ctx, "SELECT "+recordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor")
-	var out []Record
-	if err == nil {
-		out, err = scanRecords(rows)
-	}
-	if err != nil {
-		return nil, probe.Classify(err, table)
-	}
-	return out, nil
+	out, err := scanRecords(db.QueryContext(ctx, "SELECT "+probe.RecordColumns+" FROM "+quoteTable(table)+" ORDER BY anchor"))
+	return out, probe.Classify(err, table)
 }

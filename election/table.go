@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -50,37 +52,36 @@ type tableBackend struct {
 	stmts tableStmts
 }
 
-func (t *tableBackend) preflight(ctx context.Context) error {
+func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Candidates that share a Batcher probe the server until one did.
 	b := t.cfg.Batcher
 	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
 	if err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	if b != nil && probed {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	// The server's flavour, and where the handover hint's lock is.
 	site, err := getlock.ReadSite(ctx, t.db, t.cfg.Table)
 	if err != nil {
-		return err
+		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
-	t.bound.Store(bound)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	if t.wake != nil {
 		t.wake.preflight(site)
 	}
-	return nil
+	return bound, nil
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	read := t.leader // ReadRecord
+	read := func(ctx context.Context) (Record, error) { return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name) }
 	if t.cfg.Batcher != nil {
 		read = func(ctx context.Context) (Record, error) { return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name) }
 	}
@@ -167,10 +168,13 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	}
 	n, term, err := t.beat(ctx, hold)
 	if err != nil {
-		if err = unsafeSession(err); errors.Is(err, ErrUnsafeSession) {
-			// Refused (dbclock.Trusted): a time zone with daylight saving time
-			// left on this connection, or a server that now runs with
-			// --sysdate-is-now (a failover to one), which stops Run.
+		if mysqlerr.Errno(err) == mysqlerr.BadNull {
+			// Refused (dbclock.Trusted, the heartbeat's NULL anchor: see
+			// internal/probe's unsafeSessionSQL): a time zone with daylight
+			// saving time left on this connection, or a server that now
+			// runs with --sysdate-is-now (a failover to one), which stops
+			// Run.
+			err = fmt.Errorf("%w: %w", ErrUnsafeSession, err)
 			if serr := probe.CheckSysdate(ctx, t.db); errors.Is(serr, ErrSysdateIsNow) {
 				err = serr
 			}

@@ -64,22 +64,20 @@ func (w *wakeup) hold(ctx context.Context) {
 		}
 		w.held.Discard() // its lock is gone: start again
 	}
-	if ok, err := w.Take(ctx, &w.held); !ok {
-		if err != nil {
-			w.Fail(err)
-		}
-		return
+	// A connection when the pool has one to spare (see Hint.Take), and the
+	// lock on it. An error discarded the connection.
+	got, err := w.Take(ctx, &w.held)
+	if got {
+		got, err = w.held.Get(ctx, w.Lock.TryLock)
 	}
-	got, err := w.held.Get(ctx, w.Lock.TryLock)
-	if err != nil {
+	switch {
+	case err != nil:
 		w.Fail(err)
-		return
+	case got:
+		w.checkDue = w.every
+	case w.held.Conn != nil:
+		w.held.GiveBack() // another connection has the lock
 	}
-	if !got {
-		w.held.GiveBack()
-		return
-	}
-	w.checkDue = w.every
 }
 
 // letGo gives the lock up, waking the followers; called after the row was

@@ -417,10 +417,8 @@ func (h *Hint) Await(ctx context.Context, d time.Duration) bool {
 
 // Jitter returns d times a random factor in [1, 1+factor): the retry
 // interval a follower (of either backend, or Observe) waits between looks,
-// spread so that followers do not look in step.
+// spread so that followers do not look in step. A factor that is not
+// positive (none) gives d.
 func Jitter(d time.Duration, factor float64) time.Duration {
-	if factor <= 0 {
-		return d
-	}
-	return d + time.Duration(rand.Float64()*factor*float64(d))
+	return d + time.Duration(rand.Float64()*max(factor, 0)*float64(d))
 }

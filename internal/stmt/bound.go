@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -164,18 +163,6 @@ func DetectBound(ctx context.Context, q RowQuerier, d time.Duration) (Bound, err
 	}
 	return NewBound(FlavorOf(v), d), nil
 }
-
-// AtomicBound is a Bound set once by preflight (the Run goroutine) and
-// read by Fenced from any goroutine.
-// Its zero value loads the zero Bound.
-type AtomicBound struct{ v atomic.Value }
-
-func (a *AtomicBound) Load() Bound {
-	b, _ := a.v.Load().(Bound)
-	return b
-}
-
-func (a *AtomicBound) Store(b Bound) { a.v.Store(b) }
 
 // Stmt compiles sql, one of the library's own statements, bounded by b (see
 // Bound.Wrap).

@@ -25,37 +25,30 @@ var ErrInvalid = errors.New("stmt: invalid statement")
 
 // Params are the values a statement's named parameters take.
 type Params struct {
-	Name     string   // :name, the election (the row's anchor)
-	Me       string   // :me, the candidate's ID
-	Hold     uint64   // :hold, the term the candidate holds, 0 for none
-	Lease    int64    // :lease, a lease in milliseconds
-	Value    string   // :value, the value the candidate publishes
-	To       string   // :to, a transfer's target ('' for anyone)
-	Priority int      // :priority, the candidate's Config.Preference.Priority
-	Term     uint64   // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
-	Tenure   int64    // :tenure, the candidate's PreferenceTenure in milliseconds
-	Names    []string // :names, a list of elections: expands to one ? each
-	Floor    uint64   // :floor, the election's term floor (0 when it has none)
-	First    bool     // the election has no floor row, it never existed: :insert is 'first'
-	Acquired string   // :acquired, how a lock holder took the row (see the lock backend's follow)
+	Name     string // :name, the election (the row's anchor)
+	Me       string // :me, the candidate's ID
+	Hold     uint64 // :hold, the term the candidate holds, 0 for none
+	Lease    int64  // :lease, a lease in milliseconds
+	Value    string // :value, the value the candidate publishes
+	To       string // :to, a transfer's target ('' for anyone)
+	Priority int    // :priority, the candidate's Config.Preference.Priority
+	Term     uint64 // :term, the term of the row a candidate read (preferSQL, the lock backend's take)
+	Tenure   int64  // :tenure, the candidate's PreferenceTenure in milliseconds
+	Floor    uint64 // :floor, the election's term floor (0 when it has none)
+	First    bool   // the election has no floor row, it never existed: :insert is 'first'
+	Acquired string // :acquired, how a lock holder took the row (see the lock backend's follow)
 }
 
-// listParam is the one list parameter: :names.
-const listParam = "names"
-
-// values are p's values of the scalar parameters, by name.
+// values are p's values of the scalar parameters, by name. :insert is
+// how an insert acquires the row (its acquired column): 'first' for an
+// election that never existed (First), else 'insert'.
 func (p *Params) values() map[string]any {
-	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
-		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": p.Insert(), "acquired": p.Acquired}
-}
-
-// Insert is :insert, how an insert acquires the row (its acquired column):
-// 'first' for an election that never existed (First), else 'insert'.
-func (p *Params) Insert() string {
+	insert := "insert"
 	if p.First {
-		return "first"
+		insert = "first"
 	}
-	return "insert"
+	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
+		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": insert, "acquired": p.Acquired}
 }
 
 // Stmt is a compiled statement: its text around each parameter, and the
@@ -92,7 +85,7 @@ func Must(sql string) Stmt {
 				j++
 			}
 			name := sql[i+1 : j]
-			if _, ok := (&Params{}).values()[name]; !ok && name != listParam {
+			if _, ok := (&Params{}).values()[name]; !ok {
 				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
 			s.parts, s.names = append(s.parts, b.String()), append(s.names, name)
@@ -116,35 +109,28 @@ func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
 // execute and a close unless the DSN sets interpolateParams. Any other
 // string stays a ? and an argument: its literal would depend on session
 // state the library did not set (sql_mode's NO_BACKSLASH_ESCAPES, the
-// character set). The list parameter becomes one value per element (at
-// least one element is needed for valid SQL).
+// character set).
 func (s Stmt) Bind(p Params) (string, []any) {
 	v := p.values()
 	var b strings.Builder
 	var args []any
-	bind := func(x any) {
-		if lit, ok := Literal(x); ok {
-			b.WriteString(lit)
-		} else {
-			b.WriteByte('?')
-			args = append(args, x)
-		}
-	}
 	for i, name := range s.names {
 		b.WriteString(s.parts[i])
-		if name != listParam {
-			bind(v[name])
-			continue
-		}
-		for j, n := range p.Names {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			bind(n)
-		}
+		args = Put(&b, args, v[name])
 	}
 	b.WriteString(s.parts[len(s.names)])
 	return b.String(), args
+}
+
+// Put writes x into b as Bind does: its literal, or a ? with x appended to
+// args; it returns args.
+func Put(b *strings.Builder, args []any, x any) []any {
+	if lit, ok := Literal(x); ok {
+		b.WriteString(lit)
+		return args
+	}
+	b.WriteByte('?')
+	return append(args, x)
 }
 
 // Literal is x as an SQL literal that reads the same under any session

@@ -1,4 +1,4 @@
-package batch
+package election
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // queued returns how many requests wait in the batch that is filling.
-func (c *Combiner[Req, Res]) queued() int {
+func (c *combiner[Req, Res]) queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil {
@@ -32,7 +32,7 @@ func testCombinerBatchesWhileBusy(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	c := New(Options{MaxBatch: 3, MaxInFlight: 1, Timeout: time.Second, Linger: -1},
+	c := newCombiner(BatcherOptions{MaxBatch: 3, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
 		func(ctx context.Context, reqs []int) ([]int, error) {
 			mu.Lock()
 			sizes = append(sizes, len(reqs))
@@ -92,11 +92,11 @@ func TestCombinerErrorsAndCancel(t *testing.T) {
 		want error
 	}{
 		{"error reaches every request", func(context.Context, []int) ([]int, error) { return nil, boom }, boom},
-		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, ErrShort},
+		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, errShort},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(Options{MaxBatch: 10, MaxInFlight: 1, Timeout: time.Second, Linger: -1}, tc.exec)
+			c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1}, tc.exec)
 			if _, err := c.Do(ctx, 1); !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
@@ -109,7 +109,7 @@ func testCombinerWaiterContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	release := make(chan struct{})
-	c := New(Options{MaxBatch: 10, MaxInFlight: 1, Timeout: 5 * time.Second, Linger: -1},
+	c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
 		func(ctx context.Context, reqs []int) ([]int, error) {
 			<-release
 			return reqs, nil
