@@ -52,6 +52,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -180,6 +181,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	}
 	multi := n > 1 || batch
 	es := make([]election.Election, max(n, 1))
+	var campaigning atomic.Bool // a Run's preflight passed: it has seen the row or been elected
 	for i := range es {
 		cfg := base
 		cfg.Name = electionName(base.Name, i)
@@ -189,7 +191,9 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 		}
 		e := &es[i]
 		cfg.Callbacks = election.Callbacks{
+			OnLeaderChanged: func(election.Record) { campaigning.Store(true) },
 			OnElected: func(ctx context.Context, l election.Leadership) {
+				campaigning.Store(true)
 				term := l.Term
 				p.emit(line{Event: "elected", Term: term, Election: tag})
 				if fencedEvery > 0 {
@@ -217,7 +221,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	p.emit(line{Event: "started", Pid: os.Getpid()})
-	watchSessionState(ctx, p, db, sessionStateFile, sessionStateFor)
+	watchSessionState(ctx, p, db, sessionStateFile, sessionStateFor, campaigning.Load)
 
 	statsDone := make(chan struct{})
 	var last map[string]float64

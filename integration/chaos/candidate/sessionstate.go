@@ -26,7 +26,7 @@ import (
 // prints session_state_cleared.
 
 // watchSessionState handles SIGUSR2 until ctx ends; file "" turns it off.
-func watchSessionState(ctx context.Context, p *printer, db *sql.DB, file string, hold time.Duration) {
+func watchSessionState(ctx context.Context, p *printer, db *sql.DB, file string, hold time.Duration, campaigning func() bool) {
 	if file == "" {
 		return
 	}
@@ -39,6 +39,14 @@ func watchSessionState(ctx context.Context, p *printer, db *sql.DB, file string,
 			case <-ctx.Done():
 				return
 			case <-usr2:
+				if !campaigning() {
+					// Still in Run's preflight, which refuses such state
+					// at once (Run's error: the candidate exits): the fault
+					// is application code that leaves it on a running
+					// candidate's pool.
+					p.emit(line{Event: "session_state", Detail: "not left: Run's preflight has not passed yet"})
+					continue
+				}
 				leaveSessionState(ctx, p, db, file, hold)
 			}
 		}
