@@ -252,9 +252,9 @@ test-matrix: deps
 #     front it added that to the legs);
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
-#   - on Oracle MySQL 9.7 (with Group Replication), then on MariaDB 11.8: go
-#     test -race of both modules (Galera skipped: it runs on the host's
-#     server, tested above);
+#   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
+#     modules (Galera skipped: it runs on the host's server, tested above;
+#     Group Replication is chaos-short's, below);
 #   - chaos-short, one round of each fault, in two lanes, so that never
 #     more than two run at once: MySQL 9.7's (with Group Replication), then
 #     the host's TestChaosGalera in one; MariaDB 11.8's, then the host's
@@ -373,10 +373,10 @@ test-matrix: deps
 
 # GOTEST_FLAGS are more flags for gotest's go test. ci skips
 # internal/mysqld's TestGroupFailover (48 s on MySQL 9.7, the only server
-# it runs on): the integration module's TestGroupReplicationSinglePrimary,
-# in the same leg on the same server, makes each of its calls (StartGroup,
-# Primary, Kill, WaitPrimary, Rejoin, WaitOnline, Leave), and fails if
-# one does.
+# it runs on): the chaos suite's TestChaosGroupReplication, in MySQL 9.7's
+# chaos-short, makes each of its calls (StartGroup, Primary, Kill,
+# WaitPrimary, Rejoin, WaitOnline, Leave: gr_primary_kill and
+# gr_primary_leave), and fails if one does.
 GOTEST_FLAGS ?=
 ci: GOTEST_FLAGS = -skip '^TestGroupFailover$$'
 
