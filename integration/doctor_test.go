@@ -17,7 +17,6 @@ import (
 
 	"github.com/sqlelect/sqlelect/doctor"
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
 // gmsTable is the election table as go-mysql-server takes it (the
@@ -168,58 +167,5 @@ func TestPreflightRefusesGoMySQLServer(t *testing.T) {
 			}
 			t.Logf("Run: %v", err)
 		})
-	}
-}
-
-// checkMember runs Check as root on member i of g, with the session
-// settings docs/servers.md advises on MySQL, and logs the report.
-func checkMember(t *testing.T, ctx context.Context, g *mysqld.Group, i int) doctor.Report {
-	t.Helper()
-	cfg, err := mysql.ParseDSN(g.Nodes[i].DSN("sqlelect"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Params = map[string]string{"time_zone": "'+00:00'", "innodb_lock_wait_timeout": "1"}
-	db := openQuiet(t, cfg.FormatDSN())
-	r, err := doctor.Check(ctx, db, election.Config{})
-	if err != nil {
-		t.Fatalf("Check on member %d: %v", i, err)
-	}
-	for _, f := range r.Findings {
-		t.Logf("member %d: %-17s %-4s %v %s", i, f.Property, f.Status, f.Backends, f.Detail)
-	}
-	return r
-}
-
-// doctorGroup checks what Check reports on g, a group just started
-// (startGroup): on the primary of a single-primary group both backends are
-// safe; a secondary (super_read_only) is safe for neither; on a
-// multi-primary group the table backend is safe and the lock backend fails
-// topology. The Group Replication tests run it first on their groups, so
-// that the groups are started once for both (20 s each).
-func doctorGroup(t *testing.T, ctx context.Context, g *mysqld.Group, multi bool) {
-	r := checkMember(t, ctx, g, 0)
-	wantFails := map[string]string{doctor.BackendTable: "", doctor.BackendLock: ""}
-	if multi {
-		wantFails[doctor.BackendLock] = doctor.PropTopology
-	}
-	for b, want := range wantFails {
-		if got := strings.Join(r.Failed(b), ","); got != want {
-			t.Errorf("member 0, %s backend fails [%s], want [%s]", b, got, want)
-		}
-	}
-	for _, f := range r.For(doctor.BackendTable) {
-		if f.Status == doctor.CheckWarn && !(multi && f.Property == doctor.PropTopology) {
-			t.Errorf("member 0 warns: %s %s", f.Property, f.Detail)
-		}
-	}
-	if multi {
-		return
-	}
-	r = checkMember(t, ctx, g, 1)
-	for _, b := range []string{doctor.BackendTable, doctor.BackendLock} {
-		if got := r.Failed(b); len(got) == 0 || got[0] != doctor.PropReadOnly {
-			t.Errorf("secondary, %s backend fails %v, want read_only first", b, got)
-		}
 	}
 }

@@ -68,10 +68,14 @@ type Record struct {
 	Detail string             `json:"detail,omitempty"`
 	Pid    int                `json:"pid,omitempty"`
 	Errors map[string]float64 `json:"errors,omitempty"`
-	Kind   string             `json:"kind,omitempty"`
-	End    time.Time          `json:"end,omitzero"`
-	Target string             `json:"target,omitempty"`
-	Beats  uint64             `json:"beats,omitempty"`
+	// ErrNumbers (stats) counts the candidate's failed heartbeats by
+	// MySQL error number ("other" when not a MySQL error; 1180 "Got error
+	// 149", a transaction a remote write set aborted, as "1180/149").
+	ErrNumbers map[string]float64 `json:"err_numbers,omitempty"`
+	Kind       string             `json:"kind,omitempty"`
+	End        time.Time          `json:"end,omitzero"`
+	Target     string             `json:"target,omitempty"`
+	Beats      uint64             `json:"beats,omitempty"`
 	// Election names the election of a candidate's event when its process
 	// campaigns in several (empty otherwise, and for process events).
 	Election string `json:"election,omitempty"`
@@ -237,6 +241,9 @@ type Result struct {
 	FencedRejected int
 	// Errors sums the candidates' last stats (heartbeat errors by kind).
 	Errors map[string]float64
+	// ErrNumbers sums the candidates' last stats' failed heartbeats by
+	// MySQL error number (Record.ErrNumbers).
+	ErrNumbers map[string]float64
 	// Margins says how close the run came to the bounds it is checked
 	// against, violated or not.
 	Margins Margins
@@ -312,6 +319,7 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	var ivs []*Interval
 	var last time.Time
 	lastStats := map[string]map[string]float64{}
+	lastNumbers := map[string]map[string]float64{}
 	closeIv := func(iv *Interval, end time.Time, how string, r Record) {
 		iv.End, iv.How, iv.Ended = end, how, r
 		delete(open, iv.ID)
@@ -359,6 +367,7 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 			res.FencedRejected++
 		case "stats":
 			lastStats[r.ID] = r.Errors
+			lastNumbers[r.ID] = r.ErrNumbers
 		case "probe_failed":
 			violate("server", "an unrelated client could not use the server: "+r.Detail, r)
 		}
@@ -371,6 +380,12 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 	for _, s := range lastStats {
 		for k, v := range s {
 			res.Errors[k] += v
+		}
+	}
+	res.ErrNumbers = map[string]float64{}
+	for _, s := range lastNumbers {
+		for k, v := range s {
+			res.ErrNumbers[k] += v
 		}
 	}
 	sort.SliceStable(ivs, func(i, j int) bool { return ivs[i].Start.Before(ivs[j].Start) })

@@ -56,8 +56,8 @@ func TestCheckCleanHistory(t *testing.T) {
 		{Event: "fenced_ok", ID: "a", Term: 10, Time: at(100)},
 		{Event: "fenced_rejected", ID: "c", Term: 12, Time: at(6001)},
 		{Event: "stats", ID: "b", Time: at(10), Errors: map[string]float64{"deadlock": 1}},
-		{Event: "stats", ID: "b", Time: at(20), Errors: map[string]float64{"deadlock": 2}},
-		{Event: "stats", ID: "c", Time: at(20), Errors: map[string]float64{"deadlock": 3, "timeout": 1}},
+		{Event: "stats", ID: "b", Time: at(20), Errors: map[string]float64{"deadlock": 2}, ErrNumbers: map[string]float64{"3101": 2}},
+		{Event: "stats", ID: "c", Time: at(20), Errors: map[string]float64{"deadlock": 3, "timeout": 1}, ErrNumbers: map[string]float64{"3101": 1, "1180/149": 2}},
 	}
 	writes := []Write{
 		{Seq: 1, Term: 10, Who: "a", At: at(99)},
@@ -88,6 +88,9 @@ func TestCheckCleanHistory(t *testing.T) {
 	}
 	if r.Errors["deadlock"] != 5 || r.Errors["timeout"] != 1 {
 		t.Errorf("errors %v, want the last stats of each candidate summed", r.Errors)
+	}
+	if r.ErrNumbers["3101"] != 3 || r.ErrNumbers["1180/149"] != 2 {
+		t.Errorf("error numbers %v, want the last stats of each candidate summed", r.ErrNumbers)
 	}
 }
 

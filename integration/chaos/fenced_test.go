@@ -42,12 +42,16 @@ func TestChaosFencedLongTransaction(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Stop() })
 	_, dsn := setupDatabase(t, ctx, srv.DSN(""))
-	fencedLongTransaction(t, ctx, dsn, dsn)
+	fencedLongTransaction(t, ctx, dsn, dsn, false)
 }
 
 // fencedLongTransaction fails t when L's fenced transaction commits after M
-// began to lead.
-func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string) {
+// began to lead, or its row is in the table after M led. With busy, the
+// transaction's session runs a statement every 100 ms, so that the server
+// does not drop it for idling past the lease (Fenced bounds its idle
+// time): on a Group Replication group the commit must then fail in
+// certification.
+func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string, busy bool) {
 	tm := defaultTimings
 	open := func(dsn string) *sql.DB {
 		db, err := sql.Open("mysql", dsn)
@@ -96,7 +100,16 @@ func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string)
 			return err
 		}
 		// Outlive the lease; stop early once M leads.
-		for deadline := time.Now().Add(2*tm.Lease + 2*time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		step := 5 * time.Millisecond
+		if busy {
+			step = 100 * time.Millisecond
+		}
+		for deadline := time.Now().Add(2*tm.Lease + 2*time.Second); time.Now().Before(deadline); time.Sleep(step) {
+			if busy {
+				if _, err := tx.Exec("SELECT 1"); err != nil {
+					return err
+				}
+			}
 			if m.IsLeader() {
 				mLedAt, mTerm = time.Now(), m.Term()
 				time.Sleep(100 * time.Millisecond) // M acts as leader meanwhile
@@ -117,5 +130,12 @@ func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string)
 		t.Logf("M led, and L's commit was refused: %v", err)
 	default:
 		t.Logf("M led, and L's commit failed: %v", err)
+	}
+	var n int
+	if err := dbA.QueryRowContext(ctx, "SELECT COUNT(*) FROM chaos_fenced_long WHERE term = ?", term).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if !mLedAt.IsZero() && n != 0 {
+		t.Errorf("L's fenced row of term %d is in the table after M led", term)
 	}
 }

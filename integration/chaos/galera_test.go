@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 )
 
@@ -168,30 +167,10 @@ func TestChaosGalera(t *testing.T) {
 		admins[i] = db
 	}
 
-	t.Run("LockBackendRefused", func(t *testing.T) {
-		for i, node := range nodes {
-			db, err := sql.Open("mysql", strings.Replace(adminDSN, nodes[0].Addr, node.Addr, 1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := election.NewLock(db, election.Config{Name: "refused", ID: "x"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-			err = e.Run(rctx)
-			rcancel()
-			db.Close()
-			if !errors.Is(err, election.ErrUnsupportedTopology) {
-				t.Errorf("node %d: the lock backend's Run returned %v, want ErrUnsupportedTopology", i+1, err)
-			} else {
-				t.Logf("node %d: %v", i+1, err)
-			}
-		}
-	})
+	t.Run("LockBackendRefused", func(t *testing.T) { lockRefused(t, ctx, admins) })
 
 	t.Run("FencedLongTransaction", func(t *testing.T) {
-		fencedLongTransaction(t, ctx, adminDSN, strings.Replace(adminDSN, nodes[0].Addr, nodes[1].Addr, 1))
+		fencedLongTransaction(t, ctx, adminDSN, strings.Replace(adminDSN, nodes[0].Addr, nodes[1].Addr, 1), false)
 	})
 
 	c = newCluster(t, ctx, "galera", "table", tm)

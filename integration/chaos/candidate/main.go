@@ -9,7 +9,7 @@
 //	{"event":"fenced_rejected","id":"c1.1","term":42,"time":"…"} Fenced said ErrNotLeader
 //	{"event":"fenced_error","id":"c1.1","term":42,"time":"…","detail":"…"}
 //	{"event":"demoted","id":"c1.1","term":42,"time":"…","until":"…","reason":"lease_lost"}
-//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3},"beats":120}
+//	{"event":"stats","id":"c1.1","time":"…","errors":{"deadlock":3},"err_numbers":{"3101":3},"beats":120}
 //	{"event":"resign","id":"c1.1","time":"…","detail":"…"}      SIGUSR1: Resign returned
 //	{"event":"error","id":"c1.1","time":"…","detail":"…"}       Run failed
 //	{"event":"exit","id":"c1.1","time":"…"}
@@ -24,7 +24,8 @@
 // "beats" (stats) is the number of heartbeats (follow or hold statements,
 // failed ones included) Run has finished so far: while it grows, Run is
 // campaigning; the suite's checker reports a candidate whose beats stop
-// (stuck). Stats are printed every --stats-every when the errors or the
+// (stuck). "err_numbers" counts the failed heartbeats by MySQL error number
+// (errnums.go). Stats are printed every --stats-every when the errors or the
 // beats changed.
 //
 // SIGTERM (or SIGINT) ends Run's context: a leader resigns (the row is
@@ -49,6 +50,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -169,6 +171,8 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics)
 	base.Metrics = metrics
+	nums := &numberCounts{n: map[string]float64{}}
+	base.Tuning.Logger = slog.New(errNumbers{inner: slog.Default().Handler(), c: nums})
 	if batch {
 		if backend != "table" {
 			return fmt.Errorf("--batch needs the table backend")
@@ -225,12 +229,16 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 
 	statsDone := make(chan struct{})
 	var last map[string]float64
+	var lastNums map[string]float64
 	var lastBeats uint64
 	printStats := func() {
+		// The numbers first: a failed heartbeat is counted in the
+		// metrics before it is logged.
+		ns := nums.snapshot()
 		errs, beats := errorCounts(reg)
-		if !equal(errs, last) || beats != lastBeats {
-			last, lastBeats = errs, beats
-			p.emit(line{Event: "stats", Errors: errs, Beats: beats})
+		if !equal(errs, last) || !equal(ns, lastNums) || beats != lastBeats {
+			last, lastNums, lastBeats = errs, ns, beats
+			p.emit(line{Event: "stats", Errors: errs, ErrNumbers: ns, Beats: beats})
 		}
 	}
 	usr1 := make(chan os.Signal, 1)
