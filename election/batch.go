@@ -229,10 +229,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 	}
 	out := make([]Record, len(names))
 	for i, n := range names {
-		out[i] = Record{Election: n} // no row
-		if rec, ok := byName[n]; ok {
-			out[i] = rec
-		}
+		out[i] = cmp.Or(byName[n], Record{Election: n}) // zero: no row
 	}
 	return out, nil
 }

@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// tenure is how long the record's term has lasted by the database clock
-// when it was read: the database clock then (the last renewal plus the
-// lease, less what was left of it) minus the start of the term.
-func (r Record) tenure() time.Duration {
-	return r.LastRenewal.Add(r.Lease - r.LeaseLeft).Sub(r.Since)
-}
-
 // prefer asks the leader of seen, the record a look at the election just
 // read, to hand over to this candidate when its Priority is higher than the
 // leader's and the leader has led for Preference.Tenure; it returns the wait
@@ -33,7 +26,11 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 		seen.Acquired == "operator" || seen.Term == c.st.askedTerm || c.heldDown() {
 		return wait
 	}
-	if left := c.cfg.Preference.Tenure - seen.tenure(); left > 0 {
+	// The leader's tenure is how long its term has lasted by the database
+	// clock when seen was read: the database clock then (the last renewal
+	// plus the lease, less what was left of it) minus the start of the term.
+	tenure := seen.LastRenewal.Add(seen.Lease - seen.LeaseLeft).Sub(seen.Since)
+	if left := c.cfg.Preference.Tenure - tenure; left > 0 {
 		return min(wait, left+time.Millisecond)
 	}
 	c.step()

@@ -84,7 +84,7 @@ func (o *Operator) bound(ctx context.Context) (stmt.Bound, error) {
 }
 
 // exec runs the action's statement, text with named parameters taken from
-// p, bounded by bound, and retried on write conflicts (retryConflicts); it
+// p, bounded by bound, and retried on write conflicts (up to three tries in all, mysqlerr.Retry: every action reads what it needs afresh); it
 // returns the rows affected. A
 // server error wraps the election sentinel that names its cause, naming
 // the table, as the election's own statements do (probe.Classify).
@@ -93,24 +93,9 @@ func (o *Operator) exec(ctx context.Context, text string, p stmt.Params) (affect
 	if err != nil {
 		return 0, err
 	}
-	err = retryConflicts(ctx, func() error {
+	err = mysqlerr.Retry(ctx, 3, func() error {
 		affected, err = bound.Stmt(text).Affected(ctx, o.db, p)
 		return err
 	})
 	return affected, probe.Classify(err, o.table)
-}
-
-// retryConflicts runs a single-statement write or a transaction, again (up
-// to three tries in all) while it fails with a deadlock or write conflict
-// (mysqlerr.WriteConflict): on Galera or a multi-primary Group Replication
-// group, losing certification to a concurrent write of the same row (the
-// leader's renewal or fenced write). Every action reads what it needs
-// afresh.
-func retryConflicts(ctx context.Context, f func() error) error {
-	for try := 1; ; try++ {
-		err := f()
-		if try == 3 || !mysqlerr.WriteConflict(err) || ctx.Err() != nil {
-			return err
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -88,7 +89,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 	}
 	// Assume inserts no row: no lock delay to judge a first election by.
 	f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
-	err = retryConflicts(ctx, func() error { return floor.InTxOnce(ctx, o.db, f, name, write) })
+	err = mysqlerr.Retry(ctx, 3, func() error { return floor.InTxOnce(ctx, o.db, f, name, write) })
 	if err != nil {
 		return election.Record{}, probe.Classify(err, o.table)
 	}

@@ -105,13 +105,9 @@ type Write func(tx Tx, floor uint64, first bool) (term uint64, err error)
 // start) can deadlock on InnoDB's gap locks, and so can two first starts
 // of neighbouring names, which both wait for the floor's marker
 // (firstElection): the loser is tried once more, and then finds the
-// winner's rows.
+// winner's rows (mysqlerr.Retry).
 func InTx(ctx context.Context, db stmt.Execer, f Stmts, name string, write Write) error {
-	err := InTxOnce(ctx, db, f, name, write)
-	if mysqlerr.WriteConflict(err) && ctx.Err() == nil {
-		err = InTxOnce(ctx, db, f, name, write)
-	}
-	return err
+	return mysqlerr.Retry(ctx, 2, func() error { return InTxOnce(ctx, db, f, name, write) })
 }
 
 // InConnTx runs body, which runs its statements on c, in one transaction:

@@ -7,6 +7,7 @@ package ident
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -31,16 +32,16 @@ const (
 	// fit MySQL's 64 characters: <table>_decision, the longest (migration
 	// 7's CHECK constraint, renamed by schema.DDL).
 	maxTableLen = maxIdentLen - len("_decision")
+
+	// The ASCII letters, and with the digits: what names are made of.
+	letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	alnum   = letters + "0123456789"
 )
 
 // Name checks an election name: 1 to 128 characters among letters, digits
 // and . _ - : / @.
 func Name(name string) error {
-	ok := name != "" && len(name) <= maxNameLen
-	for i := 0; ok && i < len(name); i++ {
-		ok = asciiAlnum(name[i]) || strings.IndexByte("._:/@-", name[i]) >= 0
-	}
-	if !ok {
+	if name == "" || len(name) > maxNameLen || strings.Trim(name, alnum+"._:/@-") != "" {
 		return fmt.Errorf("%w: election name %q: must be 1 to %d characters among letters, digits and . _ - : / @", ErrInvalid, name, maxNameLen)
 	}
 	return nil
@@ -73,11 +74,7 @@ func ID(id string) error {
 // constraint <table>_decision and floor.Table) fit MySQL's 64.
 func Table(table string) error {
 	parts := strings.Split(table, ".")
-	ok := len(parts) <= 2
-	for _, p := range parts {
-		ok = ok && identifier(p)
-	}
-	if !ok {
+	if len(parts) > 2 || slices.ContainsFunc(parts, func(p string) bool { return !identifier(p) }) {
 		return fmt.Errorf("%w: table %q: must be an identifier ([A-Za-z_][A-Za-z0-9_$]*, at most 64 characters), optionally db.table", ErrInvalid, table)
 	}
 	if t := parts[len(parts)-1]; len(t) > maxTableLen {
@@ -93,13 +90,5 @@ func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`
 
 // identifier reports whether s matches [A-Za-z_][A-Za-z0-9_$]{0,63}.
 func identifier(s string) bool {
-	ok := s != "" && len(s) <= maxIdentLen && (asciiLetter(s[0]) || s[0] == '_')
-	for i := 1; ok && i < len(s); i++ {
-		ok = asciiAlnum(s[i]) || s[i] == '_' || s[i] == '$'
-	}
-	return ok
+	return s != "" && len(s) <= maxIdentLen && strings.IndexByte(letters+"_", s[0]) >= 0 && strings.Trim(s, alnum+"_$") == ""
 }
-
-func asciiLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
-
-func asciiAlnum(b byte) bool { return asciiLetter(b) || '0' <= b && b <= '9' }

@@ -3,6 +3,7 @@
 package mysqlerr
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -48,4 +49,18 @@ func WriteConflict(err error) bool {
 	me, ok := errors.AsType[*mysql.MySQLError](err)
 	return ok && (me.Number == 1213 || me.Number == 3101 ||
 		me.Number == 1180 && strings.HasPrefix(me.Message, "Got error 149 "))
+}
+
+// Retry runs f, a single-statement write or a transaction, again (up to
+// tries in all) while it fails with a deadlock or write conflict
+// (WriteConflict) and ctx lives: on Galera or a multi-primary Group
+// Replication group, losing certification to a concurrent write of the
+// same row. f must read what it needs afresh.
+func Retry(ctx context.Context, tries int, f func() error) error {
+	for try := 1; ; try++ {
+		err := f()
+		if try >= tries || !WriteConflict(err) || ctx.Err() != nil {
+			return err
+		}
+	}
 }

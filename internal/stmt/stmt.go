@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -137,12 +136,8 @@ func Put(b *strings.Builder, args []any, x any) []any {
 // state, and false when there is none (see Bind).
 func Literal(x any) (string, bool) {
 	switch x := x.(type) {
-	case int:
-		return strconv.Itoa(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
+	case int, int64, uint64:
+		return fmt.Sprint(x), true // decimal digits, with a sign when negative
 	case string:
 		if strings.ContainsFunc(x, func(r rune) bool { return r < ' ' || r > '~' || r == '\'' || r == '\\' || r == '?' }) {
 			return "", false
