@@ -287,7 +287,7 @@ func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists
 
 // follow waits in GET_LOCK for the lock; once this candidate's connection
 // holds it, the row's state decides how the row is taken (see claimOf), or
-// whether the lock is let go (yieldLock).
+// whether the lock is let go (the step model/lock.pml calls yieldLock).
 //
 // takeNew: there is no row, and follow writes one naming this candidate.
 // The previous holder may not know yet that the row was deleted: the hold

@@ -290,10 +290,9 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 // ---- The lock backend ----
 
 // lockStmts are the lock backend's statements, compiled once by prepare;
-// they take their arguments from lockBackend.params. The election name and
-// the lock name are safe literals (see getlock.Name and ValidateName):
-// statements that need nothing else have them in their text and bind no
-// parameter, so they go over the text protocol in one round trip.
+// they take their values from lockBackend.params. The lock name is in
+// their text (see getlock.Name and ValidateName); the values go in as
+// stmt.Bind writes them, so each is one round trip.
 type lockStmts struct {
 	session stmt.Stmt // the lock connection's session limits
 	read    stmt.Stmt // the election's row

@@ -41,7 +41,10 @@ func scanRecords(rows *sql.Rows, err error) ([]Record, error) {
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // unixDecimal parses "1763790000.123456" as a UTC time; "" gives zero.

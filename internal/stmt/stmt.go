@@ -1,6 +1,7 @@
 // Package stmt compiles the library's statements, written once as SQL with
-// named parameters, into text with placeholders and binds their arguments;
-// and bounds a statement's lock waits on the server (Bound).
+// named parameters, and binds their values (as literals where they read the
+// same under any session state, see Bind); and bounds a statement's lock
+// waits on the server (Bound).
 package stmt
 
 import (
@@ -12,10 +13,9 @@ import (
 )
 
 // This package is the one place where the library's statements get their
-// placeholders and arguments. A statement is written once, as SQL with named
-// parameters (:me, :hold, …); compiling it replaces each name by a ? and
-// remembers the name, and binding takes the arguments from a Params in the
-// same order. Conditions and expressions are Go constants of such SQL, so a
+// values. A statement is written once, as SQL with named parameters (:me,
+// :hold, …); compiling it splits the text at each name and remembers the
+// name, and binding writes the values from a Params in the same order. Conditions and expressions are Go constants of such SQL, so a
 // condition that a statement repeats carries its parameters wherever it goes,
 // and no list of positional arguments is kept by hand next to the text.
 
