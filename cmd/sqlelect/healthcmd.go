@@ -86,7 +86,10 @@ func (h *healthCmd) run(ctx context.Context) error {
 	}
 	var ee *exec.ExitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		// Exit status 0; ErrWaitDelay: its output pipes were still open
+		// healthWaitDelay after that (a background child holds them, or,
+		// on a loaded machine, they were not yet read to their end).
 		return nil
 	case errors.As(err, &ee):
 		msg := "health command failed (" + ee.ProcessState.String() + ")" // exit status 1, signal: killed

@@ -79,6 +79,9 @@ func TestHealthCmdRun(t *testing.T) {
 		{"echo '  down for maintenance ' >&2; echo more >&2; exit 1", time.Minute,
 			"health command failed (exit status 1): down for maintenance"},
 		{"kill -KILL $$", time.Minute, "health command failed (signal: killed)"},
+		// A background child holds stderr after a successful exit: healthy,
+		// once the pipe was waited for healthWaitDelay (exec.ErrWaitDelay).
+		{"sleep 2 >&2 & exit 0", time.Minute, ""},
 		// A background child holds stderr: the group is killed at the
 		// bound and the pipe is not waited for.
 		{"sleep 30 & sleep 30", 300 * time.Millisecond, "health command killed: no exit within 300ms"},
