@@ -337,8 +337,13 @@ func (c *combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 		case <-ctx.Done(): // the check below returns its error
 		}
 	}
-	if err := cmp.Or(ctx.Err(), b.err); err != nil {
+	// b.err only once the batch ran (b.done): a waiter whose context ended
+	// first returns without reading what the batch's runner still writes.
+	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if b.err != nil {
+		return zero, b.err
 	}
 	return b.res[i], nil
 }

@@ -137,3 +137,29 @@ func testCombinerWaiterContextEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestCombinerWaitersLeaveEarly: requests whose contexts end while their
+// batch lingers or waits for a slot return their context's error without
+// reading the batch's outcome, which its runner writes later (under -race,
+// reading it was a data race; TestBatcherManyElections found it).
+func TestCombinerWaitersLeaveEarly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := newCombiner(BatcherOptions{MaxBatch: 1000, MaxInFlight: 1, QueryTimeout: time.Second, Linger: 2 * time.Millisecond, Clock: realClock{}},
+		func(ctx context.Context, reqs []int) ([]int, error) { return reqs, nil })
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, rcancel := context.WithTimeout(ctx, time.Duration(i%4)*time.Millisecond)
+			defer rcancel()
+			if got, err := c.Do(rctx, i); err == nil && got != i {
+				t.Errorf("request %d got %d", i, got)
+			} else if err != nil && rctx.Err() == nil {
+				t.Errorf("request %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
