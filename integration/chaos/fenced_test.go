@@ -80,7 +80,15 @@ func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := election.NewTable(dbB, cfg("M"))
+	mElected := make(chan struct{}, 1)
+	mcfg := cfg("M")
+	mcfg.Callbacks.OnElected = func(context.Context, election.Leadership) {
+		select {
+		case mElected <- struct{}{}:
+		default:
+		}
+	}
+	m, err := election.NewTable(dbB, mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,24 +107,28 @@ func fencedLongTransaction(t *testing.T, ctx context.Context, dsnA, dsnB string,
 		if _, err := tx.Exec("INSERT INTO chaos_fenced_long (term, at) VALUES (?, NOW(6))", term); err != nil {
 			return err
 		}
-		// Outlive the lease; stop early once M leads.
-		step := 5 * time.Millisecond
-		if busy {
-			step = 100 * time.Millisecond
-		}
-		for deadline := time.Now().Add(2*tm.Lease + 2*time.Second); time.Now().Before(deadline); time.Sleep(step) {
-			if busy {
-				if _, err := tx.Exec("SELECT 1"); err != nil {
-					return err
-				}
-			}
-			if m.IsLeader() {
+		// Outlive the lease; stop early once M is elected. With busy, a
+		// statement every 100 ms keeps the session active.
+		keep := time.NewTicker(100 * time.Millisecond)
+		defer keep.Stop()
+		outlive := time.NewTimer(2*tm.Lease + 2*time.Second)
+		defer outlive.Stop()
+		for {
+			select {
+			case <-mElected:
 				mLedAt, mTerm = time.Now(), m.Term()
 				time.Sleep(100 * time.Millisecond) // M acts as leader meanwhile
-				break
+				return nil
+			case <-outlive.C:
+				return nil
+			case <-keep.C:
+				if busy {
+					if _, err := tx.Exec("SELECT 1"); err != nil {
+						return err
+					}
+				}
 			}
 		}
-		return nil
 	})
 	committed := time.Now()
 	t.Logf("L's fenced transaction (term %d) ran %v and returned %v", term, committed.Sub(began).Round(time.Millisecond), err)
