@@ -53,7 +53,7 @@ func TestSessionCommitModeOnPool(t *testing.T) {
 			if f, err = election.NewTable(fpool, fc); err != nil {
 				t.Fatal(err)
 			}
-			runElection(t, ctx, l)
+			stopL := runElection(t, ctx, l)
 			w.waitElected(t, ctx, "L")
 			// Left once L leads (Run refuses such a session at preflight):
 			// its renewals land on this connection.
@@ -62,9 +62,7 @@ func TestSessionCommitModeOnPool(t *testing.T) {
 			if other := w.holdsFor(t, ctx, clean, name, "L", 2*tLease); other != "" {
 				t.Errorf("%s was elected while L renewed", other)
 			}
-			if err := l.Resign(ctx); err != nil {
-				t.Fatal(err)
-			}
+			stopL() // gives the row up for good: F takes it
 			w.waitElected(t, ctx, "F")
 			w.check(t)
 		})

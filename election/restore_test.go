@@ -79,7 +79,7 @@ func restoreTrial(t *testing.T, backend string) (inconclusive bool) {
 	if f, err = newElection(testdb.Open(t, dsn), fc); err != nil {
 		t.Fatal(err)
 	}
-	runElection(t, ctx, l)
+	stopL := runElection(t, ctx, l)
 	w.waitElected(t, ctx, "L")
 	runElection(t, ctx, f)
 	// The backup: a copy of the row, restored once it reads as
@@ -113,9 +113,7 @@ func restoreTrial(t *testing.T, backend string) (inconclusive bool) {
 		}
 		t.Errorf("%s was elected after the restore while L renewed", other)
 	}
-	if err := l.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stopL() // gives the row up for good: F takes it
 	w.waitElected(t, ctx, "F")
 	w.check(t)
 	return false
