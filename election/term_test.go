@@ -71,6 +71,7 @@ func leadTerm(t *testing.T, ctx context.Context, newElection func(election.Confi
 // candidate leads with a term above that, as after a database clock
 // stepped back by an hour.
 func TestTermsIncreaseAcrossOperators(t *testing.T) {
+	t.Parallel() // terms only, on a database of its own: no window to keep
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dsn := testdb.DSN(t)
@@ -167,6 +168,7 @@ func TestTermAfterClockStepBack(t *testing.T) {
 	case os.Getenv("SQLELECT_TEST_SERVER") != "" && os.Getenv("SQLELECT_TEST_SERVER") != mysqld.ServerHost:
 		t.Skipf("libfaketime runs with the host's server only, not %s", os.Getenv("SQLELECT_TEST_SERVER"))
 	}
+	t.Parallel() // terms only, on a server of its own: no window to keep
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "sqlelect-faketime-")
