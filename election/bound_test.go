@@ -93,7 +93,7 @@ func TestLockBoundOnServer(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	releaseSQL, releaseArgs := tb.stmts.release.pool.Bind(tb.params(term))
+	releaseSQL, releaseArgs := tb.held[writeRelease].pool.Bind(tb.params(term))
 	if _, err := conn.ExecContext(ctx, releaseSQL, releaseArgs...); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -249,7 +249,7 @@ VALUES ('handoff', 'me', NOW(6), 7, NOW(6), 60000, 'lock')`); err != nil {
 		t.Fatal(err)
 	}
 	for _, hold := range []uint64{8, 7} { // another term's hand-off is a no-op
-		if err := lb.giveUp(ctx, hold, surrender{unserved: 2500 * time.Millisecond}); err != nil {
+		if err := giveUp(ctx, lb, hold, surrender{unserved: 2500 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -43,23 +45,20 @@ type backend interface {
 	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
 	// renew renews the hold of term hold.
 	renew(ctx context.Context, hold uint64) (beat, error)
-	// giveUp gives term hold up so that others may take over, as g says
-	// (a release or a hand-over), and then lets go of what the backend
-	// keeps while holding (model: giveUp).
-	giveUp(ctx context.Context, hold uint64, g surrender) error
+	// writeRow runs w with p on the election's row (a holder's release,
+	// hand-off, hand-over or proclaim, a follower's prefer) and reports
+	// whether it changed the row: false when the row no longer allows it.
+	// The table backend runs it on a pooled connection (backendBase's), the
+	// lock backend on its lock connection when it has one.
+	writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error)
 	// lost lets go of what the backend keeps while holding, the hold having
-	// ended without giveUp (lease lost, deposed, an error): the table
-	// backend's handover lock; with drop (the candidate will not campaign
-	// for a while: see Candidate.lose), the lock backend's lock too, which it
-	// otherwise keeps for its next follow to decide.
-	lost(ctx context.Context, drop bool)
-	// proclaim makes value the value the candidate publishes from now on
-	// (in takes and renewals), and writes it into the row held with term
-	// hold: false when the row no longer says so.
-	proclaim(ctx context.Context, hold uint64, value string) (bool, error)
-	// prefer asks the leader of seen to hand over to this candidate, by
-	// its priority (see preferSQL): false when the row no longer allows.
-	prefer(ctx context.Context, seen Record) (bool, error)
+	// ended (model: giveUp, and after a release): the table backend's
+	// handover lock; with drop (the candidate will not campaign for a
+	// while: see Candidate.lose, and after a release), the lock backend's
+	// lock too, which it otherwise keeps for its next follow to decide.
+	lost(ctx context.Context, drop bool) error
+	// base is what both backends keep alike: the statements' parameters.
+	base() *backendBase
 	// close frees what the backend holds (the lock connection); called when
 	// Run returns.
 	close()
@@ -76,6 +75,19 @@ type backendBase struct {
 	// adopt is the adopted lease in milliseconds during an adoption
 	// period (see adoptedMillis), 0 outside one; set by preflight.
 	adopt int64
+	// held are the statements writeRow runs, compiled by preflight.
+	held heldStmts
+}
+
+func (b *backendBase) base() *backendBase { return b }
+
+// writeRow is the table backend's backend.writeRow (the lock backend's
+// without a lock connection): on a pooled connection, and again in a
+// transaction of the library's when the session would not commit it (see
+// floor.ExecCommitted).
+func (b *backendBase) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error) {
+	n, err := floor.ExecCommitted(ctx, b.db, b.held[w].pool, b.held[w].conn, p)
+	return n == 1, probe.Classify(err, b.cfg.Table)
 }
 
 // params are the values of the statements' parameters for this candidate
@@ -100,7 +112,7 @@ func (b *backendBase) retryWait(rec Record) time.Duration {
 	return min(getlock.Jitter(b.cfg.RetryInterval, b.cfg.JitterFactor), rec.LeaseLeft+time.Millisecond)
 }
 
-// surrender is how a holder gives its row up (backend.giveUp), one of:
+// surrender is how a holder gives its row up (Candidate.releaseHold), one of:
 //   - a release (over false): with unserved zero the row is marked
 //     released (the next candidate takes it at once); otherwise it is left
 //     to expire unserved from now by the database clock, so that the lock
@@ -116,21 +128,21 @@ type surrender struct {
 	window   time.Duration
 }
 
-// stmt returns the statement of s that gives the row up as g says, and its
+// stmt returns the statement that gives the row up as g says, and its
 // parameters from p (the holder's); adopt is the adopted lease in
 // milliseconds during an adoption period (see adoptedMillis), which a
 // hand-off never undercuts: a recipe node that takes the row over keeps its
 // lease_ms.
-func (g surrender) stmt(s heldStmts, p stmt.Params, adopt int64) (rowStmt, stmt.Params) {
+func (g surrender) stmt(p stmt.Params, adopt int64) (rowWrite, stmt.Params) {
 	switch {
 	case g.over:
 		p.To, p.Lease = g.to, ceilMillis(g.window)
-		return s.handOver, p
+		return writeHandOver, p
 	case g.unserved > 0:
 		p.Lease = max(ceilMillis(g.unserved), adopt)
-		return s.handOff, p
+		return writeHandOff, p
 	}
-	return s.release, p
+	return writeRelease, p
 }
 
 // phase is where a candidate is in its campaign. The model

@@ -33,8 +33,9 @@ type fakeBackend struct {
 	window    time.Duration
 	value     string // the value set by proclaim
 	proclaims []uint64
-	prefers   []Record // the records prefer was called with
-	giveUpErr error    // when non-nil, giveUp fails with it
+	prefers   []uint64 // the terms prefer asked to hand over
+	giveUpErr error    // when non-nil, a release or a hand-over fails with it
+	backendBase
 }
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
@@ -77,38 +78,32 @@ func (f *fakeBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return fn(hold)
 }
 
-func (f *fakeBackend) giveUp(_ context.Context, hold uint64, g surrender) error {
+func (f *fakeBackend) writeRow(_ context.Context, w rowWrite, p stmt.Params) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.giveUpErr != nil {
-		return f.giveUpErr
+	switch {
+	case w == writeProclaim:
+		f.value = p.Value
+		f.proclaims = append(f.proclaims, p.Hold)
+	case w == writePrefer:
+		f.prefers = append(f.prefers, p.Term)
+	case f.giveUpErr != nil:
+		return false, f.giveUpErr
+	case w == writeHandOver:
+		f.handed = append(f.handed, p.To)
+		f.window = time.Duration(p.Lease) * time.Millisecond
+	default:
+		f.released = append(f.released, p.Hold)
+		var unserved time.Duration
+		if w == writeHandOff {
+			unserved = time.Duration(p.Lease) * time.Millisecond
+		}
+		f.unserved = append(f.unserved, unserved)
 	}
-	if g.over {
-		f.handed = append(f.handed, g.to)
-		f.window = g.window
-		return nil
-	}
-	f.released = append(f.released, hold)
-	f.unserved = append(f.unserved, g.unserved)
-	return nil
-}
-
-func (f *fakeBackend) lost(context.Context, bool) {}
-
-func (f *fakeBackend) proclaim(_ context.Context, hold uint64, value string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.value = value
-	f.proclaims = append(f.proclaims, hold)
 	return true, nil
 }
 
-func (f *fakeBackend) prefer(_ context.Context, seen Record) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.prefers = append(f.prefers, seen)
-	return true, nil
-}
+func (f *fakeBackend) lost(context.Context, bool) error { return nil }
 
 func (f *fakeBackend) close() {}
 

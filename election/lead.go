@@ -208,7 +208,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	g.unserved = max(c.st.leadAt.Sub(now), 0) // none for a hand-over, which leads first
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	err := c.b.giveUp(rctx, term, g)
+	err := giveUp(rctx, c.b, term, g)
 	if err != nil {
 		if g.over {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
@@ -220,6 +220,18 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	return err
 }
 
+// giveUp gives term hold of b up as g says, and then lets go of what b
+// keeps while holding (model: giveUp): after the row says released, so
+// that woken followers find it so.
+func giveUp(ctx context.Context, b backend, hold uint64, g surrender) error {
+	w, p := g.stmt(b.base().params(hold), b.base().adopt)
+	_, err := b.writeRow(ctx, w, p)
+	if lerr := b.lost(ctx, true); err == nil {
+		err = lerr
+	}
+	return err
+}
+
 // lose tells the backend, on a context that survives the caller's
 // cancellation, that the hold ended without a release (see backend.lost):
 // with drop, a hold that cannot be released (its deadline passed) of a
@@ -227,5 +239,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 func (c *Candidate) lose(ctx context.Context, drop bool) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	c.b.lost(lctx, drop)
+	if err := c.b.lost(lctx, drop); err != nil {
+		c.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
+	}
 }

@@ -175,7 +175,11 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	b.waitTimeout = time.Duration(secs) * time.Second
 	b.lockWait = min(cfg.RetryInterval, cfg.QueryTimeout/2)
 	b.lc.Lock = lock
-	b.sql = lockStatements(cfg.Table, cfg.Name, lock, b.lockWait, bound, cfg.LockDelay)
+	b.sql = lockStatements(cfg.Table, cfg.Name, lock, b.lockWait, cfg.LockDelay)
+	// Without the lock connection, a statement runs on a pooled one (see
+	// writeRow), on a session whose time zone has no daylight saving time
+	// only (heldCond).
+	b.held = heldStatements(quoteTable(cfg.Table), stmt.Bound{}, bound)
 	b.sql.session = lockSessionSQL(secs, stmt.WaitSecs(cfg.QueryTimeout))
 }
 
@@ -599,60 +603,38 @@ func (b *lockBackend) renewLost(ctx context.Context, c *sql.Conn, hold uint64) (
 	return beat{held: true, term: term, inserted: true}, nil
 }
 
-// giveUp runs the statement that gives the row up as g says (see
-// surrender), which ends the row's term, on the lock connection and then
-// releases the lock: a waiter that is not a hand-over's target gets it,
-// finds the row reserved and lets it go (yieldLock, see follow). A row handed off
-// with an unserved delay stays live, written by a connection that no longer
-// holds the lock: the next lock holder waits out what is left of it (see
-// holderGone). Without a lock connection (it failed, and the lock went with
-// it) the statement still says the term is over, on a pooled connection,
-// so that nobody waits for its lease (a no-op if the row was taken).
-func (b *lockBackend) giveUp(ctx context.Context, hold uint64, g surrender) (err error) {
-	defer b.done(&err)
-	s, p := g.stmt(b.sql.heldStmts, b.params(hold), b.adopt)
-	if _, err := b.execRow(ctx, s, p); err != nil {
-		return err
-	}
-	return b.releaseLock(ctx) // none without a lock connection
-}
-
-// lost keeps the lock for the next follow to decide, unless drop: a hold
-// that ended past its deadline without a release then lets the lock go, so
-// that a candidate that now sits out (Resign, an unhealthy check, a
-// transfer) does not keep others from taking over until the server drops
-// its idle connection. Whoever gets the lock next finds the row naming this
-// candidate and waits out its lease (see holderGone). An error discards the
+// lost keeps the lock for the next follow to decide, unless drop: after a
+// release (see writeRow), or a hold that ended past its deadline without
+// one, it lets the lock go, so that a candidate that now sits out (Resign,
+// an unhealthy check, a transfer) does not keep others from taking over
+// until the server drops its idle connection. Whoever gets the lock next
+// after a hold that was not released finds the row naming this candidate
+// and waits out its lease (see holderGone). An error discards the
 // connection, which releases the lock.
-func (b *lockBackend) lost(ctx context.Context, drop bool) {
+func (b *lockBackend) lost(ctx context.Context, drop bool) (err error) {
 	if drop {
-		err := b.releaseLock(ctx)
-		if b.done(&err); err != nil {
-			b.log.Warn("letting the lock go failed; its connection is closed instead", "err", err)
-		}
+		err = b.releaseLock(ctx)
+		b.done(&err)
 	}
+	return err
 }
 
-func (b *lockBackend) proclaim(ctx context.Context, hold uint64, value string) (bool, error) {
-	b.value = value
-	return b.execRow(ctx, b.sql.proclaim, b.params(hold))
-}
-
-func (b *lockBackend) prefer(ctx context.Context, seen Record) (bool, error) {
-	return b.execRow(ctx, b.sql.prefer, b.preferParams(seen))
-}
-
-// execRow runs s with p, an UPDATE of the election's row, on the lock
-// connection, or on a pooled one when there is none, and reports whether
-// it changed the row.
-func (b *lockBackend) execRow(ctx context.Context, s rowStmt, p stmt.Params) (changed bool, err error) {
-	defer b.done(&err)
-	var n int64
+// writeRow runs w with p on the lock connection, or on a pooled one when
+// there is none (backendBase.writeRow). After a holder's release, hand-off
+// or hand-over, the lock is released (lost): a waiter that is not a
+// hand-over's target gets it, finds the row reserved and lets it go
+// (yieldLock, see follow). A row handed off with an unserved delay stays
+// live, written by a connection that no longer holds the lock: the next
+// lock holder waits out what is left of it (see holderGone). Without a
+// lock connection (it failed, and the lock went with it) the statement
+// still says the term is over, so that nobody waits for its lease (a no-op
+// if the row was taken).
+func (b *lockBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (changed bool, err error) {
 	if b.lc.Conn == nil {
-		n, err = floor.ExecCommitted(ctx, b.db, s.pool, s.conn, p)
-	} else {
-		n, err = s.conn.Affected(ctx, b.lc.Conn, p)
+		return b.backendBase.writeRow(ctx, w, p)
 	}
+	defer b.done(&err)
+	n, err := b.held[w].conn.Affected(ctx, b.lc.Conn, p)
 	return n == 1, err
 }
 

@@ -328,8 +328,8 @@ func TestLockConformance(t *testing.T) {
 						p.Hold = 1
 					}
 				case release, handOff, handOverTo:
-					rs, rp := gives[tc.step].stmt(b.sql.heldStmts, b.params(before), b.adopt)
-					s, p = rs.conn, rp
+					w, wp := gives[tc.step].stmt(b.params(before), b.adopt)
+					s, p = b.held[w].conn, wp
 				}
 				n, err := s.Affected(ctx, b.lc.Conn, p)
 				if err != nil {
@@ -368,7 +368,7 @@ func TestLockConformance(t *testing.T) {
 				b.lc.Discard() // the lock connection failed
 				bt, err = b.renew(ctx, before)
 			case release, handOff, handOverTo:
-				err = b.giveUp(ctx, before, gives[tc.step])
+				err = giveUp(ctx, b, before, gives[tc.step])
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", tc.step, err)

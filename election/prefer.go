@@ -36,7 +36,7 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	c.step()
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
-	asked, err := c.b.prefer(qctx, seen)
+	asked, err := c.b.writeRow(qctx, writePrefer, c.b.base().preferParams(seen))
 	cancel()
 	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	switch {

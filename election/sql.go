@@ -124,26 +124,33 @@ const handOffSets = `last_seen_active = ` + dbclock.Now + `, lease_ms = :lease, 
 // transfer window), runs out. See reservedCond.
 const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_active = ` + dbclock.Now + `, lease_ms = :lease`
 
+// rowWrite is one of the statements on the election's row that a holder
+// runs (a follower's prefer too), in heldStmts: a leader-guarded change of
+// the row, run alike by both backends (backend.writeRow).
+type rowWrite uint8
+
+const (
+	writeRelease  rowWrite = iota // marks the row released
+	writeHandOff                  // leaves it to expire in :lease (an unserved lock delay)
+	writeHandOver                 // marks it released and reserved for :to for :lease
+	writeProclaim                 // writes :value into it
+	writePrefer                   // asks the leader of term :term to hand over (see preferSQL)
+)
+
 // heldStmts are the statements a holder of either backend runs on its
 // election's row of table tbl (quoted), while the row names its term :hold,
-// on a session whose clock is trusted (heldCond).
-type heldStmts struct {
-	release  rowStmt // marks the row released
-	handOff  rowStmt // leaves it to expire in :lease (an unserved lock delay)
-	handOver rowStmt // marks it released and reserved for :to for :lease
-	proclaim rowStmt // writes :value into it
-	prefer   rowStmt // asks the leader of term :term to hand over (see preferSQL)
-}
+// on a session whose clock is trusted (heldCond), indexed by rowWrite.
+type heldStmts [writePrefer + 1]rowStmt
 
 // heldStatements returns the heldStmts of table tbl (quoted), bounded by
 // conn and pool as rowStmt says.
 func heldStatements(tbl string, conn, pool stmt.Bound) heldStmts {
 	return heldStmts{
-		release:  newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, conn, pool),
-		handOff:  newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, conn, pool),
-		handOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
-		proclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
-		prefer:   newRowStmt(preferSQL(tbl), conn, pool),
+		writeRelease:  newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, conn, pool),
+		writeHandOff:  newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, conn, pool),
+		writeHandOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
+		writeProclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
+		writePrefer:   newRowStmt(preferSQL(tbl), conn, pool),
 	}
 }
 
@@ -218,7 +225,6 @@ type tableStmts struct {
 	check     stmt.Stmt   // after an ambiguous heartbeat: what the row says now
 	peek      string      // no row, but fails unless the table has the columns
 	floor     floor.Stmts // the election's term floor (internal/floor)
-	heldStmts             // a holder's release, hand-off, hand-over, proclaim, and a follower's prefer
 }
 
 // tableStatements returns the table backend's statements on election table
@@ -231,9 +237,8 @@ func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) ta
 		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		// No row, but fails unless the table has the columns (decision:
 		// schema version 7).
-		peek:      `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
-		floor:     floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
-		heldStmts: heldStatements(tbl, bound, bound),
+		peek:  `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
+		floor: floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
 	}
 	// A holder's renewal: the heartbeat's R branch alone, as an UPDATE
 	// that assigns no term, so that it runs outside the term floor's
@@ -311,15 +316,11 @@ type lockStmts struct {
 	// renew renews the row where it still names this candidate's term
 	// :hold.
 	renew stmt.Stmt
-	// The statements that write the row of term :hold, run on the lock
-	// connection, or on a pooled one when there is none (see rowStmt).
-	heldStmts
 }
 
 // lockStatements returns the lock backend's statements on election name's
-// row of election table table, for lock, waiting lockWait in pass; bound
-// bounds the statements run on a pooled connection.
-func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duration, bound stmt.Bound, lockDelay time.Duration) lockStmts {
+// row of election table table, for lock, waiting lockWait in pass.
+func lockStatements(table, name string, lock getlock.Lock, lockWait, lockDelay time.Duration) lockStmts {
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
 		read: stmt.Must(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
@@ -358,11 +359,6 @@ VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + dbclock.TermNew + `), NOW(6), :le
   backend = 'lock', connection_id = CONNECTION_ID(), transfer_to = NULL, priority = :priority
 WHERE anchor = :name AND service_id = :me AND term = :hold AND released = 0
   AND (transfer_to IS NULL OR transfer_to = service_id)`)
-
-	// The table backend's: a statement without the lock connection runs
-	// on a pooled one (see giveUp), on a session whose time zone has no
-	// daylight saving time only (heldCond).
-	s.heldStmts = heldStatements(tbl, stmt.Bound{}, bound)
 	return s
 }
 

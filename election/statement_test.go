@@ -50,6 +50,7 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	t.Helper()
 	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
 	tb.stmts = tableStatements(tb.cfg.Table, bound, tb.cfg.LockDelay)
+	tb.held = heldStatements(quoteTable(tb.cfg.Table), bound, bound)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +70,9 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("heartbeat", tb.stmts.heartbeat, hp)
 	add("renew", tb.stmts.renew, tb.params(p.Hold))
 	add("check", tb.stmts.check, tb.params(p.Hold))
-	add("release", tb.stmts.release.pool, tb.params(p.Hold))
-	add("release in a transaction", tb.stmts.release.conn, tb.params(p.Hold))
-	add("handOff", tb.stmts.handOff.pool, tb.params(p.Hold))
+	add("release", tb.held[writeRelease].pool, tb.params(p.Hold))
+	add("release in a transaction", tb.held[writeRelease].conn, tb.params(p.Hold))
+	add("handOff", tb.held[writeHandOff].pool, tb.params(p.Hold))
 	add("peek", stmt.Must(tb.stmts.peek), p)
 	add("floor read", tb.stmts.floor.Read, p)
 	add("floor raise", tb.stmts.floor.Raise, p)
@@ -167,8 +168,8 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 	tbl := quoteTable(DefaultTable)
 	h := heldStatements(tbl, stmt.Bound{}, stmt.Bound{})
 	text := func(s rowStmt) string { q, _ := s.conn.Bind(stmt.Params{}); return q }
-	all := []builtStatement{{what: "handOver", sql: text(h.handOver)}, {what: "proclaim", sql: text(h.proclaim)},
-		{what: "prefer", sql: text(h.prefer)}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
+	all := []builtStatement{{what: "handOver", sql: text(h[writeHandOver])}, {what: "proclaim", sql: text(h[writeProclaim])},
+		{what: "prefer", sql: text(h[writePrefer])}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p, c.names)...)
@@ -437,18 +438,18 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 		rs   rowStmt
 		p    stmt.Params
 	}{
-		{"release", b.sql.release, b.params(p.Hold)},
-		{"handOff", b.sql.handOff, func() stmt.Params {
-			_, q := surrender{unserved: time.Duration(p.Lease) * time.Millisecond}.stmt(b.sql.heldStmts, b.params(p.Hold), b.adopt)
+		{"release", b.held[writeRelease], b.params(p.Hold)},
+		{"handOff", b.held[writeHandOff], func() stmt.Params {
+			_, q := surrender{unserved: time.Duration(p.Lease) * time.Millisecond}.stmt(b.params(p.Hold), b.adopt)
 			return q
 		}()},
-		{"handOver", b.sql.handOver, func() stmt.Params {
+		{"handOver", b.held[writeHandOver], func() stmt.Params {
 			g := surrender{over: true, to: p.To, window: time.Duration(p.Lease) * time.Millisecond}
-			_, q := g.stmt(b.sql.heldStmts, b.params(p.Hold), b.adopt)
+			_, q := g.stmt(b.params(p.Hold), b.adopt)
 			return q
 		}()},
-		{"proclaim", b.sql.proclaim, b.params(p.Hold)},
-		{"prefer", b.sql.prefer, func() stmt.Params {
+		{"proclaim", b.held[writeProclaim], b.params(p.Hold)},
+		{"prefer", b.held[writePrefer], func() stmt.Params {
 			q := b.params(0)
 			q.Term, q.Tenure = p.Hold, ceilMillis(b.cfg.Preference.Tenure)
 			return q

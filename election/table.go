@@ -74,6 +74,7 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
+	t.held = heldStatements(quoteTable(t.cfg.Table), bound, bound)
 	if t.wake != nil {
 		t.wake.preflight(site)
 	}
@@ -116,10 +117,11 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return t.heartbeat(ctx, hold)
 }
 
-func (t *tableBackend) lost(ctx context.Context, _ bool) {
+func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 	if t.wake != nil {
-		t.wake.letGo(ctx)
+		t.wake.letGo(ctx) // after a release: woken followers look
 	}
+	return nil
 }
 
 func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {
@@ -230,26 +232,6 @@ func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) 
 		return beat{held: true, term: rowTerm, delay: t.cfg.LockDelay}, nil // claimed
 	}
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
-}
-
-func (t *tableBackend) giveUp(ctx context.Context, hold uint64, g surrender) error {
-	s, p := g.stmt(t.stmts.heldStmts, t.params(hold), t.adopt)
-	_, err := floor.ExecCommitted(ctx, t.db, s.pool, s.conn, p)
-	t.lost(ctx, false) // after the row says released: woken followers look
-	return probe.Classify(err, t.cfg.Table)
-}
-
-func (t *tableBackend) proclaim(ctx context.Context, hold uint64, value string) (bool, error) {
-	t.value = value
-	n, err := floor.ExecCommitted(ctx, t.db, t.stmts.proclaim.pool, t.stmts.proclaim.conn, t.params(hold))
-	return n == 1, probe.Classify(err, t.cfg.Table)
-}
-
-func (t *tableBackend) prefer(ctx context.Context, seen Record) (bool, error) {
-	// A request not written (a session that would not commit it, see
-	// commitsSQL) is asked again at the next look.
-	n, err := t.stmts.prefer.pool.Affected(ctx, t.db, t.preferParams(seen))
-	return n == 1, probe.Classify(err, t.cfg.Table)
 }
 
 func (t *tableBackend) close() {

@@ -73,7 +73,8 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		c.st.value = value
 		c.step()
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
-		held, err := c.b.proclaim(qctx, c.st.hold, value)
+		c.b.base().value = value // published from now on (in takes and renewals)
+		held, err := c.b.writeRow(qctx, writeProclaim, c.b.base().params(c.st.hold))
 		cancel()
 		switch {
 		case err != nil:
