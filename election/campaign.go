@@ -97,14 +97,6 @@ func (b *backendBase) params(hold uint64) stmt.Params {
 		Value: b.value, Priority: b.cfg.Preference.Priority}
 }
 
-// preferParams are the parameters of a request to hand over to this
-// candidate the term seen.
-func (b *backendBase) preferParams(seen Record) stmt.Params {
-	p := b.params(0)
-	p.Term, p.Tenure = seen.Term, ceilMillis(b.cfg.Preference.Tenure)
-	return p
-}
-
 // retryWait is how long a candidate that may not take rec now waits before
 // it looks again: the retry interval, or just after rec's lease (or
 // transfer window) runs out by the database clock.

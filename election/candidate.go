@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -50,8 +49,7 @@ import (
 //     wake.Await while the Run goroutine only waits.
 type Candidate struct {
 	cfg settings
-	b   backend
-	db  *sql.DB // the caller's, for Fenced
+	b   backend // its base's db is the caller's, for Leader and Fenced
 	// wake lets a follower learn early that the holder let go (the table
 	// backend's handover lock); nil without (the lock backend, or
 	// Config.Tuning.DisableFastHandover).
@@ -96,9 +94,8 @@ type Candidate struct {
 	st campaign // owned by the Run goroutine
 }
 
-func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
+func newCandidate(cfg settings, b backend) *Candidate {
 	c := &Candidate{
-		db:       db,
 		cfg:      cfg,
 		b:        b,
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
@@ -145,7 +142,7 @@ func (c *Candidate) Term() uint64 {
 func (c *Candidate) Leader(ctx context.Context) (Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
-	return ReadRecord(ctx, c.db, c.cfg.Table, c.cfg.Name)
+	return ReadRecord(ctx, c.b.base().db, c.cfg.Table, c.cfg.Name)
 }
 
 // Resign implements Election: on the Run goroutine, it stands the

@@ -16,7 +16,7 @@ func BenchmarkIsLeader(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := newCandidate(nil, cfg, nil)
+			c := newCandidate(cfg, nil)
 			if tc.leading {
 				c.setDeadline(c.epoch.Add(time.Hour))
 			}

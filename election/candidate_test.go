@@ -164,7 +164,7 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c = newCandidate(nil, s, b)
+	h.c = newCandidate(s, b)
 	// The bubble's time: an hour of it passes in no time, when the test
 	// waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)

@@ -189,7 +189,7 @@ func finishFenced(ctx context.Context, conn *sql.Conn, tx *sql.Tx, restore strin
 // rules above) or rolls the transaction back. Two statements per call
 // (bounding the session's idle time and putting it back) are the cost.
 func (c *Candidate) Fenced(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return fenced(ctx, c.db, c.cfg, &c.fence, c.Term(), *c.bound.Load(), c.cfg.LeaseDuration, fn)
+	return fenced(ctx, c.b.base().db, c.cfg, &c.fence, c.Term(), *c.bound.Load(), c.cfg.LeaseDuration, fn)
 }
 
 // fencedFor is Leadership.Fenced for the leadership of term whose elected
@@ -206,5 +206,5 @@ func (c *Candidate) fencedFor(ctx context.Context, ended <-chan struct{}, term u
 	if now != term {
 		return fmt.Errorf("%w: election %q: the leadership of term %d ended", ErrNotLeader, c.cfg.Name, term)
 	}
-	return fenced(ctx, c.db, c.cfg, &c.fence, term, *c.bound.Load(), c.cfg.LeaseDuration, fn)
+	return fenced(ctx, c.b.base().db, c.cfg, &c.fence, term, *c.bound.Load(), c.cfg.LeaseDuration, fn)
 }

@@ -159,7 +159,7 @@ func TestPreferHeldDownAfterAFailedCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := &fakeBackend{}
-		c := newCandidate(nil, cfg, b)
+		c := newCandidate(cfg, b)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		stop := c.startHealth(ctx) // held down from now; the check passes

@@ -140,7 +140,7 @@ func NewLock(db *sql.DB, config Config) (*Candidate, error) {
 	}
 	log := cfg.Logger.With("election", cfg.Name, "id", cfg.ID, "backend", "lock")
 	b := &lockBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}, log: log, lc: getlock.Conn{Log: log}}
-	return newCandidate(db, cfg, b), nil
+	return newCandidate(cfg, b), nil
 }
 
 // lockBackend is the GET_LOCK backend. Every method but leader is called from

@@ -33,10 +33,13 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 	if left := c.cfg.Preference.Tenure - tenure; left > 0 {
 		return min(wait, left+time.Millisecond)
 	}
+	// A request to hand term seen.Term over to this candidate.
+	p := c.b.base().params(0)
+	p.Term, p.Tenure = seen.Term, ceilMillis(c.cfg.Preference.Tenure)
 	c.step()
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
-	asked, err := c.b.writeRow(qctx, writePrefer, c.b.base().preferParams(seen))
+	asked, err := c.b.writeRow(qctx, writePrefer, p)
 	cancel()
 	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	switch {

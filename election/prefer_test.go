@@ -91,5 +91,5 @@ func preferCandidate(t *testing.T, priority int, tenure time.Duration) (*Candida
 	b := &fakeBackend{}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	t.Cleanup(cancel)
-	return newCandidate(nil, cfg, b), b, ctx
+	return newCandidate(cfg, b), b, ctx
 }

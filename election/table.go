@@ -33,7 +33,7 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	}
 	// Unbounded until preflight knows the server.
 	t := &tableBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
-	c := newCandidate(db, cfg, t)
+	c := newCandidate(cfg, t)
 	if !cfg.DisableFastHandover {
 		t.wake = &wakeup{
 			Hint:  getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},

@@ -87,7 +87,7 @@ func TestTransferNeedsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCandidate(nil, cfg, &fakeBackend{})
+	c := newCandidate(cfg, &fakeBackend{})
 	ctx := context.Background()
 	if err := c.Transfer(ctx, "other"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Transfer before Run = %v, want ErrNotRunning", err)
