@@ -76,7 +76,8 @@ import (
 //     a transaction (the renewal, release, hand-off, hand-over, proclaim,
 //     prefer) check commitsSQL and change nothing otherwise (a constant
 //     condition: no row is read or locked). A renewal refused so falls back
-//     to the heartbeat, in its transaction.
+//     to the heartbeat, in its transaction; the others run again in a
+//     transaction of the library's (backendBase.writeRow).
 //   - Run refuses a session that does not commit each statement
 //     (internal/probe's checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
 //     connection.
