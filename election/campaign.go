@@ -70,7 +70,7 @@ type backendBase struct {
 	db  *sql.DB
 	cfg settings
 	// value is the value the candidate publishes: cfg.Value until
-	// Proclaim changes it (see proclaim).
+	// Proclaim changes it; the campaign reads this one copy too.
 	value string
 	// adopt is the adopted lease in milliseconds during an adoption
 	// period (see adoptedMillis), 0 outside one; set by preflight.
@@ -216,7 +216,6 @@ type campaign struct {
 	sitOutUntil time.Time
 	seen        Record // last observed holder (ID empty when none)
 	askedTerm   uint64 // the term prefer last asked to hand over (never asked twice)
-	value       string // the value published: cfg.Value, or what Proclaim set
 }
 
 // holds reports whether the campaign holds the row (holding or leading).
@@ -404,7 +403,7 @@ func (c *Candidate) acquired(send time.Time, b beat) {
 		c.log.Info("holding; waiting out the lock delay", "term", b.term, "lock_delay", c.st.leadAt.Sub(now))
 	}
 	c.lastRenew.Store(&send)
-	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.st.value,
+	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.b.base().value,
 		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Preference.Priority})
 	c.maybeLead()
 }

@@ -102,7 +102,6 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		opCh:     make(chan func(context.Context)),
 		healthCh: make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
-		st:       campaign{value: cfg.Value},
 	}
 	c.bound.Store(&stmt.Bound{})
 	return c

@@ -164,6 +164,7 @@ func newHarness(t *testing.T, b *fakeBackend, mod func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.backendBase = backendBase{cfg: s, value: s.Value}
 	h.c = newCandidate(s, b)
 	// The bubble's time: an hour of it passes in no time, when the test
 	// waits for it.

@@ -67,13 +67,12 @@ func (c *Candidate) Proclaim(ctx context.Context, value string) error {
 		if c.st.phase != leading || !c.IsLeader() {
 			return fmt.Errorf("election: proclaim: %w", ErrNotLeader)
 		}
-		if value == c.st.value {
+		if value == c.b.base().value {
 			return nil
 		}
-		c.st.value = value
+		c.b.base().value = value // published from now on (in takes and renewals)
 		c.step()
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), min(c.cfg.QueryTimeout, c.st.holdDeadline.Sub(c.cfg.Clock.Now())))
-		c.b.base().value = value // published from now on (in takes and renewals)
 		held, err := c.b.writeRow(qctx, writeProclaim, c.b.base().params(c.st.hold))
 		cancel()
 		switch {
