@@ -55,7 +55,13 @@ type Candidate struct {
 	// wake lets a follower learn early that the holder let go (the table
 	// backend's handover lock); nil without (the lock backend, or
 	// Config.Tuning.DisableFastHandover).
-	wake  *wakeup
+	wake *wakeup
+	// bell lets a leader's wait end early when a planned change of leader
+	// is requested (getlock.Bell, rung by Operator.Transfer and StepDown,
+	// the CLI and prefer): rang is sent on then. nil with a Batcher or
+	// Config.Tuning.DisableFastHandover.
+	bell  *getlock.Bell
+	rang  chan struct{}
 	fence fenceMode
 	// bound limits the server-side lock waits of Fenced's statements: the
 	// backend's preflight sets it, once it knows the server (none before).
@@ -104,10 +110,15 @@ func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		opCh:     make(chan func(context.Context)),
 		healthCh: make(chan struct{}, 1),
+		rang:     make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
 		st:       campaign{value: cfg.Value},
 	}
 	c.bound.Store(&stmt.Bound{})
+	if !cfg.DisableFastHandover && cfg.Batcher == nil {
+		c.bell = &getlock.Bell{Hint: getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
+			Table: cfg.Table, Election: cfg.Name, Every: cfg.RenewInterval, Sleep: c.sleep}
+	}
 	return c
 }
 
@@ -263,6 +274,7 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 				continue // the next step would do what it does anyway
 			}
 		case <-woke:
+		case <-c.rang: // a planned change was requested: renew now
 		case <-t.C(): // the server's timeout ends the wait about now
 		}
 		return true
@@ -302,3 +314,32 @@ func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 
 // awaitGrace is how long a wait that should end by itself is given to end.
 const awaitGrace = 20 * time.Millisecond
+
+// startBell keeps the leader's bell (see Candidate.bell) in a goroutine of
+// its own while it leads; the returned function stops it and returns once
+// the goroutine has exited and the server ended its sleep (demote calls
+// it, before the row is given up: the next leader then finds the bell's
+// lock free).
+func (c *Candidate) startBell() (stop func()) {
+	b := c.bell
+	if b == nil {
+		return func() {}
+	}
+	select {
+	case <-c.rang: // a ring of an earlier leadership
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Serve(ctx, c.rang)
+	}()
+	return func() {
+		cancel()
+		<-done
+		kctx, cancel := context.WithTimeout(context.Background(), c.cfg.QueryTimeout)
+		defer cancel()
+		b.Stop(kctx)
+	}
+}

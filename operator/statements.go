@@ -8,6 +8,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -183,6 +184,9 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 	if err != nil {
 		return election.Record{}, err
 	}
+	if n == 1 {
+		o.ring(ctx, name)
+	}
 	rec, err := o.Status(ctx, name)
 	if n == 1 {
 		// Written. The leader may have acted on it already (the row is
@@ -195,4 +199,18 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 		return rec, fmt.Errorf("%w: %q was taken over while the request was sent; %q now leads (term %d)", election.ErrNoLiveLease, name, rec.ID, rec.Term)
 	}
 	return rec, err // the same request was there already, or no live lease
+}
+
+// ring wakes election name's leader, which keeps a bell while it leads, so
+// that it acts on the request just written at once rather than at its next
+// renewal: the KILL QUERY of getlock.Ring. It fails without effect when
+// the leader's connections are another user's and this one lacks the
+// CONNECTION_ADMIN privilege (or SUPER), or when the leader keeps no bell
+// (its pool had no connection to spare, a Batcher,
+// Config.Tuning.DisableFastHandover, a version without one): the leader
+// acts at its next renewal, as it always does.
+func (o *Operator) ring(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
+	defer cancel()
+	_ = getlock.Ring(ctx, o.db, o.table, name)
 }

@@ -2,6 +2,7 @@ package electiontest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -329,5 +330,107 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 	rec, err := ops(c.admin).Status(ctx, c.name)
 	if err != nil || rec.Transfer {
 		t.Errorf("record after the takeover: %+v, %v; want no transfer_to", rec, err)
+	}
+}
+
+// testRungRequests: a request rings the leader's bell (getlock.Bell), so
+// the leader acts on it at once, not at its next renewal: with a renew
+// interval of 5 s, the next leader is elected within a second of the
+// request. A plain-SQL request rings with the KILL QUERY docs/operations.md
+// gives. A ringer whose user may not end the leader's statements (another
+// user, without CONNECTION_ADMIN) rings in vain: the leader acts at its
+// next renewal all the same.
+func testRungRequests(t *testing.T, s Suite) {
+	if s.NoWakeup {
+		t.Skip("no bell without fast handover (DisableFastHandover, a Batcher)")
+	}
+	const renew = 5 * time.Second
+	slow := func(cfg *election.Config) {
+		cfg.LeaseDuration = 15 * time.Second
+		cfg.Tuning.RenewDeadline, cfg.Tuning.RenewInterval = 10*time.Second, renew
+		cfg.Tuning.DisableLockDelay = true // the first election at once: a lock delay is a lease
+	}
+	tests := []struct {
+		name     string
+		rung     bool // the ringer may end the leader's statements
+		stepDown bool // a step-down, else a transfer to a follower
+		// request writes the request on db and wakes the leader
+		request func(ctx context.Context, db *sql.DB, name, to string) error
+	}{
+		{"Transfer", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			_, err := ops(db).Transfer(ctx, name, to)
+			return err
+		}},
+		{"StepDown", true, true, func(ctx context.Context, db *sql.DB, name, _ string) error {
+			_, err := ops(db).StepDown(ctx, name)
+			return err
+		}},
+		{"PlainSQL", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			if _, err := db.ExecContext(ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, name); err != nil {
+				return err
+			}
+			_, err := db.ExecContext(ctx, "KILL QUERY IS_USED_LOCK("+plainBell(name)+")")
+			return err
+		}},
+		{"RingerWithoutPrivilege", false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			_, err := ops(db).Transfer(ctx, name, to)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, s, true)
+			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil)}
+			old := c.leaderRecorded()
+			target := other(ms, old)
+			c.awaitFollowing(ms, old)
+			c.awaitBell()
+			ringer := c.admin
+			if !tc.rung {
+				db, err := sql.Open("mysql", c.userDSN("u"+randHex(5), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				ringer = db
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			defer cancel()
+			to := target.id
+			if tc.stepDown {
+				to = ""
+			}
+			start := time.Now()
+			if err := tc.request(ctx, ringer, c.name, to); err != nil {
+				t.Fatal(err)
+			}
+			bound := time.Second // a fifth of the renew interval
+			if !tc.rung {
+				bound = renew + handoverBound
+			}
+			c.waitFor(bound, func(m *member) bool { return m == target }, target.id)
+			d := c.checkHandedTo(old, target, start)
+			t.Logf("%s elected %v after the request (renew interval %v)", target.id, d.Round(100*time.Microsecond), renew)
+		})
+	}
+}
+
+// plainBell is the name of election name's bell as docs/operations.md
+// gives it in SQL.
+func plainBell(name string) string {
+	return "CONCAT('sqlelect.bell#', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), 'service_election', CHAR(0), '" + name + "'), 256), 50))"
+}
+
+// awaitBell waits until the leader keeps its bell: it takes it on a
+// connection of its own once it leads, a few round trips later.
+func (c *cluster) awaitBell() {
+	c.t.Helper()
+	if !poll(handoverBound, time.Millisecond, func() bool {
+		var held bool
+		err := c.admin.QueryRowContext(c.ctx, "SELECT IS_USED_LOCK("+plainBell(c.name)+") IS NOT NULL").Scan(&held)
+		return err == nil && held
+	}) {
+		c.t.Fatalf("the leader keeps no bell %v after it was elected", handoverBound)
 	}
 }
