@@ -115,7 +115,7 @@ func newCandidate(db *sql.DB, cfg settings, b backend) *Candidate {
 		st:       campaign{value: cfg.Value},
 	}
 	c.bound.Store(&stmt.Bound{})
-	if !cfg.DisableFastHandover && cfg.Batcher == nil {
+	if db != nil && !cfg.DisableFastHandover && cfg.Batcher == nil {
 		c.bell = &getlock.Bell{Hint: getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
 			Table: cfg.Table, Election: cfg.Name, Every: cfg.RenewInterval, Sleep: c.sleep}
 	}

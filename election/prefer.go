@@ -57,9 +57,13 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 }
 
 // ring wakes the leader after this candidate wrote a request for it
-// (getlock.Ring); a failure is logged, and the leader acts on the request
-// at its next renewal.
+// (getlock.Ring), unless this candidate keeps no bell itself (a Batcher,
+// Config.Tuning.DisableFastHandover); a failure is logged, and the leader
+// acts on the request at its next renewal.
 func (c *Candidate) ring(ctx context.Context) {
+	if c.bell == nil {
+		return
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
 	if err := getlock.Ring(rctx, c.db, c.cfg.Table, c.cfg.Name); err != nil && ctx.Err() == nil {
