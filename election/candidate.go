@@ -48,6 +48,10 @@ import (
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
 //     wake.Await while the Run goroutine only waits.
+//   - The bell goroutine (bell.Start by maybeLead, joined by demote) keeps the leader's
+//     bell (getlock.Bell) from the start of leading to its end, and pokes
+//     rang when a request rings it; waitNext then ends, and the next step
+//     renews.
 type Candidate struct {
 	cfg settings
 	b   backend
@@ -314,32 +318,3 @@ func (c *Candidate) startAwait(ctx context.Context, d time.Duration) (woke <-cha
 
 // awaitGrace is how long a wait that should end by itself is given to end.
 const awaitGrace = 20 * time.Millisecond
-
-// startBell keeps the leader's bell (see Candidate.bell) in a goroutine of
-// its own while it leads; the returned function stops it and returns once
-// the goroutine has exited and the server ended its sleep (demote calls
-// it, before the row is given up: the next leader then finds the bell's
-// lock free).
-func (c *Candidate) startBell() (stop func()) {
-	b := c.bell
-	if b == nil {
-		return func() {}
-	}
-	select {
-	case <-c.rang: // a ring of an earlier leadership
-	default:
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.Serve(ctx, c.rang)
-	}()
-	return func() {
-		cancel()
-		<-done
-		kctx, cancel := context.WithTimeout(context.Background(), c.cfg.QueryTimeout)
-		defer cancel()
-		b.Stop(kctx)
-	}
-}

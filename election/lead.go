@@ -13,7 +13,7 @@ type leadership struct {
 	end    time.Time          // its deadline as last set (OnDemoted's Until)
 	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
 	run    *sync.WaitGroup    // OnElected and the watchdog
-	bell   func()             // stops the bell (startBell)
+	bell   func(free bool)    // stops the bell (getlock.Bell.Start); nil without
 }
 
 // maybeLead starts leading when holding, past the lock delay, before the
@@ -33,7 +33,10 @@ func (c *Candidate) maybeLead() {
 
 	lctx, cancel := context.WithCancel(context.Background())
 	run := new(sync.WaitGroup)
-	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, run: run, bell: c.startBell()}
+	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, run: run}
+	if c.bell != nil {
+		c.st.lead.bell = c.bell.Start(c.rang)
+	}
 	run.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
 	run.Go(func() {
 		if f := c.cfg.Callbacks.OnElected; f != nil {
@@ -100,7 +103,11 @@ func (c *Candidate) demote(reason Reason) {
 	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
-	l.bell()
+	if l.bell != nil {
+		// Before the row is given up, so that the next leader finds the
+		// bell free; unless the server may not answer.
+		l.bell(reason != ReasonLeaseLost)
+	}
 	l.run.Wait()
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
 	c.cfg.Metrics.Demoted(c.cfg.Name, reason)

@@ -59,11 +59,11 @@ func Ring(ctx context.Context, db *sql.DB, table, name string) error {
 // Only the bell's connection ever holds the bell's lock, and it runs
 // nothing but the bell's statement, so a ring never ends another
 // statement. It is never given back to the pool: a ring that comes after
-// Serve returned finds the thread gone (connection ids are not reused).
+// the bell stopped finds the thread gone (connection ids are not reused).
 // The connection is taken as the handover hint's (Hint.Take): skipped, and
 // counted, when the pool has none to spare. Every failure only costs
-// speed: the leader acts at its next renewal. Serve and Stop are called
-// from one goroutine at a time, Stop after Serve returned.
+// speed: the leader acts at its next renewal. Start is called again only
+// once the previous stop returned.
 type Bell struct {
 	Hint                          // its Lock is not used
 	Table, Election string        // the election's table and name
@@ -72,13 +72,44 @@ type Bell struct {
 	// still live: the wait before taking a connection again.
 	Sleep func(ctx context.Context, d time.Duration) bool
 
-	id uint64 // the connection's CONNECTION_ID(), for Stop
+	id uint64 // the connection's CONNECTION_ID(), for stop
 }
 
-// Serve keeps the bell until ctx ends, and sends on rang, without
-// blocking, each time it was rung. A ring that comes between two sleeps
-// (a round trip's time in Every) is missed.
-func (b *Bell) Serve(ctx context.Context, rang chan<- struct{}) {
+// Start keeps the bell in a goroutine of its own, which sends on rang,
+// without blocking, each time the bell is rung (a ring left from an earlier
+// start is dropped). stop ends it, and returns once the goroutine exited,
+// and with free once the server ended its sleep too (a round trip): the
+// driver only closes a connection whose statement is cancelled, and the
+// server keeps the bell's lock until the sleep's end (within Every), which
+// keeps the next leader from taking it meanwhile. Without free (the server
+// may not answer), stop never waits for the server.
+func (b *Bell) Start(rang chan struct{}) (stop func(free bool)) {
+	select {
+	case <-rang:
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.serve(ctx, rang)
+	}()
+	return func(free bool) {
+		cancel()
+		<-done
+		if free && b.id != 0 {
+			kctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
+			defer cancel()
+			_, err := b.DB.ExecContext(kctx, fmt.Sprintf("KILL QUERY %d", b.id))
+			b.Log.Debug("transfer bell stopped", "connection_id", b.id, "err", err)
+		}
+		b.id = 0
+	}
+}
+
+// serve keeps the bell until ctx ends (see Start). A ring that comes
+// between two sleeps (a round trip's time in Every) is missed.
+func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
 	name := BellSQL(b.Table, b.Election)
 	sleep := fmt.Sprintf("SELECT IF(IS_USED_LOCK(%s) <=> CONNECTION_ID(), 1, GET_LOCK(%s, 0)), SLEEP(%.3f)", name, name, b.Every.Seconds())
 	c := Conn{Log: b.Log}
@@ -120,19 +151,4 @@ func (b *Bell) open(ctx context.Context, c *Conn) error {
 	qctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	return c.Conn.QueryRowContext(qctx, "SELECT CONNECTION_ID()").Scan(&b.id)
-}
-
-// Stop ends, on the server, the sleep of the connection Serve last used,
-// once Serve returned (its context cancelled): the driver only closes a
-// connection whose statement is cancelled, and the server would otherwise
-// keep the bell's lock until the sleep ends, keeping the next leader from
-// taking it.
-func (b *Bell) Stop(ctx context.Context) {
-	if b.id == 0 {
-		return
-	}
-	if _, err := b.DB.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", b.id)); err != nil && mysqlerr.Errno(err) != 1094 {
-		b.Log.Debug("stopping the transfer bell failed", "err", err)
-	}
-	b.id = 0
 }
