@@ -48,7 +48,8 @@ import (
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
 //     wake.Await while the Run goroutine only waits.
-//   - The bell goroutine (bell.Start by maybeLead, joined by demote) keeps the leader's
+//   - The bell goroutine (bell.Start by maybeLead, joined by demote;
+//     standDown frees what it left on the server) keeps the leader's
 //     bell (getlock.Bell) from the start of leading to its end, and pokes
 //     rang when a request rings it; waitNext then ends, and the next step
 //     renews.

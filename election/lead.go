@@ -13,7 +13,7 @@ type leadership struct {
 	end    time.Time          // its deadline as last set (OnDemoted's Until)
 	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
 	run    *sync.WaitGroup    // OnElected and the watchdog
-	bell   func(free bool)    // stops the bell (getlock.Bell.Start); nil without
+	bell   func()             // stops the bell (getlock.Bell.Start); nil without
 }
 
 // maybeLead starts leading when holding, past the lock delay, before the
@@ -104,9 +104,7 @@ func (c *Candidate) demote(reason Reason) {
 	c.term.Store(0)
 	l.cancel()
 	if l.bell != nil {
-		// Before the row is given up, so that the next leader finds the
-		// bell free; unless the server may not answer.
-		l.bell(reason != ReasonLeaseLost)
+		l.bell() // standDown frees it
 	}
 	l.run.Wait()
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
@@ -133,6 +131,12 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, g *surrender) 
 	} else {
 		c.step()
 		c.lose(ctx, false)
+	}
+	if c.bell != nil && reason != ReasonLeaseLost {
+		// Once the row was given up (the next leader's takeover does not
+		// wait for it), so that the next leader finds the bell free; not
+		// when the server may not answer (the sleep ends by itself).
+		c.bell.Free(context.WithoutCancel(ctx))
 	}
 	c.st.hold = 0
 	c.enter(following)

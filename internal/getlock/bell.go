@@ -63,7 +63,7 @@ func Ring(ctx context.Context, db *sql.DB, table, name string) error {
 // The connection is taken as the handover hint's (Hint.Take): skipped, and
 // counted, when the pool has none to spare. Every failure only costs
 // speed: the leader acts at its next renewal. Start is called again only
-// once the previous stop returned.
+// once the previous stop returned; Free between the two.
 type Bell struct {
 	Hint                          // its Lock is not used
 	Table, Election string        // the election's table and name
@@ -72,18 +72,14 @@ type Bell struct {
 	// still live: the wait before taking a connection again.
 	Sleep func(ctx context.Context, d time.Duration) bool
 
-	id uint64 // the connection's CONNECTION_ID(), for stop
+	id uint64 // the connection's CONNECTION_ID(), for Free
 }
 
 // Start keeps the bell in a goroutine of its own, which sends on rang,
 // without blocking, each time the bell is rung (a ring left from an earlier
-// start is dropped). stop ends it, and returns once the goroutine exited,
-// and with free once the server ended its sleep too (a round trip): the
-// driver only closes a connection whose statement is cancelled, and the
-// server keeps the bell's lock until the sleep's end (within Every), which
-// keeps the next leader from taking it meanwhile. Without free (the server
-// may not answer), stop never waits for the server.
-func (b *Bell) Start(rang chan struct{}) (stop func(free bool)) {
+// start is dropped), having first freed what an earlier start left (see
+// Free). stop ends it, and returns once the goroutine exited.
+func (b *Bell) Start(rang chan struct{}) (stop func()) {
 	select {
 	case <-rang:
 	default:
@@ -92,19 +88,30 @@ func (b *Bell) Start(rang chan struct{}) (stop func(free bool)) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		b.Free(ctx)
 		b.serve(ctx, rang)
 	}()
-	return func(free bool) {
+	return func() {
 		cancel()
 		<-done
-		if free && b.id != 0 {
-			kctx, cancel := context.WithTimeout(context.Background(), b.Timeout)
-			defer cancel()
-			_, err := b.DB.ExecContext(kctx, fmt.Sprintf("KILL QUERY %d", b.id))
-			b.Log.Debug("transfer bell stopped", "connection_id", b.id, "err", err)
-		}
-		b.id = 0
 	}
+}
+
+// Free ends, on the server, the sleep of the connection a stopped bell
+// last used: the driver only closes a connection whose statement is
+// cancelled, and the server keeps the bell's lock until the sleep ends
+// (within Every), which keeps the next leader from taking it meanwhile. One
+// round trip, bounded by ctx and Timeout; none when there is nothing to
+// free. Not while the bell runs.
+func (b *Bell) Free(ctx context.Context) {
+	if b.id == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
+	_, err := b.DB.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", b.id))
+	b.Log.Debug("transfer bell freed", "connection_id", b.id, "err", err)
+	b.id = 0
 }
 
 // serve keeps the bell until ctx ends (see Start). A ring that comes
