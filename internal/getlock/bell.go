@@ -152,10 +152,10 @@ func (b *Bell) open(ctx context.Context, c *Conn) error {
 	if c.Conn != nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
+	defer cancel()
 	if ok, err := b.Take(ctx, c); !ok {
 		return err
 	}
-	qctx, cancel := context.WithTimeout(ctx, b.Timeout)
-	defer cancel()
-	return c.Conn.QueryRowContext(qctx, "SELECT CONNECTION_ID()").Scan(&b.id)
+	return c.Conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&b.id)
 }
