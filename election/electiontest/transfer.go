@@ -383,11 +383,11 @@ func testRungRequests(t *testing.T, s Suite) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t, s, true)
-			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil)}
+			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil), c.start("node-3", slow, nil)}
 			old := c.leaderRecorded()
 			target := other(ms, old)
 			c.awaitFollowing(ms, old)
-			c.awaitBell()
+			c.awaitBell(old)
 			ringer := c.admin
 			if !tc.rung {
 				db, err := sql.Open("mysql", c.userDSN("u"+randHex(5), nil))
@@ -397,23 +397,44 @@ func testRungRequests(t *testing.T, s Suite) {
 				t.Cleanup(func() { db.Close() })
 				ringer = db
 			}
-			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			ctx, cancel := context.WithTimeout(c.ctx, 15*time.Second)
 			defer cancel()
+			bound := time.Second // a fifth of the renew interval
+			if !tc.rung {
+				bound = renew + handoverBound
+			}
 			to := target.id
 			if tc.stepDown {
-				to = ""
+				to, target = "", nil
 			}
 			start := time.Now()
 			if err := tc.request(ctx, ringer, c.name, to); err != nil {
 				t.Fatal(err)
 			}
-			bound := time.Second // a fifth of the renew interval
-			if !tc.rung {
-				bound = renew + handoverBound
-			}
-			c.waitFor(bound, func(m *member) bool { return m == target }, target.id)
+			next, _ := c.waitFor(bound, func(m *member) bool { return m != old && (target == nil || m == target) }, "the next leader")
 			d := c.checkHandedTo(old, target, start)
-			t.Logf("%s elected %v after the request (renew interval %v)", target.id, d.Round(100*time.Microsecond), renew)
+			t.Logf("%s elected %v after the request (renew interval %v)", next.id, d.Round(100*time.Microsecond), renew)
+			if !tc.rung || tc.stepDown {
+				return
+			}
+			// Again, from the new leader to the third member: the new
+			// leader found the bell free (the old one ended its sleep on
+			// the server) and keeps it.
+			var third *member
+			for _, m := range ms {
+				if m != old && m != next {
+					third = m
+				}
+			}
+			c.awaitFollowing(ms, next)
+			c.awaitBell(next)
+			start = time.Now()
+			if err := tc.request(ctx, ringer, c.name, third.id); err != nil {
+				t.Fatal(err)
+			}
+			c.waitFor(bound, func(m *member) bool { return m == third }, third.id)
+			d = c.checkHandedTo(next, third, start)
+			t.Logf("then %s elected %v after the request", third.id, d.Round(100*time.Microsecond))
 		})
 	}
 }
@@ -424,15 +445,16 @@ func plainBell(name string) string {
 	return "CONCAT('sqlelect.bell#', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), 'service_election', CHAR(0), '" + name + "'), 256), 50))"
 }
 
-// awaitBell waits until the leader keeps its bell: it takes it on a
-// connection of its own once it leads, a few round trips later.
-func (c *cluster) awaitBell() {
+// awaitBell waits until leader l keeps its bell: it takes it on a
+// connection of its own (of its own database user) once it leads, a few
+// round trips later.
+func (c *cluster) awaitBell(l *member) {
 	c.t.Helper()
 	if !poll(handoverBound, time.Millisecond, func() bool {
-		var held bool
-		err := c.admin.QueryRowContext(c.ctx, "SELECT IS_USED_LOCK("+plainBell(c.name)+") IS NOT NULL").Scan(&held)
-		return err == nil && held
+		var user string
+		err := c.admin.QueryRowContext(c.ctx, "SELECT user FROM information_schema.PROCESSLIST WHERE id = IS_USED_LOCK("+plainBell(c.name)+")").Scan(&user)
+		return err == nil && user == l.user
 	}) {
-		c.t.Fatalf("the leader keeps no bell %v after it was elected", handoverBound)
+		c.t.Fatalf("%s keeps no bell %v after it was elected", l.id, handoverBound)
 	}
 }
