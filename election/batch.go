@@ -54,7 +54,8 @@ type BatcherOptions struct {
 // deposition and operator changes are decided exactly as without a
 // Batcher. Followers read the rows of many elections with one SELECT.
 // Fast handover (Config.Tuning.DisableFastHandover) is off for batched elections:
-// a handover waits for a follower's next look.
+// a handover waits for a follower's next look, and a planned change's
+// request for the leader's next renewal (no bell).
 //
 // The Batcher starts no goroutines: the first caller of each batch runs it.
 // It needs MySQL 8.0 or MariaDB 10.6 (SKIP LOCKED). Safe for concurrent use.

@@ -47,13 +47,24 @@ import (
 //     pokes healthCh; the Run goroutine acts on them between steps.
 //   - The await goroutine (startAwait, joined before the next step) calls
 //     wake.Await while the Run goroutine only waits.
+//   - The bell goroutine (bell.Start by maybeLead, joined by demote;
+//     standDown frees what it left on the server) keeps the leader's
+//     bell (getlock.Bell) from the start of leading to its end, and pokes
+//     rang when a request rings it; waitNext then ends, and the next step
+//     renews.
 type Candidate struct {
 	cfg settings
 	b   backend // its base's db is the caller's, for Leader and Fenced
 	// wake lets a follower learn early that the holder let go (the table
 	// backend's handover lock); nil without (the lock backend, or
 	// Config.Tuning.DisableFastHandover).
-	wake  *wakeup
+	wake *wakeup
+	// bell lets a leader's wait end early when a planned change of leader
+	// is requested (getlock.Bell, rung by Operator.Transfer and StepDown,
+	// the CLI and prefer): rang is sent on then. nil with a Batcher or
+	// Config.Tuning.DisableFastHandover.
+	bell  *getlock.Bell
+	rang  chan struct{}
 	fence fenceMode
 	// bound limits the server-side lock waits of Fenced's statements: the
 	// backend's preflight sets it, once it knows the server (none before).
@@ -101,9 +112,14 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		log:      cfg.Logger.With("election", cfg.Name, "id", cfg.ID),
 		opCh:     make(chan func(context.Context)),
 		healthCh: make(chan struct{}, 1),
+		rang:     make(chan struct{}, 1),
 		epoch:    cfg.Clock.Now(),
 	}
 	c.bound.Store(&stmt.Bound{})
+	if db != nil && !cfg.DisableFastHandover && cfg.Batcher == nil {
+		c.bell = &getlock.Bell{Hint: getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
+			Table: cfg.Table, Election: cfg.Name, Every: cfg.RenewInterval, Sleep: c.sleep}
+	}
 	return c
 }
 
@@ -259,6 +275,7 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 				continue // the next step would do what it does anyway
 			}
 		case <-woke:
+		case <-c.rang: // a planned change was requested: renew now
 		case <-t.C(): // the server's timeout ends the wait about now
 		}
 		return true

@@ -13,6 +13,7 @@ type leadership struct {
 	end    time.Time          // its deadline as last set (OnDemoted's Until)
 	cancel context.CancelFunc // cancels the context OnElected and the watchdog run with
 	run    *sync.WaitGroup    // OnElected and the watchdog
+	bell   func()             // stops the bell (getlock.Bell.Start); nil without
 }
 
 // maybeLead starts leading when holding, past the lock delay, before the
@@ -33,6 +34,9 @@ func (c *Candidate) maybeLead() {
 	lctx, cancel := context.WithCancel(context.Background())
 	run := new(sync.WaitGroup)
 	c.st.lead = leadership{end: c.st.holdDeadline, cancel: cancel, run: run}
+	if c.bell != nil {
+		c.st.lead.bell = c.bell.Start(c.rang)
+	}
 	run.Go(func() { c.watchdog(lctx, cancel) }) // cancels lctx when the lease runs out by the clock
 	run.Go(func() {
 		if f := c.cfg.Callbacks.OnElected; f != nil {
@@ -99,6 +103,9 @@ func (c *Candidate) demote(reason Reason) {
 	c.leadUntil.Store(0)
 	c.term.Store(0)
 	l.cancel()
+	if l.bell != nil {
+		l.bell() // standDown frees it
+	}
 	l.run.Wait()
 	c.log.Info("demoted", "term", c.st.hold, "reason", string(reason))
 	c.cfg.Metrics.Demoted(c.cfg.Name, reason)
@@ -124,6 +131,12 @@ func (c *Candidate) standDown(ctx context.Context, reason Reason, g *surrender) 
 	} else {
 		c.step()
 		c.lose(ctx, false)
+	}
+	if c.bell != nil && reason != ReasonLeaseLost {
+		// Once the row was given up (the next leader's takeover does not
+		// wait for it), so that the next leader finds the bell free; not
+		// when the server may not answer (the sleep ends by itself).
+		c.bell.Free(context.WithoutCancel(ctx))
 	}
 	c.st.hold = 0
 	c.enter(following)

@@ -34,8 +34,8 @@ type Metrics interface {
 	// Health.Timeout (err is then not nil).
 	HealthCheck(election string, err error, timedOut bool)
 	// HandoverSkipped reports that the table backend skipped its fast
-	// handover hint, the pool having no connection to spare (see
-	// Config.Tuning.DisableFastHandover).
+	// handover hint, or a leader its transfer bell, the pool having no
+	// connection to spare (see Config.Tuning.DisableFastHandover).
 	HandoverSkipped(election string)
 	// PreferenceRequested reports that this follower asked a leader of
 	// lower Config.Preference.Priority to hand over to it.

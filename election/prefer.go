@@ -3,6 +3,8 @@ package election
 import (
 	"context"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/getlock"
 )
 
 // prefer asks the leader of seen, the record a look at the election just
@@ -52,6 +54,22 @@ func (c *Candidate) prefer(ctx context.Context, seen Record, wait time.Duration)
 		c.log.Info("asked the leader to hand over: this candidate's priority is higher",
 			"leader", seen.ID, "term", seen.Term, "leader_priority", seen.Priority, "priority", c.cfg.Preference.Priority)
 		c.cfg.Metrics.PreferenceRequested(c.cfg.Name)
+		c.ring(ctx)
 	}
 	return wait
+}
+
+// ring wakes the leader after this candidate wrote a request for it
+// (getlock.Ring), unless this candidate keeps no bell itself (a Batcher,
+// Config.Tuning.DisableFastHandover); a failure is logged, and the leader
+// acts on the request at its next renewal.
+func (c *Candidate) ring(ctx context.Context) {
+	if c.bell == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
+	defer cancel()
+	if err := getlock.Ring(rctx, c.db, c.cfg.Table, c.cfg.Name); err != nil && ctx.Err() == nil {
+		c.log.Debug("waking the leader failed; it acts at its next renewal", "err", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -133,9 +134,10 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 
 // Transfer asks the live leader of election name to hand leadership to
 // candidate to: the graceful counterpart of Assume, for a leader that runs.
-// It sets the row's transfer_to; the leader sees it at its next renewal
-// (within its RenewInterval), stands down (OnDemoted with
-// election.ReasonTransferred), marks the row released and reserved for to,
+// It sets the row's transfer_to and wakes the leader (its bell, see
+// below), which renews at once and finds the request (without the wake-up,
+// at its next renewal, within its RenewInterval); it stands down (OnDemoted
+// with election.ReasonTransferred), marks the row released and reserved for to,
 // and wakes the followers: to takes over at once, with no lock delay, and
 // no other candidate may take the row during the transfer window (2 ×
 // RetryInterval, see TransferWindow). If to does not run, the election
@@ -144,10 +146,22 @@ func (o *Operator) Reelect(ctx context.Context, name string) (election.Record, e
 // acts on it: the row expires after its lease, and the takeover clears the
 // request. See "Planned changes of leader" in docs/algorithm.md.
 //
-// The plain SQL equivalent:
+// The plain SQL equivalent, the UPDATE, then the KILL QUERY that wakes the
+// leader (optional: without it the leader acts at its next renewal):
 //
 //	UPDATE service_election SET transfer_to = 'id'
 //	WHERE anchor = 'name' AND released = 0;
+//	KILL QUERY IS_USED_LOCK(CONCAT('sqlelect.bell#', LEFT(SHA2(CONCAT(
+//	  DATABASE(), CHAR(0), 'service_election', CHAR(0), 'name'), 256), 50)));
+//
+// The KILL ends the SELECT SLEEP that the leader's bell connection waits in
+// (it holds the user-level lock so named, on a server with
+// lower_case_table_names 0: see "Planned changes of leader" in
+// docs/operations.md), and nothing else. A user may end its own user's
+// statements; those of the leader's user need the CONNECTION_ADMIN
+// privilege (MariaDB: CONNECTION ADMIN) or SUPER. Without it, or when the
+// leader keeps no bell, the KILL fails (error 1095 or 1094), and
+// Transfer ignores that: the leader acts at its next renewal.
 //
 // It returns the record as written, without waiting for the leader to act,
 // and an error wrapping election.ErrNoLeader (ErrNoSuchElection or
@@ -158,14 +172,15 @@ func (o *Operator) Transfer(ctx context.Context, name, to string) (election.Reco
 }
 
 // StepDown asks the live leader of election name to step down gracefully:
-// the counterpart of Reelect for a leader that runs. The leader sees the
-// request at its next renewal, stands down (OnDemoted with
+// the counterpart of Reelect for a leader that runs. The leader is woken
+// as by Transfer (else sees the request at its next renewal), stands down (OnDemoted with
 // election.ReasonTransferred) and marks the row released, so that any
 // follower takes over at once, with no lock delay; the old leader sits out
 // two retry intervals, so another candidate wins. It returns what Transfer
 // does.
 //
-// The plain SQL equivalent (the empty string means "anyone"):
+// The plain SQL equivalent (the empty string means "anyone"), followed by
+// Transfer's KILL QUERY:
 //
 //	UPDATE service_election SET transfer_to = ''
 //	WHERE anchor = 'name' AND released = 0;
@@ -183,6 +198,9 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 	if err != nil {
 		return election.Record{}, err
 	}
+	if n == 1 {
+		o.ring(ctx, name)
+	}
 	rec, err := o.Status(ctx, name)
 	if n == 1 {
 		// Written. The leader may have acted on it already (the row is
@@ -195,4 +213,18 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 		return rec, fmt.Errorf("%w: %q was taken over while the request was sent; %q now leads (term %d)", election.ErrNoLiveLease, name, rec.ID, rec.Term)
 	}
 	return rec, err // the same request was there already, or no live lease
+}
+
+// ring wakes election name's leader, which keeps a bell while it leads, so
+// that it acts on the request just written at once rather than at its next
+// renewal: the KILL QUERY of getlock.Ring. It fails without effect when
+// the leader's connections are another user's and this one lacks the
+// CONNECTION_ADMIN privilege (or SUPER), or when the leader keeps no bell
+// (its pool had no connection to spare, a Batcher,
+// Config.Tuning.DisableFastHandover, a version without one): the leader
+// acts at its next renewal, as it always does.
+func (o *Operator) ring(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
+	defer cancel()
+	_ = getlock.Ring(ctx, o.db, o.table, name)
 }

@@ -41,7 +41,7 @@ new row waits its lock delay (default: its lease) before it leads: use this
 for a leader that is dead or hung.
 
 With --graceful, asks the live leader to step down instead (sets the row's
-transfer_to to ''): it sees the request at its next renewal, stands down
+transfer_to to '') and wakes it (see transfer): it stands down at once
 (its demoted event says reason "transferred"), marks the row released and
 wakes the followers, one of which takes over at once, with no lock delay.
 The old leader sits out two retry intervals. Then waits up to --wait
@@ -59,15 +59,23 @@ leader, or nobody else leads within --wait.`,
 var transferCmd = &command{
 	name:    "transfer",
 	args:    "ELECTION ID [--wait D] [--yes]",
-	summary: "hand the leadership of ELECTION to candidate ID (the live leader hands over at its next renewal)",
+	summary: "hand the leadership of ELECTION to candidate ID (the live leader hands over at once)",
 	detail: `Asks the live leader of ELECTION to hand over to candidate ID (sets the row's
-transfer_to). The leader sees the request at its next renewal, stands down
+transfer_to), and wakes it: a KILL QUERY ends the SELECT SLEEP its bell
+connection waits in (a user may end its own user's statements; another
+user's need CONNECTION_ADMIN or SUPER). The leader renews at once (unwoken,
+at its next renewal), finds the request, stands down
 (its demoted event says reason "transferred"), marks the row released and
 reserved for ID, and wakes the followers: ID takes over at once, with no
 lock delay, and no other candidate may take the row during the transfer
 window (two retry intervals). If ID does not run, the election falls back to
 a normal one when the window ends. Then waits up to --wait (0: do not wait)
 for ID to lead, and says when it did.
+
+In plain SQL: UPDATE service_election SET transfer_to = 'ID' WHERE anchor =
+'ELECTION' AND released = 0; then KILL QUERY IS_USED_LOCK(CONCAT(
+'sqlelect.bell#', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), 'service_election',
+CHAR(0), 'ELECTION'), 256), 50))); see docs/operations.md.
 
 For a leader that is dead or hung, use assume: it cannot know the old leader
 stopped, so ID waits its lock delay.
@@ -214,7 +222,7 @@ func (c *cli) reelect(cmd *command, args []string) error {
 	var wait time.Duration
 	return c.operate(cmd, args, "ELECTION",
 		func(fs *pflag.FlagSet) {
-			fs.BoolVar(&graceful, "graceful", false, "ask the live leader to step down at its next renewal (no lock delay) instead of deleting the row")
+			fs.BoolVar(&graceful, "graceful", false, "ask the live leader to step down (woken at once; no lock delay) instead of deleting the row")
 			fs.DurationVar(&wait, "wait", defaultWait, "with --graceful: how long to wait for another candidate to lead (0: do not wait)")
 		},
 		func(args []string) error { return ident.Name(args[0]) },

@@ -33,7 +33,7 @@ import (
 //	                                         (deadlock: deadlocks, 1213, and write conflicts at commit on a
 //	                                         certification-based cluster: Galera's 1213, Group Replication's
 //	                                         3101 and 1180 "Got error 149"; server: any other server error)
-//	sqlelect_fast_handover_skipped_total     table backend: handover hints skipped, the pool having no connection to spare
+//	sqlelect_fast_handover_skipped_total     handover hints (table backend) and leaders' transfer bells skipped, the pool having no connection to spare
 //	sqlelect_last_attempt_age_seconds        time since the campaign loop last began a step (a heartbeat, a stand-down)
 //	sqlelect_wedged                          1 while Run runs but its loop is stuck (see electionhttp.HealthzHandler), else 0
 //	sqlelect_healthy                         with Config.Health.Check: 1 while its latest result is a pass (or none yet), else 0
@@ -93,7 +93,7 @@ func NewMetrics() *Metrics {
 	}
 	counter(changes, "sqlelect_leadership_changes_total", "Leadership changes of this process, by reason (elected, resigned, lease_lost, deposed, error, unhealthy, transferred).", "reason")
 	counter(heartbeatErrors, "sqlelect_heartbeat_errors_total", "Failed heartbeats, by kind (timeout, connection, deadlock, lock_wait, server, access, schema, lease_lost). deadlock counts deadlocks and the write conflicts of Galera and Group Replication (certification).", "kind")
-	counter(handoverSkips, "sqlelect_fast_handover_skipped_total", "Table backend: times the fast handover hint (a held or awaited GET_LOCK) was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).")
+	counter(handoverSkips, "sqlelect_fast_handover_skipped_total", "Times the fast handover hint (table backend: a held or awaited GET_LOCK) or a leader's transfer bell was skipped because the connection pool had no connection to spare (see Config.Tuning.DisableFastHandover).")
 	counter(healthFailures, "sqlelect_health_check_failures_total", "Config.Health.Check calls that failed or did not answer in time.")
 	counter(healthTimeouts, "sqlelect_health_check_timeouts_total", "Config.Health.Check calls that did not answer within Health.Timeout (also counted as failures).")
 	counter(preferRequests, "sqlelect_preference_requests_total", "With Config.Preference.Priority: requests this follower wrote asking a leader of lower priority to hand over to it.")

@@ -94,6 +94,7 @@ func Run(t *testing.T, s Suite) {
 		{"ResignDropsPendingRequest", testResignDropsPendingRequest},
 		{"OperatorTransferAndStepDown", testOperatorRequests},
 		{"OperatorRequestWithoutLeader", testOperatorRequestWithoutLeader},
+		{"RungRequestsActedOnAtOnce", testRungRequests},
 		{"ProclaimSeenByFollower", testProclaim},
 		{"SchemaWithoutTransferRefused", testSchemaWithoutTransfer},
 		{"PreferredRestartRegainsOnce", testPreferredRestartRegainsOnce},

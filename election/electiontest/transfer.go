@@ -2,6 +2,7 @@ package electiontest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -309,7 +310,9 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 	old := c.leaderRecorded()
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	if _, err := ops(c.admin).Transfer(ctx, c.name, "ghost"); err != nil {
+	// The request alone, without the ring of Operator.Transfer, which
+	// would have the leader act on it at once: Resign finds it pending.
+	if _, err := c.admin.ExecContext(ctx, "UPDATE service_election SET transfer_to = 'ghost' WHERE anchor = ? AND released = 0", c.name); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -329,5 +332,129 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 	rec, err := ops(c.admin).Status(ctx, c.name)
 	if err != nil || rec.Transfer {
 		t.Errorf("record after the takeover: %+v, %v; want no transfer_to", rec, err)
+	}
+}
+
+// testRungRequests: a request rings the leader's bell (getlock.Bell), so
+// the leader acts on it at once, not at its next renewal: with a renew
+// interval of 5 s, the next leader is elected within a second of the
+// request. A plain-SQL request rings with the KILL QUERY docs/operations.md
+// gives. A ringer whose user may not end the leader's statements (another
+// user, without CONNECTION_ADMIN) rings in vain: the leader acts at its
+// next renewal all the same.
+func testRungRequests(t *testing.T, s Suite) {
+	if s.NoWakeup {
+		t.Skip("no bell without fast handover (DisableFastHandover, a Batcher)")
+	}
+	const renew = 5 * time.Second
+	slow := func(cfg *election.Config) {
+		cfg.LeaseDuration = 15 * time.Second
+		cfg.Tuning.RenewDeadline, cfg.Tuning.RenewInterval = 10*time.Second, renew
+		cfg.Tuning.DisableLockDelay = true // the first election at once: a lock delay is a lease
+	}
+	tests := []struct {
+		name     string
+		rung     bool // the ringer may end the leader's statements
+		stepDown bool // a step-down, else a transfer to a follower
+		// request writes the request on db and wakes the leader
+		request func(ctx context.Context, db *sql.DB, name, to string) error
+	}{
+		{"Transfer", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			_, err := ops(db).Transfer(ctx, name, to)
+			return err
+		}},
+		{"StepDown", true, true, func(ctx context.Context, db *sql.DB, name, _ string) error {
+			_, err := ops(db).StepDown(ctx, name)
+			return err
+		}},
+		{"PlainSQL", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			if _, err := db.ExecContext(ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, name); err != nil {
+				return err
+			}
+			_, err := db.ExecContext(ctx, "KILL QUERY IS_USED_LOCK("+plainBell(name)+")")
+			return err
+		}},
+		{"RingerWithoutPrivilege", false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			_, err := ops(db).Transfer(ctx, name, to)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, s, true)
+			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil), c.start("node-3", slow, nil)}
+			old := c.leaderRecorded()
+			target := other(ms, old)
+			c.awaitFollowing(ms, old)
+			c.awaitBell(old)
+			ringer := c.admin
+			if !tc.rung {
+				db, err := sql.Open("mysql", c.userDSN("u"+randHex(5), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				ringer = db
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, 15*time.Second)
+			defer cancel()
+			bound := time.Second // a fifth of the renew interval
+			if !tc.rung {
+				bound = renew + handoverBound
+			}
+			to := target.id
+			if tc.stepDown {
+				to, target = "", nil
+			}
+			start := time.Now()
+			if err := tc.request(ctx, ringer, c.name, to); err != nil {
+				t.Fatal(err)
+			}
+			next, _ := c.waitFor(bound, func(m *member) bool { return m != old && (target == nil || m == target) }, "the next leader")
+			d := c.checkHandedTo(old, target, start)
+			t.Logf("%s elected %v after the request (renew interval %v)", next.id, d.Round(100*time.Microsecond), renew)
+			if !tc.rung || tc.stepDown {
+				return
+			}
+			// Again, from the new leader to the third member: the new
+			// leader found the bell free (the old one ended its sleep on
+			// the server) and keeps it.
+			var third *member
+			for _, m := range ms {
+				if m != old && m != next {
+					third = m
+				}
+			}
+			c.awaitFollowing(ms, next)
+			c.awaitBell(next)
+			start = time.Now()
+			if err := tc.request(ctx, ringer, c.name, third.id); err != nil {
+				t.Fatal(err)
+			}
+			c.waitFor(bound, func(m *member) bool { return m == third }, third.id)
+			d = c.checkHandedTo(next, third, start)
+			t.Logf("then %s elected %v after the request", third.id, d.Round(100*time.Microsecond))
+		})
+	}
+}
+
+// plainBell is the name of election name's bell as docs/operations.md
+// gives it in SQL.
+func plainBell(name string) string {
+	return "CONCAT('sqlelect.bell#', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), 'service_election', CHAR(0), '" + name + "'), 256), 50))"
+}
+
+// awaitBell waits until leader l keeps its bell: it takes it on a
+// connection of its own (of its own database user) once it leads, a few
+// round trips later.
+func (c *cluster) awaitBell(l *member) {
+	c.t.Helper()
+	if !poll(handoverBound, time.Millisecond, func() bool {
+		var user string
+		err := c.admin.QueryRowContext(c.ctx, "SELECT user FROM information_schema.PROCESSLIST WHERE id = IS_USED_LOCK("+plainBell(c.name)+")").Scan(&user)
+		return err == nil && user == l.user
+	}) {
+		c.t.Fatalf("%s keeps no bell %v after it was elected", l.id, handoverBound)
 	}
 }

@@ -261,13 +261,18 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 		}
 	}
 	L := o.lease
-	// waitElected waits for an elected event, other than from not, after t.
+	// waitElected waits for an elected event, other than from not, after t,
+	// and notes when not was demoted meanwhile (demoted).
+	var demoted time.Time
 	waitElected := func(not string, after time.Time, within time.Duration) (event, error) {
 		deadline := time.NewTimer(within)
 		defer deadline.Stop()
 		for {
 			select {
 			case ev := <-events:
+				if ev.Event == "demoted" && ev.ID == not && !ev.Time.Before(after) {
+					demoted = ev.Time
+				}
 				if ev.Event == "elected" && ev.ID != not && !ev.Time.Before(after) {
 					return ev, nil
 				}
@@ -302,6 +307,7 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 				target = id
 			}
 		}
+		demoted = time.Time{}
 		at := time.Now()
 		switch kind {
 		case "failover":
@@ -324,6 +330,8 @@ func (e *env) trials(ctx context.Context, backend, kind string, o candidateOpts,
 		out = append(out, trial{scenario: kind, backend: backend, config: fmt.Sprintf("lease %v", L), n: i + 1, d: d, lease: L})
 		fmt.Fprintf(os.Stderr, "bench: %s %s trial %d/%d: %v\n", backend, kind, i+1, n, d.Round(time.Millisecond))
 		if kind == "transfer" {
+			// How long the old leader took to act on the request.
+			fmt.Fprintf(os.Stderr, "bench: %s transfer trial %d/%d: %s demoted after %v\n", backend, i+1, n, leader.ID, demoted.Sub(at).Round(100*time.Microsecond))
 			leader = next // the old leader runs on, as a follower
 			continue
 		}

@@ -379,7 +379,7 @@ func (h *Hint) Take(ctx context.Context, c *Conn) (bool, error) {
 	h.Metrics.HandoverSkipped(h.Election)
 	if h.warned.CompareAndSwap(false, true) {
 		s := h.DB.Stats()
-		h.Log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll instead (raise SetMaxOpenConns, or set a candidate's Config.Tuning.DisableFastHandover)",
+		h.Log.Warn("fast handover skipped: the connection pool has no connection to spare; followers poll, and a leader sees transfer requests at its renewals, instead (raise SetMaxOpenConns, or set a candidate's Config.Tuning.DisableFastHandover)",
 			"max_open_connections", s.MaxOpenConnections, "in_use", s.InUse)
 	}
 	return false, nil

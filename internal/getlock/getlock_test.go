@@ -85,3 +85,19 @@ func TestNames(t *testing.T) {
 		t.Errorf("WakeName with a qualified table: %q, want %q", b, a)
 	}
 }
+
+// The bell's name in SQL: the session's default database unless the table
+// is qualified, folded where the server folds table names (the servers
+// compute it: election's behaviour suite, RungRequestsActedOnAtOnce, runs
+// the plain-SQL form docs/operations.md gives against it).
+func TestBellSQL(t *testing.T) {
+	for _, tc := range []struct{ table, want string }{
+		{"service_election", "CONCAT(IF(@@lower_case_table_names = 0, DATABASE(), LOWER(DATABASE())), CHAR(0), IF(@@lower_case_table_names = 0, 'service_election', LOWER('service_election')), CHAR(0), 'jobs')"},
+		{"app.t", "CONCAT(IF(@@lower_case_table_names = 0, 'app', LOWER('app')), CHAR(0), IF(@@lower_case_table_names = 0, 't', LOWER('t')), CHAR(0), 'jobs')"},
+	} {
+		got := BellSQL(tc.table, "jobs")
+		if want := "CONCAT('sqlelect.bell#', LEFT(SHA2(" + tc.want + ", 256), 50))"; got != want {
+			t.Errorf("BellSQL(%q, jobs) =\n%s\nwant\n%s", tc.table, got, want)
+		}
+	}
+}
