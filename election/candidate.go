@@ -116,7 +116,7 @@ func newCandidate(cfg settings, b backend) *Candidate {
 		epoch:    cfg.Clock.Now(),
 	}
 	c.bound.Store(&stmt.Bound{})
-	if db != nil && !cfg.DisableFastHandover && cfg.Batcher == nil {
+	if db := b.base().db; db != nil && !cfg.DisableFastHandover && cfg.Batcher == nil {
 		c.bell = &getlock.Bell{Hint: getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
 			Table: cfg.Table, Election: cfg.Name, Every: cfg.RenewInterval, Sleep: c.sleep}
 	}

@@ -69,7 +69,7 @@ func (c *Candidate) ring(ctx context.Context) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	defer cancel()
-	if err := getlock.Ring(rctx, c.db, c.cfg.Table, c.cfg.Name); err != nil && ctx.Err() == nil {
+	if err := getlock.Ring(rctx, c.b.base().db, c.cfg.Table, c.cfg.Name); err != nil && ctx.Err() == nil {
 		c.log.Debug("waking the leader failed; it acts at its next renewal", "err", err)
 	}
 }
