@@ -107,11 +107,15 @@ deps:
 MODULES := . integration
 
 # INTEGRATION_PARALLEL is go test's -parallel in integration/: the behaviour
-# suite's subtests (38 per backend, each on a database of its own) wait on
-# leases and the server, not on the CPU, and at the default (GOMAXPROCS, 2
-# here) they ran two at a time: 4 of the module's 6 minutes per server. Six
-# at once bring its four runs to about a minute and a half; the few that
-# measure against windows of a renew interval run alone (electiontest.Run).
+# suite's subtests (40 per backend, each on a database of its own; the
+# three backends' at once, TestBehaviour) wait on leases and the server, not
+# on the CPU, and at the default (GOMAXPROCS, 2 here) they ran two at a
+# time: 4 of the module's 6 minutes per server. Six at once brought its
+# runs to about a minute and a half; the few that measure against windows
+# of a renew interval run alone, first (electiontest.Run). Ten at once,
+# the three backends together (2026-11-29, a load average of 3 from other
+# work): TestBehaviour 83 s where six took 105 s and 114 s, and the module
+# 164 s (0.6 cores) where the host's leg had taken 205 s.
 # ROOT_PACKAGES is go test's -p in the root module: how many of its
 # packages run at once. Each starts a server of its own and waits on it and
 # on leases far more than it computes; at the default (GOMAXPROCS, 2 here)
@@ -129,7 +133,7 @@ MODULES := . integration
 # deadline (TestMetricsOnServer), where the host's leg at 3 passed.
 # PARALLEL_FLAG gives them to go test in the module $$m (for the server
 # $$1 in gotest).
-INTEGRATION_PARALLEL ?= 6
+INTEGRATION_PARALLEL ?= 10
 ROOT_PACKAGES ?= 3
 MATRIX_ROOT_PACKAGES ?= 2
 PARALLEL_FLAG = $$(case $$m:$${1:-mariadb-10.11} in (integration:*) echo -parallel $(INTEGRATION_PARALLEL);; \

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
-	"github.com/sqlelect/sqlelect/election/electiontest"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 )
 
@@ -33,12 +32,6 @@ func newBatched() func(db *sql.DB, cfg election.Config) (*election.Candidate, er
 		cfg.Tuning.Batcher = b
 		return election.NewTable(db, cfg)
 	}
-}
-
-// TestTableBackendBatched runs the behaviour suite with every candidate's
-// steady-state statements going through a Batcher.
-func TestTableBackendBatched(t *testing.T) {
-	electiontest.Run(t, electiontest.Suite{New: newBatched(), DSN: testdb.DSN, NoWakeup: true})
 }
 
 // batchFleet is n elections with one candidate each in k "processes", each

@@ -16,12 +16,16 @@ import (
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-func TestTableBackend(t *testing.T) {
-	electiontest.Run(t, electiontest.Suite{New: election.NewTable, DSN: testdb.DSN})
-}
-
-func TestLockBackend(t *testing.T) {
-	electiontest.Run(t, electiontest.Suite{New: election.NewLock, DSN: testdb.DSN})
+// TestBehaviour runs the behaviour suite on the table backend, the lock
+// backend, and the table backend batched (every candidate's steady-state
+// statements through a Batcher), the three at once (electiontest.Run):
+// TestBehaviour/table/..., TestBehaviour/lock/... and
+// TestBehaviour/batched/....
+func TestBehaviour(t *testing.T) {
+	electiontest.Run(t,
+		electiontest.Suite{Name: "table", New: election.NewTable, DSN: testdb.DSN},
+		electiontest.Suite{Name: "lock", New: election.NewLock, DSN: testdb.DSN},
+		electiontest.Suite{Name: "batched", New: newBatched(), DSN: testdb.DSN, NoWakeup: true})
 }
 
 // TestTableBackendSimultaneousAssignment checks that Run refuses a pool
