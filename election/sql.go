@@ -296,7 +296,6 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 type lockStmts struct {
 	session stmt.Stmt // the lock connection's session limits
 	read    stmt.Stmt // the election's row
-	peek    string    // no row, but fails unless the table has the columns
 	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
 
 	// The statements that assign a term, run in one transaction with the
@@ -323,7 +322,6 @@ func lockStatements(table, name string, lock getlock.Lock, lockWait time.Duratio
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
 		read: stmt.Must(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
-		peek: `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
 	}

@@ -55,7 +55,9 @@ type tableBackend struct {
 func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Candidates that share a Batcher probe the server until one did.
 	b := t.cfg.Batcher
-	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
+	// The site: the server's flavour, and where the handover hint's lock
+	// is.
+	site, probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
 	if err != nil {
 		return stmt.Bound{}, err
 	}
@@ -63,11 +65,6 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
-		return stmt.Bound{}, err
-	}
-	// The server's flavour, and where the handover hint's lock is.
-	site, err := getlock.ReadSite(ctx, t.db, t.cfg.Table)
-	if err != nil {
 		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
