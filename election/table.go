@@ -94,7 +94,9 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 		// lease (the transfer window) runs out by the database clock.
 		return rec, beat{}, t.retryWait(rec), nil
 	}
-	b, err := t.heartbeat(ctx, 0)
+	// A take's handover lock is taken once the candidate leads
+	// (Candidate.followTick), not before.
+	b, err := t.heartbeatOnce(ctx, 0)
 	return rec, b, 0, err
 }
 

@@ -63,7 +63,7 @@ func (c Check) Run(ctx context.Context, db *sql.DB) error {
 	if c.judge == nil {
 		return c.run(ctx, db)
 	}
-	s, err := readSession(ctx, db, "")
+	s, err := readSession(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -72,34 +72,29 @@ func (c Check) Run(ctx context.Context, db *sql.DB) error {
 
 // session is what Run's preflight reads of the session and the server, in
 // one statement (readSession): the settings the checks of the session
-// judge, and the server's Site.
+// judge, and what the server's getlock.Site is made of.
 type session struct {
-	site                                      getlock.Site
 	dst                                       sql.NullInt64 // dbclock.DSTProbe
 	timeZone, autocommit, completion, sqlMode string
+	database                                  sql.NullString
+	fold                                      int
+	version                                   string
 	start, sysdate                            string // NOW(6) and a later SYSDATE(6) (see judgeSysdate)
 }
 
-// readSession reads the session of one of db's connections for election
-// table table (the site's; "" for none).
-func readSession(ctx context.Context, db *sql.DB, table string) (session, error) {
-	var s session
-	var database sql.NullString
-	var fold int
-	var version string
-	var slept int
+// readSession reads the session of one of db's connections.
+func readSession(ctx context.Context, db *sql.DB) (s session, err error) {
 	// SYSDATE(6) is the server's clock at the call, NOW(6) the statement's
 	// start: they differ by microseconds at least (the statement is parsed
 	// between the two), unless SYSDATE() is NOW(), as with --sysdate-is-now.
 	// When they are equal all the same, the statement sleeps 2 ms before it
 	// reads SYSDATE(6) again.
-	err := db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
+	err = db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
   `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`).Scan(
-		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &database, &fold, &version, &s.start, &slept, &s.sysdate)
+		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &s.database, &s.fold, &s.version, &s.start, new(int), &s.sysdate)
 	if err != nil {
 		return session{}, fmt.Errorf("election: reading the session's settings: %w", err)
 	}
-	s.site = getlock.NewSite(table, database.String, fold, version)
 	return s, nil
 }
 
@@ -260,7 +255,7 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 	if err := checkGrants(ctx, db, tbl, candidatesNeed, Privileges(tbl)[1:3]); err != nil {
 		return site, false, err
 	}
-	s, err := readSession(ctx, db, table)
+	s, err := readSession(ctx, db)
 	if err != nil {
 		return site, false, err
 	}
@@ -286,7 +281,7 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 			return site, false, err
 		}
 	}
-	return s.site, probed, nil
+	return getlock.NewSite(table, s.database.String, s.fold, s.version), probed, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
