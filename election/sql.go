@@ -78,7 +78,7 @@ import (
 //     condition: no row is read or locked). A renewal refused so falls back
 //     to the heartbeat, in its transaction.
 //   - Run refuses a session that does not commit each statement
-//     (internal/probe's checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
+//     (internal/probe's judgeCommits, ErrNoAutocommit): set in the DSN, it would be on every
 //     connection.
 
 // commitsSQL is true when a statement the session runs outside a
@@ -89,7 +89,7 @@ const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 // The database clock for the times statements write and judge is
 // dbclock.Now. dbclock.Trusted is true when the session's time zone keeps
 // one offset from UTC all year (the same offset in January and July), as
-// internal/probe's checkTimeZone checks in Run's preflight, and SYSDATE(6)
+// internal/probe's judgeTimeZone checks in Run's preflight, and SYSDATE(6)
 // is the server's clock at the call, not the statement's start (NOW(6)), as
 // probe.CheckSysdate checks: a statement is parsed between the two, so they
 // differ by microseconds at least, unless the server runs with

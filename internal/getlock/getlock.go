@@ -105,7 +105,7 @@ func isPlain(s, chars string) bool { return s != "" && strings.Trim(s, chars) ==
 func Literal(s string) string { return "'" + s + "'" }
 
 // Site is what an election's lock names and GET_LOCK calls depend on,
-// read from the server by ReadSite.
+// read from the server by ReadSite (or made by NewSite).
 type Site struct {
 	Database, Table string      // as Name and WakeName take them
 	Version         string      // the server's VERSION()
