@@ -112,21 +112,17 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 		// Locked by someone else, or no longer ours as we knew it: decide
 		// with the election's own heartbeat.
 	}
-	return t.heartbeat(ctx, hold)
+	b, err := t.heartbeatOnce(ctx, hold)
+	if err == nil && b.held && t.wake != nil {
+		t.wake.hold(ctx)
+	}
+	return b, err
 }
 
 func (t *tableBackend) lost(ctx context.Context, _ bool) {
 	if t.wake != nil {
 		t.wake.letGo(ctx)
 	}
-}
-
-func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {
-	b, err := t.heartbeatOnce(ctx, hold)
-	if err == nil && b.held && t.wake != nil {
-		t.wake.hold(ctx)
-	}
-	return b, err
 }
 
 // beat runs the heartbeat statement for term hold in one transaction with
