@@ -184,7 +184,9 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 }
 
 func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
-	site, err := getlock.ReadSite(ctx, b.db, b.cfg.Table)
+	// The peek: the SELECT privilege's probe reads every column the
+	// backend reads.
+	site, _, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, probe.Privileges(quoteTable(b.cfg.Table))[0].Query, true)
 	if err != nil {
 		return stmt.Bound{}, err
 	}
@@ -193,8 +195,7 @@ func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
 	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
-	_, err = probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, b.sql.peek, true)
-	return bound, err
+	return bound, nil
 }
 
 // ensureConn returns the lock connection, taking a fresh one from the pool

@@ -79,7 +79,7 @@ import (
 //     to the heartbeat, in its transaction; the others run again in a
 //     transaction of the library's (backendBase.writeRow).
 //   - Run refuses a session that does not commit each statement
-//     (internal/probe's checkCommits, ErrNoAutocommit): set in the DSN, it would be on every
+//     (internal/probe's judgeCommits, ErrNoAutocommit): set in the DSN, it would be on every
 //     connection.
 
 // commitsSQL is true when a statement the session runs outside a
@@ -90,7 +90,7 @@ const commitsSQL = `@@autocommit AND @@completion_type<>'CHAIN'`
 // The database clock for the times statements write and judge is
 // dbclock.Now. dbclock.Trusted is true when the session's time zone keeps
 // one offset from UTC all year (the same offset in January and July), as
-// internal/probe's checkTimeZone checks in Run's preflight, and SYSDATE(6)
+// internal/probe's judgeTimeZone checks in Run's preflight, and SYSDATE(6)
 // is the server's clock at the call, not the statement's start (NOW(6)), as
 // probe.CheckSysdate checks: a statement is parsed between the two, so they
 // differ by microseconds at least, unless the server runs with
@@ -302,7 +302,6 @@ func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
 type lockStmts struct {
 	session stmt.Stmt // the lock connection's session limits
 	read    stmt.Stmt // the election's row
-	peek    string    // no row, but fails unless the table has the columns
 	pass    stmt.Stmt // waits lockWait for the lock's holder to let go (getlock.Lock.Pass)
 
 	// The statements that assign a term, run in one transaction with the
@@ -325,7 +324,6 @@ func lockStatements(table, name string, lock getlock.Lock, lockWait, lockDelay t
 	tbl, anchor := quoteTable(table), getlock.Literal(name)
 	s := lockStmts{
 		read: stmt.Must(`SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor = ` + anchor),
-		peek: `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE 1 = 0`,
 		pass: lock.Pass(lockWait),
 		// The term a take or insert wrote, when its OK packet lacks it.
 	}

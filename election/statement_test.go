@@ -418,7 +418,7 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 	}
 	add("session", b.sql.session, stmt.Params{})
 	add("read", b.sql.read, b.params(0))
-	add("peek", stmt.Must(b.sql.peek), stmt.Params{})
+	add("peek", stmt.Must(probe.Privileges(quoteTable(b.cfg.Table))[0].Query), stmt.Params{}) // the preflight's (lockBackend.preflight)
 	add("pass", b.sql.pass, stmt.Params{})
 	add("try lock", b.lc.Lock.TryLock, stmt.Params{})
 	add("is mine", b.lc.Lock.IsMine, stmt.Params{})

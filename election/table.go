@@ -55,7 +55,9 @@ type tableBackend struct {
 func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Candidates that share a Batcher probe the server until one did.
 	b := t.cfg.Batcher
-	probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
+	// The site: the server's flavour, and where the handover hint's lock
+	// is.
+	site, probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
 	if err != nil {
 		return stmt.Bound{}, err
 	}
@@ -63,11 +65,6 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 		b.serverProbed.Store(true) // once for its thousands of elections
 	}
 	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
-		return stmt.Bound{}, err
-	}
-	// The server's flavour, and where the handover hint's lock is.
-	site, err := getlock.ReadSite(ctx, t.db, t.cfg.Table)
-	if err != nil {
 		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
@@ -98,7 +95,9 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 		// lease (the transfer window) runs out by the database clock.
 		return rec, beat{}, t.retryWait(rec), nil
 	}
-	b, err := t.heartbeat(ctx, 0)
+	// A take's handover lock is taken once the candidate leads
+	// (Candidate.followTick), not before.
+	b, err := t.heartbeatOnce(ctx, 0)
 	return rec, b, 0, err
 }
 
@@ -114,7 +113,11 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 		// Locked by someone else, or no longer ours as we knew it: decide
 		// with the election's own heartbeat.
 	}
-	return t.heartbeat(ctx, hold)
+	b, err := t.heartbeatOnce(ctx, hold)
+	if err == nil && b.held && t.wake != nil {
+		t.wake.hold(ctx)
+	}
+	return b, err
 }
 
 func (t *tableBackend) lost(ctx context.Context, _ bool) error {
@@ -122,14 +125,6 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 		t.wake.letGo(ctx) // after a release: woken followers look
 	}
 	return nil
-}
-
-func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {
-	b, err := t.heartbeatOnce(ctx, hold)
-	if err == nil && b.held && t.wake != nil {
-		t.wake.hold(ctx)
-	}
-	return b, err
 }
 
 // beat runs the heartbeat statement for term hold in one transaction with

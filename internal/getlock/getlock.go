@@ -105,7 +105,7 @@ func isPlain(s, chars string) bool { return s != "" && strings.Trim(s, chars) ==
 func Literal(s string) string { return "'" + s + "'" }
 
 // Site is what an election's lock names and GET_LOCK calls depend on,
-// read from the server by ReadSite.
+// read from the server by ReadSite (or made by NewSite).
 type Site struct {
 	Database, Table string      // as Name and WakeName take them
 	Version         string      // the server's VERSION()
@@ -123,15 +123,25 @@ type Site struct {
 func ReadSite(ctx context.Context, db *sql.DB, table string) (Site, error) {
 	var cur sql.NullString
 	var fold int
-	s := Site{Table: table}
-	if err := db.QueryRowContext(ctx, `SELECT DATABASE(), @@lower_case_table_names, VERSION()`).Scan(&cur, &fold, &s.Version); err != nil {
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT `+SiteColumns).Scan(&cur, &fold, &version); err != nil {
 		return Site{}, fmt.Errorf("getlock: reading the default database and the server version: %w", err)
 	}
-	s.Database, s.Flavor = cur.String, stmt.FlavorOf(s.Version)
+	return NewSite(table, cur.String, fold, version), nil
+}
+
+// SiteColumns select what a Site is made of, for NewSite: DATABASE(),
+// @@lower_case_table_names and VERSION(). Run's preflight reads them with
+// the session's settings, in one statement (internal/probe).
+const SiteColumns = `DATABASE(), @@lower_case_table_names, VERSION()`
+
+// NewSite is the Site of table on a server that read database, fold and
+// version (SiteColumns).
+func NewSite(table, database string, fold int, version string) Site {
 	if fold != 0 {
-		s.Database, s.Table = strings.ToLower(s.Database), strings.ToLower(s.Table)
+		database, table = strings.ToLower(database), strings.ToLower(table)
 	}
-	return s, nil
+	return Site{Database: database, Table: table, Version: version, Flavor: stmt.FlavorOf(version)}
 }
 
 // Call returns a GET_LOCK call that waits about d for lock (a SQL

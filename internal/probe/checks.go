@@ -18,6 +18,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -50,7 +51,51 @@ type Check struct {
 	// fail.
 	Prop, Pass, Consequence, Fix string
 	Backends                     []string
-	Run                          func(ctx context.Context, db *sql.DB) error
+	// run makes the check; or judge judges the session's settings, which
+	// Run's preflight reads once for all such checks (readSession).
+	run   func(ctx context.Context, db *sql.DB) error
+	judge func(s session) error
+}
+
+// Run makes the check on db, on a read of its own for a check of the
+// session's settings.
+func (c Check) Run(ctx context.Context, db *sql.DB) error {
+	if c.judge == nil {
+		return c.run(ctx, db)
+	}
+	s, err := readSession(ctx, db)
+	if err != nil {
+		return err
+	}
+	return c.judge(s)
+}
+
+// session is what Run's preflight reads of the session and the server, in
+// one statement (readSession): the settings the checks of the session
+// judge, and what the server's getlock.Site is made of.
+type session struct {
+	dst                                       sql.NullInt64 // dbclock.DSTProbe
+	timeZone, autocommit, completion, sqlMode string
+	database                                  sql.NullString
+	fold                                      int
+	version                                   string
+	start, sysdate                            string // NOW(6) and a later SYSDATE(6) (see judgeSysdate)
+}
+
+// readSession reads the session of one of db's connections.
+func readSession(ctx context.Context, db *sql.DB) (s session, err error) {
+	// SYSDATE(6) is the server's clock at the call, NOW(6) the statement's
+	// start: they differ by microseconds at least (the statement is parsed
+	// between the two), unless SYSDATE() is NOW(), as with --sysdate-is-now.
+	// When they are equal all the same, the statement sleeps 2 ms before it
+	// reads SYSDATE(6) again.
+	err = db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
+  `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`).Scan(
+		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &s.database, &s.fold, &s.version, &s.start, new(int), &s.sysdate)
+	if err != nil {
+		return session{}, fmt.Errorf("election: reading the session's settings: %w", err)
+	}
+	return s, nil
 }
 
 // ScratchPrefix starts the names of the scratch elections the probes work
@@ -166,28 +211,28 @@ func Layout(ctx context.Context, db *sql.DB, table string, err error) error {
 func Checks(table string) []Check {
 	bothBackends, tableOnly := []string{Table, Lock}, []string{Table}
 	return []Check{
-		{Prop: FloorTable, Backends: bothBackends, Run: func(ctx context.Context, db *sql.DB) error {
+		{Prop: FloorTable, Backends: bothBackends, run: func(ctx context.Context, db *sql.DB) error {
 			return checkFloorTable(ctx, db, table)
 		}, Pass: "the term floor table exists, and the user may read and write it",
 			Consequence: "every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
 			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
-		{Prop: TimeZone, Backends: bothBackends, Run: checkTimeZone,
+		{Prop: TimeZone, Backends: bothBackends, judge: judgeTimeZone,
 			Pass:        "the session time zone has no daylight saving time",
 			Consequence: "local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
 			Fix:         "set time_zone='+00:00' in the DSN (time_zone=%27%2B00%3A00%27; the CLI does unless the DSN sets one)"},
-		{Prop: Autocommit, Backends: bothBackends, Run: checkCommits,
+		{Prop: Autocommit, Backends: bothBackends, judge: judgeCommits,
 			Pass:        "the session commits each statement (autocommit=1, completion_type NO_CHAIN)",
 			Consequence: "a renewal left uncommitted lets the leader believe while every other session sees its lease run out: Run refuses it (ErrNoAutocommit)",
 			Fix:         "remove autocommit and completion_type from the DSN (and reset them before a connection goes back to the pool)"},
-		{Prop: AssignmentOrder, Backends: tableOnly, Run: checkAssignmentOrder,
+		{Prop: AssignmentOrder, Backends: tableOnly, judge: judgeAssignmentOrder,
 			Pass:        "the session assigns a SET list left to right",
 			Consequence: "the heartbeat decides in its first assignment and reads the decision in the others: it would never take a row, and Run refuses it (ErrSimultaneousAssignment)",
 			Fix:         "remove SIMULTANEOUS_ASSIGNMENT from the DSN's sql_mode (or the server's default)"},
-		{Prop: Sysdate, Backends: bothBackends, Run: CheckSysdate,
+		{Prop: Sysdate, Backends: bothBackends, judge: judgeSysdate,
 			Pass:        "SYSDATE(6) is the server's clock at each call",
 			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
 			Fix:         "restart the server without --sysdate-is-now"},
-		{Prop: Topology, Backends: []string{Lock}, Run: checkTopology,
+		{Prop: Topology, Backends: []string{Lock}, run: checkTopology,
 			Pass:        "neither a Galera node nor a multi-primary Group Replication member: both backends may be used",
 			Consequence: "the lock backend could elect one leader per node; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
 			Fix:         "use the table backend (--backend table, election.NewTable); keep the nodes' clocks synchronized well within LeaseDuration - RenewDeadline"},
@@ -196,16 +241,23 @@ func Checks(table string) []Check {
 
 // Preflight is Run's preflight on election table table for backend (Table
 // or Lock), and returns the first error: peek (a statement that reads no
-// row but needs every column the backend reads) explained by Layout, the
-// privileges (CheckPrivileges), the Checks of backend but the topology, the
+// row but needs every column the backend reads, those of the SELECT
+// privilege's probe among them) explained by Layout, the other privileges
+// (CheckPrivileges), the Checks of backend but the topology (those of the
+// session on one read of it, which gives the server's site too), the
 // heartbeat probe of the server when server is true (Server, whose probed
 // it returns), and for the lock backend its topology.
-func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (probed bool, err error) {
+func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (site getlock.Site, probed bool, err error) {
 	if _, err := db.ExecContext(ctx, peek); err != nil {
-		return false, Layout(ctx, db, table, err)
+		return site, false, Layout(ctx, db, table, err)
 	}
-	if err := CheckPrivileges(ctx, db, ident.Quote(table)); err != nil {
-		return false, err
+	tbl := ident.Quote(table)
+	if err := checkGrants(ctx, db, tbl, candidatesNeed, Privileges(tbl)[1:3]); err != nil {
+		return site, false, err
+	}
+	s, err := readSession(ctx, db)
+	if err != nil {
+		return site, false, err
 	}
 	for _, c := range Checks(table) {
 		// The heartbeat probe before the topology, the last check: a
@@ -214,16 +266,22 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 		// server may answer with an error that is no refusal.
 		if c.Prop == Topology && server {
 			if probed, err = Server(ctx, db, table); err != nil {
-				return false, err
+				return site, false, err
 			}
 		}
-		if slices.Contains(c.Backends, backend) {
-			if err := c.Run(ctx, db); err != nil {
-				return false, err
-			}
+		if !slices.Contains(c.Backends, backend) {
+			continue
+		}
+		if c.judge != nil {
+			err = c.judge(s)
+		} else {
+			err = c.run(ctx, db)
+		}
+		if err != nil {
+			return site, false, err
 		}
 	}
-	return probed, nil
+	return getlock.NewSite(table, s.database.String, s.fold, s.version), probed, nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
@@ -251,70 +309,61 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 	})
 }
 
-// checkTimeZone fails when the session time zone has daylight saving time:
+// Each judge below returns nil when the session's settings are safe, and
+// else its refusal.
+
+// judgeTimeZone fails when the session time zone has daylight saving time:
 // NOW() would jump by an hour and leases with it. A zone without DST gives
 // the same offset in January and July.
-func checkTimeZone(ctx context.Context, db *sql.DB) error {
-	var diff sql.NullInt64 // 181 days in seconds without DST
-	err := scan(ctx, db, "checking the session time zone", `SELECT `+dbclock.DSTProbe, &diff)
-	if err != nil || diff.Valid && diff.Int64 == 181*24*3600 {
-		return err
+func judgeTimeZone(s session) error {
+	if s.dst.Valid && s.dst.Int64 == 181*24*3600 {
+		return nil
 	}
-	tz, _, _ := stmt.ServerVariable(ctx, db, "session.time_zone")
-	return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, tz)
+	return fmt.Errorf("%w (session time_zone is %q)", ErrUnsafeTimeZone, s.timeZone)
 }
 
-// scan reads the row of query on db into dest, and says what it was
-// reading when it fails. Each check below returns its error, or nil when
-// the row shows the session safe, and else its refusal.
-func scan(ctx context.Context, db *sql.DB, what, query string, dest ...any) error {
-	if err := db.QueryRowContext(ctx, query).Scan(dest...); err != nil {
-		return fmt.Errorf("election: %s: %w", what, err)
-	}
-	return nil
-}
-
-// checkCommits fails with ErrNoAutocommit when the session does not
+// judgeCommits fails with ErrNoAutocommit when the session does not
 // commit each statement (see election's commitsSQL): the statements on the
 // pool that check it would all be refused.
-func checkCommits(ctx context.Context, db *sql.DB) error {
-	var autocommit, completion string
-	err := scan(ctx, db, "reading the session's autocommit", `SELECT @@autocommit, @@completion_type`, &autocommit, &completion)
-	if err != nil || autocommit == "1" && !strings.EqualFold(completion, "CHAIN") && completion != "1" {
-		return err
+func judgeCommits(s session) error {
+	if s.autocommit == "1" && !strings.EqualFold(s.completion, "CHAIN") && s.completion != "1" {
+		return nil
 	}
 	return fmt.Errorf("%w (session autocommit is %s, completion_type %s): remove them from the DSN, "+
-		"and reset them before a connection goes back to the pool", ErrNoAutocommit, autocommit, completion)
+		"and reset them before a connection goes back to the pool", ErrNoAutocommit, s.autocommit, s.completion)
 }
 
-// checkAssignmentOrder fails with ErrSimultaneousAssignment when the
+// judgeAssignmentOrder fails with ErrSimultaneousAssignment when the
 // session's sql_mode has MariaDB's SIMULTANEOUS_ASSIGNMENT: the heartbeat
 // reads its decision after assigning it (see HeartbeatSQL), so under that
 // mode it changes no existing row (it stays safe, but the candidate would
 // never take over).
-func checkAssignmentOrder(ctx context.Context, db *sql.DB) error {
-	var mode string
-	err := scan(ctx, db, "reading the session's sql_mode", `SELECT @@SESSION.sql_mode`, &mode)
-	if err != nil || !strings.Contains(strings.ToUpper(mode), "SIMULTANEOUS_ASSIGNMENT") {
-		return err
+func judgeAssignmentOrder(s session) error {
+	if !strings.Contains(strings.ToUpper(s.sqlMode), "SIMULTANEOUS_ASSIGNMENT") {
+		return nil
 	}
-	return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, mode)
+	return fmt.Errorf("%w (session sql_mode is %q)", ErrSimultaneousAssignment, s.sqlMode)
 }
 
-// CheckSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
+// judgeSysdate fails with ErrSysdateIsNow when SYSDATE() is not the server's
 // clock at each call (--sysdate-is-now makes it NOW(), the statement's
-// start, which a session can set): two calls a millisecond apart return the
-// same time. Only equality tells: in a session time zone with daylight
-// saving time, a fall-back between the calls (or a clock stepped back)
-// makes the second read earlier, not equal.
-func CheckSysdate(ctx context.Context, db *sql.DB) error {
-	var a, b string
-	var slept int
-	err := scan(ctx, db, "checking the server's clock", `SELECT CAST(SYSDATE(6) AS CHAR), SLEEP(0.002), CAST(SYSDATE(6) AS CHAR)`, &a, &slept, &b)
-	if err != nil || a != b {
-		return err
+// start, which a session can set): read after NOW(6) in the same
+// statement, and after a 2 ms sleep when it first read the same, it still
+// reads the same. Only equality tells: in a session time zone with
+// daylight saving time, a fall-back between the calls (or a clock stepped
+// back) makes the later read earlier, not equal. The heartbeat's own
+// proof is the same comparison (dbclock.Trusted).
+func judgeSysdate(s session) error {
+	if s.start != s.sysdate {
+		return nil
 	}
-	return fmt.Errorf("%w (SYSDATE(6) was %s before and after a 2 ms sleep)", ErrSysdateIsNow, a)
+	return fmt.Errorf("%w (SYSDATE(6) was %s at the statement's start and after a 2 ms sleep)", ErrSysdateIsNow, s.start)
+}
+
+// CheckSysdate reads the session of one of db's connections and judges
+// its server's clock (judgeSysdate).
+func CheckSysdate(ctx context.Context, db *sql.DB) error {
+	return Check{judge: judgeSysdate}.Run(ctx, db)
 }
 
 // CheckPrivileges checks that the session's user may run every statement a
@@ -331,8 +380,12 @@ func CheckSysdate(ctx context.Context, db *sql.DB) error {
 func CheckPrivileges(ctx context.Context, db *sql.DB, tbl string) error {
 	// Not DELETE, the last of Privileges: operators' (Reelect), not
 	// candidates'.
-	return checkGrants(ctx, db, tbl, "which a candidate needs to take over", Privileges(tbl)[:3])
+	return checkGrants(ctx, db, tbl, candidatesNeed, Privileges(tbl)[:3])
 }
+
+// candidatesNeed says why candidates need the privileges CheckPrivileges
+// probes.
+const candidatesNeed = "which a candidate needs to take over"
 
 // checkGrants runs probes, statements on tbl (quoted) that match no row,
 // and fails, wrapping ErrAccessDenied, naming every privilege the server

@@ -98,7 +98,7 @@ END`
 // SET list assigned left to right, as MySQL does and MariaDB does unless
 // its sql_mode has SIMULTANEOUS_ASSIGNMENT: there, the statement fails on
 // the constraint and changes nothing, and Run refuses such a session
-// (checkAssignmentOrder). A leader asked to hand over (transfer_to set on
+// (judgeAssignmentOrder). A leader asked to hand over (transfer_to set on
 // its live row) is neither renewed nor takes, so its renewal changes
 // nothing; it then reads the row and acts on the request (see
 // candidate.handOver). Every

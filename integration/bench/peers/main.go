@@ -23,6 +23,10 @@
 //     holder's connection is killed on the server; how long two leader
 //     signals overlap.
 //
+// After the peers, it measures the loopback round trip of `SELECT 1` to
+// the MariaDB peers' server (5,000 samples, p50 and p99), the unit of the
+// least each figure could be (BENCHMARKS.md), and puts it in the header.
+//
 // It writes -out (summary.md, trials.csv, results.json, distributions.png
 // with gnuplot) and prints the summary.
 //
@@ -164,6 +168,13 @@ func run(ctx context.Context, o options) error {
 	}
 	head := h.header(started, load) + fmt.Sprintf("Run ended %s (%.0f minutes); load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), time.Since(started).Minutes(), loadavg())
+	if h.maria != nil {
+		rtt, err := h.maria.rtt(ctx, 5000)
+		if err != nil {
+			return fmt.Errorf("round trip: %w", err)
+		}
+		head += rtt
+	}
 	fmt.Print(head + formatSummary(results, o.lease))
 	if err := plot(o.out, all); err != nil {
 		fmt.Fprintln(os.Stderr, "peers: no plot:", err)

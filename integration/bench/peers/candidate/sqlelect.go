@@ -27,8 +27,9 @@ func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 		return nil, err
 	}
 	L := o.lease
-	cfg := election.Config{Name: o.election, ID: o.id, Value: o.id, LeaseDuration: L, RenewDeadline: L * 2 / 3,
-		RenewInterval: L / 10, RetryInterval: L / 10, QueryTimeout: L / 5, DisableLockDelay: noDelay}
+	cfg := election.Config{Name: o.election, ID: o.id, Value: o.id, LeaseDuration: L,
+		Tuning: election.TuningConfig{RenewDeadline: L * 2 / 3, RenewInterval: L / 10,
+			RetryInterval: L / 10, QueryTimeout: L / 5, DisableLockDelay: noDelay}}
 	p := &sqlelectPeer{db: db, id: o.id}
 	if lock {
 		p.e, err = election.NewLock(db, cfg)
