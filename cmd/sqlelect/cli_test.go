@@ -558,7 +558,11 @@ func TestRunNoOverlap(t *testing.T) {
 	ids := []string{"r1", "r2", "r3"}
 	procs := map[string]*proc{}
 	for _, id := range ids {
-		args := append([]string{"run", name, "--id", id}, fastFlags...)
+		// --grace as long as the lease allows (it must stay below lease -
+		// renew-deadline, 800 ms): the child's trap writes its stop line
+		// within it, where the default 400 ms was once missed on a loaded
+		// machine (SIGKILL, no stop line).
+		args := append([]string{"run", name, "--id", id, "--grace", "700ms"}, fastFlags...)
 		procs[id] = start(t, id, dsn, append(args, "--", script, logFile)...)
 	}
 	starts := func() []*childLife { return readChildLog(t, logFile) }
