@@ -537,11 +537,14 @@ func (ch *checker) clock() {
 			vals = append(vals, r[0], r[2])
 			offset = max(offset, r[0]-r[1], r[1]-r[2])
 		}
-		// NOW(6) has microseconds.
+		// NOW(6) has microseconds, and one connection's readings never
+		// go back (back: the largest step back between two of them).
 		var micro, milli bool
-		for _, v := range vals {
+		var back int64
+		for i, v := range vals {
 			micro = micro || v%1000 != 0
 			milli = milli || v%1000000 != 0
+			back = max(back, vals[max(i-1, 0)]-v) // 0 for the first reading
 		}
 		ch.judge(PropNowMicroseconds, both(), "the server clock (SYSDATE(6), which terms use) has microseconds",
 			verdict{!milli, CheckFail, fmt.Sprintf("NOW(6) has whole seconds only (%d readings)", len(vals)),
@@ -549,11 +552,6 @@ func (ch *checker) clock() {
 				"use a server whose NOW(6) has microseconds"},
 			verdict{!micro, CheckWarn, fmt.Sprintf("NOW(6) has milliseconds only (%d readings)", len(vals)),
 				"leases are judged a millisecond coarser than they are written", "keep LeaseDuration - RenewDeadline well above a millisecond (the default is 5 s)"})
-		// One connection's readings never go back.
-		back := int64(0)
-		for i := 1; i < len(vals); i++ {
-			back = max(back, vals[i-1]-vals[i])
-		}
 		ch.judge(PropNowMonotonic, both(), fmt.Sprintf("%d readings of NOW(6) on one connection never went back", len(vals)),
 			verdict{back > 0, CheckFail, fmt.Sprintf("one connection's NOW(6) went back by %d µs", back),
 				"a lease measured by the database clock can end early: two leaders", "use one server whose clock does not step (NTP slewing, not stepping)"})
@@ -585,9 +583,8 @@ func (ch *checker) locks() {
 			return
 		}
 		// IS_USED_LOCK, asked by b, names a, the holder.
-		ctx, cancel := ch.step(0)
-		holder, err := b.Scan(ctx, lock.Holder)
-		cancel()
+		var holder sql.NullInt64
+		_, err := ch.scanRow(0, b.Conn, &holder, `SELECT IS_USED_LOCK(`+getlock.Literal(lock.Name)+`)`)
 		got := "NULL"
 		if holder.Valid {
 			got = strconv.FormatInt(holder.Int64, 10)

@@ -118,7 +118,7 @@ func newCandidate(cfg settings, b backend) *Candidate {
 	c.bound.Store(&stmt.Bound{})
 	if db := b.base().db; db != nil && !cfg.DisableFastHandover && cfg.Batcher == nil {
 		c.bell = &getlock.Bell{Hint: getlock.Hint{DB: db, Log: c.log, Election: cfg.Name, Metrics: cfg.Metrics, Timeout: cfg.QueryTimeout},
-			Table: cfg.Table, Election: cfg.Name, Every: cfg.RenewInterval, Sleep: c.sleep}
+			Table: cfg.Table, Every: cfg.RenewInterval, Sleep: c.sleep}
 	}
 	return c
 }

@@ -422,7 +422,6 @@ func builtLockStatements(b *lockBackend, p stmt.Params) []builtStatement {
 	add("pass", b.sql.pass, stmt.Params{})
 	add("try lock", b.lc.Lock.TryLock, stmt.Params{})
 	add("is mine", b.lc.Lock.IsMine, stmt.Params{})
-	add("holder", b.lc.Lock.Holder, stmt.Params{})
 	add("release lock", b.lc.Lock.Release, stmt.Params{})
 	add("wait", b.lc.Lock.Wait(300*time.Millisecond), stmt.Params{})
 	tp := b.params(0)
@@ -528,7 +527,6 @@ WHERE anchor = ` + anchor + ` AND service_id = ? AND term = ? AND released = 0
 		{"pass", passSQL(b.lockWait), nil},
 		{"try lock", `SELECT GET_LOCK(` + lit + `, 0)`, nil},
 		{"is mine", `SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`, nil},
-		{"holder", `SELECT IS_USED_LOCK(` + lit + `)`, nil}, // check.go's
 		{"release lock", `SELECT RELEASE_LOCK(` + lit + `)`, nil},
 		{"wait", waitSQL(300 * time.Millisecond), nil},
 		named("take", litAt(take, 6, cfg.ID, p.Floor, lease, "claimed", value, cfg.Preference.Priority, hold)),

@@ -65,9 +65,9 @@ func Ring(ctx context.Context, db *sql.DB, table, name string) error {
 // speed: the leader acts at its next renewal. Start is called again only
 // once the previous stop returned; Free between the two.
 type Bell struct {
-	Hint                          // its Lock is not used
-	Table, Election string        // the election's table and name
-	Every           time.Duration // the longest sleep: a thread left behind holds the lock no longer
+	Hint                // its Lock is not used
+	Table string        // the election's table (its name is Hint.Election)
+	Every time.Duration // the longest sleep: a thread left behind holds the lock no longer
 	// Sleep waits d on the caller's clock and reports whether ctx is
 	// still live: the wait before taking a connection again.
 	Sleep func(ctx context.Context, d time.Duration) bool

@@ -172,7 +172,6 @@ type Lock struct {
 
 	TryLock stmt.Stmt // takes it if it is free, at once
 	IsMine  stmt.Stmt // 1 when the connection holds it
-	Holder  stmt.Stmt // IS_USED_LOCK: the holder's connection id, NULL when free
 	Release stmt.Stmt // RELEASE_LOCK: 1 when the connection held it
 }
 
@@ -183,7 +182,6 @@ func NewLock(name string, f stmt.Flavor) Lock {
 		MariaDB: f == stmt.FlavorMariaDB,
 		TryLock: stmt.Must(`SELECT GET_LOCK(` + lit + `, 0)`),
 		IsMine:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `) = CONNECTION_ID()`),
-		Holder:  stmt.Must(`SELECT IS_USED_LOCK(` + lit + `)`),
 		Release: stmt.Must(`SELECT RELEASE_LOCK(` + lit + `)`),
 	}
 }
@@ -271,14 +269,13 @@ func (c *Conn) Release(ctx context.Context) (bool, error) {
 
 // What PassOn saw.
 const (
-	PassFree    = -1 // nobody held the lock
-	PassTimeout = 0  // the holder kept it for the whole wait
-	PassLetGo   = 1  // the holder let go, and the lock was passed on
+	PassTimeout = 0 // the holder kept it for the whole wait
+	PassLetGo   = 1 // the holder let go, and the lock was passed on
 )
 
 // PassOn runs s, a wait of the lock's Pass statement, which waits for the
 // lock and lets it go at once, and reports what it saw: whether a holder
-// let the lock go meanwhile (PassLetGo), nobody held it (PassFree), or the
+// let the lock go meanwhile (PassLetGo), nobody held it (-1), or the
 // wait ended (PassTimeout). The connection never keeps the lock: a waiter
 // that the server hands the lock to lets it go in the same statement, on
 // the server, even if its client no longer reads (a frozen process).
