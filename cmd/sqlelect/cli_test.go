@@ -268,6 +268,13 @@ func statusJSON(t *testing.T, ctx context.Context, dsn string, args ...string) [
 	return rows
 }
 
+// closedPort is a loopback address nothing listens on: port 1, which no
+// server of the tests ever takes (they listen on ports the kernel picks,
+// as freePort's are, so that a port freePort just freed could be a
+// server's by the time a test dialled it: a "closed port" once answered
+// "access denied").
+const closedPort = "127.0.0.1:1"
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -811,7 +818,7 @@ func TestErrors(t *testing.T) {
 		{"no DSN", "", []string{"status"}, exitUsage, "set --dsn or SQLELECT_DSN"},
 		{"bad DSN", "nonsense", []string{"status"}, exitUsage, "sqlelect status: invalid DSN: missing the slash separating the database name\n"},
 		{"unquoted time zone", dsn + "&time_zone=Europe/Berlin", []string{"status"}, exitUsage, "quote it, as time_zone=%27Europe%2FBerlin%27"},
-		{"closed port", withUser("root", secret, freePort(t)), []string{"status"}, exitConnect, "cannot connect to root:***@tcp("},
+		{"closed port", withUser("root", secret, closedPort), []string{"status"}, exitConnect, "cannot connect to root:***@tcp("},
 		{"wrong password", withUser(cfg.User, secret, ""), []string{"status"}, exitAccess, "access denied"},
 		{"no privileges", withUser(none, secret, ""), []string{"status"}, exitAccess, "Error 1044"},
 		{"read-only: status", withUser(ro, secret, ""), []string{"status"}, 0, "note: this user cannot campaign (run and campaign refuse it): election: access denied: the user lacks INSERT, UPDATE on `service_election`"},

@@ -94,7 +94,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	// A closed port: the flags pass every check, then the connection fails
 	// (CMD, /usr/local/bin/myjob, replaced by one that exists).
-	args := append([]string{argv[1], argv[2], "--dsn", "u:p@tcp(" + freePort(t) + ")/app"}, argv[3:len(argv)-1]...)
+	args := append([]string{argv[1], argv[2], "--dsn", "u:p@tcp(" + closedPort + ")/app"}, argv[3:len(argv)-1]...)
 	args = append(args, "/bin/true")
 	if r := mustRun(t, ctx, "", exitConnect, args...); !strings.Contains(r.stderr, "cannot connect") {
 		t.Errorf("ExecStart's flags: %s", r)
