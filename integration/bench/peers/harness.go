@@ -413,12 +413,17 @@ func (h *harness) trials(ctx context.Context, sp *spec, kind string, n int) ([]t
 		return nil, err
 	}
 	var out []trial
+	var prev string // the leader before a transfer: it sits out (below)
 	for i := range n {
 		sleepCtx(ctx, h.settle())
 		p := g.procs[leader.ID]
+		// A transfer's target is a follower other than the leader that
+		// just handed over: that one sits out two retry intervals and the
+		// transfer window after a transfer (Election.Transfer), which the
+		// settle may not outlast, and a transfer to it waits for that.
 		var target string
 		for id := range g.procs {
-			if id != leader.ID {
+			if id != leader.ID && id != prev {
 				target = id
 			}
 		}
@@ -444,7 +449,7 @@ func (h *harness) trials(ctx context.Context, sp *spec, kind string, n int) ([]t
 		out = append(out, trial{peer: sp.name, scenario: kind, n: i + 1, d: d, lease: L})
 		fmt.Fprintf(os.Stderr, "peers: %s %s %d/%d: %v\n", sp.name, kind, i+1, n, d.Round(time.Millisecond/10))
 		if kind == "transfer" {
-			leader = next
+			prev, leader = leader.ID, next
 			continue
 		}
 		select {
