@@ -527,7 +527,8 @@ PEERS_PKGS := etcd-server zookeeper default-jre-headless gnuplot-nox
 # bench-peers runs integration/bench/peers: sqlelect's two backends beside
 # etcd's election, ZooKeeper's leader recipe, client-go's leaderelection,
 # go-mysql-lock's scheme and the seed recipe, 3 candidate processes each,
-# lease 2 s (first election, failover, handover, a stalled leader, cost).
+# lease 2 s (first election, failover, handover, transfer to a named
+# candidate (sqlelect only), a stalled leader, cost).
 # It writes integration/bench/results/peers/ (summary.md, trials.csv,
 # results.json, distributions.png). About 25 minutes with the defaults (an
 # estimate from the 38 minutes of a run with 30 trials of everything); see

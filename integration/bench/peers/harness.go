@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sqlelect/sqlelect/operator"
 )
 
 // spec is one peer as the harness runs it.
@@ -22,6 +25,7 @@ type spec struct {
 	server string // the server it runs against, with its version
 	config string // its timings
 	token  string // its fencing token, or "none"
+	dsn    string // for an operator's transfer to a named candidate; "" when the peer has none
 	args   []string
 	reset  func(ctx context.Context) error // before each new election, or nil
 	counts counter
@@ -79,6 +83,7 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 			}
 			sp.config = fmt.Sprintf("lease %v, renew deadline %v, renew/retry %v", L, (L * 2 / 3).Round(time.Millisecond), L/10)
 			sp.token = "term (Election.Fenced)"
+			sp.dsn = dsn
 		case "mysql-lock":
 			sp.label = "go-mysql-lock (scheme)"
 			sp.config = fmt.Sprintf("GET_LOCK on its own connection, ping every 1 s; session wait_timeout %d s", secs)
@@ -375,9 +380,28 @@ func (h *harness) first(ctx context.Context, sp *spec, n int) ([]trial, error) {
 // at a random point of every peer's renewal cycle (at most 1 s here).
 func (h *harness) settle() time.Duration { return h.lease/4 + randDuration(h.lease/2) }
 
-// trials runs n failover (kill -9) or handover (SIGTERM) trials in one
-// election of 3 candidates; the struck one is replaced after each.
+// trials runs n failover (kill -9), handover (SIGTERM) or transfer trials
+// in one election of 3 candidates; the struck one is replaced after each.
+// A transfer is an operator's request (operator.Transfer, as the CLI's
+// transfer) that the leader hand over to a named follower; the figure is
+// from the call (its UPDATE commits within it) to the target's leader
+// signal, and the old leader runs on as a follower. Peers without a
+// planned transfer to a named candidate (sp.dsn "") have no transfer trials.
 func (h *harness) trials(ctx context.Context, sp *spec, kind string, n int) ([]trial, error) {
+	var op *operator.Operator
+	if kind == "transfer" {
+		if sp.dsn == "" {
+			return nil, nil
+		}
+		db, err := sql.Open("mysql", sp.dsn)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		if op, err = operator.New(db, ""); err != nil {
+			return nil, err
+		}
+	}
 	g, err := h.newGroup(ctx, sp)
 	if err != nil {
 		return nil, err
@@ -389,22 +413,45 @@ func (h *harness) trials(ctx context.Context, sp *spec, kind string, n int) ([]t
 		return nil, err
 	}
 	var out []trial
+	var prev string // the leader before a transfer: it sits out (below)
 	for i := range n {
 		sleepCtx(ctx, h.settle())
 		p := g.procs[leader.ID]
+		// A transfer's target is a follower other than the leader that
+		// just handed over: that one sits out two retry intervals and the
+		// transfer window after a transfer (Election.Transfer), which the
+		// settle may not outlast, and a transfer to it waits for that.
+		var target string
+		for id := range g.procs {
+			if id != leader.ID && id != prev {
+				target = id
+			}
+		}
 		at := time.Now()
-		if kind == "failover" {
+		switch kind {
+		case "failover":
 			p.signal(syscall.SIGKILL)
-		} else {
+		case "handover":
 			p.signal(syscall.SIGTERM)
+		case "transfer":
+			if _, err := op.Transfer(ctx, g.el, target); err != nil {
+				return nil, err
+			}
 		}
 		next, err := g.wait(electedBy(leader.ID, at), 5*L+30*time.Second, kind)
 		if err != nil {
 			return nil, err
 		}
+		if kind == "transfer" && next.ID != target {
+			return nil, fmt.Errorf("%s transfer to %s: %s was elected", sp.name, target, next.ID)
+		}
 		d := next.Time.Sub(at)
 		out = append(out, trial{peer: sp.name, scenario: kind, n: i + 1, d: d, lease: L})
 		fmt.Fprintf(os.Stderr, "peers: %s %s %d/%d: %v\n", sp.name, kind, i+1, n, d.Round(time.Millisecond/10))
+		if kind == "transfer" {
+			prev, leader = leader.ID, next
+			continue
+		}
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second):

@@ -14,6 +14,10 @@
 //   - failover: kill -9 of the leader, to another candidate's leader signal;
 //   - handover: SIGTERM of the leader (each peer's clean leave), to another
 //     candidate's leader signal;
+//   - transfer: an operator's request that the leader hand over to a named
+//     follower (operator.Transfer, as the CLI's transfer does), from the
+//     call to the target's leader signal; sqlelect's backends only, the
+//     others have no planned transfer to a named candidate ("n/a");
 //   - stall: SIGSTOP of the leader for 1.5 × lease, then SIGCONT: did
 //     another take over, did two leader signals overlap and for how long,
 //     and would the stale leader's fenced write have been accepted;
@@ -30,7 +34,7 @@
 // It writes -out (summary.md, trials.csv, results.json, distributions.png
 // with gnuplot) and prints the summary.
 //
-// The defaults (20 trials of failover, handover and first election, 10
+// The defaults (20 trials of failover, handover, transfer and first election, 10
 // stalls, 10 s cost windows, 7 peers) take about 25 minutes (estimated: 30 of everything took 38);
 //
 //	cd integration/bench/peers && go run . -trials 30 -first-trials 30 -stall-trials 30
@@ -63,8 +67,8 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.peers, "peers", "sqlelect-table,sqlelect-lock,etcd,zookeeper,client-go,mysql-lock,seed", "comma-separated peers")
-	flag.StringVar(&o.scenarios, "scenarios", "first,failover,handover,stall,cost", "comma-separated scenarios")
-	flag.IntVar(&o.trials, "trials", 20, "failover and handover trials per peer")
+	flag.StringVar(&o.scenarios, "scenarios", "first,failover,handover,transfer,stall,cost", "comma-separated scenarios")
+	flag.IntVar(&o.trials, "trials", 20, "failover, handover and transfer trials per peer")
 	flag.IntVar(&o.firstTrials, "first-trials", 20, "first-election trials per peer")
 	flag.IntVar(&o.stallTrials, "stall-trials", 10, "stall (SIGSTOP) trials per peer")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease or session TTL of every peer")
@@ -124,19 +128,18 @@ func run(ctx context.Context, o options) error {
 				}
 				r.first = ts
 			}
-			for _, kind := range []string{"failover", "handover"} {
-				if !want[kind] {
+			for _, k := range []struct {
+				kind string
+				into *[]trial
+			}{{"failover", &r.failover}, {"handover", &r.handover}, {"transfer", &r.transfer}} {
+				if !want[k.kind] {
 					continue
 				}
-				ts, err := h.trials(ctx, sp, kind, o.trials)
+				ts, err := h.trials(ctx, sp, k.kind, o.trials)
 				if err != nil {
 					return err
 				}
-				if kind == "failover" {
-					r.failover = ts
-				} else {
-					r.handover = ts
-				}
+				*k.into = ts
 			}
 			if want["killconn"] {
 				ts, err := h.killConn(ctx, sp, o.stallTrials)
@@ -158,7 +161,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		results = append(results, r)
-		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.stall, r.killconn} {
+		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.transfer, r.stall, r.killconn} {
 			all = append(all, ts...)
 		}
 		// Keep what is done so far.

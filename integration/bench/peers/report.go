@@ -18,7 +18,7 @@ import (
 type peerResult struct {
 	spec                             *spec
 	first, failover, handover, stall []trial
-	killconn                         []trial
+	transfer, killconn               []trial
 	cost                             *costResult
 }
 
@@ -116,22 +116,25 @@ func formatSummary(rs []*peerResult, lease time.Duration) string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.spec.label, r.spec.server, r.spec.config, r.spec.token)
 	}
-	b.WriteString("\n## Failover, handover, first election\n\nFrom the signal (kill -9, SIGTERM) to another candidate's leader signal; first election: from the winner's start to its leader signal. Nearest-rank quantiles: with 30 trials p99 is the maximum.\n\n")
-	b.WriteString("| peer | failover p50 / p99 (× lease) | handover p50 / p99 | first election p50 / p99 | trials (failover, handover, first) |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Failover, handover, transfer, first election\n\nFrom the signal (kill -9, SIGTERM) to another candidate's leader signal; transfer: from the operator's request to a named follower (operator.Transfer, as the CLI's transfer) to that follower's leader signal, n/a for a peer without a planned transfer to a named candidate (only sqlelect has one); first election: from the winner's start to its leader signal. Nearest-rank quantiles: with 30 trials p99 is the maximum.\n\n")
+	b.WriteString("| peer | failover p50 / p99 (× lease) | handover p50 / p99 | transfer p50 / p99 | first election p50 / p99 | trials (failover, handover, transfer, first) |\n|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		f, h, fe := quants(r.failover), quants(r.handover), quants(r.first)
+		f, h, tr, fe := quants(r.failover), quants(r.handover), quants(r.transfer), quants(r.first)
 		fo := "-"
 		if f.N > 0 {
 			fo = fmt.Sprintf("%s / %s (%.2f / %.2f)", dur(f.P50), dur(f.P99), float64(f.P50)/float64(lease), float64(f.P99)/float64(lease))
 		}
-		ho, fi := "-", "-"
-		if h.N > 0 {
-			ho = dur(h.P50) + " / " + dur(h.P99)
+		pair := func(q quantiles) string {
+			if q.N == 0 {
+				return "-"
+			}
+			return dur(q.P50) + " / " + dur(q.P99)
 		}
-		if fe.N > 0 {
-			fi = dur(fe.P50) + " / " + dur(fe.P99)
+		to := pair(tr)
+		if r.spec.dsn == "" {
+			to = "n/a"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d, %d, %d |\n", r.spec.label, fo, ho, fi, f.N, h.N, fe.N)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d, %d, %d, %d |\n", r.spec.label, fo, pair(h), to, pair(fe), f.N, h.N, tr.N, fe.N)
 	}
 	b.WriteString("\n## Cost at steady state\n\nRequests and writes per second on the server the peer uses, with the calibration (no candidate) subtracted; a follower's figure is (leader and two followers − leader alone) / 2. MariaDB: statements (`Questions`; a `COM_PING` is not one) and write statements (`Com_insert/update/delete/replace`). etcd: gRPC messages received (keep-alives included) and raft proposals committed. ZooKeeper: packets received (pings included) and transactions (the zxid's counter). Lease API: HTTP requests and PUT/POST.\n\n")
 	b.WriteString("| peer | leader requests/s | leader writes/s | each follower requests/s | each follower writes/s | window |\n|---|---|---|---|---|---|\n")
@@ -224,16 +227,17 @@ func writeResults(out string, rs []*peerResult, ts []trial, header string) error
 		return &jq{q.N, m(q.P50), m(q.P90), m(q.P99), m(q.Max)}
 	}
 	type jp struct {
-		Peer, Label, Server, Config, Token string
-		LeaseMs                            int64
-		Failover, Handover, First          *jq
-		Cost                               map[string]float64 `json:",omitempty"`
-		Stall                              map[string]any     `json:",omitempty"`
+		Peer, Label, Server, Config, Token  string
+		LeaseMs                             int64
+		Failover, Handover, Transfer, First *jq
+		Cost                                map[string]float64 `json:",omitempty"`
+		Stall                               map[string]any     `json:",omitempty"`
 	}
 	var js []jp
 	for _, r := range rs {
 		p := jp{Peer: r.spec.name, Label: r.spec.label, Server: r.spec.server, Config: r.spec.config, Token: r.spec.token,
-			LeaseMs: lease.Milliseconds(), Failover: toJ(quants(r.failover)), Handover: toJ(quants(r.handover)), First: toJ(quants(r.first))}
+			LeaseMs: lease.Milliseconds(), Failover: toJ(quants(r.failover)), Handover: toJ(quants(r.handover)),
+			Transfer: toJ(quants(r.transfer)), First: toJ(quants(r.first))}
 		if c := r.cost; c != nil {
 			p.Cost = map[string]float64{"window_s": c.window.Seconds(), "calibration_requests_per_s": c.baseReq, "calibration_writes_per_s": c.baseWrites,
 				"leader_requests_per_s": c.leaderReq, "leader_writes_per_s": c.leaderWrites,
@@ -259,7 +263,7 @@ func ms(d time.Duration) string {
 }
 
 // plot draws the empirical distributions (CDF) of failover (÷ lease),
-// handover and first election (milliseconds, log scale) of every peer into
+// handover, transfer and first election (milliseconds, log scale) of every peer into
 // distributions.png with gnuplot.
 func plot(out string, ts []trial) error {
 	gp, err := exec.LookPath("gnuplot")
@@ -310,14 +314,15 @@ func plot(out string, ts []trial) error {
 		return err
 	}
 	var sc strings.Builder
-	fmt.Fprintf(&sc, "set terminal pngcairo size 1800,600 font 'sans,10'\nset output %q\n", png)
-	sc.WriteString("set multiplot layout 1,3\nset grid\nset key outside below\nset ylabel 'fraction of trials'\nset yrange [0:1.02]\n")
+	fmt.Fprintf(&sc, "set terminal pngcairo size 2400,600 font 'sans,10'\nset output %q\n", png)
+	sc.WriteString("set multiplot layout 1,4\nset grid\nset key outside below\nset ylabel 'fraction of trials'\nset yrange [0:1.02]\n")
 	for _, p := range []struct {
 		kind, title, xlabel string
 		log                 bool
 	}{
 		{"failover", "Failover after kill -9: time to a new leader / lease", "time / lease", false},
 		{"handover", "Handover after SIGTERM: time to a new leader", "milliseconds (log scale)", true},
+		{"transfer", "Transfer to a named follower: time to its leader signal", "milliseconds (log scale)", true},
 		{"first", "First election of a new name", "milliseconds (log scale)", true},
 	} {
 		ss := panels[p.kind]
