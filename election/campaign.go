@@ -268,14 +268,6 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	}
 	if b.held {
 		c.acquired(send, b)
-		if c.wake != nil {
-			// The handover lock, once acquired has raised the leader
-			// signal (when no lock delay is due), not before: only a
-			// hint, which followers do without until it is there.
-			hctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
-			c.wake.hold(hctx)
-			cancel()
-		}
 		return c.holdWait(), nil
 	}
 	c.observe(seen)

@@ -95,9 +95,14 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 		// lease (the transfer window) runs out by the database clock.
 		return rec, beat{}, t.retryWait(rec), nil
 	}
-	// A take's handover lock is taken once the candidate leads
-	// (Candidate.followTick), not before.
-	b, err := t.heartbeatOnce(ctx, 0)
+	// A take holds the handover lock before its leader signal, so that
+	// whoever learns of the new leader (a follower's look, an observer
+	// started by OnElected) finds the lock held and waits on it: taken
+	// after the signal, a wait that came first returned at once (nobody
+	// held it) and fell back to its timer, a retry interval or Observe's
+	// minute, and missed the next handover's wake-up (operator's
+	// TestObserve caught it).
+	b, err := t.heartbeat(ctx, 0)
 	return rec, b, 0, err
 }
 
@@ -113,6 +118,12 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 		// Locked by someone else, or no longer ours as we knew it: decide
 		// with the election's own heartbeat.
 	}
+	return t.heartbeat(ctx, hold)
+}
+
+// heartbeat runs the heartbeat (heartbeatOnce) and, when it found this
+// candidate holding, makes sure it keeps the handover lock (wakeup.hold).
+func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {
 	b, err := t.heartbeatOnce(ctx, hold)
 	if err == nil && b.held && t.wake != nil {
 		t.wake.hold(ctx)
