@@ -43,7 +43,7 @@ func BellSQL(table, name string) string {
 // error but logs it: the leader acts on the request at its next renewal.
 func Ring(ctx context.Context, db *sql.DB, table, name string) error {
 	_, err := db.ExecContext(ctx, "KILL QUERY IS_USED_LOCK("+BellSQL(table, name)+")")
-	if mysqlerr.Errno(err) == 1094 { // ER_NO_SUCH_THREAD: nobody keeps the bell
+	if mysqlerr.Errno(err) == mysqlerr.NoSuchThread { // nobody keeps the bell
 		return nil
 	}
 	return err
@@ -128,7 +128,7 @@ func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
 			qctx, cancel := context.WithTimeout(ctx, b.Every+b.Timeout)
 			err = c.Conn.QueryRowContext(qctx, sleep).Scan(&held, &slept)
 			cancel()
-			if mysqlerr.Errno(err) == 1317 || slept.Int64 == 1 { // ER_QUERY_INTERRUPTED: rung
+			if mysqlerr.Errno(err) == mysqlerr.QueryInterrupted || slept.Int64 == 1 { // rung
 				select {
 				case rang <- struct{}{}:
 				default:

@@ -22,6 +22,8 @@ const (
 	BadNull               = 1048 // ER_BAD_NULL_ERROR
 	UnknownSystemVariable = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
 	QueryTimeout          = 3024 // ER_QUERY_TIMEOUT (MySQL): MAX_EXECUTION_TIME exceeded
+	NoSuchThread          = 1094 // ER_NO_SUCH_THREAD: KILL of a connection id that is gone
+	QueryInterrupted      = 1317 // ER_QUERY_INTERRUPTED: a KILL QUERY ended the statement
 )
 
 // Errno is the number of the server error in err's chain, 0 when there is
