@@ -341,7 +341,10 @@ func testResignDropsPendingRequest(t *testing.T, s Suite) {
 // request. A plain-SQL request rings with the KILL QUERY docs/operations.md
 // gives. A ringer whose user may not end the leader's statements (another
 // user, without CONNECTION_ADMIN) rings in vain: the leader acts at its
-// next renewal all the same.
+// next renewal all the same. A leader whose bell another connection holds
+// when it begins (the previous leader frees its own once its row is given
+// up, which may come after the next leader began) takes the bell once it
+// is let go.
 func testRungRequests(t *testing.T, s Suite) {
 	if s.NoWakeup {
 		t.Skip("no bell without fast handover (DisableFastHandover, a Batcher)")
@@ -356,25 +359,34 @@ func testRungRequests(t *testing.T, s Suite) {
 		name     string
 		rung     bool // the ringer may end the leader's statements
 		stepDown bool // a step-down, else a transfer to a follower
+		// busyBell: another connection holds the bell's lock until the
+		// first leader leads (as a stopped leader's thread does until its
+		// Free comes): the leader takes the bell once it is let go, not
+		// after a whole sleep (a renew interval).
+		busyBell bool
 		// request writes the request on db and wakes the leader
 		request func(ctx context.Context, db *sql.DB, name, to string) error
 	}{
-		{"Transfer", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+		{"Transfer", true, false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
 			_, err := ops(db).Transfer(ctx, name, to)
 			return err
 		}},
-		{"StepDown", true, true, func(ctx context.Context, db *sql.DB, name, _ string) error {
+		{"StepDown", true, true, false, func(ctx context.Context, db *sql.DB, name, _ string) error {
 			_, err := ops(db).StepDown(ctx, name)
 			return err
 		}},
-		{"PlainSQL", true, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+		{"PlainSQL", true, false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
 			if _, err := db.ExecContext(ctx, "UPDATE service_election SET transfer_to = ? WHERE anchor = ? AND released = 0", to, name); err != nil {
 				return err
 			}
 			_, err := db.ExecContext(ctx, "KILL QUERY IS_USED_LOCK("+plainBell(name)+")")
 			return err
 		}},
-		{"RingerWithoutPrivilege", false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+		{"RingerWithoutPrivilege", false, false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
+			_, err := ops(db).Transfer(ctx, name, to)
+			return err
+		}},
+		{"BusyBell", true, false, true, func(ctx context.Context, db *sql.DB, name, to string) error {
 			_, err := ops(db).Transfer(ctx, name, to)
 			return err
 		}},
@@ -383,10 +395,19 @@ func testRungRequests(t *testing.T, s Suite) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newCluster(t, s, true)
+			var busy *sql.Conn
+			if tc.busyBell {
+				busy = c.holdBell()
+			}
 			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil), c.start("node-3", slow, nil)}
 			old := c.leaderRecorded()
 			target := other(ms, old)
 			c.awaitFollowing(ms, old)
+			if busy != nil {
+				if _, err := busy.ExecContext(c.ctx, "DO RELEASE_LOCK("+plainBell(c.name)+")"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			c.awaitBell(old)
 			ringer := c.admin
 			if !tc.rung {
@@ -443,6 +464,22 @@ func testRungRequests(t *testing.T, s Suite) {
 // gives it in SQL.
 func plainBell(name string) string {
 	return "CONCAT('sqlelect.bell#', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), 'service_election', CHAR(0), '" + name + "'), 256), 50))"
+}
+
+// holdBell takes the bell's lock on a connection of the admin's, kept
+// until the test ends.
+func (c *cluster) holdBell() *sql.Conn {
+	c.t.Helper()
+	conn, err := c.admin.Conn(c.ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+	var got int
+	if err := conn.QueryRowContext(c.ctx, "SELECT GET_LOCK("+plainBell(c.name)+", 0)").Scan(&got); err != nil || got != 1 {
+		c.t.Fatalf("taking the bell: %d, %v", got, err)
+	}
+	return conn
 }
 
 // awaitBell waits until leader l keeps its bell: it takes it on a

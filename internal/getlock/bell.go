@@ -114,19 +114,28 @@ func (b *Bell) Free(ctx context.Context) {
 	b.id = 0
 }
 
+// bellRetry is how long a bell that finds its lock held waits before it
+// tries again: the previous leader frees it once its row is given up,
+// which may come after this leader began (see Free).
+const bellRetry = 20 * time.Millisecond
+
 // serve keeps the bell until ctx ends (see Start). A ring that comes
 // between two sleeps (a round trip's time in Every) is missed.
 func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
+	// It sleeps Every while it holds the lock, else (a bell that a
+	// stopped leader's thread still holds: its Free has not come yet, or
+	// never comes) bellRetry before it tries again.
 	name := BellSQL(b.Table, b.Election)
-	sleep := fmt.Sprintf("SELECT IF(IS_USED_LOCK(%s) <=> CONNECTION_ID(), 1, GET_LOCK(%s, 0)), SLEEP(%.3f)", name, name, b.Every.Seconds())
+	sleep := fmt.Sprintf("SELECT SLEEP(IF(IF(IS_USED_LOCK(%s) <=> CONNECTION_ID(), 1, GET_LOCK(%s, 0)) = 1, %.3f, %.3f))",
+		name, name, b.Every.Seconds(), min(b.Every, bellRetry).Seconds())
 	c := Conn{Log: b.Log}
 	defer c.Discard()
 	for ctx.Err() == nil {
 		err := b.open(ctx, &c)
 		if err == nil && c.Conn != nil {
-			var held, slept sql.NullInt64
+			var slept sql.NullInt64
 			qctx, cancel := context.WithTimeout(ctx, b.Every+b.Timeout)
-			err = c.Conn.QueryRowContext(qctx, sleep).Scan(&held, &slept)
+			err = c.Conn.QueryRowContext(qctx, sleep).Scan(&slept)
 			cancel()
 			if mysqlerr.Errno(err) == mysqlerr.QueryInterrupted || slept.Int64 == 1 { // rung
 				select {
