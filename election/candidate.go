@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -207,13 +208,21 @@ func (c *Candidate) Run(ctx context.Context) error {
 
 // preflight checks once what retrying cannot fix (returned: Run ends) and
 // retries what it can (the database may simply not be up yet) every
-// RetryInterval until it passes or ctx ends (nil).
+// RetryInterval until it passes or ctx ends (nil). An attempt is bounded
+// by QueryTimeout, doubled after each one that ran out of time, up to 8
+// times it: on a slow server (a loaded one, or one far away) the
+// preflight's statements together may take longer than one statement
+// may, and it would otherwise never pass.
 func (c *Candidate) preflight(ctx context.Context) error {
+	limit := c.cfg.QueryTimeout
 	for {
 		c.step()
-		pctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
+		pctx, cancel := context.WithTimeout(ctx, limit)
 		bound, err := c.b.preflight(pctx)
 		err = Classify(err) // the lock backend's first query does not classify
+		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			limit = min(2*limit, 8*c.cfg.QueryTimeout)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return nil

@@ -28,8 +28,9 @@ type fakeBackend struct {
 	follows   int
 	renewals  int
 	preErr    error
-	followErr error    // when non-nil, follow fails with it
-	handed    []string // the target of each hand-over
+	preTakes  time.Duration // how long preflight takes, unless its ctx ends first
+	followErr error         // when non-nil, follow fails with it
+	handed    []string      // the target of each hand-over
 	window    time.Duration
 	value     string // the value set by proclaim
 	proclaims []uint64
@@ -40,7 +41,17 @@ type fakeBackend struct {
 
 func (f *fakeBackend) preflightErr() error { f.mu.Lock(); defer f.mu.Unlock(); return f.preErr }
 
-func (f *fakeBackend) preflight(context.Context) (stmt.Bound, error) {
+func (f *fakeBackend) preflight(ctx context.Context) (stmt.Bound, error) {
+	f.mu.Lock()
+	takes := f.preTakes
+	f.mu.Unlock()
+	if takes > 0 {
+		select {
+		case <-time.After(takes):
+		case <-ctx.Done():
+			return stmt.Bound{}, ctx.Err()
+		}
+	}
 	return stmt.Bound{}, f.preflightErr()
 }
 
@@ -517,6 +528,24 @@ func TestLockDelayOutlivesTheHold(t *testing.T) {
 		}
 		if term := h.c.Term(); term != 4 {
 			t.Fatalf("term %d, want 4", term)
+		}
+	})
+}
+
+// TestSlowPreflightPasses: a preflight whose statements together take
+// longer than QueryTimeout (each within it: a loaded or distant server)
+// passes once an attempt's bound has doubled, and the candidate leads;
+// with each attempt bounded by QueryTimeout it never would.
+func TestSlowPreflightPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const queryTimeout = 2 * time.Second
+		h := newHarness(t, &fakeBackend{preTakes: 3 * queryTimeout, followB: beat{held: true, term: 1}},
+			func(c *Config) { c.Tuning.QueryTimeout = queryTimeout })
+		// Attempts bounded by 2, 4 and 8 s, a retry interval apart:
+		// the third passes, 6 s into it.
+		took := h.advanceUntilLeader(30 * time.Second)
+		if want := queryTimeout + 2*queryTimeout + 2*tRetry + 3*queryTimeout; took < want {
+			t.Errorf("led %v after the start, want no sooner than %v", took, want)
 		}
 	})
 }

@@ -142,7 +142,9 @@ type TuningConfig struct {
 	// leader then acts on requests at its next renewal. Default false.
 	DisableFastHandover bool
 	// QueryTimeout bounds every SQL statement. Default 5 s, at most
-	// RenewDeadline.
+	// RenewDeadline. Run's preflight (about 20 statements, once) is
+	// bounded as a whole: by QueryTimeout, doubled after each attempt that
+	// ran out of time, up to 8 times it.
 	QueryTimeout time.Duration
 	// Clock is the local clock. Default nil: the time package's.
 	Clock Clock
