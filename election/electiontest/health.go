@@ -54,6 +54,7 @@ func testUnhealthyHandsOver(t *testing.T, s Suite) {
 	ms, flags, failed := c.startHealthChecked(3)
 	old, _ := c.waitLeader(takeoverBound, nil)
 	oldTerm := old.e.Term()
+	c.awaitFollowing(ms, old) // the followers campaign: one takes over at its next look
 	var oldFailed *atomic.Int64
 	for i, m := range ms {
 		if m == old {

@@ -97,6 +97,7 @@ func testPreferredRestartRegainsOnce(t *testing.T, s Suite) {
 	bBegan := c.termBegan(b)
 	bStart := c.recordedStart(b)
 	a = c.start("node-a", withPriority(2), nil)
+	c.awaitSaw(a, b.id+" lead", takeoverBound, func(r election.Record) bool { return r.ID == b.id })
 	c.waitFor(tenure+RenewInterval+handoverBound, func(m *member) bool { return m == a }, a.id)
 	held := c.termBegan(a).Sub(bBegan)
 	back := c.checkHandedTo(b, a, bStart.Add(time.Microsecond))

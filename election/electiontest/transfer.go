@@ -265,6 +265,7 @@ func testProclaim(t *testing.T, s Suite) {
 	l := c.leaderRecorded()
 	f := other(ms, l)
 	term := l.e.Term()
+	c.awaitFollowing(ms, l) // f looks, and so sees a change at its next look
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	start := time.Now()
