@@ -1,18 +1,14 @@
 package election
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"time"
-
-	"github.com/sqlelect/sqlelect/internal/adoption"
 )
 
 // adoptedMillis is the adopted lease of cfg's table in milliseconds during
 // an adoption period (package schema's Adopt begins one, adopt-end ends it;
-// see package internal/adoption), 0 outside one. Run reads it at
-// preflight.
+// see package internal/adoption), 0 outside one. Run's preflight reads the
+// lease.
 //
 // During the period a candidate writes lease_ms = max(its lease, the
 // adopted lease) in every statement that sets the lease of a row it holds
@@ -20,12 +16,11 @@ import (
 // last_seen_active, so the row keeps the lease sqlelect wrote, and a recipe
 // holder may freeze for up to its timeout and still lead. A handover's
 // window (the row released, reserved for a candidate) is left as it is.
-func adoptedMillis(ctx context.Context, db *sql.DB, cfg settings) (int64, error) {
-	lease, ok, err := adoption.Lease(ctx, db, cfg.Table)
-	if err != nil {
-		return 0, fmt.Errorf("election: %w", err)
-	}
-	if !ok {
+//
+// lease is the adopted lease as adoption.Lease reads it, 0 outside a
+// period.
+func adoptedMillis(lease time.Duration, cfg settings) (int64, error) {
+	if lease == 0 {
 		return 0, nil
 	}
 	// A recipe node takes the row over when last_seen_active is older than

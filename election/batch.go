@@ -53,6 +53,9 @@ type BatcherOptions struct {
 // statement, so one stalled row never delays the others, and takeovers,
 // deposition and operator changes are decided exactly as without a
 // Batcher. Followers read the rows of many elections with one SELECT.
+// Run's preflight is shared too: the elections that share a Batcher and
+// their *sql.DB run it one at a time, and reuse one that passed less than a
+// lease ago, so that thousands of elections that start at once send one.
 // Fast handover (Config.Tuning.DisableFastHandover) is off for batched elections:
 // a handover waits for a follower's next look, and a planned change's
 // request for the leader's next renewal (no bell).
@@ -63,9 +66,11 @@ type Batcher struct {
 	db   *sql.DB
 	opts BatcherOptions // defaults applied
 
-	// serverProbed is set once a candidate's preflight found the server
-	// answers the heartbeat as MySQL and MariaDB do (probe.Server).
-	serverProbed atomic.Bool
+	// preflight lets one of the Batcher's candidates at a time run its
+	// preflight, which may reuse verdict, the last that passed (see
+	// tableBackend.verdict); verdict is guarded by it.
+	preflight chan struct{}
+	verdict   *verdict
 
 	// renews renews the term of a candidate in an election if the row
 	// still says so and is not locked by another transaction: false
@@ -103,7 +108,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout)}
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout), preflight: make(chan struct{}, 1)}
 	b.renews = newCombiner(opts, b.execRenew)
 	b.reads = newCombiner(opts, b.execRead)
 	return b, nil

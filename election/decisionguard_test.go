@@ -91,7 +91,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
-	if _, err := probe.Server(ctx, db, "service_election"); err != nil {
+	if err := probe.Server(ctx, db, "service_election"); err != nil {
 		t.Fatalf("preflight with the constraint: %v", err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -117,7 +117,7 @@ func TestPreflightRefusesUnguardedDecision(t *testing.T) {
 		// MariaDB's is the session's setting: another session is guarded.
 		return
 	}
-	_, err = probe.Server(ctx, db, "service_election")
+	err = probe.Server(ctx, db, "service_election")
 	if !errors.Is(err, ErrUnsafeServer) || !strings.Contains(err.Error(), "CHECK constraint") {
 		t.Errorf("preflight without the constraint: %v; want ErrUnsafeServer naming the CHECK constraint", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -186,11 +187,15 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// The peek: the SELECT privilege's probe reads every column the
 	// backend reads.
-	site, _, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, probe.Privileges(quoteTable(b.cfg.Table))[0].Query, true)
+	site, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, probe.Privileges(quoteTable(b.cfg.Table))[0].Query)
 	if err != nil {
 		return stmt.Bound{}, err
 	}
-	if b.adopt, err = adoptedMillis(ctx, b.db, b.cfg); err != nil {
+	lease, _, err := adoption.Lease(ctx, b.db, b.cfg.Table)
+	if err != nil {
+		return stmt.Bound{}, fmt.Errorf("election: %w", err)
+	}
+	if b.adopt, err = adoptedMillis(lease, b.cfg); err != nil {
 		return stmt.Bound{}, err
 	}
 	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)

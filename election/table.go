@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -53,20 +54,14 @@ type tableBackend struct {
 }
 
 func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
-	// Candidates that share a Batcher probe the server until one did.
-	b := t.cfg.Batcher
-	// The site: the server's flavour, and where the handover hint's lock
-	// is.
-	site, probed, err := probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek, b == nil || !b.serverProbed.Load())
+	v, err := t.verdict(ctx)
 	if err != nil {
 		return stmt.Bound{}, err
 	}
-	if b != nil && probed {
-		b.serverProbed.Store(true) // once for its thousands of elections
-	}
-	if t.adopt, err = adoptedMillis(ctx, t.db, t.cfg); err != nil {
+	if t.adopt, err = adoptedMillis(v.lease, t.cfg); err != nil {
 		return stmt.Bound{}, err
 	}
+	site := v.site
 	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
@@ -76,6 +71,46 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 		t.wake.preflight(site)
 	}
 	return bound, nil
+}
+
+// verdict is what a preflight that passed read: the site (the server's
+// flavour, and where the handover hint's lock is) and the adopted lease
+// (see adoptedMillis).
+type verdict struct {
+	db    *sql.DB
+	at    time.Time // when it began, by the Batcher's clock
+	site  getlock.Site
+	lease time.Duration
+}
+
+// verdict runs the preflight's statements (probe.Preflight, then the
+// adopted lease). Candidates that share a Batcher and its database run
+// them one at a time and reuse a verdict less than a lease old: thousands
+// of elections that start at once send one preflight, not one each.
+func (t *tableBackend) verdict(ctx context.Context) (v verdict, err error) {
+	b, clock := t.cfg.Batcher, t.cfg.Clock
+	if b != nil {
+		select {
+		case b.preflight <- struct{}{}:
+			defer func() { <-b.preflight }()
+		case <-ctx.Done():
+			return v, ctx.Err()
+		}
+		if clock = b.opts.Clock; b.verdict != nil && b.verdict.db == t.db && clock.Now().Sub(b.verdict.at) < t.cfg.LeaseDuration {
+			return *b.verdict, nil
+		}
+	}
+	v = verdict{db: t.db, at: clock.Now()}
+	if v.site, err = probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek); err != nil {
+		return v, err
+	}
+	if v.lease, _, err = adoption.Lease(ctx, t.db, t.cfg.Table); err != nil {
+		return v, fmt.Errorf("election: %w", err)
+	}
+	if b != nil {
+		b.verdict = &v
+	}
+	return v, nil
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {

@@ -245,28 +245,28 @@ func Checks(table string) []Check {
 // privilege's probe among them) explained by Layout, the other privileges
 // (CheckPrivileges), the Checks of backend but the topology (those of the
 // session on one read of it, which gives the server's site too), the
-// heartbeat probe of the server when server is true (Server, whose probed
-// it returns), and for the lock backend its topology.
-func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, server bool) (site getlock.Site, probed bool, err error) {
+// heartbeat probe of the server (Server), and for the lock backend its
+// topology.
+func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (site getlock.Site, err error) {
 	if _, err := db.ExecContext(ctx, peek); err != nil {
-		return site, false, Layout(ctx, db, table, err)
+		return site, Layout(ctx, db, table, err)
 	}
 	tbl := ident.Quote(table)
 	if err := checkGrants(ctx, db, tbl, candidatesNeed, Privileges(tbl)[1:3]); err != nil {
-		return site, false, err
+		return site, err
 	}
 	s, err := readSession(ctx, db)
 	if err != nil {
-		return site, false, err
+		return site, err
 	}
 	for _, c := range Checks(table) {
 		// The heartbeat probe before the topology, the last check: a
 		// server that cannot run the heartbeat is refused for that
 		// (ErrUnsafeServer) before its variables are read, which such a
 		// server may answer with an error that is no refusal.
-		if c.Prop == Topology && server {
-			if probed, err = Server(ctx, db, table); err != nil {
-				return site, false, err
+		if c.Prop == Topology {
+			if err = Server(ctx, db, table); err != nil {
+				return site, err
 			}
 		}
 		if !slices.Contains(c.Backends, backend) {
@@ -278,10 +278,10 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string, ser
 			err = c.run(ctx, db)
 		}
 		if err != nil {
-			return site, false, err
+			return site, err
 		}
 	}
-	return getlock.NewSite(table, s.database.String, s.fold, s.version), probed, nil
+	return getlock.NewSite(table, s.database.String, s.fold, s.version), nil
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table

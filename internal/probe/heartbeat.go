@@ -239,28 +239,24 @@ func decisionGuarded(ctx context.Context, ex stmt.Execer, tbl, name string) (boo
 // Run as the heartbeat would), but for a statement the server refuses as
 // no MySQL or MariaDB does (ER_PARSE_ERROR, or ER_UNKNOWN_ERROR, what
 // other servers answer for what they do not support: no candidate could
-// take over), ErrUnsafeServer too. probed reports whether the probe ran
-// and passed: candidates that share a Batcher stop probing once one did;
-// others probe at each Run.
-func Server(ctx context.Context, db *sql.DB, table string) (probed bool, err error) {
+// take over), ErrUnsafeServer too.
+func Server(ctx context.Context, db *sql.DB, table string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, nil // the campaign will say
+		return nil // the campaign will say
 	}
 	defer func() { _ = tx.Rollback() }()
 	_, err = RunHeartbeat(ctx, tx, ident.Quote(table), fmt.Sprintf("%s%08x", ScratchPrefix, rand.Uint32()))
 	err = Classify(err, table)
 	switch n := mysqlerr.Errno(err); {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, ErrUnsafeServer), errors.Is(err, ErrAccessDenied):
-		return false, err
+	case err == nil, errors.Is(err, ErrUnsafeServer), errors.Is(err, ErrAccessDenied):
+		return err
 	case n == 1064 || n == 1105:
 		// Not MySQL's or MariaDB's answer to the statement candidates
 		// send (go-mysql-server refuses a takeover with 1105): no
 		// candidate could ever take over.
-		return false, fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
+		return fmt.Errorf("%w: the server refuses the heartbeat statement: %w", ErrUnsafeServer, err)
 	default:
-		return false, nil // a read-only server, a conflict, a timeout: the campaign will say
+		return nil // a read-only server, a conflict, a timeout: the campaign will say
 	}
 }
