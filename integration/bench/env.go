@@ -36,6 +36,8 @@ type env struct {
 	binDir   string
 	cand     string // integration/chaos/candidate
 	seed     string // integration/bench/seedcandidate
+	// interpolate sets interpolateParams in the candidates' DSN (-interpolate)
+	interpolate bool
 
 	mu    sync.Mutex
 	procs map[*proc]bool
@@ -117,7 +119,7 @@ func (e *env) database(ctx context.Context) (string, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
-	cfg.InterpolateParams = true
+	cfg.InterpolateParams = e.interpolate
 	dsn := cfg.FormatDSN()
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {

@@ -46,6 +46,7 @@ func main() {
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
 	flag.StringVar(&o.serverArgs, "server-args", "", "extra options for the server the harness starts, space-separated (e.g. --disable-log-bin)")
+	flag.BoolVar(&o.interpolate, "interpolate", true, "interpolateParams=true in the candidates' DSN (the library needs it no more; the seed recipe does)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -61,6 +62,7 @@ type options struct {
 	scenarios, scale   string
 	out                string
 	serverArgs         string
+	interpolate        bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -72,6 +74,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer env.close()
+	env.interpolate = o.interpolate
 
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "Machine: %s. Server: %s. Go: %s. Run: %s.\n\n", env.machine, env.version, goVersion(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
