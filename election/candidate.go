@@ -209,10 +209,11 @@ func (c *Candidate) Run(ctx context.Context) error {
 // preflight checks once what retrying cannot fix (returned: Run ends) and
 // retries what it can (the database may simply not be up yet) every
 // RetryInterval until it passes or ctx ends (nil). An attempt is bounded
-// by QueryTimeout, doubled after each one that ran out of time, up to 8
+// by QueryTimeout, doubled after each one that ran out of time, up to 4
 // times it: on a slow server (a loaded one, or one far away) the
 // preflight's statements together may take longer than one statement
-// may, and it would otherwise never pass.
+// may, and it would otherwise never pass. The cost: a statement that
+// never returns (a partition) holds an attempt up to that bound.
 func (c *Candidate) preflight(ctx context.Context) error {
 	limit := c.cfg.QueryTimeout
 	for {
@@ -221,7 +222,7 @@ func (c *Candidate) preflight(ctx context.Context) error {
 		bound, err := c.b.preflight(pctx)
 		err = Classify(err) // the lock backend's first query does not classify
 		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			limit = min(2*limit, 8*c.cfg.QueryTimeout)
+			limit = min(2*limit, 4*c.cfg.QueryTimeout)
 		}
 		cancel()
 		if ctx.Err() != nil {

@@ -144,7 +144,8 @@ type TuningConfig struct {
 	// QueryTimeout bounds every SQL statement. Default 5 s, at most
 	// RenewDeadline. Run's preflight (about 20 statements, once) is
 	// bounded as a whole: by QueryTimeout, doubled after each attempt that
-	// ran out of time, up to 8 times it.
+	// ran out of time, up to 4 times it (so a candidate started while the
+	// database did not answer may begin up to that long after it answers).
 	QueryTimeout time.Duration
 	// Clock is the local clock. Default nil: the time package's.
 	Clock Clock
