@@ -93,8 +93,8 @@ func TestChaosGroupReplication(t *testing.T) {
 	// TestChaos has ended (its two modes one after the other).
 	t.Parallel()
 	candidateBinary(t)
-	t.Run("single", func(t *testing.T) { chaosGroup(t, n, false) })
-	t.Run("multi", func(t *testing.T) { chaosGroup(t, n, true) })
+	t.Run("single", func(t *testing.T) { t.Parallel(); chaosGroup(t, n, false) })
+	t.Run("multi", func(t *testing.T) { t.Parallel(); chaosGroup(t, n, true) })
 }
 
 func chaosGroup(t *testing.T, rounds int, multi bool) {
