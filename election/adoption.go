@@ -1,9 +1,39 @@
 package election
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/adoption"
+	"github.com/sqlelect/sqlelect/internal/getlock"
+	"github.com/sqlelect/sqlelect/internal/probe"
 )
+
+// verdict is what a preflight that passed read (readVerdict): the site
+// (the server's flavour, where the lock and the handover hint's lock are)
+// and the adopted lease (adoptedMillis judges it). at is when a Batcher's
+// shared one began, by its clock (tableBackend.verdict).
+type verdict struct {
+	db    *sql.DB
+	at    time.Time
+	site  getlock.Site
+	lease time.Duration
+}
+
+// readVerdict runs Run's preflight on db for backend (probe.Preflight, with
+// peek), then reads the adopted lease of table.
+func readVerdict(ctx context.Context, db *sql.DB, table, backend, peek string) (v verdict, err error) {
+	v.db = db
+	if v.site, err = probe.Preflight(ctx, db, table, backend, peek); err != nil {
+		return v, err
+	}
+	if v.lease, _, err = adoption.Lease(ctx, db, table); err != nil {
+		return v, fmt.Errorf("election: %w", err)
+	}
+	return v, nil
+}
 
 // adoptedMillis is the adopted lease of cfg's table in milliseconds during
 // an adoption period (package schema's Adopt begins one, adopt-end ends it;

@@ -9,7 +9,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -187,19 +186,15 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// The peek: the SELECT privilege's probe reads every column the
 	// backend reads.
-	site, err := probe.Preflight(ctx, b.db, b.cfg.Table, probe.Lock, probe.Privileges(quoteTable(b.cfg.Table))[0].Query)
+	v, err := readVerdict(ctx, b.db, b.cfg.Table, probe.Lock, probe.Privileges(quoteTable(b.cfg.Table))[0].Query)
 	if err != nil {
 		return stmt.Bound{}, err
 	}
-	lease, _, err := adoption.Lease(ctx, b.db, b.cfg.Table)
-	if err != nil {
-		return stmt.Bound{}, fmt.Errorf("election: %w", err)
-	}
-	if b.adopt, err = adoptedMillis(lease, b.cfg); err != nil {
+	if b.adopt, err = adoptedMillis(v.lease, b.cfg); err != nil {
 		return stmt.Bound{}, err
 	}
-	bound := stmt.NewBound(site.Flavor, b.cfg.QueryTimeout)
-	b.prepare(getlock.NewLock(getlock.Name(site.Database, site.Table, b.cfg.Name), site.Flavor), bound)
+	bound := stmt.NewBound(v.site.Flavor, b.cfg.QueryTimeout)
+	b.prepare(getlock.NewLock(getlock.Name(v.site.Database, v.site.Table, b.cfg.Name), v.site.Flavor), bound)
 	return bound, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sqlelect/sqlelect/internal/adoption"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
@@ -61,56 +60,41 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	if t.adopt, err = adoptedMillis(v.lease, t.cfg); err != nil {
 		return stmt.Bound{}, err
 	}
-	site := v.site
-	bound := stmt.NewBound(site.Flavor, t.cfg.QueryTimeout)
+	bound := stmt.NewBound(v.site.Flavor, t.cfg.QueryTimeout)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
 	t.held = heldStatements(quoteTable(t.cfg.Table), bound, bound)
 	if t.wake != nil {
-		t.wake.preflight(site)
+		t.wake.preflight(v.site)
 	}
 	return bound, nil
 }
 
-// verdict is what a preflight that passed read: the site (the server's
-// flavour, and where the handover hint's lock is) and the adopted lease
-// (see adoptedMillis).
-type verdict struct {
-	db    *sql.DB
-	at    time.Time // when it began, by the Batcher's clock
-	site  getlock.Site
-	lease time.Duration
-}
-
-// verdict runs the preflight's statements (probe.Preflight, then the
-// adopted lease). Candidates that share a Batcher and its database run
-// them one at a time and reuse a verdict less than a lease old: thousands
-// of elections that start at once send one preflight, not one each.
-func (t *tableBackend) verdict(ctx context.Context) (v verdict, err error) {
-	b, clock := t.cfg.Batcher, t.cfg.Clock
-	if b != nil {
-		select {
-		case b.preflight <- struct{}{}:
-			defer func() { <-b.preflight }()
-		case <-ctx.Done():
-			return v, ctx.Err()
-		}
-		if clock = b.opts.Clock; b.verdict != nil && b.verdict.db == t.db && clock.Now().Sub(b.verdict.at) < t.cfg.LeaseDuration {
-			return *b.verdict, nil
-		}
+// verdict runs the preflight's statements (readVerdict). Candidates that
+// share a Batcher and its database run them one at a time and reuse a
+// verdict less than a lease old: thousands of elections that start at once
+// send one preflight, not one each.
+func (t *tableBackend) verdict(ctx context.Context) (verdict, error) {
+	b := t.cfg.Batcher
+	if b == nil {
+		return readVerdict(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek)
 	}
-	v = verdict{db: t.db, at: clock.Now()}
-	if v.site, err = probe.Preflight(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek); err != nil {
-		return v, err
+	select {
+	case b.preflight <- struct{}{}:
+		defer func() { <-b.preflight }()
+	case <-ctx.Done():
+		return verdict{}, ctx.Err()
 	}
-	if v.lease, _, err = adoption.Lease(ctx, t.db, t.cfg.Table); err != nil {
-		return v, fmt.Errorf("election: %w", err)
+	now := b.opts.Clock.Now()
+	if p := b.verdict; p != nil && p.db == t.db && now.Sub(p.at) < t.cfg.LeaseDuration {
+		return *p, nil
 	}
-	if b != nil {
-		b.verdict = &v
+	v, err := readVerdict(ctx, t.db, t.cfg.Table, probe.Table, t.stmts.peek)
+	if err == nil {
+		v.at, b.verdict = now, &v
 	}
-	return v, nil
+	return v, err
 }
 
 func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
