@@ -175,7 +175,7 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	name := fmt.Sprintf("%s%08x", probe.ScratchPrefix, rand.Uint32())
-	ch := &checker{ctx: ctx, db: db, sdb: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: ident.Quote(cfg.Table), name: name, name2: name + "/2"}
+	ch := &checker{ctx: ctx, db: sqlx.NewDb(db, "mysql"), cfg: cfg, tbl: ident.Quote(cfg.Table), name: name, name2: name + "/2"}
 	qctx, cancel := ch.step(0)
 	defer cancel()
 	ch.site, err = getlock.ReadSite(qctx, db, cfg.Table)
@@ -186,8 +186,9 @@ func Check(ctx context.Context, db *sql.DB, config election.Config) (Report, err
 		return Report{}, err
 	}
 	for _, run := range []func(){
-		ch.readOnly, ch.binlogFormat, ch.preflight, ch.affectedRows, ch.replace, ch.clock, ch.locks,
-		ch.skipLocked, ch.statementBounds, ch.waitTimeout, ch.roundTrip,
+		ch.readOnly, ch.binlogFormat, ch.preflight, ch.writes(PropAffectedRows, tableOnly(), ch.affectedRows),
+		ch.writes(PropReplace, none(), ch.replace), ch.clock, ch.locks, ch.writes(PropSkipLocked, none(), ch.skipLocked),
+		ch.writes(PropStatementBounds, none(), ch.statementBounds), ch.waitTimeout, ch.roundTrip,
 	} {
 		if ctx.Err() != nil {
 			break
@@ -223,8 +224,7 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, table string) error {
 // others are its own.
 type checker struct {
 	ctx          context.Context
-	db           *sql.DB
-	sdb          *sqlx.DB        // db, for the connections whose rows are scanned whole
+	db           *sqlx.DB        // Check's db, as sqlx for the connections and rows scanned whole
 	cfg          election.Config // with its defaults
 	tbl          string          // cfg.Table, quoted
 	name, name2  string          // the scratch elections
@@ -269,15 +269,18 @@ func failed(what string, err error) verdict {
 		"see the error; run the check again with a user and server that answer it"}
 }
 
-// skip adds a warning for a write probe, and reports true, when the user
-// cannot write the table (the privileges or read_only finding fails
-// already).
-func (ch *checker) skip(property string, backends []string) bool {
-	if ch.noWrites {
+// writes is run, a probe of property for backends that writes the table,
+// or a warning instead when the user cannot write the table (the
+// privileges or read_only finding fails already).
+func (ch *checker) writes(property string, backends []string, run func()) func() {
+	return func() {
+		if !ch.noWrites {
+			run()
+			return
+		}
 		ch.judge(property, backends, "", verdict{true, CheckWarn, "not checked: the user cannot write the table (see privileges and read_only)",
 			"unverified", "run the check with a user that can write the table, on a writable server"})
 	}
-	return ch.noWrites
 }
 
 // step is a context for one statement of ch: QueryTimeout, plus extra for
@@ -312,7 +315,7 @@ func (ch *checker) withConns(property string, backends []string, n int, run func
 	var cs []*sqlx.Conn
 	for range n {
 		ctx, cancel := ch.step(0)
-		c, err := ch.sdb.Connx(ctx)
+		c, err := ch.db.Connx(ctx)
 		cancel()
 		if err != nil {
 			ch.judge(property, backends, "", failed("a connection", err))
@@ -350,7 +353,7 @@ func (ch *checker) privileges() error {
 		case p.Name == "SELECT":
 			ctx, cancel := ch.step(0)
 			defer cancel()
-			return probe.Layout(ctx, ch.db, ch.cfg.Table, err)
+			return probe.Layout(ctx, ch.db.DB, ch.cfg.Table, err)
 		case mysqlerr.Errno(err) == 1290: // ER_OPTION_PREVENTS_STATEMENT: --read-only, super_read_only
 			refused = append(refused, p.Name)
 		default:
@@ -428,9 +431,9 @@ func (ch *checker) binlogFormat() {
 func (ch *checker) replicaChannels() ([]string, error) {
 	ctx, cancel := ch.step(0)
 	defer cancel()
-	rows, err := ch.sdb.QueryxContext(ctx, `SHOW REPLICA STATUS`)
+	rows, err := ch.db.QueryxContext(ctx, `SHOW REPLICA STATUS`)
 	if mysqlerr.Errno(err) == 1064 { // ER_PARSE_ERROR: before MySQL 8.0.22 and MariaDB 10.5.1
-		rows, err = ch.sdb.QueryxContext(ctx, `SHOW SLAVE STATUS`)
+		rows, err = ch.db.QueryxContext(ctx, `SHOW SLAVE STATUS`)
 	}
 	if err != nil {
 		return nil, err
@@ -459,7 +462,7 @@ func (ch *checker) replicaChannels() ([]string, error) {
 func (ch *checker) preflight() {
 	for _, c := range probe.Checks(ch.cfg.Table) {
 		ctx, cancel := ch.step(0)
-		err := c.Run(ctx, ch.db)
+		err := c.Run(ctx, ch.db.DB)
 		cancel()
 		ch.simultaneous = ch.simultaneous || c.Prop == PropAssignmentOrder && probe.Permanent(err)
 		ch.judge(c.Prop, c.Backends, c.Pass, verdict{probe.Permanent(err), CheckFail, fmt.Sprint(err), c.Consequence, c.Fix}, failed(c.Prop, err))
@@ -469,9 +472,6 @@ func (ch *checker) preflight() {
 // affectedRows runs the heartbeat probe on the pool (autocommit, as candidates
 // do).
 func (ch *checker) affectedRows() {
-	if ch.skip(PropAffectedRows, tableOnly()) {
-		return
-	}
 	ctx, cancel := ch.step(0)
 	defer cancel()
 	foundRows, err := probe.RunHeartbeat(ctx, ch.db, ch.tbl, ch.name)
@@ -495,9 +495,6 @@ func (ch *checker) affectedRows() {
 // replace: an operator's REPLACE over a row reports 2 (a delete and an
 // insert) and resets the columns it does not name.
 func (ch *checker) replace() {
-	if ch.skip(PropReplace, none()) {
-		return
-	}
 	res, err := ch.exec(`REPLACE INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name, probe.B)
 	if err != nil {
 		ch.judge(PropReplace, none(), "", failed("REPLACE", err))
@@ -686,9 +683,6 @@ func (ch *checker) contended(property string, run func(ta *sqlx.Tx, b *sqlx.Conn
 // LOCKED of both rows gets only the other one, at once, and A's of B's row
 // gets nothing (the Batcher's renewals rely on it).
 func (ch *checker) skipLocked() {
-	if ch.skip(PropSkipLocked, none()) {
-		return
-	}
 	if _, err := ch.exec(`INSERT INTO `+ch.tbl+` (anchor, service_id, last_seen_active) VALUES (?, ?, NOW(6))`, ch.name2, probe.B); err != nil {
 		ch.judge(PropSkipLocked, none(), "", failed("a second scratch row", err))
 		return
@@ -724,9 +718,6 @@ func (ch *checker) skipLocked() {
 // holds the row, instead of waiting for the client to give up.
 func (ch *checker) statementBounds() {
 	const fix = "set innodb_lock_wait_timeout near QueryTimeout in the DSN (innodb_lock_wait_timeout=5"
-	if ch.skip(PropStatementBounds, none()) {
-		return
-	}
 	bound := stmt.NewBound(ch.site.Flavor, time.Second)
 	if bound.Flavor == stmt.FlavorOther {
 		ch.judge(PropStatementBounds, none(), "", verdict{true, CheckWarn, "the server is neither MariaDB nor MySQL 8.0.3+ (" + ch.report.Server + "): statements are sent without bounds",
