@@ -64,9 +64,8 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 		return err
 	}
 	w := watch{o: o, name: name, t: cfg.Tuning, hint: &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name),
-		Election: name, Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}}
-	var last *observed
-	backoff := getlock.MinAwait // the wait after a changed look that found nobody leading
+		Election: name, Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}, backoff: getlock.MinAwait}
+	var last observed // state "" before the first look
 	for {
 		rec, err := w.look(ctx)
 		if ctx.Err() != nil {
@@ -79,16 +78,14 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 			}
 			cfg.Metrics.Heartbeat(name, 0, err)
 		}
-		changed := last == nil || ob != *last
+		changed := ob != last
 		if changed {
-			last = &ob
 			if serr := see(rec, err); serr != nil {
 				return serr
 			}
 		}
-		var wait time.Duration
-		wait, backoff = observeWait(getlock.Jitter(w.t.RetryInterval, w.t.JitterFactor), rec, ob, changed, backoff)
-		if !w.sleep(ctx, wait, ob.state == "live" && rec.Backend == "table") {
+		last = ob
+		if !w.sleep(ctx, w.wait(rec, ob, changed), ob.state == "live" && rec.Backend == "table") {
 			return nil
 		}
 	}
@@ -101,6 +98,8 @@ type watch struct {
 	name string
 	t    election.TuningConfig // with defaults
 	hint *getlock.Hint         // nil when its preparation failed; its Lock is set after the first look
+	// backoff is the wait after a changed look that found nobody leading.
+	backoff time.Duration
 }
 
 // look is one look of Observe: the election's record. The hint is prepared
@@ -139,25 +138,26 @@ func (w *watch) sleep(ctx context.Context, wait time.Duration, live bool) bool {
 	}
 }
 
-// observeWait returns how long Observe waits after a look (at most wait,
-// the jittered interval) and the next backoff, the wait after a changed look
-// that found nobody leading.
-func observeWait(wait time.Duration, rec election.Record, o observed, changed bool, backoff time.Duration) (time.Duration, time.Duration) {
+// wait returns how long Observe waits after a look: at most the jittered
+// interval.
+func (w *watch) wait(rec election.Record, o observed, changed bool) time.Duration {
+	wait := getlock.Jitter(w.t.RetryInterval, w.t.JitterFactor)
 	switch o.state {
 	case "live":
 		// Look again as soon as the lease may have run out.
-		return min(wait, rec.LeaseLeft+getlock.MinAwait), getlock.MinAwait
+		w.backoff = getlock.MinAwait
+		return min(wait, rec.LeaseLeft+getlock.MinAwait)
 	case "error":
-		return wait, backoff
+		return wait
 	}
 	// Released, expired or missing: a candidate usually takes a free row
 	// within milliseconds (it was woken too): look again soon, then less
 	// often, up to the interval while nobody leads.
 	if changed {
-		backoff = getlock.MinAwait
+		w.backoff = getlock.MinAwait
 	}
-	backoff = min(2*backoff, wait)
-	return backoff, backoff
+	w.backoff = min(2*w.backoff, wait)
+	return w.backoff
 }
 
 // observed is what Observe compares between two looks.

@@ -72,30 +72,31 @@ func (o *Operator) List(ctx context.Context) ([]election.Record, error) {
 // deadline: election's default Config.Tuning.QueryTimeout.
 const defaultQueryTimeout = 5 * time.Second
 
-// bound is the bound for an operator's statement: the time left before
-// ctx's deadline, defaultQueryTimeout without one. It costs one
-// round trip (SELECT VERSION()).
-func (o *Operator) bound(ctx context.Context) (stmt.Bound, error) {
+// retry runs body, with the bound for an operator's statement (the time
+// left before ctx's deadline, defaultQueryTimeout without one; reading the
+// server's version for it costs one round trip), and runs it again on
+// write conflicts (up to three tries in all, mysqlerr.Retry: every action
+// reads what it needs afresh). A server error wraps the election sentinel
+// that names its cause, naming the table, as the election's own statements
+// do (probe.Classify).
+func (o *Operator) retry(ctx context.Context, body func(stmt.Bound) error) error {
 	d := defaultQueryTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}
-	return stmt.DetectBound(ctx, o.db, d)
+	bound, err := stmt.DetectBound(ctx, o.db, d)
+	if err != nil {
+		return err
+	}
+	return probe.Classify(mysqlerr.Retry(ctx, 3, func() error { return body(bound) }), o.table)
 }
 
 // exec runs the action's statement, text with named parameters taken from
-// p, bounded by bound, and retried on write conflicts (up to three tries in all, mysqlerr.Retry: every action reads what it needs afresh); it
-// returns the rows affected. A
-// server error wraps the election sentinel that names its cause, naming
-// the table, as the election's own statements do (probe.Classify).
+// p (see retry), and returns the rows affected.
 func (o *Operator) exec(ctx context.Context, text string, p stmt.Params) (affected int64, err error) {
-	bound, err := o.bound(ctx)
-	if err != nil {
-		return 0, err
-	}
-	err = mysqlerr.Retry(ctx, 3, func() error {
+	err = o.retry(ctx, func(bound stmt.Bound) (err error) {
 		affected, err = bound.Stmt(text).Affected(ctx, o.db, p)
 		return err
 	})
-	return affected, probe.Classify(err, o.table)
+	return affected, err
 }

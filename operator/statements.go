@@ -10,8 +10,6 @@ import (
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/ident"
-	"github.com/sqlelect/sqlelect/internal/mysqlerr"
-	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
@@ -30,9 +28,6 @@ SELECT :name, :me, ` + dbclock.Now + `, GREATEST(COALESCE(MAX(term), 0) + 1, ` +
 FROM ` + tbl + ` WHERE anchor = :name
 HAVING ` + dbclock.Trusted
 }
-
-// termSQL reads the term Assume wrote.
-func termSQL(tbl string) string { return `SELECT term FROM ` + tbl + ` WHERE anchor = :name` }
 
 // reelectSQL deletes election :name's row.
 func reelectSQL(tbl string) string { return `DELETE FROM ` + tbl + ` WHERE anchor = :name` }
@@ -69,30 +64,27 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 	if err := errors.Join(ident.Name(name), ident.ID(id)); err != nil {
 		return election.Record{}, err
 	}
-	bound, err := o.bound(ctx)
+	tbl := ident.Quote(o.table)
+	unsafe := false
+	err := o.retry(ctx, func(bound stmt.Bound) error {
+		assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
+		// Assume inserts no row: no lock delay to judge a first election by.
+		f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
+		// The term is above the election's term floor, which is raised to
+		// it in the same transaction (see floor.InTx).
+		return floor.InTxOnce(ctx, o.db, f, name, func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
+			n, err := assume.Affected(ctx, tx, stmt.Params{Name: name, Me: id, Lease: election.DefaultLeaseDuration.Milliseconds(), Floor: floor})
+			if err != nil || n == 0 {
+				unsafe = err == nil // the session's clock is not trusted: nothing written
+				return 0, err
+			}
+			var term uint64
+			err = read.QueryRow(ctx, tx, stmt.Params{Name: name}).Scan(&term)
+			return term, err
+		})
+	})
 	if err != nil {
 		return election.Record{}, err
-	}
-	tbl := ident.Quote(o.table)
-	assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(termSQL(tbl))
-	unsafe := false
-	// The term is above the election's term floor, which is raised to
-	// it in the same transaction (see floor.InTx).
-	write := func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {
-		n, err := assume.Affected(ctx, tx, stmt.Params{Name: name, Me: id, Lease: election.DefaultLeaseDuration.Milliseconds(), Floor: floor})
-		if err != nil || n == 0 {
-			unsafe = err == nil // the session's clock is not trusted: nothing written
-			return 0, err
-		}
-		var term uint64
-		err = read.QueryRow(ctx, tx, stmt.Params{Name: name}).Scan(&term)
-		return term, err
-	}
-	// Assume inserts no row: no lock delay to judge a first election by.
-	f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
-	err = mysqlerr.Retry(ctx, 3, func() error { return floor.InTxOnce(ctx, o.db, f, name, write) })
-	if err != nil {
-		return election.Record{}, probe.Classify(err, o.table)
 	}
 	if unsafe {
 		return election.Record{}, fmt.Errorf("%w: Assume(%q, %q) in %s", election.ErrUnsafeSession, name, id, o.table)
@@ -200,13 +192,12 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 	}
 	if n == 1 {
 		o.ring(ctx, name)
-	}
-	rec, err := o.Status(ctx, name)
-	if n == 1 {
 		// Written. The leader may have acted on it already (the row is
 		// then released): that is not an error.
+		rec, _ := o.Status(ctx, name)
 		return rec, nil
 	}
+	rec, err := o.Status(ctx, name)
 	if err == nil && !(rec.Transfer && rec.TransferTo == to) {
 		// The row was live but changed nothing: it was not live any more
 		// when the statement ran, and is again (a new holder).
