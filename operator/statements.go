@@ -191,7 +191,17 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 		return election.Record{}, err
 	}
 	if n == 1 {
-		o.ring(ctx, name)
+		// Wake the leader, which keeps a bell while it leads, so that it
+		// acts on the request at once rather than at its next renewal: the
+		// KILL QUERY of getlock.Ring. It fails without effect when the
+		// leader's connections are another user's and this one lacks the
+		// CONNECTION_ADMIN privilege (or SUPER), or when the leader keeps no
+		// bell (its pool had no connection to spare, a Batcher,
+		// Config.Tuning.DisableFastHandover, a version without one): the
+		// leader acts at its next renewal, as it always does.
+		rctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
+		_ = getlock.Ring(rctx, o.db, o.table, name)
+		cancel()
 		// Written. The leader may have acted on it already (the row is
 		// then released): that is not an error.
 		rec, _ := o.Status(ctx, name)
@@ -204,18 +214,4 @@ func (o *Operator) request(ctx context.Context, name, to string, toErr error) (e
 		return rec, fmt.Errorf("%w: %q was taken over while the request was sent; %q now leads (term %d)", election.ErrNoLiveLease, name, rec.ID, rec.Term)
 	}
 	return rec, err // the same request was there already, or no live lease
-}
-
-// ring wakes election name's leader, which keeps a bell while it leads, so
-// that it acts on the request just written at once rather than at its next
-// renewal: the KILL QUERY of getlock.Ring. It fails without effect when
-// the leader's connections are another user's and this one lacks the
-// CONNECTION_ADMIN privilege (or SUPER), or when the leader keeps no bell
-// (its pool had no connection to spare, a Batcher,
-// Config.Tuning.DisableFastHandover, a version without one): the leader
-// acts at its next renewal, as it always does.
-func (o *Operator) ring(ctx context.Context, name string) {
-	ctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
-	defer cancel()
-	_ = getlock.Ring(ctx, o.db, o.table, name)
 }
