@@ -65,16 +65,14 @@ type Stmt struct {
 // every argument comes from a name.
 func Must(sql string) Stmt {
 	var s Stmt
-	var b strings.Builder
+	start := 0 // where the text of the next part begins
 	for i := 0; i < len(sql); i++ {
-		c := sql[i]
-		switch {
+		switch c := sql[i]; {
 		case c == '\'' || c == '"' || c == '`':
 			end := strings.IndexByte(sql[i+1:], c)
 			if end < 0 {
 				panic(fmt.Errorf("%w: unterminated quote in %q", ErrInvalid, sql))
 			}
-			b.WriteString(sql[i : i+end+2])
 			i += end + 1
 		case c == '?':
 			panic(fmt.Errorf("%w: positional placeholder in %q", ErrInvalid, sql))
@@ -87,14 +85,11 @@ func Must(sql string) Stmt {
 			if _, ok := (&Params{}).values()[name]; !ok {
 				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
-			s.parts, s.names = append(s.parts, b.String()), append(s.names, name)
-			b.Reset()
-			i = j - 1
-		default:
-			b.WriteByte(c)
+			s.parts, s.names = append(s.parts, sql[start:i]), append(s.names, name)
+			start, i = j, j-1
 		}
 	}
-	s.parts = append(s.parts, b.String())
+	s.parts = append(s.parts, sql[start:])
 	return s
 }
 
