@@ -293,10 +293,8 @@ func (c *Conn) PassOn(ctx context.Context, s stmt.Stmt) (int64, error) {
 		return PassTimeout, err
 	case err != nil:
 		return PassTimeout, c.Fail(err)
-	case !r.Valid:
-		return PassTimeout, nil
 	}
-	return r.Int64, nil
+	return r.Int64, nil // NULL (GET_LOCK failed) reads as 0, PassTimeout
 }
 
 // Fail discards the connection after err on it, and returns err.
