@@ -185,16 +185,15 @@ func InTxOnce(ctx context.Context, db stmt.Execer, f Stmts, name string, write W
 		if err != nil {
 			return err
 		}
-		first := false
+		first, marked := false, false
 		if missing {
-			var marked bool
 			if first, marked, err = firstElection(ctx, c, f); err != nil {
 				return err
 			}
-			if marked { // the election's row, if any, got a floor row
-				if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
-					return err
-				}
+		}
+		if marked { // the election's row, if any, got a floor row
+			if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
+				return err
 			}
 		}
 		term, err := write(c, floor, first)
