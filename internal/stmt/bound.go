@@ -120,11 +120,9 @@ func FlavorOf(version string) Flavor {
 		return FlavorMariaDB
 	}
 	var major, minor, patch int
-	if _, err := fmt.Sscanf(version, "%d.%d.", &major, &minor); err != nil {
-		return FlavorOther
-	}
+	_, err := fmt.Sscanf(version, "%d.%d.", &major, &minor)        // well formed
 	_, _ = fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch) // patch 0 unless a number
-	if major > 8 || major == 8 && (minor > 0 || patch >= 3) {
+	if err == nil && (major > 8 || major == 8 && (minor > 0 || patch >= 3)) {
 		return FlavorMySQL
 	}
 	return FlavorOther

@@ -134,10 +134,9 @@ func Literal(x any) (string, bool) {
 	case int, int64, uint64:
 		return fmt.Sprint(x), true // decimal digits, with a sign when negative
 	case string:
-		if strings.ContainsFunc(x, func(r rune) bool { return r < ' ' || r > '~' || r == '\'' || r == '\\' || r == '?' }) {
-			return "", false
+		if !strings.ContainsFunc(x, func(r rune) bool { return r < ' ' || r > '~' || r == '\'' || r == '\\' || r == '?' }) {
+			return "'" + x + "'", true
 		}
-		return "'" + x + "'", true
 	}
 	return "", false
 }
