@@ -64,7 +64,7 @@ func (o *Operator) Observe(ctx context.Context, name string, opts ObserveOptions
 		return err
 	}
 	w := watch{o: o, name: name, t: cfg.Tuning, hint: &getlock.Hint{DB: o.db, Log: cfg.Tuning.Logger.With("election", name),
-		Election: name, Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}, backoff: getlock.MinAwait}
+		Election: name, Metrics: cfg.Metrics, Timeout: cfg.Tuning.QueryTimeout}}
 	var last observed // state "" before the first look
 	for {
 		rec, err := w.look(ctx)
@@ -98,7 +98,8 @@ type watch struct {
 	name string
 	t    election.TuningConfig // with defaults
 	hint *getlock.Hint         // nil when its preparation failed; its Lock is set after the first look
-	// backoff is the wait after a changed look that found nobody leading.
+	// backoff is the last wait while nobody leads (set by every look
+	// that found nobody leading: the first such look is a change).
 	backoff time.Duration
 }
 
@@ -145,7 +146,6 @@ func (w *watch) wait(rec election.Record, o observed, changed bool) time.Duratio
 	switch o.state {
 	case "live":
 		// Look again as soon as the lease may have run out.
-		w.backoff = getlock.MinAwait
 		return min(wait, rec.LeaseLeft+getlock.MinAwait)
 	case "error":
 		return wait
