@@ -35,11 +35,11 @@ func progress(e election.Election) election.Progress {
 func LeaderCheckHandler(e election.Election, notLeaderStatus int) http.Handler {
 	notLeaderStatus = cmp.Or(notLeaderStatus, http.StatusNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		code, body := notLeaderStatus, "not leader\n"
 		if e.IsLeader() {
-			reply(w, http.StatusOK, plainText, "leader\n")
-			return
+			code, body = http.StatusOK, "leader\n"
 		}
-		reply(w, notLeaderStatus, plainText, "not leader\n")
+		reply(w, code, plainText, body)
 	})
 }
 
@@ -91,12 +91,9 @@ func StatusHandler(e election.Election) http.Handler {
 			st.Healthy = &p.Healthy
 		}
 		code := http.StatusOK
-		rec, err := e.Leader(ctx)
-		switch {
-		case err == nil:
+		if rec, err := e.Leader(ctx); err == nil {
 			st.Leader = &rec
-		case errors.Is(err, election.ErrNoLeader):
-		default:
+		} else if !errors.Is(err, election.ErrNoLeader) { // ErrNoLeader: 200, leader null
 			code, st.Error = http.StatusServiceUnavailable, err.Error()
 		}
 		body, _ := json.Marshal(st) // never fails: no channel, func or cyclic value
