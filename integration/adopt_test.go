@@ -325,6 +325,7 @@ func newFleet(t *testing.T) (context.Context, *fleet, *schema.Migrator) {
 // lease (the recipe's timeout) has run out. At no instant do two nodes of
 // either kind believe they lead.
 func TestAdoptRecipeWhileRunning(t *testing.T) {
+	t.Parallel() // its subtests wait on the recipe's timeouts, each on a database of its own
 	for _, holderLast := range []bool{true, false} {
 		t.Run(fmt.Sprintf("holder-last=%v", holderLast), func(t *testing.T) {
 			t.Parallel() // a fleet and a database of its own; it waits on the recipe's timeouts

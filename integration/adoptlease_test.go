@@ -45,6 +45,7 @@ const (
 // the recipe's own nodes would); before the fix it took it at once, the
 // row's lease being migration 3's default, 15 s.
 func TestAdoptLeaseOfLaterRows(t *testing.T) {
+	t.Parallel() // its subtests wait on the recipe's timeouts, each on a database of its own
 	const timeout, frozen = 20 * time.Second, 17 * time.Second
 	for _, backend := range []string{"table", "lock"} {
 		for _, write := range []string{"recipe-insert", "recipe-insert-after-delete", "operator-replace"} {

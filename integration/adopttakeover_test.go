@@ -32,6 +32,7 @@ import (
 // lock backend took the row (its connection_id is sqlelect-0's, gone) and
 // led after its LockDelay (15 s), taking the writer for a lock holder.
 func TestAdoptLeaseOfTakenOverRows(t *testing.T) {
+	t.Parallel() // its subtests wait on the recipe's timeouts, each on a database of its own
 	const timeout, frozen = 20 * time.Second, 5 * time.Second
 	for _, backend := range []string{"table", "lock"} {
 		t.Run(backend, func(t *testing.T) {
@@ -168,6 +169,8 @@ func TestAdoptLeaseOfTakenOverRows(t *testing.T) {
 // backends) a renew deadline a leader could still be leading at by then;
 // one well within it runs.
 func TestAdoptionRefusesALongRenewDeadline(t *testing.T) {
+	t.Parallel() // its subtests wait on the recipe's timeouts, each on a database of its own
+
 	const timeout = 3 * time.Second // adopted lease 4 s: renew deadlines up to 2 s
 	for _, backend := range []string{"table", "lock"} {
 		t.Run(backend, func(t *testing.T) {
