@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
@@ -244,7 +243,7 @@ func (c Config) Validate() error {
 // gave it, to say which durations are derived. It returns the first
 // problem only: a later one is often a consequence of it.
 func (c settings) validate(given settings) error {
-	if err := cmp.Or(ident.Name(c.Name), ident.ID(c.ID), ident.Table(c.Table)); err != nil {
+	if err := cmp.Or(ident.Name(c.Name), ident.ID(c.ID), ident.Table(c.Table), ident.Value(c.Value)); err != nil {
 		return err
 	}
 	lease := describe("lease duration", c.LeaseDuration, given.LeaseDuration, "")
@@ -271,7 +270,6 @@ func (c settings) validate(given settings) error {
 			": must be at least the " + deadline + ", or a deposed leader could still act"},
 		{c.QueryTimeout <= 0 || c.QueryTimeout > c.RenewDeadline,
 			describe("query timeout", c.QueryTimeout, given.QueryTimeout, "at most 5s") + ": must be positive and at most the " + deadline},
-		{len(c.Value) > ident.MaxValueLen || !utf8.ValidString(c.Value), fmt.Sprintf("value: must be valid UTF-8 of at most %d bytes", ident.MaxValueLen)},
 		{c.Preference.Priority < 0 || c.Preference.Priority > maxPriority, fmt.Sprintf("priority %d: must be from 0 (no preference) to %d", c.Preference.Priority, maxPriority)},
 		{c.Preference.Tenure < 0, fmt.Sprintf("preference tenure %v: must not be negative", c.Preference.Tenure)},
 		{c.Health.Interval < 0, fmt.Sprintf("health check interval %v: must not be negative", c.Health.Interval)},

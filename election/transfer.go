@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sqlelect/sqlelect/internal/ident"
 )
@@ -60,8 +59,8 @@ func (c *Candidate) Transfer(ctx context.Context, to string) error {
 
 // Proclaim implements Election.
 func (c *Candidate) Proclaim(ctx context.Context, value string) error {
-	if len(value) > ident.MaxValueLen || !utf8.ValidString(value) {
-		return fmt.Errorf("election: proclaim: %w: value must be valid UTF-8 of at most %d bytes", ErrInvalidConfig, ident.MaxValueLen)
+	if err := ident.Value(value); err != nil {
+		return fmt.Errorf("election: proclaim: %w", err)
 	}
 	return c.do(ctx, "proclaim", func(rctx context.Context) error {
 		if c.st.phase != leading || !c.IsLeader() {

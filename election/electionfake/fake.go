@@ -113,11 +113,8 @@ var _ election.Election = (*Fake)(nil)
 func New(cfg election.Config) (*Fake, error) {
 	cfg.ID = cmp.Or(cfg.ID, election.DefaultID())
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, election.DefaultLeaseDuration)
-	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID)); err != nil {
+	if err := errors.Join(ident.Name(cfg.Name), ident.ID(cfg.ID), ident.Value(cfg.Value)); err != nil {
 		return nil, err
-	}
-	if len(cfg.Value) > ident.MaxValueLen {
-		return nil, fmt.Errorf("%w: value: at most %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
 	}
 	f := &Fake{cfg: cfg, reqs: make(chan func()), resigned: make(chan struct{})}
 	f.record.Store(&election.Record{Election: cfg.Name})
@@ -312,8 +309,8 @@ func (f *Fake) Transfer(ctx context.Context, to string) error {
 // Errors as for Transfer (ErrInvalidConfig for a value over
 // ident.MaxValueLen).
 func (f *Fake) Proclaim(ctx context.Context, value string) error {
-	if len(value) > ident.MaxValueLen {
-		return fmt.Errorf("electionfake: proclaim: %w: value over %d bytes", election.ErrInvalidConfig, ident.MaxValueLen)
+	if err := ident.Value(value); err != nil {
+		return fmt.Errorf("electionfake: proclaim: %w", err)
 	}
 	return f.leaderDo(ctx, "proclaim", func() {
 		f.cfg.Value = value

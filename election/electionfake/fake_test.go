@@ -276,7 +276,7 @@ func testRunTwiceAndWaitForRun(t *testing.T) {
 func TestNewValidates(t *testing.T) { synctest.Test(t, testNewValidates) }
 
 func testNewValidates(t *testing.T) {
-	for _, cfg := range []election.Config{{}, {Name: "bad name"}, {Name: "e", ID: "a\x00b"}, {Name: "e", Value: strings.Repeat("v", 1025)}} {
+	for _, cfg := range []election.Config{{}, {Name: "bad name"}, {Name: "e", ID: "a\x00b"}, {Name: "e", Value: strings.Repeat("v", 1025)}, {Name: "e", Value: "\xff"}} {
 		if _, err := electionfake.New(cfg); !errors.Is(err, election.ErrInvalidConfig) {
 			t.Errorf("New(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,6 +178,11 @@ func testTransferByNonLeader(t *testing.T, s Suite) {
 	for _, bad := range []string{"", "a\x00b"} {
 		if err := l.e.Transfer(ctx, bad); !errors.Is(err, election.ErrInvalidConfig) {
 			t.Errorf("Transfer(%q) = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+	for _, bad := range []string{"\xff", strings.Repeat("v", 1025)} {
+		if err := l.e.Proclaim(ctx, bad); !errors.Is(err, election.ErrInvalidConfig) {
+			t.Errorf("Proclaim(%.8q) = %v, want ErrInvalidConfig", bad, err)
 		}
 	}
 	if err := l.e.Transfer(ctx, l.id); err != nil {

@@ -86,6 +86,15 @@ func Table(table string) error {
 
 // Quote returns a table name that Table accepted quoted for SQL:
 // `db`.`table`.
+// Value checks a candidate's published value (Config.Value, Proclaim):
+// valid UTF-8 of at most MaxValueLen bytes, as the value column holds.
+func Value(v string) error {
+	if len(v) > MaxValueLen || !utf8.ValidString(v) {
+		return fmt.Errorf("%w: value: must be valid UTF-8 of at most %d bytes", ErrInvalid, MaxValueLen)
+	}
+	return nil
+}
+
 func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // identifier reports whether s matches [A-Za-z_][A-Za-z0-9_$]{0,63}.
