@@ -306,8 +306,8 @@ func (f *Fake) Transfer(ctx context.Context, to string) error {
 // Proclaim implements election.Election: when this candidate leads, its
 // published value becomes value (Leader's Record.Value; OnLeaderChanged
 // reports the change), for this and later terms, without a re-election.
-// Errors as for Transfer (ErrInvalidConfig for a value over
-// ident.MaxValueLen).
+// Errors as for Transfer (ErrInvalidConfig for a value that is not
+// valid UTF-8 of at most 1024 bytes, as Candidate.Proclaim).
 func (f *Fake) Proclaim(ctx context.Context, value string) error {
 	if err := ident.Value(value); err != nil {
 		return fmt.Errorf("electionfake: proclaim: %w", err)
