@@ -84,8 +84,6 @@ func Table(table string) error {
 	return nil
 }
 
-// Quote returns a table name that Table accepted quoted for SQL:
-// `db`.`table`.
 // Value checks a candidate's published value (Config.Value, Proclaim):
 // valid UTF-8 of at most MaxValueLen bytes, as the value column holds.
 func Value(v string) error {
@@ -95,6 +93,8 @@ func Value(v string) error {
 	return nil
 }
 
+// Quote returns a table name that Table accepted quoted for SQL:
+// `db`.`table`.
 func Quote(table string) string { return "`" + strings.ReplaceAll(table, ".", "`.`") + "`" }
 
 // identifier reports whether s matches [A-Za-z_][A-Za-z0-9_$]{0,63}.
