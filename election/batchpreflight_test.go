@@ -35,24 +35,22 @@ func TestBatcherSharesPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 20
-	var es []*election.Candidate
+	w := newOverlapWatch()
 	for i := range n {
 		cfg := sessionClockConfig(fmt.Sprintf("shared-preflight-%d", i), "c")
 		cfg.Tuning.Batcher = b
+		cfg.Callbacks = w.callbacks(cfg.Name, func() []election.Election { return nil })
 		e, err := election.NewTable(db, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runElection(t, ctx, e)
-		es = append(es, e)
 	}
-	for _, e := range es {
-		for !e.IsLeader() {
-			select {
-			case <-ctx.Done():
-				t.Fatalf("%s never led", e.Name())
-			case <-time.After(10 * time.Millisecond):
-			}
+	for i := range n {
+		select {
+		case <-w.elected:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d elections led: %v", i, n, ctx.Err())
 		}
 	}
 	var reads int
