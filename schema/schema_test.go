@@ -97,11 +97,12 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // service_id compare without padding, 3 makes the default lease the
 // library's, 4 adds transfer_to with service_id's collation, 5 adds
 // priority (default 0), 6 the term floor table, 7 the decision column, 8
-// the floor's marker (its column marked_at, and its row).
+// the floor's marker (its column marked_at, and its row), 9 the members
+// table (package members).
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 8 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 8", schema.Latest())
+	if schema.Latest() != 9 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 9", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -176,6 +177,12 @@ FROM service_election_floor m WHERE m.anchor = ''`).Scan(&ok)
 			if err != nil || !ok.Bool {
 				t.Errorf("version %d: the floor's marker: %v, %v; want the sum of the floor rows", v, ok, err)
 			}
+		}
+		var members int
+		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election_members'`).Scan(&members)
+		if err != nil || members != map[bool]int{true: 1, false: 0}[v >= 9] {
+			t.Errorf("version %d: %d tables service_election_members (%v), want one from version 9 on", v, members, err)
 		}
 	}
 	check(0)
