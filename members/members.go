@@ -1,0 +1,327 @@
+// Package members registers the candidates of an election in the members
+// table (migration 9: service_election_members, or <table>_members), so
+// that an operator can list who runs, with its version, host, priority,
+// health and when it was last seen, and so that a second process started
+// with the ID of a live member is refused instead of fighting it for the
+// row.
+//
+// Run wraps a candidate's Run: it registers the member, runs the candidate,
+// refreshes the member's row every half lease while it runs, and deletes
+// the row when Run returns. A member is live while its last refresh is
+// within its lease, by the database clock. The election's own statements
+// never read the table: the election protocol, and every guarantee of
+// package election, is unchanged; a candidate not run through Run simply
+// is not listed.
+//
+//	c, err := election.NewTable(db, cfg)
+//	…
+//	err = members.Run(ctx, db, c, cfg, members.Options{Version: "1.4.2"})
+//	var dup *members.DuplicateError
+//	if errors.As(err, &dup) { … another live process has this ID: dup.Other … }
+//
+// List reads the members of an election.
+package members
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/internal/probe"
+)
+
+// ErrDuplicateID means that a live member of the election has the
+// candidate's ID and another incarnation: another process runs with it.
+// Run returns it in a *DuplicateError, without campaigning; the earlier
+// member keeps its place.
+var ErrDuplicateID = errors.New("members: a live member of the election has this ID")
+
+// DuplicateError is Run's error when another process runs with the
+// candidate's ID: Other is that member.
+type DuplicateError struct{ Other Member }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%v: %q, running on host %q since %s (version %q); give each process its own ID",
+		ErrDuplicateID, e.Other.ID, e.Other.Host, e.Other.Started.UTC().Format(time.RFC3339), e.Other.Version)
+}
+
+func (e *DuplicateError) Unwrap() error { return ErrDuplicateID }
+
+// Member is one member of an election, as List reads it.
+type Member struct {
+	Election    string    `json:"election"`
+	ID          string    `json:"id"`
+	Incarnation string    `json:"incarnation"` // new for each Run
+	Version     string    `json:"version"`
+	Host        string    `json:"host"`
+	Priority    int       `json:"priority"`
+	Healthy     bool      `json:"healthy"` // its latest health check passed (true without one)
+	Started     time.Time `json:"started"` // by the database clock, UTC
+	LastSeen    time.Time `json:"last_seen"`
+	// Live is true while LastSeen is within Lease of the database clock.
+	Live  bool          `json:"live"`
+	Lease time.Duration `json:"-"`
+	// PID is the member's process ID on Host.
+	PID int `json:"pid"`
+}
+
+// Candidate is what Run needs of a candidate: *election.Candidate is one.
+type Candidate interface {
+	Run(ctx context.Context) error
+	Name() string
+	ID() string
+	Progress() election.Progress
+}
+
+// Options describe a member beyond its candidate's Config.
+type Options struct {
+	// Version is the member's version. Default: the main module's version
+	// from the build info ("(devel)" for a build outside a module
+	// version, "" when there is none).
+	Version string
+	// Host is where the member runs. Default: os.Hostname.
+	Host string
+}
+
+// Table returns the members table of election table table (default
+// service_election): table + "_members", as the term floor's is
+// table + "_floor".
+func Table(table string) string { return cmp.Or(table, election.DefaultTable) + "_members" }
+
+// Run registers c, a candidate built with cfg on db, as a member of its
+// election, then runs c.Run(ctx) and returns its result once the member's
+// row is deleted again. While Run runs, the row is refreshed every half
+// lease (cfg.LeaseDuration) with the candidate's priority and health.
+//
+// When a live member has c's ID with another incarnation, Run returns a
+// *DuplicateError (ErrDuplicateID) before campaigning. If that happens
+// later (this member's row expired, during a stall longer than the lease,
+// and another process registered with the ID meanwhile), Run stops the
+// candidate (its Run ends as when ctx ends: it stands down and releases)
+// and returns that error: the earlier live member keeps its place.
+//
+// A missing members table is an error wrapping election.ErrTableMissing:
+// run the migrations (sqlelect migrate up).
+func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Options) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	m := member{db: db, c: c, cfg: cfg, tbl: ident.Quote(Table(cfg.Table)), o: o}
+	m.o.Version = cmp.Or(o.Version, mainVersion())
+	if m.o.Host == "" {
+		m.o.Host, _ = os.Hostname()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	m.inc = hex.EncodeToString(b[:])
+	if err := m.registerUntil(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	every := cfg.LeaseDuration / 2
+	var lost error // set when another incarnation took the ID
+	for {
+		t := newTimer(cfg.Tuning.Clock, every)
+		select {
+		case err := <-done:
+			t.stop()
+			if lost != nil {
+				return lost
+			}
+			m.remove()
+			return err
+		case <-t.c:
+		}
+		if lost != nil {
+			continue
+		}
+		if err := m.refresh(ctx); errors.Is(err, ErrDuplicateID) {
+			lost = err
+			stop(err) // the candidate stands down; its Run returns
+		}
+		// Another error (the database does not answer) is the campaign's
+		// to report: the next refresh tries again.
+	}
+}
+
+// member is a member Run keeps.
+type member struct {
+	db  *sql.DB
+	c   Candidate
+	cfg election.Config
+	tbl string // the members table, quoted
+	o   Options
+	inc string // the incarnation
+}
+
+// live is true for a member row whose last refresh is within its lease by
+// the database clock.
+const live = `last_seen + lease_ms * 1000 > ` + dbclock.TermNow
+
+// registerUntil registers the member (register), again every retry
+// interval while that fails for a reason that may pass (the database does
+// not answer), until ctx ends: then it returns nil, as Run does.
+func (m *member) registerUntil(ctx context.Context) error {
+	for failed := false; ; failed = true {
+		err := m.register(ctx)
+		if err == nil || errors.Is(err, ErrDuplicateID) || probe.Permanent(err) || ctx.Err() != nil {
+			return err
+		}
+		if !failed {
+			m.cfg.Tuning.Logger.Warn("members: registering failed; retrying", "election", m.c.Name(), "id", m.c.ID(), "err", err)
+		}
+		t := newTimer(m.cfg.Tuning.Clock, m.cfg.Tuning.RetryInterval)
+		select {
+		case <-t.c:
+		case <-ctx.Done():
+			t.stop()
+			return nil
+		}
+	}
+}
+
+// register deletes an expired row of the candidate's ID and inserts its
+// own: a live one of another incarnation makes the INSERT fail on the key,
+// and register returns it in a DuplicateError, unless it is an earlier
+// process of this host that is gone (a crash, then a restart: its PID no
+// longer runs, or is this process's own, in a new container), whose row
+// it deletes. The clock is trusted only
+// on a session without daylight saving time and without --sysdate-is-now
+// (dbclock.Trusted): else the anchor is NULL and the INSERT fails.
+func (m *member) register(ctx context.Context) error {
+	qctx, cancel := context.WithTimeout(ctx, m.cfg.Tuning.QueryTimeout)
+	defer cancel()
+	name, id := m.c.Name(), m.c.ID()
+	insert := `INSERT INTO ` + m.tbl + ` (anchor, member_id, incarnation, version, host, pid, priority, healthy, started_at, last_seen, lease_ms)
+VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, ?, ?, ?, ?, ?, ?, ` + dbclock.TermNow + `, ` + dbclock.TermNow + `, ?)`
+	args := []any{name, id, m.inc, m.o.Version, m.o.Host, os.Getpid(), m.cfg.Preference.Priority, m.c.Progress().Healthy, m.cfg.LeaseDuration.Milliseconds()}
+	gone := "" // the incarnation of a gone process of this host
+	for try := 1; ; try++ {
+		if _, err := m.db.ExecContext(qctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND (NOT (`+live+`) OR incarnation = ?)`,
+			name, id, gone); err != nil {
+			return classify(err, Table(m.cfg.Table))
+		}
+		_, err := m.db.ExecContext(qctx, insert, args...)
+		if mysqlerr.Errno(err) != 1062 || try == 3 { // ER_DUP_ENTRY: another incarnation's row
+			return classify(err, Table(m.cfg.Table))
+		}
+		others, err := List(qctx, m.db, m.cfg.Table, name)
+		if err != nil {
+			return err
+		}
+		for _, o := range others {
+			if o.ID != id || !o.Live {
+				continue
+			}
+			if o.Host != m.o.Host || o.PID != os.Getpid() && running(o.PID) {
+				return &DuplicateError{Other: o}
+			}
+			gone = o.Incarnation
+		}
+		// It expired or went away meanwhile, or its process is gone: again.
+	}
+}
+
+// refresh writes the member's last_seen, priority and health; when its row
+// is gone (deleted, or expired and taken by another incarnation) it
+// registers again.
+func (m *member) refresh(ctx context.Context) error {
+	qctx, cancel := context.WithTimeout(ctx, m.cfg.Tuning.QueryTimeout)
+	defer cancel()
+	res, err := m.db.ExecContext(qctx, `UPDATE `+m.tbl+` SET last_seen = `+dbclock.TermNow+`, healthy = ?, priority = ?
+WHERE anchor = ? AND member_id = ? AND incarnation = ? AND `+dbclock.Trusted,
+		m.c.Progress().Healthy, m.cfg.Preference.Priority, m.c.Name(), m.c.ID(), m.inc)
+	if err != nil {
+		return classify(err, Table(m.cfg.Table))
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return m.register(ctx)
+}
+
+// remove deletes the member's row, on a context of its own: Run's may have
+// ended.
+func (m *member) remove() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Tuning.QueryTimeout)
+	defer cancel()
+	_, _ = m.db.ExecContext(ctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND incarnation = ?`, m.c.Name(), m.c.ID(), m.inc)
+}
+
+// classify names the members table tbl in err, with the sentinel of
+// package election it means (probe.Classify), and says how to create the
+// table when it is missing.
+func classify(err error, tbl string) error {
+	if err == nil {
+		return nil
+	}
+	if mysqlerr.Errno(err) == mysqlerr.BadNull {
+		return fmt.Errorf("members: %w: %w", election.ErrUnsafeSession, err)
+	}
+	if err = probe.Classify(err, tbl); errors.Is(err, election.ErrTableMissing) {
+		return fmt.Errorf("members: %w (migration 9: run the migrations, sqlelect migrate up)", err)
+	}
+	return fmt.Errorf("members: %w", err)
+}
+
+// List returns the members of election name in election table table
+// (default service_election), live or not, ordered by ID.
+func List(ctx context.Context, db *sql.DB, table, name string) ([]Member, error) {
+	rows, err := db.QueryContext(ctx, `SELECT member_id, incarnation, version, host, pid, priority, healthy, started_at, last_seen, lease_ms, `+live+`
+FROM `+ident.Quote(Table(table))+` WHERE anchor = ? ORDER BY member_id`, name)
+	if err != nil {
+		return nil, classify(err, Table(table))
+	}
+	defer rows.Close()
+	var ms []Member
+	for rows.Next() {
+		m := Member{Election: name}
+		var started, seen, lease int64
+		if err := rows.Scan(&m.ID, &m.Incarnation, &m.Version, &m.Host, &m.PID, &m.Priority, &m.Healthy, &started, &seen, &lease, &m.Live); err != nil {
+			return nil, fmt.Errorf("members: reading %s: %w", Table(table), err)
+		}
+		m.Started, m.LastSeen, m.Lease = time.UnixMicro(started).UTC(), time.UnixMicro(seen).UTC(), time.Duration(lease)*time.Millisecond
+		ms = append(ms, m)
+	}
+	return ms, rows.Err()
+}
+
+// mainVersion is the main module's version from the build info, "" when
+// the binary has none.
+func mainVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return strings.TrimSpace(bi.Main.Version)
+	}
+	return ""
+}
+
+// timer is a one-shot timer of cfg's clock, or of the time package.
+type timer struct {
+	c    <-chan time.Time
+	stop func()
+}
+
+func newTimer(clock election.Clock, d time.Duration) timer {
+	if clock == nil {
+		t := time.NewTimer(d)
+		return timer{c: t.C, stop: func() { t.Stop() }}
+	}
+	t := clock.NewTimer(d)
+	return timer{c: t.C(), stop: func() { t.Stop() }}
+}
