@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/probe"
+	"github.com/sqlelect/sqlelect/members"
 )
 
 const campaignDetail = `Joins ELECTION as a candidate and prints one JSON object per line to stdout,
@@ -70,6 +75,11 @@ it is not running or wedged (see electionhttp.HealthzHandler). With
 use is an error before campaigning starts; the server stops (requests in
 flight get up to 2s) when the command exits.
 
+Before it campaigns, it registers as a member of the election (see
+'sqlelect members'), with --app-version, and removes itself when it exits.
+When another live process runs with its --id, it exits 10 without
+campaigning.
+
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
 candidate takes over at once), prints its demoted line if it led, and exits 0
 (130, or 143 for SIGTERM, when the signal came while it was still connecting).
@@ -114,7 +124,7 @@ sqlelect campaign web-primary --id web-2 --priority 5`,
 type campaignFlags struct {
 	common
 	id, backend, value, metricsAddr, logLevel     string
-	logFormat                                     string
+	logFormat, appVersion                         string
 	httpAddr, healthCmd                           string
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 	priority                                      int
@@ -153,6 +163,8 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 0, "a run of --health-cmd that has not exited by then fails and is killed (default 1/2 of --renew-deadline)")
 	fs.DurationVar(&f.healthHoldDown, "health-hold-down", 0, "after a failed --health-cmd (or the start), this long before asking for leadership by --priority "+
 		"(default the longer of --preference-tenure and 3 --health-interval)")
+	fs.StringVar(&f.appVersion, "app-version", "", "`version` this candidate registers as a member (see 'sqlelect members'), "+
+		"e.g. 1.4.2 (default this binary's, as 'sqlelect version' prints it)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log line `format`: text (key=value) or json (one object a line); durations as strings such as 1.5s")
 	f.set = func(name string) bool { return fs.Changed(name) }
@@ -168,7 +180,7 @@ func (f *campaignFlags) checkGiven() error {
 		name string
 		zero bool
 	}{
-		{"id", f.id == ""}, {"health-cmd", f.healthCmd == ""},
+		{"id", f.id == ""}, {"health-cmd", f.healthCmd == ""}, {"app-version", f.appVersion == ""},
 		{"lease", f.lease == 0}, {"renew-deadline", f.renewDeadline == 0}, {"lock-delay", f.lockDelay == 0},
 		{"renew-interval", f.renew == 0}, {"renew", f.renew == 0},
 		{"retry-interval", f.retry == 0}, {"retry", f.retry == 0},
@@ -322,10 +334,11 @@ func (e *events) callbacks(onElected func(ctx context.Context, term uint64)) ele
 	}
 }
 
-// newElection connects, listens on --metrics-addr and --http-addr, builds
-// the candidate of the chosen backend (with metrics when asked) and serves
-// its HTTP endpoints. stop releases what it set up, the servers first.
-func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e election.Election, stop func(), err error) {
+// newElection connects, runs preflight, listens on --metrics-addr and
+// --http-addr, builds the candidate of the chosen backend (with metrics
+// when asked) and serves its HTTP endpoints. stop releases what it set up,
+// the servers first.
+func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Config, log *slog.Logger) (e *election.Candidate, _ *sql.DB, stop func(), err error) {
 	var cleanups []func()
 	stop = func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -337,17 +350,19 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 			stop()
 		}
 	}()
-	var db *sql.DB
-	db, err = f.connect(ctx, log)
+	db, err := f.connect(ctx, log)
 	if err != nil {
-		return nil, stop, err
+		return nil, nil, stop, err
 	}
 	cleanups = append(cleanups, func() { db.Close() })
+	if err = preflight(ctx, db, cfg.Table, f.backend, cfg.Tuning.QueryTimeout); err != nil {
+		return nil, nil, stop, campaignError(err, f.backend)
+	}
 
 	var srv *sidecar
 	srv, err = listenSidecar(f.metricsAddr, f.httpAddr)
 	if err != nil {
-		return nil, stop, err
+		return nil, nil, stop, err
 	}
 	cleanups = append(cleanups, srv.close)
 	cfg.Metrics = srv.metricsFor()
@@ -360,12 +375,34 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	}
 	if err != nil {
 		if code, _ := describe(err); code == exitError {
-			return nil, stop, wrapf(exitError, err, "--backend %s", f.backend)
+			return nil, nil, stop, wrapf(exitError, err, "--backend %s", f.backend)
 		}
-		return nil, stop, err
+		return nil, nil, stop, err
 	}
 	srv.serve(e, log)
-	return e, stop, nil
+	return e, db, stop, nil
+}
+
+// preflight runs the candidate's preflight (probe.Preflight, as Run does,
+// with the SELECT privilege's probe for its peek) before members.Run
+// registers the candidate, which that does before Run's own preflight: a
+// refusal is then the election's, with what to do (migrate or adopt the
+// table, grant a privilege, fix a session setting), not the members
+// table's. What retrying can fix is left to Run, which retries it.
+func preflight(ctx context.Context, db *sql.DB, table, backend string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := probe.Preflight(ctx, db, table, backend, probe.Privileges(ident.Quote(table))[0].Query)
+	if !probe.Permanent(err) {
+		return nil
+	}
+	// As Run says (election's migrateHint) for a table migrate does not manage.
+	if t := table[strings.LastIndex(table, ".")+1:]; t != election.DefaultTable &&
+		(errors.Is(err, election.ErrTableMissing) || errors.Is(err, election.ErrSchemaMismatch)) {
+		return fmt.Errorf("%w (`sqlelect migrate` manages %s only: for %s, apply schema.DDL(%q) with your own migrations)",
+			err, election.DefaultTable, table, t)
+	}
+	return err
 }
 
 // parseCandidate defines the campaign flags on fs (which may have more of
@@ -387,18 +424,26 @@ func (c *cli) parseCandidate(cmd *command, fs *pflag.FlagSet, args []string) (f 
 // joined is a candidate connected and ready to Run.
 type joined struct {
 	ctx    context.Context // ended by SIGINT or SIGTERM
-	e      election.Election
+	e      *election.Candidate
+	db     *sql.DB
+	cfg    election.Config
+	member members.Options
 	ev     *events
 	health *healthCmd // nil without --health-cmd
 	stop   func()     // releases the election's resources and the signals
 }
 
-// run runs the election until ctx ends.
+// run runs the election as a member (members.Run) until ctx ends.
 func (j *joined) run(ctx context.Context) error {
 	if j.health != nil {
 		j.health.runCtx = ctx
 	}
-	return j.e.Run(ctx)
+	err := members.Run(ctx, j.db, j.e, j.cfg, j.member)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while registering: as Run when ctx ends
+	}
+	// The members table's errors are the driver's: name a missing privilege.
+	return election.Classify(err)
 }
 
 // join connects and builds the election of cfg, whose callbacks write ev's
@@ -413,7 +458,7 @@ func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *
 		cfg.Health.Check = health.check
 	}
 	ctx, stopSignals := signalContext(context.Background())
-	e, stopElection, err := c.newElection(ctx, f, cfg, log)
+	e, db, stopElection, err := c.newElection(ctx, f, cfg, log)
 	if err != nil {
 		interrupted := ctx.Err() != nil
 		stopSignals()
@@ -426,7 +471,8 @@ func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *
 	if health != nil {
 		health.e = e
 	}
-	return &joined{ctx: ctx, e: e, ev: ev, health: health, stop: func() { stopElection(); stopSignals() }}, nil
+	return &joined{ctx: ctx, e: e, db: db, cfg: cfg, member: members.Options{Version: cmp.Or(f.appVersion, buildVersion())},
+		ev: ev, health: health, stop: func() { stopElection(); stopSignals() }}, nil
 }
 
 func (c *cli) campaign(cmd *command, args []string) error {

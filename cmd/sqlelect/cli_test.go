@@ -217,26 +217,26 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("want %q in\n%s", s, r)
 		}
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 8)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 9)")
 	r := mustRun(t, ctx, dsn, exitTable, "status")
 	if !strings.Contains(r.stderr, "sqlelect migrate up") {
 		t.Errorf("status on a missing table does not say to migrate:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 8 (latest 8): applied")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 9 (latest 9): applied")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "no change")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 8 (latest 8)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 9 (latest 9)")
 	mustRun(t, ctx, dsn, 0, "status")
 
 	r = mustRun(t, ctx, dsn, exitUsage, "migrate", "down")
 	if !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("migrate down without a terminal does not ask for --yes:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 8 -> 0")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 9 -> 0")
 	mustRun(t, ctx, dsn, exitTable, "status", "anything")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "force", "1"), "forced from 0 to 1")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1")
 	mustRun(t, ctx, dsn, 0, "migrate", "force", "-1")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 8")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 9")
 	mustRun(t, ctx, dsn, exitUsage, "migrate")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "sideways")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "force", "x")
@@ -256,6 +256,8 @@ type statusRow struct {
 	Priority int       `json:"priority"`
 	Live     bool      `json:"live"`
 	State    string    `json:"state"`
+	// MembersLive is left out when unknown, and for status without a name.
+	MembersLive *int `json:"members_live"`
 }
 
 func statusJSON(t *testing.T, ctx context.Context, dsn string, args ...string) []statusRow {

@@ -3,6 +3,7 @@
 //
 //	sqlelect migrate up|down|version|force N|adopt|adopt-end|unadopt
 //	sqlelect status [ELECTION] [--json]
+//	sqlelect members ELECTION [--json]
 //	sqlelect watch ELECTION [--interval 500ms] [--json]
 //	sqlelect transfer ELECTION ID [--wait D] [--yes]
 //	sqlelect assume ELECTION ID [--yes]
@@ -44,6 +45,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
+	"github.com/sqlelect/sqlelect/members"
 )
 
 // Exit codes.
@@ -56,6 +58,7 @@ const (
 	exitTable       = 5   // the election table is missing or out of date
 	exitUnknown     = 6   // no such election
 	exitUnsupported = 7   // the backend is not supported on this server
+	exitDuplicate   = 10  // campaign, run: another live process runs with this --id
 	exitInterrupt   = 128 // plus the signal's number: interrupted before anything was done
 )
 
@@ -79,7 +82,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, completionCmd,
+		migrateCmd, statusCmd, membersCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, completionCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
@@ -224,7 +227,7 @@ func describe(err error) (int, string) {
 				"and that the user may log in from this host (its 'user'@'host' account)"
 		}
 		return exitAccess, msg +
-			"\n\tthe user needs SELECT, INSERT, UPDATE and DELETE on the election table (and CREATE, DROP, ALTER for migrate)"
+			"\n\tthe user needs SELECT, INSERT, UPDATE and DELETE on the election table and its _members table (and CREATE, DROP, ALTER for migrate)"
 	case is(election.ErrTableMissing), is(election.ErrSchemaMismatch):
 		if !strings.Contains(msg, "sqlelect migrate up") {
 			msg += "\n\tthe election table is missing or out of date: run `sqlelect migrate up`"
@@ -232,6 +235,9 @@ func describe(err error) (int, string) {
 		return exitTable, msg
 	case is(election.ErrNoSuchElection):
 		return exitUnknown, msg
+	case is(members.ErrDuplicateID):
+		return exitDuplicate, msg + "\n\tanother live process runs with this --id: stop it first, or wait for its lease to run out " +
+			"if it was killed (see 'sqlelect members')"
 	case is(election.ErrUnsafeServer):
 		return exitUnsafe, msg
 	case is(election.ErrUnsupportedTopology):
@@ -643,13 +649,15 @@ const exitCodesHelp = `Exit codes:
      or DSN, missing --dsn, an unsafe or unknown time_zone in the DSN, or --yes needed
   3  cannot connect to the server (or the database does not exist)
   4  access denied: a wrong user or password, or a missing privilege
-  5  the election table is missing or out of date: run 'sqlelect migrate up'
+  5  the election table (or its members table) is missing or out of date: run 'sqlelect migrate up'
      (migrate: a table that is not sqlelect's; the message says what to do)
   6  unknown election (status, watch, assume, reelect on an election with no row)
   7  the backend is not supported on this server (e.g. --backend lock on Galera)
   8  migrate: the database's schema is newer than this binary's migrations
   9  the server breaks a promise the backend relies on: doctor found the chosen backend
      unsafe (the report says why), or campaign/run's preflight found wrong affected rows
+  10  campaign, run: another live process runs with this --id (the message names its host
+      and start time; see 'sqlelect members')
   130  interrupted (SIGINT; 143 for SIGTERM) before anything was done
 `
 

@@ -31,12 +31,15 @@ and the holder last renewed (LAST-RENEWAL), in UTC; the lease left by the
 database clock (negative: expired that long ago); STATE live, expired or
 released; the VALUE the holder published; the BACKEND (table or lock); the
 holder's PRIORITY (its --priority; 0, no preference, in a row written with
-plain SQL until its holder renews it).
+plain SQL until its holder renews it). For one ELECTION, a last line counts
+its live members (members: 2 live; see 'sqlelect members'), or says why it
+cannot (members: unknown: no members table, before migration 9).
 
 --json prints an array of objects: election, id, term, since, last_renewal
 (RFC 3339), lease_ms and lease_left_ms (milliseconds), released, acquired
 (how the term began), value, backend, connection_id, transfer and
-transfer_to (a planned change pending), priority, live and state.
+transfer_to (a planned change pending), priority, live and state, and for
+one ELECTION members_live (left out when unknown).
 
 Exit code 6 when ELECTION has no row.`,
 	example: `sqlelect status
@@ -57,22 +60,25 @@ func state(r election.Record) string {
 }
 
 // jsonRecord is a Record as status --json prints it: the Record's own JSON
-// (durations in milliseconds, with the unit in the name) followed by live
-// and state.
-type jsonRecord struct{ rec election.Record }
+// (durations in milliseconds, with the unit in the name) followed by live,
+// state and, when known, members_live.
+type jsonRecord struct {
+	rec         election.Record
+	membersLive *int // the election's live members; nil: unknown
+}
 
-func newJSONRecord(r election.Record) jsonRecord { return jsonRecord{r} }
-
-// MarshalJSON appends "live" and "state" to the Record's JSON object.
+// MarshalJSON appends "live", "state" and "members_live" to the Record's
+// JSON object.
 func (j jsonRecord) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(j.rec)
 	if err != nil {
 		return nil, err
 	}
 	extra, err := json.Marshal(struct {
-		Live  bool   `json:"live"`
-		State string `json:"state"`
-	}{j.rec.Live(), state(j.rec)})
+		Live        bool   `json:"live"`
+		State       string `json:"state"`
+		MembersLive *int   `json:"members_live,omitempty"`
+	}{j.rec.Live(), state(j.rec), j.membersLive})
 	if err != nil {
 		return nil, err
 	}
@@ -163,34 +169,55 @@ func (c *cli) status(cmd *command, args []string) error {
 	defer db.Close()
 	recs := []election.Record{rec}
 	if name == "" {
-		op, err := operator.New(db, co.table)
-		if err != nil {
-			return err
-		}
-		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		recs, err = op.List(qctx)
-		cancel()
-		if err != nil {
+		if recs, err = listRecords(ctx, db, co.table); err != nil {
 			return err
 		}
 	}
-	// The operator often runs status with the candidates' credentials:
-	// say when those could never take over (Run refuses them at start).
-	pctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	if err := doctor.CheckPrivileges(pctx, db, co.table); errors.Is(err, election.ErrAccessDenied) {
-		fmt.Fprintf(c.stderr, "note: this user cannot campaign (run and campaign refuse it): %v\n", err)
+	c.noteCannotCampaign(ctx, db, co.table)
+	var live *int
+	var line string // status's members line
+	if name != "" {
+		live, line = liveMembers(ctx, db, co.table, name)
 	}
-	cancel()
 	if *asJSON {
+		if line != "" && live == nil {
+			fmt.Fprintf(c.stderr, "note: members %s\n", line)
+		}
 		out := make([]jsonRecord, len(recs))
 		for i, r := range recs {
-			out[i] = newJSONRecord(r)
+			out[i] = jsonRecord{rec: r, membersLive: live}
 		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	return c.printRecords(recs, co.table)
+	if err := c.printRecords(recs, co.table); err != nil || line == "" {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "members: %s\n", line)
+	return err
+}
+
+// listRecords reads the records of every election in table.
+func listRecords(ctx context.Context, db *sql.DB, table string) ([]election.Record, error) {
+	op, err := operator.New(db, table)
+	if err != nil {
+		return nil, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	return op.List(qctx)
+}
+
+// noteCannotCampaign warns when the user of db could never take over: the
+// operator often runs status with the candidates' credentials (Run refuses
+// them at start).
+func (c *cli) noteCannotCampaign(ctx context.Context, db *sql.DB, table string) {
+	pctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	if err := doctor.CheckPrivileges(pctx, db, table); errors.Is(err, election.ErrAccessDenied) {
+		fmt.Fprintf(c.stderr, "note: this user cannot campaign (run and campaign refuse it): %v\n", err)
+	}
 }
 
 // printRecords prints records as status's table.
