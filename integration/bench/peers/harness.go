@@ -59,7 +59,7 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		return nil
 	}
 	switch name {
-	case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "mysql-lock", "seed":
+	case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members", "mysql-lock", "seed":
 		if err := needMaria(); err != nil {
 			return nil, nil, err
 		}
@@ -75,11 +75,14 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		sp.server = serverLabel(h.maria.version)
 		sp.counts = h.maria.counts
 		switch name {
-		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay":
+		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members":
 			b := strings.TrimPrefix(name, "sqlelect-")
 			sp.label = "sqlelect (" + b + ")"
-			if b == "table-nolockdelay" {
+			switch b {
+			case "table-nolockdelay":
 				sp.label = "sqlelect (table, DisableLockDelay)"
+			case "members":
+				sp.label = "sqlelect (table, members.Run)"
 			}
 			sp.config = fmt.Sprintf("lease %v, renew deadline %v, renew/retry %v", L, (L * 2 / 3).Round(time.Millisecond), L/10)
 			sp.token = "term (Election.Fenced)"

@@ -88,7 +88,7 @@ type peer interface {
 
 func main() {
 	var o opts
-	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, sqlelect-table-nolockdelay, etcd, zookeeper, client-go, mysql-lock or seed")
+	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, sqlelect-table-nolockdelay, sqlelect-members, etcd, zookeeper, client-go, mysql-lock or seed")
 	flag.StringVar(&o.id, "id", "", "candidate id (required)")
 	flag.StringVar(&o.election, "election", "bench", "election name")
 	flag.StringVar(&o.dsn, "dsn", "", "MariaDB DSN (sqlelect, mysql-lock, seed)")
@@ -106,8 +106,11 @@ func main() {
 	var pr peer
 	var err error
 	switch *kind {
-	case "sqlelect-table", "sqlelect-lock":
+	case "sqlelect-table", "sqlelect-lock", "sqlelect-members":
 		pr, err = newSqlelect(o, *kind == "sqlelect-lock", false)
+		if *kind == "sqlelect-members" {
+			pr.(*sqlelectPeer).member = true
+		}
 	case "sqlelect-table-nolockdelay":
 		pr, err = newSqlelect(o, false, true)
 	case "etcd":

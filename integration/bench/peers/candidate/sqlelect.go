@@ -8,15 +8,19 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/members"
 )
 
-// sqlelectPeer is the library itself, table or lock backend, with the
+// sqlelectPeer is the library itself, table or lock backend (or the table
+// backend run through members.Run), with the
 // timings of integration/bench: renew deadline 2/3 of the lease, renew and
 // retry intervals 1/10, query timeout 1/5. Its signal is IsLeader.
 type sqlelectPeer struct {
-	e  election.Election
-	db *sql.DB
-	id string
+	e      *election.Candidate
+	db     *sql.DB
+	id     string
+	cfg    election.Config
+	member bool // run through members.Run (peer sqlelect-members)
 }
 
 // newSqlelect makes the table (or lock) backend's candidate; noDelay sets
@@ -30,7 +34,7 @@ func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 	cfg := election.Config{Name: o.election, ID: o.id, Value: o.id, LeaseDuration: L,
 		Tuning: election.TuningConfig{RenewDeadline: L * 2 / 3, RenewInterval: L / 10,
 			RetryInterval: L / 10, QueryTimeout: L / 5, DisableLockDelay: noDelay}}
-	p := &sqlelectPeer{db: db, id: o.id}
+	p := &sqlelectPeer{db: db, id: o.id, cfg: cfg}
 	if lock {
 		p.e, err = election.NewLock(db, cfg)
 	} else {
@@ -41,6 +45,9 @@ func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 
 func (p *sqlelectPeer) run(ctx context.Context) error {
 	defer p.db.Close()
+	if p.member {
+		return members.Run(ctx, p.db, p.e, p.cfg, members.Options{Version: "bench"})
+	}
 	return p.e.Run(ctx)
 }
 
