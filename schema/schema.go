@@ -143,13 +143,18 @@ func (s *session) check(action string) error {
 		return nil
 	}
 	// cv is the lowest schema version that has every column of the table
-	// and of its floor table: 4 with transfer_to, 5 with priority, 6 with
-	// the floor table as well, 7 with decision, 8 with the floor's
-	// marked_at, else 1 (versions 2 and 3 change no column's name; versions
-	// 6 and 8 none of the table's).
+	// and of its floor and members tables: 4 with transfer_to, 5 with
+	// priority, 6 with the floor table as well, 7 with decision, 8 with the
+	// floor's marked_at, 9 with the members table as well, else 1 (versions
+	// 2 and 3 change no column's name; versions 6, 8 and 9 none of the
+	// table's).
 	floor, err := adoption.Columns(s.ctx, s.conn, tableName+"_floor")
 	if err != nil {
 		return err // run prefixes it
+	}
+	members, err := adoption.Columns(s.ctx, s.conn, tableName+"_members")
+	if err != nil {
+		return err
 	}
 	added := map[string]int{"transfer_to": 4, "priority": 5, "decision": 7}
 	cv := 1
@@ -157,6 +162,9 @@ func (s *session) check(action string) error {
 		cv = max(cv, added[c.Name])
 	}
 	if cv == 5 && len(floor) > 0 || cv == 7 && slices.ContainsFunc(floor, func(c adoption.Column) bool { return c.Name == "marked_at" }) {
+		cv++
+	}
+	if cv == 8 && len(members) > 0 {
 		cv++
 	}
 	// golang-migrate records a version (dirty) before it runs that
