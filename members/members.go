@@ -83,6 +83,8 @@ type Candidate interface {
 	Name() string
 	ID() string
 	Progress() election.Progress
+	IsLeader() bool
+	Transfer(ctx context.Context, to string) error
 }
 
 // Options describe a member beyond its candidate's Config.
@@ -93,6 +95,15 @@ type Options struct {
 	Version string
 	// Host is where the member runs. Default: os.Hostname.
 	Host string
+	// Follow makes leadership follow the members' versions (FollowNewest
+	// or FollowOldest): the leader hands over, by a transfer, to a live,
+	// healthy member whose version should lead once that member has been
+	// so for HoldDown. Default FollowNone.
+	Follow Follow
+	// HoldDown is how long a member must have run before leadership
+	// follows its version, and how long a transfer to it that did not make
+	// it lead is not asked again. Default: the lease.
+	HoldDown time.Duration
 }
 
 // Table returns the members table of election table table (default
@@ -154,6 +165,8 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 		if err := m.refresh(ctx); errors.Is(err, ErrDuplicateID) {
 			lost = err
 			stop(err) // the candidate stands down; its Run returns
+		} else if m.o.Follow != FollowNone && c.IsLeader() {
+			m.follow(rctx)
 		}
 		// Another error (the database does not answer) is the campaign's
 		// to report: the next refresh tries again.
@@ -168,6 +181,10 @@ type member struct {
 	tbl string // the members table, quoted
 	o   Options
 	inc string // the incarnation
+	// asked is the incarnation the leader last transferred to by version
+	// (follow), not asked again before askedUntil.
+	asked      string
+	askedUntil time.Time
 }
 
 // live is true for a member row whose last refresh is within its lease by
@@ -180,7 +197,10 @@ const live = `last_seen + lease_ms * 1000 > ` + dbclock.TermNow
 func (m *member) registerUntil(ctx context.Context) error {
 	for failed := false; ; failed = true {
 		err := m.register(ctx)
-		if err == nil || errors.Is(err, ErrDuplicateID) || probe.Permanent(err) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil || errors.Is(err, ErrDuplicateID) || probe.Permanent(err) {
 			return err
 		}
 		if !failed {

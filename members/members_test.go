@@ -321,3 +321,138 @@ func TestRestartOnSameHost(t *testing.T) {
 		})
 	}
 }
+
+// TestLeadershipFollowsVersion: with Options.Follow, the leader hands over
+// by a transfer to the member whose version should lead once it has run
+// for the hold-down: the newest (an upgraded replica takes over), or the
+// oldest (leadership pinned to the old version). One change of leader,
+// on both backends.
+func TestLeadershipFollowsVersion(t *testing.T) {
+	for _, b := range backends {
+		for _, tc := range []struct {
+			follow         members.Follow
+			first, joining string
+		}{
+			{members.FollowNewest, "1.4.2", "1.5.0"},
+			{members.FollowOldest, "2.0.0", "1.9.9"},
+		} {
+			t.Run(b.name+"/"+tc.joining, func(t *testing.T) {
+				t.Parallel()
+				ctx, db := setup(t)
+				name := randName(t)
+				elected := make(chan string, 10)
+				run := func(id, version string) {
+					cfg := config(name, id)
+					cfg.Callbacks.OnElected = func(context.Context, election.Leadership) { elected <- id }
+					start(t, ctx, db, b.new, cfg, members.Options{Version: version, Follow: tc.follow, HoldDown: 200 * time.Millisecond})
+				}
+				wait := func(want string) {
+					t.Helper()
+					select {
+					case got := <-elected:
+						if got != want {
+							t.Fatalf("%s elected, want %s", got, want)
+						}
+					case <-ctx.Done():
+						t.Fatalf("%s never elected", want)
+					}
+				}
+				run("old-1", tc.first)
+				wait("old-1")
+				run("old-2", tc.first)
+				run("new", tc.joining)
+				wait("new")
+			})
+		}
+	}
+}
+
+// TestRollingUpgrade (issue 35, item 4): three replicas of version 1.0.0
+// with FollowNewest are restarted one at a time as 2.0.0, each after the
+// one before is live and healthy again. The leader changes at most twice
+// (a leader restarted hands over to an old member, which hands over to the
+// first new one; restarts of followers move nothing), and it ends on a new
+// member. It logs the longest time without a leader, between one's
+// OnDemoted and the next one's OnElected (BENCHMARKS.md, "Members: a
+// rolling upgrade": go test -run TestRollingUpgrade -v ./members/). On
+// both backends.
+func TestRollingUpgrade(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, db := setup(t)
+			name := randName(t)
+			type event struct {
+				id      string
+				elected bool
+				at      time.Time
+			}
+			events := make(chan event, 100)
+			stops := map[string]func() error{}
+			run := func(id, version string) {
+				cfg := config(name, id)
+				cfg.Callbacks.OnElected = func(context.Context, election.Leadership) { events <- event{id, true, time.Now()} }
+				cfg.Callbacks.OnDemoted = func(d election.Demotion) { events <- event{id, false, d.Until} }
+				_, stops[id] = start(t, ctx, db, b.new, cfg, members.Options{Version: version, Follow: members.FollowNewest, HoldDown: 200 * time.Millisecond})
+			}
+			ids := []string{"r1", "r2", "r3"}
+			for _, id := range ids {
+				run(id, "1.0.0")
+			}
+			waitMembers(t, ctx, db, name, "three live members", func(ms []members.Member) bool {
+				return len(ms) == 3 && ms[0].Live && ms[1].Live && ms[2].Live
+			})
+			settled := func(id string) func([]members.Member) bool {
+				return func(ms []members.Member) bool {
+					for _, m := range ms {
+						if m.ID == id && m.Version == "2.0.0" && m.Live && m.Healthy && m.LastSeen.Sub(m.Started) >= 200*time.Millisecond {
+							return true
+						}
+					}
+					return false
+				}
+			}
+			for _, id := range ids {
+				if err := stops[id](); err != nil {
+					t.Fatalf("%s: %v", id, err)
+				}
+				run(id, "2.0.0")
+				waitMembers(t, ctx, db, name, id+" live as 2.0.0", settled(id))
+			}
+			// Every replica runs 2.0.0: read the events so far, and wait
+			// for a leader if there is none at the moment.
+			var leader string
+			var elected []event
+			var gap time.Duration
+			var demoted time.Time
+			for pending := true; pending || leader == ""; {
+				select {
+				case e := <-events:
+					if !e.elected {
+						demoted, leader = e.at, ""
+						continue
+					}
+					if !demoted.IsZero() {
+						gap = max(gap, e.at.Sub(demoted))
+					}
+					leader, demoted = e.id, time.Time{}
+					elected = append(elected, e)
+				case <-ctx.Done():
+					t.Fatalf("no leader after the upgrade (elected %v)", elected)
+				default:
+					if pending = false; leader == "" {
+						select { // block for the next event
+						case e := <-events:
+							events <- e
+						case <-ctx.Done():
+						}
+					}
+				}
+			}
+			if len(elected) > 3 {
+				t.Errorf("leadership changed %d times over the upgrade (%v); want at most 2", len(elected)-1, elected)
+			}
+			t.Logf("%s: %d changes of leader, longest without a leader %v", b.name, len(elected)-1, gap)
+		})
+	}
+}
