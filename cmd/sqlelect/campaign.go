@@ -78,7 +78,9 @@ flight get up to 2s) when the command exits.
 Before it campaigns, it registers as a member of the election (see
 'sqlelect members'), with --app-version, and removes itself when it exits.
 When another live process runs with its --id, it exits 10 without
-campaigning.
+campaigning. With --follow-version newest (or oldest), the leader hands
+over to a live, healthy member of a newer (older) --app-version once that
+one has run for a lease.
 
 On SIGTERM or SIGINT it resigns (the row is marked released, so another
 candidate takes over at once), prints its demoted line if it led, and exits 0
@@ -124,7 +126,7 @@ sqlelect campaign web-primary --id web-2 --priority 5`,
 type campaignFlags struct {
 	common
 	id, backend, value, metricsAddr, logLevel     string
-	logFormat, appVersion                         string
+	logFormat, appVersion, followVersion          string
 	httpAddr, healthCmd                           string
 	lease, renewDeadline, renew, retry, lockDelay time.Duration
 	priority                                      int
@@ -165,6 +167,8 @@ func (f *campaignFlags) register(fs *pflag.FlagSet) {
 		"(default the longer of --preference-tenure and 3 --health-interval)")
 	fs.StringVar(&f.appVersion, "app-version", "", "`version` this candidate registers as a member (see 'sqlelect members'), "+
 		"e.g. 1.4.2 (default this binary's, as 'sqlelect version' prints it)")
+	fs.StringVar(&f.followVersion, "follow-version", "none", "leadership follows the members' --app-version: `none`, newest (an upgraded "+
+		"member takes over once it has run a lease) or oldest (pinned to the old version until it is gone)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log line `format`: text (key=value) or json (one object a line); durations as strings such as 1.5s")
 	f.set = func(name string) bool { return fs.Changed(name) }
@@ -195,6 +199,9 @@ func (f *campaignFlags) checkGiven() error {
 	return nil
 }
 
+// followVersions are --follow-version's values.
+var followVersions = map[string]members.Follow{"none": members.FollowNone, "newest": members.FollowNewest, "oldest": members.FollowOldest}
+
 // config checks the flags and builds the election config (without
 // callbacks), with the library's defaults applied: the durations are passed
 // as given, zero meaning the default.
@@ -208,6 +215,9 @@ func (f *campaignFlags) config(name string, logTo io.Writer) (election.Config, *
 	}
 	if f.backend != "table" && f.backend != "lock" {
 		return election.Config{}, nil, failf(exitUsage, "--backend %q: want table or lock", f.backend)
+	}
+	if _, ok := followVersions[f.followVersion]; !ok {
+		return election.Config{}, nil, failf(exitUsage, "--follow-version %q: want none, newest or oldest", f.followVersion)
 	}
 	if err := checkAddr("--metrics-addr", f.metricsAddr); err != nil {
 		return election.Config{}, nil, err
@@ -471,7 +481,7 @@ func (c *cli) join(f *campaignFlags, cfg election.Config, log *slog.Logger, ev *
 	if health != nil {
 		health.e = e
 	}
-	return &joined{ctx: ctx, e: e, db: db, cfg: cfg, member: members.Options{Version: cmp.Or(f.appVersion, buildVersion())},
+	return &joined{ctx: ctx, e: e, db: db, cfg: cfg, member: members.Options{Version: cmp.Or(f.appVersion, buildVersion()), Follow: followVersions[f.followVersion]},
 		ev: ev, health: health, stop: func() { stopElection(); stopSignals() }}, nil
 }
 

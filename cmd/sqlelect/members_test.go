@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,4 +172,23 @@ func TestMembersNoneAndOlderSchema(t *testing.T) {
 	if r := mustRun(t, ctx, dsn, 0, "status", name, "--json"); strings.Contains(r.stdout, "members_live") {
 		t.Errorf("status --json without the members table: want no members_live: %s", r)
 	}
+}
+
+// TestFollowVersion: with --follow-version newest, a member of a newer
+// --app-version takes the leadership over once it has run for a lease; an
+// unknown value is a usage error.
+func TestFollowVersion(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	dsn := migrated(t, ctx)
+	name := randomName("follow")
+	flags := append([]string{"--follow-version", "newest"}, fastFlags...)
+	old := start(t, "old", dsn, append([]string{"campaign", name, "--id", "old", "--app-version", "1.0.0"}, flags...)...)
+	waitFor(t, ctx, "old elected", func() bool { return hasEvent(old.events(false), "elected", "") })
+	upgraded := start(t, "new", dsn, append([]string{"campaign", name, "--id", "new", "--app-version", "1.1.0"}, flags...)...)
+	waitFor(t, ctx, "the newer version elected", func() bool { return hasEvent(upgraded.events(false), "elected", "") })
+	if !slices.ContainsFunc(old.events(false), func(e jsonEvent) bool { return e.Event == "demoted" && e.Reason == "transferred" }) {
+		t.Errorf("old's events %v: want a demotion by transfer", old.events(false))
+	}
+	mustRun(t, ctx, dsn, exitUsage, "campaign", name, "--id", "x", "--follow-version", "latest")
 }
