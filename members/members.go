@@ -114,7 +114,9 @@ func Table(table string) string { return cmp.Or(table, election.DefaultTable) + 
 // Run registers c, a candidate built with cfg on db, as a member of its
 // election, then runs c.Run(ctx) and returns its result once the member's
 // row is deleted again. While Run runs, the row is refreshed every half
-// lease (cfg.LeaseDuration) with the candidate's priority and health.
+// lease (cfg.LeaseDuration) with the candidate's priority and health, and
+// with o.Follow the leader then hands leadership over to the member whose
+// version should lead (see Follow).
 //
 // When a live member has c's ID with another incarnation, Run returns a
 // *DuplicateError (ErrDuplicateID) before campaigning. If that happens
