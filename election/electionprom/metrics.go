@@ -40,6 +40,8 @@ import (
 //	sqlelect_health_check_failures_total     with Config.Health.Check: failed or timed-out checks
 //	sqlelect_health_check_timeouts_total     with Config.Health.Check: checks that did not answer within Health.Timeout
 //	sqlelect_preference_requests_total       with Config.Preference.Priority: requests this follower wrote for a lower-priority leader to hand over to it
+//	sqlelect_members_live                    not from Metrics but from the collector NewMembers returns (the CLI registers it with
+//	                                         --metrics-addr): the live members of an election (package members), read at each scrape
 type Metrics struct {
 	counters [numCounters]*prometheus.CounterVec
 	duration *prometheus.HistogramVec

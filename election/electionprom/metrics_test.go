@@ -319,3 +319,39 @@ func TestMetricsOnServer(t *testing.T) {
 	}
 	lintMetrics(t, m)
 }
+
+// TestMembersOnServer: sqlelect_members_live counts an election's live
+// members at each scrape; a gone member is not counted, and a database
+// without the members table fails the scrape, naming the table.
+func TestMembersOnServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	_, err := db.ExecContext(ctx, `INSERT INTO service_election_members (anchor, member_id, incarnation, started_at, last_seen, lease_ms) VALUES
+  ('e', 'live', '0000000000000001', 1, FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000), 60000),
+  ('e', 'gone', '0000000000000002', 1, 1000, 1000)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewMembers(db, "", time.Second, "e", "none"))
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 {
+		t.Fatalf("scrape: %v, %v", mfs, err)
+	}
+	got := map[string]float64{}
+	for _, m := range mfs[0].GetMetric() {
+		got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+	}
+	if mfs[0].GetName() != "sqlelect_members_live" || len(got) != 2 || got["e"] != 1 || got["none"] != 0 {
+		t.Fatalf("%s: %v; want e 1, none 0", mfs[0].GetName(), got)
+	}
+	if _, err := db.ExecContext(ctx, "DROP TABLE service_election_members"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "service_election_members") {
+		t.Fatalf("scrape without the members table: %v; want an error naming it", err)
+	}
+}
