@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/members"
@@ -376,6 +377,9 @@ func (c *cli) newElection(ctx context.Context, f *campaignFlags, cfg election.Co
 	}
 	cleanups = append(cleanups, srv.close)
 	cfg.Metrics = srv.metricsFor()
+	if srv.reg != nil { // sqlelect_members_live, read at each scrape
+		srv.reg.MustRegister(electionprom.NewMembers(db, cfg.Table, cfg.Tuning.QueryTimeout, cfg.Name))
+	}
 
 	switch f.backend {
 	case "lock":

@@ -318,8 +318,9 @@ func TestStatusWatch(t *testing.T) {
 	if all := statusJSON(t, ctx, dsn); len(all) != 1 || all[0].Election != name {
 		t.Errorf("status --json of all: %+v", all)
 	}
-	if got := scrape(t, ctx, metrics); !strings.Contains(got, `sqlelect_leader{election="`+name+`"} 1`) {
-		t.Errorf("metrics: no sqlelect_leader 1 in\n%s", got)
+	if got := scrape(t, ctx, metrics); !strings.Contains(got, `sqlelect_leader{election="`+name+`"} 1`) ||
+		!strings.Contains(got, `sqlelect_members_live{election="`+name+`"} 1`) {
+		t.Errorf("metrics: no sqlelect_leader 1 or sqlelect_members_live 1 in\n%s", got)
 	}
 
 	w := start(t, "watch", dsn, "watch", name, "--interval", "50ms")
