@@ -22,6 +22,7 @@ for i in 2 3; do sqlelect campaign web --id web-$i --value 10.0.0.$i:8080 --leas
 sleep 1
 sqlelect status
 sqlelect status web --json
+sqlelect members web
 cat web-1.jsonl web-2.jsonl web-3.jsonl
 sqlelect watch web --interval 200ms > watch.log & watch=$!
 sqlelect assume web web-2; echo "exit $?"
