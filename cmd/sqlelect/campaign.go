@@ -200,8 +200,8 @@ func (f *campaignFlags) checkGiven() error {
 	return nil
 }
 
-// followVersions are --follow-version's values.
-var followVersions = map[string]members.Follow{"none": members.FollowNone, "newest": members.FollowNewest, "oldest": members.FollowOldest}
+// followVersions are --follow-version's values ("" is the default, none).
+var followVersions = map[string]members.Follow{"": members.FollowNone, "none": members.FollowNone, "newest": members.FollowNewest, "oldest": members.FollowOldest}
 
 // config checks the flags and builds the election config (without
 // callbacks), with the library's defaults applied: the durations are passed
