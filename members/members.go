@@ -235,7 +235,7 @@ VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, ?, ?, ?, ?, ?, ?, ` + dbclock.T
 	args := []any{name, id, m.inc, m.o.Version, m.o.Host, os.Getpid(), m.cfg.Preference.Priority, m.c.Progress().Healthy, m.cfg.LeaseDuration.Milliseconds()}
 	gone := "" // the incarnation of a gone process of this host
 	for try := 1; ; try++ {
-		if _, err := m.db.ExecContext(qctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND (NOT (`+live+`) OR incarnation = ?)`,
+		if _, err := m.db.ExecContext(qctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND (NOT (`+live+`) OR incarnation = ?) AND `+dbclock.Trusted,
 			name, id, gone); err != nil {
 			return classify(err, Table(m.cfg.Table))
 		}
