@@ -279,11 +279,15 @@ WHERE anchor = ? AND member_id = ? AND incarnation = ? AND `+dbclock.Trusted,
 }
 
 // remove deletes the member's row, on a context of its own: Run's may have
-// ended.
+// ended. A failure is logged: Run returns the candidate's result, and the
+// row is gone from the live members once its lease runs out.
 func (m *member) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Tuning.QueryTimeout)
 	defer cancel()
-	_, _ = m.db.ExecContext(ctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND incarnation = ?`, m.c.Name(), m.c.ID(), m.inc)
+	_, err := m.db.ExecContext(ctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND incarnation = ?`, m.c.Name(), m.c.ID(), m.inc)
+	if err != nil { // the row then stays until its lease runs out
+		m.cfg.Tuning.Logger.Warn("members: removing the member's row failed", "election", m.c.Name(), "id", m.c.ID(), "err", classify(err, Table(m.cfg.Table)))
+	}
 }
 
 // classify names the members table tbl in err, with the sentinel of
