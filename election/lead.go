@@ -221,7 +221,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	g.unserved = max(c.st.leadAt.Sub(now), 0) // none for a hand-over, which leads first
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	err := giveUp(rctx, c.b, term, g)
+	released, err := giveUp(rctx, c.b, term, g)
 	if err != nil {
 		if g.over {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
@@ -229,20 +229,34 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 			c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		}
 		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
+		return err
 	}
-	return err
+	if released {
+		// The term's end in the history, after the followers were woken:
+		// no part of a handover's time. Should it fail, the next holder
+		// ends the term as it finds the row (floor.Stmts.Close).
+		p := c.b.base().params(term)
+		if g.over {
+			p.To = g.to
+		}
+		if _, herr := c.b.writeRow(rctx, writeEnd, p); herr != nil {
+			c.log.Warn("recording the term's end in the history failed; the next holder records it", "term", term, "err", herr)
+		}
+	}
+	return nil
 }
 
 // giveUp gives term hold of b up as g says, and then lets go of what b
 // keeps while holding (model: giveUp): after the row says released, so
-// that woken followers find it so.
-func giveUp(ctx context.Context, b backend, hold uint64, g surrender) error {
+// that woken followers find it so. released reports that the row was
+// given up (it still held term hold).
+func giveUp(ctx context.Context, b backend, hold uint64, g surrender) (released bool, err error) {
 	w, p := g.stmt(b.base().params(hold), b.base().adopt)
-	_, err := b.writeRow(ctx, w, p)
+	released, err = b.writeRow(ctx, w, p)
 	if lerr := b.lost(ctx, true); err == nil {
 		err = lerr
 	}
-	return err
+	return released, err
 }
 
 // lose tells the backend, on a context that survives the caller's

@@ -179,7 +179,7 @@ func (b *lockBackend) prepare(lock getlock.Lock, bound stmt.Bound) {
 	// Without the lock connection, a statement runs on a pooled one (see
 	// writeRow), on a session whose time zone has no daylight saving time
 	// only (heldCond).
-	b.held = heldStatements(quoteTable(cfg.Table), stmt.Bound{}, bound)
+	b.held = heldStatements(cfg.Table, stmt.Bound{}, bound)
 	b.sql.session = lockSessionSQL(secs, stmt.WaitSecs(cfg.QueryTimeout))
 }
 

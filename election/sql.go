@@ -136,22 +136,29 @@ const (
 	writeHandOver                 // marks it released and reserved for :to for :lease
 	writeProclaim                 // writes :value into it
 	writePrefer                   // asks the leader of term :term to hand over (see preferSQL)
+	writeEnd                      // ends term :hold in the history: transferred to :to, or resigned (see giveUp)
 )
 
 // heldStmts are the statements a holder of either backend runs on its
 // election's row of table tbl (quoted), while the row names its term :hold,
-// on a session whose clock is trusted (heldCond), indexed by rowWrite.
-type heldStmts [writePrefer + 1]rowStmt
+// on a session whose clock is trusted (heldCond), and on the election's
+// history (writeEnd), indexed by rowWrite.
+type heldStmts [writeEnd + 1]rowStmt
 
-// heldStatements returns the heldStmts of table tbl (quoted), bounded by
+// heldStatements returns the heldStmts of election table table, bounded by
 // conn and pool as rowStmt says.
-func heldStatements(tbl string, conn, pool stmt.Bound) heldStmts {
+func heldStatements(table string, conn, pool stmt.Bound) heldStmts {
+	tbl := quoteTable(table)
 	return heldStmts{
 		writeRelease:  newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, conn, pool),
 		writeHandOff:  newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, conn, pool),
 		writeHandOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
 		writeProclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
 		writePrefer:   newRowStmt(preferSQL(tbl), conn, pool),
+		// Only while the history leaves the term open: the next holder
+		// may have ended it already, as it saw the row.
+		writeEnd: newRowStmt(`UPDATE `+quoteTable(floor.History(table))+` SET ended_at = `+dbclock.TermNow+`,
+  ended = IF(:to = '', 'resigned', 'transferred') WHERE anchor = :name AND term = :hold AND ended_at IS NULL AND `+dbclock.Trusted, conn, pool),
 	}
 }
 
@@ -239,7 +246,7 @@ func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) ta
 		// No row, but fails unless the table has the columns (decision:
 		// schema version 7).
 		peek:  `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,
-		floor: floor.NewStmts(tbl, quoteTable(floor.Table(table)), bound, lockDelay, dbclock.TermNow),
+		floor: floor.NewStmts(table, bound, lockDelay),
 	}
 	// A holder's renewal: the heartbeat's R branch alone, as an UPDATE
 	// that assigns no term, so that it runs outside the term floor's
@@ -344,7 +351,7 @@ VALUES (:name, :me, LAST_INSERT_ID(` + dbclock.TermNew + `), ` + dbclock.Now + `
 	s.placeholder = stmt.Must(`INSERT INTO ` + tbl + ` (anchor, service_id, last_seen_active, term, term_started_at,
   lease_ms, released, acquired, value, backend, connection_id, priority)
 VALUES (:name, :me, NOW(6), LAST_INSERT_ID(` + dbclock.TermNew + `), NOW(6), :lease, 0, :insert, '', 'lock', NULL, :priority)`)
-	s.floor = floor.NewStmts(tbl, quoteTable(floor.Table(table)), stmt.Bound{}, lockDelay, dbclock.TermNow)
+	s.floor = floor.NewStmts(table, stmt.Bound{}, lockDelay)
 
 	// The renewal does not test IS_USED_LOCK itself: that function is
 	// unsafe for statement-based replication (a replica would evaluate it

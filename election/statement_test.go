@@ -50,7 +50,7 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	t.Helper()
 	tb := &tableBackend{backendBase: backendBase{cfg: settings{Config: Config{Table: table, Name: p.Name, ID: p.Me, LeaseDuration: time.Duration(p.Lease) * time.Millisecond, Value: p.Value}}, value: p.Value}}
 	tb.stmts = tableStatements(tb.cfg.Table, bound, tb.cfg.LockDelay)
-	tb.held = heldStatements(quoteTable(tb.cfg.Table), bound, bound)
+	tb.held = heldStatements(tb.cfg.Table, bound, bound)
 	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("peek", stmt.Must(tb.stmts.peek), p)
 	add("floor read", tb.stmts.floor.Read, p)
 	add("floor raise", tb.stmts.floor.Raise, p)
-	add("floor peek", stmt.Must(tb.stmts.floor.Peek), p)
+	add("floor peek", stmt.Must(tb.stmts.floor.Peek[0]), p)
 	add("batch bound", stmt.Must(b.sql.bound), p)
 	add("batch restore", stmt.Must(b.sql.restore), p)
 	addIn := func(what, query string) {
@@ -166,7 +166,7 @@ func TestStatementsAsHandAssembled(t *testing.T) {
 // guaranteed"). Every time they write or judge is dbclock.Now.
 func TestStatementsReadNoSessionClock(t *testing.T) {
 	tbl := quoteTable(DefaultTable)
-	h := heldStatements(tbl, stmt.Bound{}, stmt.Bound{})
+	h := heldStatements(DefaultTable, stmt.Bound{}, stmt.Bound{})
 	text := func(s rowStmt) string { q, _ := s.conn.Bind(stmt.Params{}); return q }
 	all := []builtStatement{{what: "handOver", sql: text(h[writeHandOver])}, {what: "proclaim", sql: text(h[writeProclaim])},
 		{what: "prefer", sql: text(h[writePrefer])}, {what: "fenced check", sql: fencedCheckSQL(tbl)},
@@ -266,7 +266,7 @@ WHERE anchor = ? AND ` + r + ` AND ` + dbclock.Trusted + ` AND ` + commitsSQL), 
 		{"peek", peekSQL, []any{}},
 		{"floor read", bound.Wrap(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = ? FOR UPDATE`), []any{p.Name}},
 		{"floor raise", bound.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (?, ?)
-ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?)`), []any{p.Name, p.Term, p.Term}},
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ?), terms = terms + 1`), []any{p.Name, p.Term, p.Term}}, // terms: schema version 10
 		{"floor peek", `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, []any{}}, // marked_at: schema version 8
 		{"batch bound", `SET @sqlelect_wait_timeout = @@session.wait_timeout,
   @sqlelect_innodb_lock_wait_timeout = @@session.innodb_lock_wait_timeout,

@@ -64,7 +64,7 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
 	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
-	t.held = heldStatements(quoteTable(t.cfg.Table), bound, bound)
+	t.held = heldStatements(t.cfg.Table, bound, bound)
 	if t.wake != nil {
 		t.wake.preflight(v.site)
 	}

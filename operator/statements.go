@@ -69,7 +69,7 @@ func (o *Operator) Assume(ctx context.Context, name, id string) (election.Record
 	err := o.retry(ctx, func(bound stmt.Bound) error {
 		assume, read := bound.Stmt(assumeSQL(tbl)), bound.Stmt(`SELECT term FROM `+tbl+` WHERE anchor = :name`)
 		// Assume inserts no row: no lock delay to judge a first election by.
-		f := floor.NewStmts(tbl, ident.Quote(floor.Table(o.table)), bound, 0, dbclock.TermNow)
+		f := floor.NewStmts(o.table, bound, 0)
 		// The term is above the election's term floor, which is raised to
 		// it in the same transaction (see floor.InTx).
 		return floor.InTxOnce(ctx, o.db, f, name, func(tx floor.Tx, floor uint64, _ bool) (uint64, error) {

@@ -143,16 +143,20 @@ func (s *session) check(action string) error {
 		return nil
 	}
 	// cv is the lowest schema version that has every column of the table
-	// and of its floor and members tables: 4 with transfer_to, 5 with
-	// priority, 6 with the floor table as well, 7 with decision, 8 with the
-	// floor's marked_at, 9 with the members table as well, else 1 (versions
-	// 2 and 3 change no column's name; versions 6, 8 and 9 none of the
-	// table's).
+	// and of its floor, members and history tables: 4 with transfer_to, 5
+	// with priority, 6 with the floor table as well, 7 with decision, 8
+	// with the floor's marked_at, 9 with the members table as well, 10
+	// with the history table, else 1 (versions 2 and 3 change no column's
+	// name; versions 6, 8, 9 and 10 none of the table's).
 	floor, err := adoption.Columns(s.ctx, s.conn, tableName+"_floor")
 	if err != nil {
 		return err // run prefixes it
 	}
 	members, err := adoption.Columns(s.ctx, s.conn, tableName+"_members")
+	if err != nil {
+		return err
+	}
+	history, err := adoption.Columns(s.ctx, s.conn, tableName+"_history")
 	if err != nil {
 		return err
 	}
@@ -165,6 +169,9 @@ func (s *session) check(action string) error {
 		cv++
 	}
 	if cv == 8 && len(members) > 0 {
+		cv++
+	}
+	if cv == 9 && len(history) > 0 {
 		cv++
 	}
 	// golang-migrate records a version (dirty) before it runs that

@@ -98,11 +98,11 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election' AND COLUMN_N
 // library's, 4 adds transfer_to with service_id's collation, 5 adds
 // priority (default 0), 6 the term floor table, 7 the decision column, 8
 // the floor's marker (its column marked_at, and its row), 9 the members
-// table (package members).
+// table (package members), 10 the history table (package history).
 func TestMigrationsUpAndDown(t *testing.T) {
 	ctx, _, db, m := setup(t)
-	if schema.Latest() != 9 {
-		t.Fatalf("Latest() = %d: this test knows migrations 1 to 9", schema.Latest())
+	if schema.Latest() != 10 {
+		t.Fatalf("Latest() = %d: this test knows migrations 1 to 10", schema.Latest())
 	}
 	wantLease := fmt.Sprint(election.DefaultLeaseDuration.Milliseconds())
 	check := func(v uint) {
@@ -178,11 +178,16 @@ FROM service_election_floor m WHERE m.anchor = ''`).Scan(&ok)
 				t.Errorf("version %d: the floor's marker: %v, %v; want the sum of the floor rows", v, ok, err)
 			}
 		}
-		var members int
-		err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'service_election_members'`).Scan(&members)
-		if err != nil || members != map[bool]int{true: 1, false: 0}[v >= 9] {
-			t.Errorf("version %d: %d tables service_election_members (%v), want one from version 9 on", v, members, err)
+		for _, tc := range []struct {
+			table string
+			from  uint
+		}{{"service_election_members", 9}, {"service_election_history", 10}} {
+			var n int
+			err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, tc.table).Scan(&n)
+			if err != nil || n != map[bool]int{true: 1, false: 0}[v >= tc.from] {
+				t.Errorf("version %d: %d tables %s (%v), want one from version %d on", v, n, tc.table, err, tc.from)
+			}
 		}
 	}
 	check(0)

@@ -54,7 +54,7 @@ func TestMigrateAdoptCLI(t *testing.T) {
 		t.Errorf("migrate version after adopt-end still reports an adoption period:\n%s", r)
 	}
 	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt-end"), "no change", "no adoption period")
-	has(mustRun(t, ctx, dsn, 0, "migrate", "unadopt", "--yes"), "schema version 9 -> none", "recipe's table again")
+	has(mustRun(t, ctx, dsn, 0, "migrate", "unadopt", "--yes"), "schema version 10 -> none", "recipe's table again")
 	has(mustRun(t, ctx, dsn, exitTable, "migrate", "up"), "sqlelect migrate adopt")
 
 	// Neither sqlelect's nor the recipe's.

@@ -224,14 +224,14 @@ func TestMigrate(t *testing.T) {
 	}
 	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 9 (latest 9): applied")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "no change")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 9 (latest 9)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 10 (latest 10)")
 	mustRun(t, ctx, dsn, 0, "status")
 
 	r = mustRun(t, ctx, dsn, exitUsage, "migrate", "down")
 	if !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("migrate down without a terminal does not ask for --yes:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 9 -> 0")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "down", "--yes"), "schema version 10 -> 0")
 	mustRun(t, ctx, dsn, exitTable, "status", "anything")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "force", "1"), "forced from 0 to 1")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1")

@@ -22,6 +22,17 @@
 // LockDelay ago. A transaction that finds it missing or wrong writes it
 // again, after a floor row for every election row (model/README.md, "Issue
 // 31 item 1").
+//
+// The same transaction writes the term into the election's history
+// (migration 10: History(table); package history reads it): the term, its
+// holder, how it began (the row's acquired) and when, and the end of the
+// terms before it as the new holder saw the row (a resigning holder writes
+// its own end first: election's Candidate.releaseHold). So a term is in the
+// history exactly when it was issued. The floor row counts the terms it was
+// raised to, and a term goes into slot count mod HistoryKeep, over the
+// oldest: no statement more, and no read after the term's write, which a
+// Galera node's applier aborts the transaction for under load. No
+// statement of the election reads the history.
 package floor
 
 import (
@@ -32,6 +43,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -41,6 +54,15 @@ import (
 // (service_election_floor for the default). Migration 6 creates it for the
 // default table; schema.DDL(table) renames both.
 func Table(table string) string { return table + "_floor" }
+
+// History returns the name of the history table of election table table
+// (migration 10): table with "_history" appended (service_election_history
+// for the default).
+func History(table string) string { return table + "_history" }
+
+// HistoryKeep is how many terms of each election the history keeps: the
+// slots of its ring (migration 10).
+const HistoryKeep = 1000
 
 // Stmts are the statements on an election's floor row.
 type Stmts struct {
@@ -59,20 +81,28 @@ type Stmts struct {
 	Seed stmt.Stmt
 	// Mark writes the marker: sum :term, written now.
 	Mark stmt.Stmt
+	// Append writes term :term, as the election's row now says, into
+	// the history, in the floor's next slot; Close ends the history's
+	// open terms before it, as the row says the term began.
+	Append, Close stmt.Stmt
 	// Peek reads nothing: preflight's check that the table exists, with
-	// the marker's column.
-	Peek string
+	// the marker's column, and that the history table does.
+	Peek [2]string
 }
 
-// NewStmts returns the floor statements of election table tbl and floor
-// table ftbl (both quoted), bounded by b, for a candidate whose lock delay is
-// lockDelay; termNow is the SQL of a new term from the database clock.
-func NewStmts(tbl, ftbl string, b stmt.Bound, lockDelay time.Duration, termNow string) Stmts {
+// NewStmts returns the floor statements of election table table, its floor
+// table and its history table, bounded by b, for a candidate whose lock
+// delay is lockDelay.
+func NewStmts(table string, b stmt.Bound, lockDelay time.Duration) Stmts {
+	tbl, ftbl, htbl, termNow := ident.Quote(table), ident.Quote(Table(table)), ident.Quote(History(table)), dbclock.TermNow
+	// A term's start, from the row (a TIMESTAMP: UNIX_TIMESTAMP needs no
+	// time zone), in microseconds as terms are.
+	const started = `FLOOR(UNIX_TIMESTAMP(e.term_started_at)*1000000)`
 	return Stmts{
 		Read: b.Stmt(`SELECT term_floor FROM ` + ftbl + ` WHERE anchor = :name FOR UPDATE`),
 		// No VALUES() (deprecated on MySQL): :term again.
 		Raise: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) VALUES (:name, :term)
-ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term)`),
+ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term), terms = terms + 1`),
 		Marker: b.Stmt(`SELECT term_floor, IFNULL(marked_at + ` + strconv.FormatInt(lockDelay.Microseconds(), 10) + ` <= ` + termNow + `, 0)
 FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 		Sum:   b.Stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
@@ -81,7 +111,23 @@ FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
-		Peek: `SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`,
+		Append: b.Stmt(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
+SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
+FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor = :name AND e.term = :term
+ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
+		// How the row says term :term began tells how the term before it
+		// ended: its lease ran out (expired; lost: the lock backend's
+		// holder lost its lock), its holder let it go (resigned,
+		// transferred), the row was deleted (an insert), or written by an
+		// operator (replaced; claimed: its own holder's ID claimed it anew,
+		// after an operator named it or a restart). service_id's collation
+		// is NO PAD from migration 2 on; no ID ends with a space.
+		Close: b.Stmt(`UPDATE ` + htbl + ` h JOIN ` + tbl + ` e ON e.anchor = :name AND e.term = :term
+SET h.ended_at = ` + started + `, h.ended = CASE e.acquired
+  WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
+  WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END
+WHERE h.anchor = :name AND h.term < :term AND h.ended_at IS NULL`),
+		Peek: [2]string{`SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, `SELECT h.slot, h.ended, f.terms FROM ` + htbl + ` h, ` + ftbl + ` f WHERE 1 = 0`},
 	}
 }
 
@@ -200,12 +246,21 @@ func InTxOnce(ctx context.Context, db stmt.Execer, f Stmts, name string, write W
 		if err != nil || term <= floor {
 			return err
 		}
-		if _, err := f.Raise.Exec(ctx, c, stmt.Params{Name: name, Term: term}); err != nil || !missing {
+		p := stmt.Params{Name: name, Term: term}
+		if _, err := f.Raise.Exec(ctx, c, p); err != nil {
 			return err
 		}
-		// A new floor row (the read's lock kept others from creating it).
-		_, err = f.Count.Exec(ctx, c, stmt.Params{Name: name})
-		return err
+		if missing { // a new floor row (the read's lock kept others from creating it)
+			if _, err := f.Count.Exec(ctx, c, p); err != nil {
+				return err
+			}
+		}
+		for _, s := range []stmt.Stmt{f.Close, f.Append} {
+			if _, err := s.Exec(ctx, c, p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 // ErrInvalid wraps every validation failure; election.ErrInvalidConfig is
@@ -79,7 +77,7 @@ func Table(table string) error {
 	}
 	if t := parts[len(parts)-1]; len(t) > maxTableLen {
 		return fmt.Errorf("%w: table %q: %d characters, at most %d: the schema names its CHECK constraint %s_decision and its term floor table %s, and MySQL's identifiers have at most 64",
-			ErrInvalid, table, len(t), maxTableLen, t, floor.Table(t))
+			ErrInvalid, table, len(t), maxTableLen, t, t+"_floor")
 	}
 	return nil
 }

@@ -213,9 +213,9 @@ func Checks(table string) []Check {
 	return []Check{
 		{Prop: FloorTable, Backends: bothBackends, run: func(ctx context.Context, db *sql.DB) error {
 			return checkFloorTable(ctx, db, table)
-		}, Pass: "the term floor table exists, and the user may read and write it",
-			Consequence: "every term is assigned in a transaction with the floor table: Run refuses to campaign without it",
-			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on it"},
+		}, Pass: "the term floor and history tables exist, and the user may read and write them",
+			Consequence: "every term is assigned in a transaction with the floor table, and appended to the history: Run refuses to campaign without them",
+			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on the floor table, with DELETE on the history table"},
 		{Prop: TimeZone, Backends: bothBackends, judge: judgeTimeZone,
 			Pass:        "the session time zone has no daylight saving time",
 			Consequence: "local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
@@ -285,27 +285,38 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (si
 }
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
-// table has no term floor table (the migrations are behind: run them before
-// upgrading candidates), and wrapping ErrAccessDenied when the user may not
-// write it (checkGrants, as CheckPrivileges).
+// table has no term floor table or no history table (the migrations are
+// behind: run them before upgrading candidates), and wrapping
+// ErrAccessDenied when the user may not write them (checkGrants, as
+// CheckPrivileges).
 func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
-	ftbl := ident.Quote(floor.Table(table))
-	if _, err := db.ExecContext(ctx, floor.NewStmts(ident.Quote(table), ftbl, stmt.Bound{}, 0, dbclock.TermNow).Peek); err != nil {
-		what := "is missing (schema version 6)"
+	peek := floor.NewStmts(table, stmt.Bound{}, 0).Peek
+	for i, t := range []string{floor.Table(table), floor.History(table)} {
+		_, err := db.ExecContext(ctx, peek[i])
+		what := []string{"the term floor table %s is missing (schema version 6)", "the history table %s is missing (schema version 10)"}[i]
 		switch mysqlerr.Errno(err) {
+		case 0:
+			continue
 		case mysqlerr.NoSuchTable:
 		case mysqlerr.BadField:
-			what = "has no column marked_at (schema version 8)"
+			what = []string{"the term floor table %s has no column marked_at (schema version 8)", "the history table %s, or the term floor's column terms, is missing (schema version 10)"}[i]
 		default:
-			return Classify(err, floor.Table(table))
+			return Classify(err, t)
 		}
-		return fmt.Errorf("%w: the term floor table %s %s: "+
-			"run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
-			ErrSchemaMismatch, floor.Table(table), what, err)
+		return fmt.Errorf("%w: "+what+": run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
+			ErrSchemaMismatch, t, err)
 	}
-	return checkGrants(ctx, db, ftbl, "in which every term is assigned", []Privilege{
+	ftbl, htbl := ident.Quote(floor.Table(table)), ident.Quote(floor.History(table))
+	if err := checkGrants(ctx, db, ftbl, "in which every term is assigned", []Privilege{
 		{Name: "INSERT", Query: `INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`},
 		{Name: "UPDATE", Query: `UPDATE ` + ftbl + ` SET term_floor = term_floor WHERE 1 = 0`},
+	}); err != nil {
+		return err
+	}
+	return checkGrants(ctx, db, htbl, "to which every term is appended", []Privilege{
+		{Name: "INSERT", Query: `INSERT INTO ` + htbl + ` (anchor, term, holder, began, started_at) SELECT '', 0, '', '', 0 FROM DUAL WHERE 1 = 0`},
+		{Name: "UPDATE", Query: `UPDATE ` + htbl + ` SET ended = ended WHERE 1 = 0`},
+		{Name: "DELETE", Query: `DELETE FROM ` + htbl + ` WHERE 1 = 0`},
 	})
 }
 
@@ -409,8 +420,12 @@ func checkGrants(ctx context.Context, db *sql.DB, tbl, need string, probes []Pri
 	if missing == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: the user lacks %s on %s, %s (GRANT SELECT, INSERT, UPDATE ON %s TO the user): %w",
-		ErrAccessDenied, strings.Join(missing, ", "), tbl, need, tbl, first)
+	all := []string{"SELECT"}
+	for _, p := range probes {
+		all = append(all, p.Name)
+	}
+	return fmt.Errorf("%w: the user lacks %s on %s, %s (GRANT %s ON %s TO the user): %w",
+		ErrAccessDenied, strings.Join(missing, ", "), tbl, need, strings.Join(all, ", "), tbl, first)
 }
 
 // Privileges are the probes of SELECT, INSERT, UPDATE and DELETE on tbl
