@@ -47,6 +47,12 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 			}
 			return dsn
 		}, prop: doctor.PropFloorTable, want: election.ErrSchemaMismatch},
+		{name: "history table dropped", setup: func(t *testing.T, dsn string) string {
+			if _, err := testdb.Open(t, dsn).Exec("DROP TABLE service_election_history"); err != nil {
+				t.Fatal(err)
+			}
+			return dsn
+		}, prop: doctor.PropFloorTable, want: election.ErrSchemaMismatch},
 		{name: "no privileges on the floor table", setup: func(t *testing.T, dsn string) string {
 			cfg, err := mysql.ParseDSN(dsn)
 			if err != nil {

@@ -41,11 +41,11 @@ func TestMigrateAdoptCLI(t *testing.T) {
 	has(mustRun(t, ctx, dsn, exitTable, "migrate", "up"),
 		"layout of the MySQL-table recipe (anchor tinyint", "unsigned primary key, service_id varchar(128), last_seen_active timestamp)",
 		"sqlelect migrate adopt", "nothing done")
-	has(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 9)")
+	has(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 10)")
 	has(mustRun(t, ctx, dsn, exitUsage, "migrate", "adopt"), "--yes")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "adopt", "--yes", "--recipe-timeout", "1500ms")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt", "--yes", "--recipe-timeout", "20s"),
-		"schema version 0 -> 9 (latest 9): adopted", `election "1": holder host-a, live`)
+		"schema version 0 -> 10 (latest 10): adopted", `election "1": holder host-a, live`)
 	has(mustRun(t, ctx, dsn, 0, "status", "1"), "host-a", "live")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "adopt", "--yes"), "no change")
 	has(mustRun(t, ctx, dsn, 0, "migrate", "version"), "adoption period: rows written without lease_ms get a 21s lease", "adopt-end")

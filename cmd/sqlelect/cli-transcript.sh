@@ -37,6 +37,7 @@ sqlelect reelect web --graceful --yes
 kill -INT $watch; wait $watch; cat watch.log
 kill -TERM $pids; wait $pids
 cat web-1.jsonl web-2.jsonl web-3.jsonl
+sqlelect history web
 sqlelect status
 sqlelect run reports --id rep-1 --lease 3s -- sh -c 'echo leading as $SQLELECT_ID term $SQLELECT_TERM; sleep 1000' 2>rep-1.jsonl & rep1=$!
 sleep 4

@@ -217,12 +217,12 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("want %q in\n%s", s, r)
 		}
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 9)")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 0 (latest 10)")
 	r := mustRun(t, ctx, dsn, exitTable, "status")
 	if !strings.Contains(r.stderr, "sqlelect migrate up") {
 		t.Errorf("status on a missing table does not say to migrate:\n%s", r)
 	}
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 9 (latest 9): applied")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "schema version 0 -> 10 (latest 10): applied")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "no change")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 10 (latest 10)")
 	mustRun(t, ctx, dsn, 0, "status")
@@ -236,7 +236,7 @@ func TestMigrate(t *testing.T) {
 	want(mustRun(t, ctx, dsn, 0, "migrate", "force", "1"), "forced from 0 to 1")
 	want(mustRun(t, ctx, dsn, 0, "migrate", "version"), "schema version 1")
 	mustRun(t, ctx, dsn, 0, "migrate", "force", "-1")
-	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 9")
+	want(mustRun(t, ctx, dsn, 0, "migrate", "up"), "0 -> 10")
 	mustRun(t, ctx, dsn, exitUsage, "migrate")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "sideways")
 	mustRun(t, ctx, dsn, exitUsage, "migrate", "force", "x")

@@ -90,11 +90,17 @@ func listMembers(ctx context.Context, db *sql.DB, table, name string) ([]members
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	now, err := dbNow(qctx, db)
+	return ms, now, err
+}
+
+// dbNow reads the database clock.
+func dbNow(ctx context.Context, db *sql.DB) (time.Time, error) {
 	var now int64
-	if err := db.QueryRowContext(qctx, `SELECT `+dbclock.TermNow).Scan(&now); err != nil {
-		return nil, time.Time{}, fmt.Errorf("reading the database clock: %w", err)
+	if err := db.QueryRowContext(ctx, `SELECT `+dbclock.TermNow).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("reading the database clock: %w", err)
 	}
-	return ms, time.UnixMicro(now), nil
+	return time.UnixMicro(now), nil
 }
 
 // printMembers prints members as a table; now is the database clock.

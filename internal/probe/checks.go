@@ -215,7 +215,7 @@ func Checks(table string) []Check {
 			return checkFloorTable(ctx, db, table)
 		}, Pass: "the term floor and history tables exist, and the user may read and write them",
 			Consequence: "every term is assigned in a transaction with the floor table, and appended to the history: Run refuses to campaign without them",
-			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on the floor table, with DELETE on the history table"},
+			Fix:         "run `sqlelect migrate up` (or schema.DDL), and GRANT SELECT, INSERT, UPDATE on both"},
 		{Prop: TimeZone, Backends: bothBackends, judge: judgeTimeZone,
 			Pass:        "the session time zone has no daylight saving time",
 			Consequence: "local times jump by an hour twice a year and leases with them: Run refuses it (ErrUnsafeTimeZone)",
@@ -316,7 +316,6 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 	return checkGrants(ctx, db, htbl, "to which every term is appended", []Privilege{
 		{Name: "INSERT", Query: `INSERT INTO ` + htbl + ` (anchor, term, holder, began, started_at) SELECT '', 0, '', '', 0 FROM DUAL WHERE 1 = 0`},
 		{Name: "UPDATE", Query: `UPDATE ` + htbl + ` SET ended = ended WHERE 1 = 0`},
-		{Name: "DELETE", Query: `DELETE FROM ` + htbl + ` WHERE 1 = 0`},
 	})
 }
 
