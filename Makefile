@@ -30,6 +30,8 @@ ROOT_PKGS := debootstrap
 # zsh and fish, which check the syntax of the completion scripts that
 # `sqlelect completion zsh|fish` prints (TestCompletionBash).
 SHELL_PKGS := zsh fish
+# A headless Chromium, which renders the page of `sqlelect ui` (TestUI).
+BROWSER_PKGS := chromium
 
 .PHONY: all deps lint monitoring-test demo-deps-check systemd-check test-checks test test-matrix test-short demo build chaos chaos-short bench bench-peers ci model model-deps
 
@@ -64,11 +66,12 @@ deps:
 	ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || optional="$$optional $(FAKETIME_PKGS)"; \
 	command -v debootstrap >/dev/null 2>&1 || optional="$$optional $(ROOT_PKGS)"; \
 	command -v zsh >/dev/null 2>&1 && command -v fish >/dev/null 2>&1 || optional="$$optional $(SHELL_PKGS)"; \
+	command -v chromium >/dev/null 2>&1 || optional="$$optional $(BROWSER_PKGS)"; \
 	if [ -n "$$optional" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			need="$$need$$optional"; \
 		else \
-			echo "deps: not installed:$$optional; the tests that need them (Galera, the clock offset, the other servers, the zsh and fish completions) will skip." >&2; \
+			echo "deps: not installed:$$optional; the tests that need them (Galera, the clock offset, the other servers, the zsh and fish completions, the ui page in a browser) will skip." >&2; \
 		fi; \
 	fi; }; \
 	if [ -z "$$need" ]; then exit 0; fi; \

@@ -11,6 +11,7 @@
 //	sqlelect campaign ELECTION [flags]
 //	sqlelect run ELECTION [flags] -- CMD [ARGS...]
 //	sqlelect doctor [--backend table|lock] [--json]
+//	sqlelect ui [--listen 127.0.0.1:8080]
 //	sqlelect completion bash|zsh|fish
 //	sqlelect version
 //	sqlelect help [COMMAND]
@@ -82,7 +83,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, membersCmd, historyCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, completionCmd,
+		migrateCmd, statusCmd, membersCmd, historyCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, uiCmd, completionCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
