@@ -205,6 +205,11 @@ func (m *member) registerUntil(ctx context.Context) error {
 		if err == nil || errors.Is(err, ErrDuplicateID) || probe.Permanent(err) {
 			return err
 		}
+		if errors.Is(err, election.ErrUnsafeSession) { // one connection's session, or the DSN's: Run's preflight tells
+			if err := m.preflight(ctx); err != nil {
+				return err
+			}
+		}
 		if !failed {
 			m.cfg.Tuning.Logger.Warn("members: registering failed; retrying", "election", m.c.Name(), "id", m.c.ID(), "err", err)
 		}
@@ -216,6 +221,20 @@ func (m *member) registerUntil(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// preflight runs Run's preflight (probe.Preflight) and returns its
+// refusal of the database clock (a DST time zone in the DSN, a server run
+// with --sysdate-is-now), with what to do; nil otherwise: the session
+// state of one pooled connection, which retrying may get past.
+func (m *member) preflight(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Tuning.QueryTimeout)
+	defer cancel()
+	_, err := probe.Preflight(ctx, m.db, m.cfg.Table, probe.Lock, probe.Privileges(ident.Quote(m.cfg.Table))[0].Query)
+	if errors.Is(err, probe.ErrUnsafeTimeZone) || errors.Is(err, probe.ErrUnknownTimeZone) || errors.Is(err, probe.ErrSysdateIsNow) {
+		return fmt.Errorf("members: %w", err)
+	}
+	return nil
 }
 
 // register deletes an expired row of the candidate's ID and inserts its

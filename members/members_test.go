@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 	"github.com/sqlelect/sqlelect/members"
@@ -219,6 +220,45 @@ func TestExpiredMemberReplaced(t *testing.T) {
 	waitMembers(t, ctx, db, name, "the new x", func(ms []members.Member) bool {
 		return len(ms) == 1 && ms[0].Host == "new" && ms[0].Live
 	})
+}
+
+// TestUntrustedSessionRegistersNothing: on a session whose time zone has
+// daylight saving time (the database clock in local time jumps by an hour),
+// registration changes nothing, not even an expired row of its ID (the
+// DELETE checks dbclock.Trusted, as the INSERT does), and Run fails with
+// the refusal of Run's preflight (election.ErrUnsafeTimeZone) before
+// campaigning, instead of retrying.
+func TestUntrustedSessionRegistersNothing(t *testing.T) {
+	t.Parallel()
+	ctx, db := setup(t)
+	name := randName(t)
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election_members
+  (anchor, member_id, incarnation, host, started_at, last_seen, lease_ms)
+  VALUES (?, 'x', 'deadbeefdeadbeef', 'killed', 1, 1000, 1000)`, name); err != nil {
+		t.Fatal(err)
+	}
+	var dsn string
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&dsn); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := mysql.ParseDSN(testdb.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DBName, cfg.Params = dsn, map[string]string{"time_zone": "'" + testdb.DSTZone(t, db) + "'"}
+	dst := testdb.Open(t, cfg.FormatDSN())
+	ccfg := config(name, "x")
+	c, err := election.NewTable(dst, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := members.Run(ctx, dst, c, ccfg, members.Options{Host: "new"}); !errors.Is(err, election.ErrUnsafeTimeZone) || c.Progress().Running {
+		t.Fatalf("Run on a DST session: %v; want ErrUnsafeTimeZone before campaigning", err)
+	}
+	ms, err := members.List(ctx, db, "", name)
+	if err != nil || len(ms) != 1 || ms[0].Host != "killed" {
+		t.Fatalf("members %+v, %v: want the expired row left as it was", ms, err)
+	}
 }
 
 // TestLostToAnotherIncarnation: when another process holds the ID by the
