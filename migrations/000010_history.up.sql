@@ -34,5 +34,6 @@ CREATE TABLE IF NOT EXISTS service_election_history (
   ended_at BIGINT UNSIGNED NULL DEFAULT NULL,
   ended VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NULL DEFAULT NULL,
   PRIMARY KEY (anchor, slot),
-  KEY by_term (anchor, term)
+  -- The terms still open, which a new term ends: one, usually.
+  KEY open_terms (anchor, ended_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
