@@ -40,8 +40,10 @@
 // timing and the rest. Package doctor checks that a server keeps what the
 // algorithm relies on, package operator changes or reads an election from
 // outside (Assume, Reelect, Transfer, StepDown, Status, List,
-// Observe), package electionprom exports metrics and package electionfake
-// is an in-memory stand-in for unit tests.
+// Observe), package members lists who runs, package history reads every
+// term (written in the transaction that assigns it), package electionprom
+// exports metrics and package electionfake is an in-memory stand-in for
+// unit tests.
 //
 // # Guarantees
 //
@@ -91,8 +93,9 @@
 //     and the model's results.
 //   - [docs/embedding.md]: the table, the DSN, timing, the Batcher, health
 //     checks, observing, testing.
-//   - [docs/operations.md]: plain SQL, planned changes of leader,
-//     preference, lock names and upgrades, monitoring.
+//   - [docs/operations.md]: plain SQL, the fleet (members, history),
+//     planned changes of leader, preference, lock names and upgrades,
+//     monitoring.
 //   - [docs/servers.md]: the servers tested, and checking another one.
 //
 // [docs/algorithm.md]: https://github.com/sqlelect/sqlelect/blob/main/docs/algorithm.md
