@@ -14,13 +14,13 @@
 //     deleted (the row was gone), replaced (an operator wrote the row), or
 //     claimed (its holder's ID took it anew, after an operator named it or
 //     a restart);
-//   - a holder that resigns or hands over ends its own term first, at the
-//     moment it let go.
+//   - a holder that resigns or hands over ends its own term, at the moment
+//     it let go (at the next term's start if that began first).
 //
 // A term whose holder never led has a row too: an operator's Assume, the
 // lock backend's placeholder, a hold lost while it waited out its lock
-// delay. Each election keeps its last 1,000 terms; the writer deletes older
-// ones. Terms written by candidates older than migration 10, and an
+// delay. Each election keeps its last 1,000 terms: a term is written over
+// the oldest. Terms written by candidates older than migration 10, and an
 // operator's plain-SQL REPLACE (whose term the named candidate replaces
 // when it claims the row), are not in it.
 package history

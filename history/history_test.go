@@ -260,3 +260,32 @@ func TestHistoryKeepsTheLast(t *testing.T) {
 		t.Fatalf("other election since its 999th term's end: %d terms (%v), want 2", len(since), err)
 	}
 }
+
+// TestHistoryEnds: a new term ends an open term, and one whose recorded end
+// comes after the new term's start (a holder's own end, stamped when it
+// ran, that committed after the next holder's take but before it ended the
+// terms before it), at its start; and after an operator deleted the
+// election's floor row, the history goes on over its oldest slot instead
+// of starting again from the first.
+func TestHistoryEnds(t *testing.T) {
+	ctx, _, db, name := setup(t)
+	for _, q := range []string{
+		// Slot 1 holds the newest term; slot 0 the oldest.
+		fmt.Sprintf("INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at, ended_at, ended) VALUES "+
+			"('%[1]s', 0, 10, 'old', 'insert', 10, 11, 'expired'), ('%[1]s', 1, 20, 'late', 'insert', 20, 4102444800000000, 'resigned')", name),
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := &leaderships{m: map[uint64]string{}}
+	c := start(t, ctx, db, election.NewTable, name, "a", seen)
+	waitFor(t, ctx, "a leads", c.IsLeader)
+	hs, err := history.List(ctx, db, "", name, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 3 || hs[1].Holder != "late" || hs[1].Ended.After(hs[2].Started) || hs[1].End != "deleted" || hs[2].Holder != "a" {
+		t.Fatalf("history %+v: want old, late (ended at a's start, deleted: a inserted the row) and a", hs)
+	}
+}

@@ -81,6 +81,10 @@ type Stmts struct {
 	Seed stmt.Stmt
 	// Mark writes the marker: sum :term, written now.
 	Mark stmt.Stmt
+	// Resume starts a new floor row's count where the election's history
+	// left it (a floor row deleted by an operator), so that Append goes on
+	// over the oldest slot.
+	Resume stmt.Stmt
 	// Append writes term :term, as the election's row now says, into
 	// the history, in the floor's next slot; Close ends the history's
 	// open terms before it, as the row says the term began.
@@ -111,10 +115,15 @@ FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
+		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = COALESCE((SELECT slot + 1 FROM ` + htbl + ` WHERE anchor = :name ORDER BY term DESC LIMIT 1), 0)
+WHERE anchor = :name`),
 		Append: b.Stmt(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
 SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
 FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor = :name AND e.term = :term
 ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
+		// A term that ends after :term began is ended again: its holder's
+		// own end (writeEnd), stamped when it ran, can come after the next
+		// holder's take, before its Close.
 		// How the row says term :term began tells how the term before it
 		// ended: its lease ran out (expired; lost: the lock backend's
 		// holder lost its lock), its holder let it go (resigned,
@@ -126,7 +135,7 @@ ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired
 SET h.ended_at = ` + started + `, h.ended = CASE e.acquired
   WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
   WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END
-WHERE h.anchor = :name AND h.term < :term AND h.ended_at IS NULL`),
+WHERE h.anchor = :name AND h.term < :term AND (h.ended_at IS NULL OR h.ended_at > ` + started + `)`),
 		Peek: [2]string{`SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, `SELECT h.slot, h.ended, f.terms FROM ` + htbl + ` h, ` + ftbl + ` f WHERE 1 = 0`},
 	}
 }
@@ -251,8 +260,10 @@ func InTxOnce(ctx context.Context, db stmt.Execer, f Stmts, name string, write W
 			return err
 		}
 		if missing { // a new floor row (the read's lock kept others from creating it)
-			if _, err := f.Count.Exec(ctx, c, p); err != nil {
-				return err
+			for _, s := range []stmt.Stmt{f.Count, f.Resume} {
+				if _, err := s.Exec(ctx, c, p); err != nil {
+					return err
+				}
 			}
 		}
 		for _, s := range []stmt.Stmt{f.Close, f.Append} {
