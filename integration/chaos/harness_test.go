@@ -587,7 +587,7 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	if err != nil {
 		c.t.Errorf("%s: reading chaos_writes: %v", c.label, err)
 	}
-	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames())
+	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames(), nil)
 	for _, v := range res.Violations {
 		c.t.Errorf("%s: %s", c.label, v)
 	}
