@@ -12,7 +12,9 @@
 // This file is the checker. It is pure: it reads Records (the candidates'
 // JSON lines and the suite's own notes of what it did and when) and Writes
 // (the rows of chaos_writes), all timed by the one wall clock of the
-// machine, and reports violations:
+// machine, and the elections' History (the rows of their history tables,
+// timed by the database's clock on the same machine), and reports
+// violations:
 //
 //   - overlap: two candidates leading at the same instant. A leadership
 //     lasts from its elected record's Time to its demoted record's Until; a
@@ -45,6 +47,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -52,6 +55,7 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/history"
+	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 // Record is one event: a line printed by a candidate process, or a note of
@@ -312,6 +316,35 @@ type History struct {
 	// leadership of a lower term may have lost its row (0: every one must
 	// have it).
 	From uint64
+}
+
+// mergeHistory merges the readings of one election's history, oldest
+// first: a term is taken from the latest reading that has it (the rows of
+// one reading are all kept, two of the same term included). Leaderships
+// are checked from the oldest term of the latest reading that found the
+// history full (floor.HistoryKeep rows): the terms written since the
+// reading before it may have gone round the ring over the lower ones.
+func mergeHistory(readings [][]history.Term) History {
+	var h History
+	have := map[uint64]bool{}
+	for i := len(readings) - 1; i >= 0; i-- {
+		r := readings[i]
+		var added []uint64
+		for _, t := range r {
+			if !have[t.Term] {
+				h.Terms = append(h.Terms, t)
+				added = append(added, t.Term)
+			}
+		}
+		for _, t := range added {
+			have[t] = true
+		}
+		if h.From == 0 && len(r) >= floor.HistoryKeep {
+			h.From = r[0].Term // history.List: oldest first
+		}
+	}
+	slices.SortStableFunc(h.Terms, func(a, b history.Term) int { return cmp.Compare(a.Term, b.Term) })
+	return h
 }
 
 // termRow is a history row as evidence.

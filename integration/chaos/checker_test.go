@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqlelect/sqlelect/history"
+	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -507,5 +509,34 @@ func TestCheckHistory(t *testing.T) {
 	wantKinds(t, r, "history")
 	if r.HistoryChecked != 2 || !strings.HasPrefix(r.Violations[0].Msg, "election e-2: ") {
 		t.Errorf("checked %d, violations %v: want 2 checked and e-2's wrong holder", r.HistoryChecked, r.Violations)
+	}
+}
+
+func TestMergeHistory(t *testing.T) {
+	terms := func(h History) (out []uint64) {
+		for _, r := range h.Terms {
+			out = append(out, r.Term)
+		}
+		return out
+	}
+	// Read before the floor row went (terms 1 to 3), then after terms 4
+	// and 5 went over slots 0 and 1: the later reading wins for term 3.
+	before := []history.Term{row(1, "a", 0, 10), row(2, "b", 10, 20), row(3, "c", 20, -1)}
+	after := []history.Term{row(3, "c", 20, 30), row(4, "d", 30, 40), row(5, "e", 40, -1)}
+	h := mergeHistory([][]history.Term{before, after})
+	if got := terms(h); !slices.Equal(got, []uint64{1, 2, 3, 4, 5}) || h.From != 0 || h.Terms[2].Ended.IsZero() {
+		t.Errorf("merged %v from %d (term 3 ended %v): want 1 to 5 from 0, term 3 ended", got, h.From, h.Terms[2].Ended)
+	}
+	// Two rows of a term in one reading stay.
+	if got := terms(mergeHistory([][]history.Term{before, append(after, row(5, "f", 40, -1))})); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 5}) {
+		t.Errorf("merged %v: want both rows of term 5", got)
+	}
+	// A full reading: checked from its oldest term.
+	var full []history.Term
+	for i := range floor.HistoryKeep {
+		full = append(full, row(uint64(10+i), "a", i, -1))
+	}
+	if h := mergeHistory([][]history.Term{before, full}); h.From != 10 {
+		t.Errorf("from %d, want 10 (the full reading's oldest)", h.From)
 	}
 }

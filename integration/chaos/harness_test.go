@@ -4,7 +4,6 @@ package chaos
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +24,6 @@ import (
 
 	"github.com/sqlelect/sqlelect/history"
 	"github.com/sqlelect/sqlelect/integration/testdb"
-	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
 )
@@ -651,35 +648,6 @@ func (c *cluster) readHistory(admin *sql.DB, name string) error {
 	}
 	c.readings[name] = append(c.readings[name], ts)
 	return nil
-}
-
-// mergeHistory merges the readings of one election's history, oldest
-// first: a term is taken from the latest reading that has it (the rows of
-// one reading are all kept, two of the same term included). Leaderships
-// are checked from the oldest term of the latest reading that found the
-// history full (floor.HistoryKeep rows): the terms written since the
-// reading before it may have gone round the ring over the lower ones.
-func mergeHistory(readings [][]history.Term) History {
-	var h History
-	have := map[uint64]bool{}
-	for i := len(readings) - 1; i >= 0; i-- {
-		r := readings[i]
-		var added []uint64
-		for _, t := range r {
-			if !have[t.Term] {
-				h.Terms = append(h.Terms, t)
-				added = append(added, t.Term)
-			}
-		}
-		for _, t := range added {
-			have[t] = true
-		}
-		if h.From == 0 && len(r) >= floor.HistoryKeep {
-			h.From = r[0].Term // history.List: oldest first
-		}
-	}
-	slices.SortStableFunc(h.Terms, func(a, b history.Term) int { return cmp.Compare(a.Term, b.Term) })
-	return h
 }
 
 // electionNames returns the names of the cluster's elections.
