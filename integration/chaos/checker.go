@@ -12,7 +12,9 @@
 // This file is the checker. It is pure: it reads Records (the candidates'
 // JSON lines and the suite's own notes of what it did and when) and Writes
 // (the rows of chaos_writes), all timed by the one wall clock of the
-// machine, and reports violations:
+// machine, and the elections' History (the rows of their history tables,
+// timed by the database's clock on the same machine), and reports
+// violations:
 //
 //   - overlap: two candidates leading at the same instant. A leadership
 //     lasts from its elected record's Time to its demoted record's Until; a
@@ -37,14 +39,23 @@
 //     than Bound after a fault ended is a liveness violation.)
 //   - server: the database refused or timed out an unrelated client
 //     during a fault (the suite's probe; a probe_failed record).
+//   - history: the election's history (package history, when the suite
+//     gives it: History) disagrees with the records: its terms do not
+//     strictly increase or its starts go back; a leadership has no row of
+//     its term, or several, or one naming another holder; a row's end lies
+//     before its start or after the next row's start.
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sqlelect/sqlelect/history"
+	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 // Record is one event: a line printed by a candidate process, or a note of
@@ -191,7 +202,7 @@ func (iv Interval) String() string {
 
 // Violation is one broken guarantee, with the records that show it.
 type Violation struct {
-	Kind     string // overlap, term, liveness, fence, protocol, stuck, server
+	Kind     string // overlap, term, liveness, fence, protocol, stuck, server, history
 	Msg      string
 	Evidence []string
 	// At is when it began (for an overlap, the second leader's election;
@@ -233,9 +244,12 @@ type Result struct {
 	// TermsChecked is the number of successive leaderships whose terms
 	// were compared.
 	TermsChecked int
-	Faults       []FaultOutcome
-	Writes       int
-	FencedOK     int
+	// HistoryChecked is the number of leaderships (candidate and term)
+	// looked up in the history; -1 when no history was given.
+	HistoryChecked int
+	Faults         []FaultOutcome
+	Writes         int
+	FencedOK       int
 	// FencedRejected counts fenced writes refused with ErrNotLeader (a
 	// leader that had just lost its lease, say): the fence at work.
 	FencedRejected int
@@ -292,8 +306,61 @@ func (r Result) Count(kind string) int {
 	return n
 }
 
-// Check checks the records and writes of one election.
-func Check(cfg Config, recs []Record, writes []Write) Result {
+// History is an election's history as the suite read it, for the history
+// check.
+type History struct {
+	// Terms are its rows, oldest first (history.List's order).
+	Terms []history.Term
+	// From is the lowest term of a leadership that must have its row: the
+	// history keeps the last floor.HistoryKeep terms of an election, so a
+	// leadership of a lower term may have lost its row (0: every one must
+	// have it).
+	From uint64
+}
+
+// mergeHistory merges the readings of one election's history, oldest
+// first: a term is taken from the latest reading that has it (the rows of
+// one reading are all kept, two of the same term included). Leaderships
+// are checked from the oldest term of the latest reading that found the
+// history full (floor.HistoryKeep rows): the terms written since the
+// reading before it may have gone round the ring over the lower ones.
+func mergeHistory(readings [][]history.Term) History {
+	var h History
+	have := map[uint64]bool{}
+	for i := len(readings) - 1; i >= 0; i-- {
+		r := readings[i]
+		var added []uint64
+		for _, t := range r {
+			if !have[t.Term] {
+				h.Terms = append(h.Terms, t)
+				added = append(added, t.Term)
+			}
+		}
+		for _, t := range added {
+			have[t] = true
+		}
+		if h.From == 0 && len(r) >= floor.HistoryKeep {
+			h.From = r[0].Term // history.List: oldest first
+		}
+	}
+	slices.SortStableFunc(h.Terms, func(a, b history.Term) int { return cmp.Compare(a.Term, b.Term) })
+	return h
+}
+
+// termRow is a history row as evidence.
+type termRow history.Term
+
+func (r termRow) String() string {
+	s := fmt.Sprintf("history term=%d holder=%s began=%s started=%s", r.Term, r.Holder, r.Began, r.Started.UTC().Format(tsFormat))
+	if !r.Ended.IsZero() {
+		s += fmt.Sprintf(" ended=%s end=%s", r.Ended.UTC().Format(tsFormat), r.End)
+	}
+	return s
+}
+
+// Check checks the records and writes of one election, and its history
+// when hist is not nil.
+func Check(cfg Config, recs []Record, writes []Write, hist *History) Result {
 	var res Result
 	recs = slices.Clone(recs)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
@@ -417,6 +484,11 @@ func Check(cfg Config, recs []Record, writes []Write) Result {
 				a.ID, a.Term, b.ID, b.Term, minTime(a.End, b.End).Sub(b.Start), a, b),
 				a.Elected, a.Ended, b.Elected)
 		}
+	}
+
+	res.HistoryChecked = -1
+	if hist != nil {
+		res.HistoryChecked = checkHistory(ivs, *hist, violate)
 	}
 
 	// Liveness after each fault.
@@ -672,6 +744,69 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 	return longest
 }
 
+// checkHistory checks the history h against the leaderships ivs (sorted
+// by start): the rows' order, one row of each leadership's term naming its
+// candidate (for the terms from h.From on), and the rows' ends. It returns
+// the number of leaderships (candidate and term) it looked up.
+func checkHistory(ivs []*Interval, h History, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (checked int) {
+	rows := h.Terms
+	byTerm := map[uint64][]termRow{}
+	for i, r := range rows {
+		byTerm[r.Term] = append(byTerm[r.Term], termRow(r))
+		if i == 0 {
+			continue
+		}
+		p := rows[i-1]
+		if r.Term <= p.Term {
+			violate("history", fmt.Sprintf("term %d follows term %d in the history", r.Term, p.Term),
+				termRow(p), termRow(r)).At = r.Started
+		}
+		if r.Started.Before(p.Started) {
+			violate("history", fmt.Sprintf("term %d starts %v before term %d, its predecessor in the history", r.Term,
+				p.Started.Sub(r.Started), p.Term), termRow(p), termRow(r)).At = r.Started
+		}
+	}
+	for i, r := range rows {
+		if r.Ended.IsZero() {
+			continue
+		}
+		if r.Ended.Before(r.Started) {
+			violate("history", fmt.Sprintf("term %d ends %v before it starts", r.Term, r.Started.Sub(r.Ended)),
+				termRow(r)).At = r.Started
+		}
+		if i+1 < len(rows) && r.Ended.After(rows[i+1].Started) {
+			n := rows[i+1]
+			violate("history", fmt.Sprintf("term %d ends (%s) %v after term %d starts", r.Term, r.End, r.Ended.Sub(n.Started), n.Term),
+				termRow(r), termRow(n)).At = n.Started
+		}
+	}
+	// One row per leadership (a candidate may lead its term more than once:
+	// see the term check).
+	seen := map[string]bool{}
+	for _, iv := range ivs {
+		k := fmt.Sprintf("%s/%d", iv.ID, iv.Term)
+		if iv.Term < h.From || seen[k] {
+			continue
+		}
+		seen[k] = true
+		checked++
+		ev := []fmt.Stringer{iv.Elected}
+		for _, r := range byTerm[iv.Term] {
+			ev = append(ev, r)
+		}
+		switch rs := byTerm[iv.Term]; {
+		case len(rs) == 0:
+			violate("history", fmt.Sprintf("no history row of term %d, which %s led", iv.Term, iv.ID), ev...)
+		case len(rs) > 1:
+			violate("history", fmt.Sprintf("%d history rows of term %d, which %s led", len(rs), iv.Term, iv.ID), ev...).At = iv.Start
+		case rs[0].Holder != iv.ID:
+			violate("history", fmt.Sprintf("the history names %s the holder of term %d, which %s led", rs[0].Holder, iv.Term, iv.ID),
+				ev...).At = iv.Start
+		}
+	}
+	return checked
+}
+
 // kindSigstopName is the fault kind during which a candidate is frozen.
 const kindSigstopName = "sigstop"
 
@@ -683,10 +818,15 @@ const kindSigstopName = "sigstop"
 // other elections' leaderships, writes and violations (their messages
 // prefixed with the election) added and counted against the same faults;
 // stuck candidates and server findings, which concern processes, are
-// counted once.
-func CheckElections(cfg Config, recs []Record, writes []Write, names []string) Result {
+// counted once. hists holds the history of each election to check against
+// it (none checked for a nil map, or an election it lacks).
+func CheckElections(cfg Config, recs []Record, writes []Write, names []string, hists map[string]*History) Result {
 	if len(names) <= 1 {
-		return Check(cfg, recs, writes) // one election: nothing is tagged
+		var h *History
+		if len(names) == 1 {
+			h = hists[names[0]]
+		}
+		return Check(cfg, recs, writes, h) // one election: nothing is tagged
 	}
 	var res Result
 	for i, name := range names {
@@ -702,7 +842,7 @@ func CheckElections(cfg Config, recs []Record, writes []Write, names []string) R
 				ws = append(ws, w)
 			}
 		}
-		r := Check(cfg, rs, ws)
+		r := Check(cfg, rs, ws, hists[name])
 		if i == 0 {
 			res = r
 			continue
@@ -731,6 +871,9 @@ func CheckElections(cfg Config, recs []Record, writes []Write, names []string) R
 		}
 		res.Intervals = append(res.Intervals, r.Intervals...)
 		res.TermsChecked += r.TermsChecked
+		if r.HistoryChecked >= 0 {
+			res.HistoryChecked = max(res.HistoryChecked, 0) + r.HistoryChecked
+		}
 		res.Writes += r.Writes
 		res.FencedOK += r.FencedOK
 		res.FencedRejected += r.FencedRejected

@@ -1,9 +1,13 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqlelect/sqlelect/history"
+	"github.com/sqlelect/sqlelect/internal/floor"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -66,7 +70,7 @@ func TestCheckCleanHistory(t *testing.T) {
 		{Seq: 4, Term: 11, Who: "b", At: at(4004)},
 		{Seq: 5, Term: 12, Who: "c", At: at(4100)},
 	}
-	r := Check(cfg, recs, writes)
+	r := Check(cfg, recs, writes, nil)
 	wantKinds(t, r, "")
 	if len(r.Intervals) != 3 || r.TermsChecked != 2 {
 		t.Fatalf("intervals %v, terms checked %d", r.Intervals, r.TermsChecked)
@@ -100,7 +104,7 @@ func TestCheckOverlap(t *testing.T) {
 		demoted("a", 10, 1500, 1200), // a believed it led until 1200
 		elected("b", 11, 1100),       // b began at 1100: 100ms of two leaders
 		demoted("b", 11, 3000, 3000),
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "overlap")
 	if !strings.Contains(r.Violations[0].Msg, "100ms") {
 		t.Errorf("message %q does not say how long", r.Violations[0].Msg)
@@ -118,7 +122,7 @@ func TestCheckKilledLeaderOverlap(t *testing.T) {
 		{Event: "exited", ID: "a", Time: at(1010)},
 		elected("b", 11, 1900),
 		demoted("b", 11, 3000, 3000),
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "overlap")
 }
 
@@ -131,7 +135,7 @@ func TestCheckOverlapWithLaterLeaderOnly(t *testing.T) {
 		demoted("a", 11, 6000, 6000),
 		elected("b", 12, 5500),
 		demoted("b", 12, 7000, 7000),
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "overlap")
 	if v := r.Violations[0]; !strings.Contains(v.Msg, "a (term 11) and b (term 12)") {
 		t.Errorf("%v", v)
@@ -146,7 +150,7 @@ func TestCheckTermMustIncrease(t *testing.T) {
 		demoted("b", 10, 3000, 3000),
 		elected("c", 9, 4000),
 		demoted("c", 9, 5000, 5000),
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "term,term")
 	if r.TermsChecked != 2 {
 		t.Errorf("terms checked %d", r.TermsChecked)
@@ -161,7 +165,7 @@ func TestCheckLiveness(t *testing.T) {
 		elected("b", 11, 8001), // 5001ms after the fault ended: 1ms late
 		demoted("b", 11, 9000, 9000),
 	}
-	r := Check(cfg, recs, nil)
+	r := Check(cfg, recs, nil, nil)
 	wantKinds(t, r, "liveness")
 	if f := r.Faults[0]; f.Recovered || f.Failover != 7001*time.Millisecond {
 		t.Errorf("outcome %+v", f)
@@ -169,7 +173,7 @@ func TestCheckLiveness(t *testing.T) {
 
 	// On time, measured from the fault's end, not its start.
 	recs[3] = elected("b", 11, 8000)
-	wantKinds(t, Check(cfg, recs, nil), "")
+	wantKinds(t, Check(cfg, recs, nil, nil), "")
 
 	// No leader at all after the fault.
 	r = Check(cfg, []Record{
@@ -177,7 +181,7 @@ func TestCheckLiveness(t *testing.T) {
 		faultRec("dbrestart", 1000, 4000),
 		demoted("a", 10, 1500, 1500),
 		{Event: "run_end", Time: at(20000)},
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "liveness")
 }
 
@@ -189,7 +193,7 @@ func TestCheckSurvivedFault(t *testing.T) {
 		{Event: "killed", ID: "a", Time: at(1500)},
 		elected("b", 11, 3500),
 		demoted("b", 11, 9000, 9000),
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "")
 	if f := r.Faults[0]; !f.Survived || !f.Recovered {
 		t.Errorf("killconn outcome %+v, want survived", f)
@@ -208,7 +212,7 @@ func TestCheckProtocol(t *testing.T) {
 		elected("b", 13, 400),
 		{Event: "exited", ID: "b", Time: at(500)}, // exited leading
 		elected("c", 14, 2000),                    // never demoted
-	}, nil)
+	}, nil, nil)
 	wantKinds(t, r, "protocol,protocol,protocol,protocol,protocol")
 }
 
@@ -226,13 +230,13 @@ func TestCheckSameTermAgain(t *testing.T) {
 		demoted("b", 11, 4000, 4000),
 	}
 	writes := []Write{{1, 10, "a", at(500), ""}, {2, 10, "a", at(1500), ""}, {3, 11, "b", at(3500), ""}}
-	wantKinds(t, Check(cfg, recs, writes), "")
-	wantKinds(t, Check(cfg, recs, []Write{{1, 10, "a", at(1100), ""}}), "fence") // between the two
-	wantKinds(t, Check(cfg, []Record{                                            // another led in between
+	wantKinds(t, Check(cfg, recs, writes, nil), "")
+	wantKinds(t, Check(cfg, recs, []Write{{1, 10, "a", at(1100), ""}}, nil), "fence") // between the two
+	wantKinds(t, Check(cfg, []Record{                                                 // another led in between
 		elected("a", 10, 0), demoted("a", 10, 1000, 1000),
 		elected("b", 10, 1100), demoted("b", 10, 1150, 1150),
 		elected("a", 10, 1200), demoted("a", 10, 2000, 2000),
-	}, nil), "term,term")
+	}, nil, nil), "term,term")
 }
 
 func TestCheckFence(t *testing.T) {
@@ -260,7 +264,7 @@ func TestCheckFence(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			wantKinds(t, Check(cfg, recs, tc.writes), tc.want)
+			wantKinds(t, Check(cfg, recs, tc.writes, nil), tc.want)
 		})
 	}
 
@@ -272,7 +276,7 @@ func TestCheckFence(t *testing.T) {
 		elected("b", 11, 1000),
 		demoted("b", 11, 4000, 4000),
 	}
-	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500), ""}, {2, 10, "a", at(1600), ""}})
+	r := Check(cfg, recs, []Write{{1, 11, "b", at(1500), ""}, {2, 10, "a", at(1600), ""}}, nil)
 	wantKinds(t, r, "overlap,fence,fence")
 }
 
@@ -313,7 +317,7 @@ func TestCheckStuckHeartbeats(t *testing.T) {
 	}
 	cfg := cfg
 	cfg.StuckAfter = 5 * time.Second
-	r := Check(cfg, recs, nil)
+	r := Check(cfg, recs, nil, nil)
 	var msgs []string
 	for _, v := range r.Violations {
 		if v.Kind == "stuck" {
@@ -358,7 +362,7 @@ func TestCheckViolationsPerFault(t *testing.T) {
 		{Event: "probe_failed", Time: at(5000), Detail: "3 of 10 new connections failed"},
 		{Event: "run_end", Time: at(7000)},
 	}
-	r := Check(cfg, recs, nil)
+	r := Check(cfg, recs, nil, nil)
 	wantKinds(t, r, "server,overlap")
 	if got := r.Faults[0].Violations["overlap"]; got != 1 {
 		t.Errorf("overlaps counted against op_assume_resign: %d, want 1", got)
@@ -381,7 +385,7 @@ func TestCheckElections(t *testing.T) {
 		{Event: "run_end", Time: at(3000)},
 	}
 	writes := []Write{{1, 10, "a", at(50), "e"}, {2, 10, "b", at(150), "e-2"}}
-	r := CheckElections(cfg, recs, writes, []string{"e", "e-2"})
+	r := CheckElections(cfg, recs, writes, []string{"e", "e-2"}, nil)
 	wantKinds(t, r, "overlap")
 	if r.Writes != 2 || len(r.Intervals) != 3 {
 		t.Errorf("writes %d, intervals %d: want 2 and 3", r.Writes, len(r.Intervals))
@@ -390,7 +394,7 @@ func TestCheckElections(t *testing.T) {
 		t.Errorf("overlaps counted against kill9: %d, want 1", got)
 	}
 	// One election: untagged records and writes.
-	one := CheckElections(cfg, []Record{elected("a", 1, 0), demoted("a", 1, 10, 10)}, []Write{{1, 1, "a", at(5), ""}}, []string{"x"})
+	one := CheckElections(cfg, []Record{elected("a", 1, 0), demoted("a", 1, 10, 10)}, []Write{{1, 1, "a", at(5), ""}}, []string{"x"}, nil)
 	wantKinds(t, one, "")
 	if one.Writes != 1 {
 		t.Errorf("one election: %d writes, want 1", one.Writes)
@@ -415,7 +419,7 @@ func TestCheckMargins(t *testing.T) {
 		{1, 10, "a", at(1990), ""}, // 10 ms before a's end
 		{2, 11, "b", at(4030), ""}, // 25 ms after b's end: within the slack
 	}
-	r := Check(cfg, recs, writes)
+	r := Check(cfg, recs, writes, nil)
 	wantKinds(t, r, "")
 	want := Margins{NextLeader: 1600 * time.Millisecond, NextLeaderAfter: "kill9 (from its end)",
 		FencedLate: 25 * time.Millisecond, Stall: 800 * time.Millisecond}
@@ -423,7 +427,7 @@ func TestCheckMargins(t *testing.T) {
 		t.Errorf("margins %+v, want %+v", r.Margins, want)
 	}
 	// None after: the latest write's lead over its leadership's end.
-	if r := Check(cfg, recs, writes[:1]); r.Margins.FencedLate != -10*time.Millisecond {
+	if r := Check(cfg, recs, writes[:1], nil); r.Margins.FencedLate != -10*time.Millisecond {
 		t.Errorf("fenced late %v, want -10ms", r.Margins.FencedLate)
 	}
 	// Several elections: the larger of each.
@@ -437,7 +441,102 @@ func TestCheckMargins(t *testing.T) {
 		in("e2", elected("b", 21, 4000)), // 3 s after the kill
 		{Event: "run_end", Time: at(6000)},
 	}
-	if r := CheckElections(cfg, recs, nil, []string{"e1", "e2"}); r.Margins.NextLeader != 3*time.Second {
+	if r := CheckElections(cfg, recs, nil, []string{"e1", "e2"}, nil); r.Margins.NextLeader != 3*time.Second {
 		t.Errorf("merged margins %+v, want the next leader 3s after the kill", r.Margins)
+	}
+}
+
+// row is a history row of term, held by holder, from ms to endMS (open when
+// endMS is negative).
+func row(term uint64, holder string, ms, endMS int) history.Term {
+	r := history.Term{Term: term, Holder: holder, Began: "expired", Started: at(ms)}
+	if endMS >= 0 {
+		r.Ended, r.End = at(endMS), "expired"
+	}
+	return r
+}
+
+func TestCheckHistory(t *testing.T) {
+	// a leads term 10 twice (a renewal after its deadline), b term 11, c
+	// term 13; term 12 is an operator's Assume of d, who never led.
+	recs := []Record{
+		elected("a", 10, 0), demoted("a", 10, 1000, 1000),
+		elected("a", 10, 1200), demoted("a", 10, 2000, 2000),
+		elected("b", 11, 3000), demoted("b", 11, 4000, 4000),
+		elected("c", 13, 5000), demoted("c", 13, 6000, 6000),
+	}
+	clean := []history.Term{row(10, "a", 0, 2500), row(11, "b", 2500, 4500), row(12, "d", 4500, 4900), row(13, "c", 4900, -1)}
+	for _, tc := range []struct {
+		name    string
+		rows    []history.Term
+		from    uint64
+		want    string
+		checked int
+	}{
+		{"clean", clean, 0, "", 3},
+		{"ends unknown", []history.Term{row(10, "a", 0, -1), row(11, "b", 2500, -1), row(13, "c", 4900, -1)}, 0, "", 3},
+		{"missing row", []history.Term{clean[0], clean[2], clean[3]}, 0, "history", 3},
+		{"missing row before the oldest kept", clean[1:], 11, "", 2},
+		{"missing row, an older one kept", []history.Term{row(9, "x", -500, 0), clean[1], clean[2], clean[3]}, 0, "history", 3},
+		{"wrong holder", []history.Term{clean[0], row(11, "a", 2500, 4500), clean[2], clean[3]}, 0, "history", 3},
+		{"two rows of a term", []history.Term{clean[0], row(11, "b", 2500, -1), row(11, "b", 2500, 4500), clean[2], clean[3]}, 0, "history,history", 3},
+		{"terms out of order", []history.Term{clean[1], clean[0], clean[2], clean[3]}, 0, "history,history,history", 3},
+		{"start goes back", []history.Term{clean[0], row(11, "b", 2500, -1), row(12, "d", 2400, 2450), clean[3]}, 0, "history", 3},
+		{"ends before it starts", []history.Term{clean[0], clean[1], row(12, "d", 4500, 4400), clean[3]}, 0, "history", 3},
+		{"ends after the next starts", []history.Term{clean[0], clean[1], row(12, "d", 4500, 4950), clean[3]}, 0, "history", 3},
+		{"no history", nil, 0, "history,history,history", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Check(cfg, recs, nil, &History{Terms: tc.rows, From: tc.from})
+			wantKinds(t, r, tc.want)
+			if r.HistoryChecked != tc.checked {
+				t.Errorf("%d leaderships checked against the history, want %d", r.HistoryChecked, tc.checked)
+			}
+		})
+	}
+	if r := Check(cfg, recs, nil, nil); r.HistoryChecked != -1 {
+		t.Errorf("no history: %d leaderships checked, want -1", r.HistoryChecked)
+	}
+	// Per election.
+	tagged := []Record{
+		{Event: "elected", ID: "a", Term: 10, Time: at(0), Election: "e"},
+		{Event: "elected", ID: "b", Term: 20, Time: at(0), Election: "e-2"},
+		{Event: "demoted", ID: "a", Term: 10, Time: at(100), Until: at(100), Election: "e"},
+		{Event: "demoted", ID: "b", Term: 20, Time: at(100), Until: at(100), Election: "e-2"},
+	}
+	r := CheckElections(cfg, tagged, nil, []string{"e", "e-2"}, map[string]*History{
+		"e": {Terms: []history.Term{row(10, "a", 0, -1)}}, "e-2": {Terms: []history.Term{row(20, "a", 0, -1)}}})
+	wantKinds(t, r, "history")
+	if r.HistoryChecked != 2 || !strings.HasPrefix(r.Violations[0].Msg, "election e-2: ") {
+		t.Errorf("checked %d, violations %v: want 2 checked and e-2's wrong holder", r.HistoryChecked, r.Violations)
+	}
+}
+
+func TestMergeHistory(t *testing.T) {
+	terms := func(h History) (out []uint64) {
+		for _, r := range h.Terms {
+			out = append(out, r.Term)
+		}
+		return out
+	}
+	// Read before the floor row went (terms 1 to 3), then after terms 4
+	// and 5 went over slots 0 and 1: the later reading wins for term 3.
+	before := []history.Term{row(1, "a", 0, 10), row(2, "b", 10, 20), row(3, "c", 20, -1)}
+	after := []history.Term{row(3, "c", 20, 30), row(4, "d", 30, 40), row(5, "e", 40, -1)}
+	h := mergeHistory([][]history.Term{before, after})
+	if got := terms(h); !slices.Equal(got, []uint64{1, 2, 3, 4, 5}) || h.From != 0 || h.Terms[2].Ended.IsZero() {
+		t.Errorf("merged %v from %d (term 3 ended %v): want 1 to 5 from 0, term 3 ended", got, h.From, h.Terms[2].Ended)
+	}
+	// Two rows of a term in one reading stay.
+	if got := terms(mergeHistory([][]history.Term{before, append(after, row(5, "f", 40, -1))})); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 5}) {
+		t.Errorf("merged %v: want both rows of term 5", got)
+	}
+	// A full reading: checked from its oldest term.
+	var full []history.Term
+	for i := range floor.HistoryKeep {
+		full = append(full, row(uint64(10+i), "a", i, -1))
+	}
+	if h := mergeHistory([][]history.Term{before, full}); h.From != 10 {
+		t.Errorf("from %d, want 10 (the full reading's oldest)", h.From)
 	}
 }

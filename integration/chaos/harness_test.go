@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/sqlelect/sqlelect/history"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/schema"
@@ -190,10 +191,16 @@ type cluster struct {
 	batch     bool
 	// extraArgs are appended to every candidate's command line.
 	extraArgs []string
-	tm        timings
-	rng       *rand.Rand
-	outDir    string
-	recFile   *os.File
+	// noHistory, when set, says why the elections' history (migration
+	// 10) is not checked against the records: finish reads it otherwise.
+	noHistory string
+	// readings holds, per election, the history as read before a fault
+	// made the candidates write over its rows (readHistory).
+	readings map[string][][]history.Term
+	tm       timings
+	rng      *rand.Rand
+	outDir   string
+	recFile  *os.File
 
 	mu      sync.Mutex
 	recs    []Record
@@ -587,7 +594,21 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	if err != nil {
 		c.t.Errorf("%s: reading chaos_writes: %v", c.label, err)
 	}
-	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames())
+	var hists map[string]*History
+	if c.noHistory == "" {
+		hists = map[string]*History{}
+		for _, name := range c.electionNames() {
+			if err := c.readHistory(admin, name); err != nil {
+				c.t.Errorf("%s: reading the history of %s: %v", c.label, name, err)
+				continue
+			}
+			h := mergeHistory(c.readings[name])
+			hists[name] = &h
+		}
+	} else {
+		c.t.Logf("%s: the history is not checked: %s", c.label, c.noHistory)
+	}
+	res := CheckElections(c.tm.checkerConfig(), c.records(), writes, c.electionNames(), hists)
 	for _, v := range res.Violations {
 		c.t.Errorf("%s: %s", c.label, v)
 	}
@@ -602,9 +623,31 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	summary.add(c.label, res, c.tm.checkerConfig())
 	one := &summaryTable{runs: []summaryRun{{backend: c.label, res: res, cfg: c.tm.checkerConfig()}}}
 	c.t.Logf("%s: summary\n%s\n%s", c.label, one, one.margins())
-	c.t.Logf("%s: %d leaderships, %d terms checked, %d faults, %d fenced writes (%d rejected), heartbeat errors %v",
-		c.label, len(res.Intervals), res.TermsChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors)
+	c.t.Logf("%s: %d leaderships, %d terms checked, %d in the history, %d faults, %d fenced writes (%d rejected), heartbeat errors %v",
+		c.label, len(res.Intervals), res.TermsChecked, res.HistoryChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors)
 	return res
+}
+
+// readHistory reads the history of election name (in the default table)
+// through admin and keeps it in c.readings. finish reads it after the run;
+// a fault reads it too before the candidates may write over its rows
+// without its terms being old: a floor row deleted (TRUNCATE, DELETE)
+// counts the election's terms from 0 again, and its next terms go into
+// the history's first slots (floor.Stmts.Append).
+func (c *cluster) readHistory(admin *sql.DB, name string) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	ts, err := history.List(ctx, admin, "", name, time.Time{})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readings == nil {
+		c.readings = map[string][][]history.Term{}
+	}
+	c.readings[name] = append(c.readings[name], ts)
+	return nil
 }
 
 // electionNames returns the names of the cluster's elections.

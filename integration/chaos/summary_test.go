@@ -120,7 +120,7 @@ func (s *summaryTable) String() string {
 	w.Flush()
 	b.WriteString("\n")
 	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "backend\tfaults\tleaderships\tterms checked\toverlaps\tterm errors\tfence errors\tliveness\tstuck\tserver\tprotocol\tfenced writes\tfenced rejected\tdeadlocks retried\tother heartbeat errors")
+	fmt.Fprintln(w, "backend\tfaults\tleaderships\tterms checked\toverlaps\tterm errors\tin history\thistory errors\tfence errors\tliveness\tstuck\tserver\tprotocol\tfenced writes\tfenced rejected\tdeadlocks retried\tother heartbeat errors")
 	for _, r := range s.runs {
 		other := 0.0
 		for k, v := range r.res.Errors {
@@ -128,8 +128,12 @@ func (s *summaryTable) String() string {
 				other += v
 			}
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\n", r.backend, len(r.res.Faults),
-			len(r.res.Intervals), r.res.TermsChecked, r.res.Count("overlap"), r.res.Count("term"), r.res.Count("fence"),
+		hist := "-" // not checked
+		if r.res.HistoryChecked >= 0 {
+			hist = fmt.Sprint(r.res.HistoryChecked)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.0f\n", r.backend, len(r.res.Faults),
+			len(r.res.Intervals), r.res.TermsChecked, r.res.Count("overlap"), r.res.Count("term"), hist, r.res.Count("history"), r.res.Count("fence"),
 			r.res.Count("liveness"), r.res.Count("stuck"), r.res.Count("server"), r.res.Count("protocol"), r.res.Writes, r.res.FencedRejected,
 			r.res.Errors["deadlock"], other)
 	}

@@ -42,6 +42,13 @@ func opFloorTamper(admin func() *sql.DB) func(c *cluster, l *slot) (string, erro
 		if err := operatorExec(ctx, admin(), q, args...); err != nil {
 			return what, err
 		}
+		// With its floor row gone, the election's terms are counted from
+		// 0 again: its next terms go over the history's oldest rows. What
+		// the history holds is read now, for the checker (the leader
+		// takes no new term before the election's row is deleted below).
+		if err := c.readHistory(admin(), c.name); err != nil {
+			return what + ", reading the history", err
+		}
 		return what + ", delete", operatorExec(ctx, admin(), "DELETE FROM service_election WHERE anchor = ?", c.name)
 	}
 }
