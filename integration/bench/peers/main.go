@@ -69,6 +69,7 @@ type options struct {
 	firstTrials         int
 	lease, costWindow   time.Duration
 	holdDown            time.Duration
+	rollingHold         bool
 	out                 string
 }
 
@@ -81,6 +82,7 @@ func main() {
 	flag.IntVar(&o.stallTrials, "stall-trials", 10, "stall (SIGSTOP) trials per peer")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease or session TTL of every peer")
 	flag.DurationVar(&o.holdDown, "hold-down", 0, "rolling: the members' hold-down (members.Options.HoldDown; 0: the lease)")
+	flag.BoolVar(&o.rollingHold, "rolling-hold", false, "rolling: each restart also waits until the restarted member has served its hold-down (as TestRollingUpgrade), not only until it is live and healthy")
 	flag.DurationVar(&o.costWindow, "cost-window", 10*time.Second, "measurement window of each cost phase")
 	flag.StringVar(&o.out, "out", "../results/peers", "directory for the raw results, the summary and the plot")
 	flag.Parse()
@@ -158,11 +160,15 @@ func run(ctx context.Context, o options) error {
 				r.killconn = ts
 			}
 			if want["rolling"] {
-				ts, err := h.rolling(ctx, sp, o.trials, cmp.Or(o.holdDown, o.lease))
+				hold := cmp.Or(o.holdDown, o.lease)
+				ts, err := h.rolling(ctx, sp, o.trials, hold, o.rollingHold)
 				if err != nil {
 					return err
 				}
-				r.rolling = ts
+				r.rolling, r.rollingWait = ts, "live and healthy"
+				if o.rollingHold {
+					r.rollingWait = fmt.Sprintf("live, healthy, hold-down (%v) served", hold)
+				}
 			}
 			if want["stall"] {
 				ts, err := h.stall(ctx, sp, o.stallTrials)

@@ -26,13 +26,16 @@ const (
 // each in turn, r1, r2 then r3 whichever leads, is stopped (SIGTERM, its
 // clean leave), and once it has exited started again with the same ID as
 // 2.0.0; the next waits until its member row is live and healthy (as a
-// deployment waits for a replica's readiness). After the last, the trial
+// deployment waits for a replica's readiness), and with hold until it has
+// also served its hold-down (by the database clock: last seen − started,
+// as TestRollingUpgrade waits), so that leadership may follow it before
+// the next restart. After the last, the trial
 // waits until a 2.0.0 member leads (its hold-down has to pass) and half a
 // lease more. The trial's figures, from the candidates' leader signals
 // from the first SIGTERM on: the changes of leader (elected events), the
 // longest time without a leader (from one's last true sample to the next
 // one's elected event) and the longest with two.
-func (h *harness) rolling(ctx context.Context, sp *spec, n int, holdDown time.Duration) ([]trial, error) {
+func (h *harness) rolling(ctx context.Context, sp *spec, n int, holdDown time.Duration, hold bool) ([]trial, error) {
 	if !sp.member {
 		return nil, nil
 	}
@@ -43,7 +46,7 @@ func (h *harness) rolling(ctx context.Context, sp *spec, n int, holdDown time.Du
 	defer db.Close()
 	var out []trial
 	for i := range n {
-		t, err := h.rollingTrial(ctx, sp, db, holdDown)
+		t, err := h.rollingTrial(ctx, sp, db, holdDown, hold)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +58,7 @@ func (h *harness) rolling(ctx context.Context, sp *spec, n int, holdDown time.Du
 	return out, nil
 }
 
-func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDown time.Duration) (trial, error) {
+func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDown time.Duration, hold bool) (trial, error) {
 	L := h.lease
 	g, err := h.emptyGroup(ctx, sp, "--follow", "newest", "--hold-down", holdDown.String())
 	if err != nil {
@@ -73,8 +76,8 @@ func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDo
 		return trial{}, err
 	}
 	// member reads the members table: is id a live, healthy member of
-	// version v? all: are the three live?
-	member := func(id, v string) func() (bool, error) {
+	// version v (with hold, for the hold-down)? "": are the three?
+	member := func(id, v string, hold bool) func() (bool, error) {
 		return func() (bool, error) {
 			qctx, cancel := context.WithTimeout(ctx, L)
 			defer cancel()
@@ -84,14 +87,14 @@ func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDo
 			}
 			live := 0
 			for _, m := range ms {
-				if m.Live && m.Healthy && (m.ID == id || id == "") && m.Version == v {
+				if m.Live && m.Healthy && (m.ID == id || id == "") && m.Version == v && (!hold || m.LastSeen.Sub(m.Started) >= holdDown) {
 					live++
 				}
 			}
 			return id != "" && live == 1 || id == "" && live == len(ids), nil
 		}
 	}
-	if err := g.until(member("", rollingFrom), 30*time.Second, "three live members"); err != nil {
+	if err := g.until(member("", rollingFrom, false), 30*time.Second, "three live members"); err != nil {
 		return trial{}, err
 	}
 	from := time.Now()
@@ -114,7 +117,7 @@ func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDo
 		if err := g.spawnAs(id, "--app-version", rollingTo); err != nil {
 			return trial{}, err
 		}
-		if err := g.until(member(id, rollingTo), 30*time.Second, id+" live and healthy as "+rollingTo); err != nil {
+		if err := g.until(member(id, rollingTo, hold), holdDown+30*time.Second, id+" live and healthy as "+rollingTo); err != nil {
 			return trial{}, err
 		}
 	}
