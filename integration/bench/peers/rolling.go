@@ -23,7 +23,7 @@ const (
 // members.Run (sp.member; others have none), each in a new election: 3
 // candidates r1, r2 and r3 of version 1.0.0 with FollowNewest and a
 // hold-down of holdDown; once one leads and all three are live members,
-// each in turn, r1, r2 then r3 whichever leads, is stopped (SIGTERM, its
+// and a settle later (harness.settle), each in turn, r1, r2 then r3 whichever leads, is stopped (SIGTERM, its
 // clean leave), and once it has exited started again with the same ID as
 // 2.0.0; the next waits until its member row is live and healthy (as a
 // deployment waits for a replica's readiness), and with hold until it has
@@ -97,6 +97,7 @@ func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDo
 	if err := g.until(member("", rollingFrom, false), 30*time.Second, "three live members"); err != nil {
 		return trial{}, err
 	}
+	g.drain(h.settle()) // the upgrade starts at a random point of the leader's renewals
 	from := time.Now()
 	upgraded := map[string]time.Time{} // when each ID started again as 2.0.0
 	for _, id := range ids {
@@ -142,6 +143,13 @@ func (h *harness) rollingTrial(ctx context.Context, sp *spec, db *sql.DB, holdDo
 		t.detail = fmt.Sprintf("first leader %s; no change", first.ID)
 	}
 	return t, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // until polls cond every 10 ms, taking in the candidates' events
@@ -192,12 +200,16 @@ func leadership(hist []event, from time.Time) leaders {
 		on bool
 	}
 	var es []edge
+	elected := map[string]time.Time{} // hist keeps each process's lines in order
 	for _, e := range hist {
 		switch e.Event {
 		case "elected":
 			es = append(es, edge{e.Time, e.ID, true})
+			elected[e.ID] = e.Time
 		case "demoted":
-			es = append(es, edge{e.LastTrue, e.ID, false})
+			// A signal true for one sample has its last true sample (read
+			// before the sample) before its elected line (written after).
+			es = append(es, edge{maxTime(e.LastTrue, elected[e.ID]), e.ID, false})
 		case "exit":
 			es = append(es, edge{e.Time, e.ID, false})
 		}
