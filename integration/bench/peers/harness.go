@@ -26,6 +26,7 @@ type spec struct {
 	config string // its timings
 	token  string // its fencing token, or "none"
 	dsn    string // for an operator's transfer to a named candidate; "" when the peer has none
+	member bool   // run through members.Run: the rolling scenario measures it
 	args   []string
 	reset  func(ctx context.Context) error // before each new election, or nil
 	counts counter
@@ -59,7 +60,7 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		return nil
 	}
 	switch name {
-	case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members", "mysql-lock", "seed":
+	case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members", "sqlelect-members-lock", "mysql-lock", "seed":
 		if err := needMaria(); err != nil {
 			return nil, nil, err
 		}
@@ -75,14 +76,16 @@ func (h *harness) setup(ctx context.Context, name string) (*spec, func(), error)
 		sp.server = serverLabel(h.maria.version)
 		sp.counts = h.maria.counts
 		switch name {
-		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members":
+		case "sqlelect-table", "sqlelect-lock", "sqlelect-table-nolockdelay", "sqlelect-members", "sqlelect-members-lock":
 			b := strings.TrimPrefix(name, "sqlelect-")
 			sp.label = "sqlelect (" + b + ")"
 			switch b {
 			case "table-nolockdelay":
 				sp.label = "sqlelect (table, DisableLockDelay)"
 			case "members":
-				sp.label = "sqlelect (table, members.Run)"
+				sp.label, sp.member = "sqlelect (table, members.Run)", true
+			case "members-lock":
+				sp.label, sp.member = "sqlelect (lock, members.Run)", true
 			}
 			sp.config = fmt.Sprintf("lease %v, renew deadline %v, renew/retry %v", L, (L * 2 / 3).Round(time.Millisecond), L/10)
 			sp.token = "term (Election.Fenced)"
@@ -212,12 +215,10 @@ type group struct {
 }
 
 func (h *harness) newGroup(ctx context.Context, sp *spec, extra ...string) (*group, error) {
-	if sp.reset != nil {
-		if err := sp.reset(ctx); err != nil {
-			return nil, err
-		}
+	g, err := h.emptyGroup(ctx, sp, extra...)
+	if err != nil {
+		return nil, err
 	}
-	g := &group{h: h, sp: sp, el: "e" + randHex(4), extra: extra, events: make(chan event, 4096), procs: map[string]*proc{}, ctx: ctx}
 	for range 3 {
 		if err := g.spawn(); err != nil {
 			g.stop()
@@ -227,11 +228,28 @@ func (h *harness) newGroup(ctx context.Context, sp *spec, extra ...string) (*gro
 	return g, nil
 }
 
+// emptyGroup is a new election of sp's, with no candidate yet; extra are
+// arguments of every candidate.
+func (h *harness) emptyGroup(ctx context.Context, sp *spec, extra ...string) (*group, error) {
+	if sp.reset != nil {
+		if err := sp.reset(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &group{h: h, sp: sp, el: "e" + randHex(4), extra: extra, events: make(chan event, 4096), procs: map[string]*proc{}, ctx: ctx}, nil
+}
+
+// spawn starts the next candidate, c1, c2, …
 func (g *group) spawn() error {
 	g.next++
-	id := fmt.Sprintf("c%d", g.next)
+	return g.spawnAs(fmt.Sprintf("c%d", g.next))
+}
+
+// spawnAs starts a candidate with ID id and, beyond the group's, the
+// arguments extra.
+func (g *group) spawnAs(id string, extra ...string) error {
 	args := append([]string{"--peer", g.sp.name, "--id", id, "--election", g.el, "--lease", g.h.lease.String()}, g.sp.args...)
-	args = append(args, g.extra...)
+	args = append(append(args, g.extra...), extra...)
 	cmd := exec.Command(g.h.cand, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -342,6 +360,10 @@ type trial struct {
 	leaderAtResume bool
 	fence          string // accepted, rejected, no token
 	fenceDetail    string
+	// rolling only: d is the longest time without a leader
+	changes int           // changes of leader during the upgrade
+	overlap time.Duration // the longest time with two leaders
+	detail  string        // who led, and when
 }
 
 // first measures n first elections of new names: 3 candidates start at
@@ -596,12 +618,10 @@ func (h *harness) cost(ctx context.Context, sp *spec, window time.Duration, r *p
 	if err != nil {
 		return err
 	}
-	if sp.reset != nil {
-		if err := sp.reset(ctx); err != nil {
-			return err
-		}
+	g, err := h.emptyGroup(ctx, sp)
+	if err != nil {
+		return err
 	}
-	g := &group{h: h, sp: sp, el: "e" + randHex(4), events: make(chan event, 4096), procs: map[string]*proc{}, ctx: ctx}
 	defer g.stop()
 	if err := g.spawn(); err != nil {
 		return err

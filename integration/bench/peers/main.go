@@ -25,7 +25,12 @@
 //     server, leader alone and with two followers;
 //   - killconn (go-mysql-lock's scheme only, not in the default list): the
 //     holder's connection is killed on the server; how long two leader
-//     signals overlap.
+//     signals overlap;
+//   - rolling (peers run through members.Run only, sqlelect-members and
+//     sqlelect-members-lock; not in the default list): a rolling upgrade of
+//     3 candidates from 1.0.0 to 2.0.0 with leadership following the
+//     newest version (rolling.go); the changes of leader and the longest
+//     time without one.
 //
 // After the peers, it measures the loopback round trip of `SELECT 1` to
 // the MariaDB peers' server (5,000 samples, p50 and p99), the unit of the
@@ -39,9 +44,11 @@
 //
 //	cd integration/bench/peers && go run . -trials 30 -first-trials 30 -stall-trials 30
 //	go run . -peers etcd,zookeeper -trials 5 -stall-trials 3 -cost-window 4s
+//	go run . -peers sqlelect-members,sqlelect-members-lock -scenarios rolling -trials 5
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -61,6 +68,8 @@ type options struct {
 	trials, stallTrials int
 	firstTrials         int
 	lease, costWindow   time.Duration
+	holdDown            time.Duration
+	rollingHold         bool
 	out                 string
 }
 
@@ -68,10 +77,12 @@ func main() {
 	var o options
 	flag.StringVar(&o.peers, "peers", "sqlelect-table,sqlelect-lock,etcd,zookeeper,client-go,mysql-lock,seed", "comma-separated peers")
 	flag.StringVar(&o.scenarios, "scenarios", "first,failover,handover,transfer,stall,cost", "comma-separated scenarios")
-	flag.IntVar(&o.trials, "trials", 20, "failover, handover and transfer trials per peer")
+	flag.IntVar(&o.trials, "trials", 20, "failover, handover, transfer and rolling trials per peer")
 	flag.IntVar(&o.firstTrials, "first-trials", 20, "first-election trials per peer")
 	flag.IntVar(&o.stallTrials, "stall-trials", 10, "stall (SIGSTOP) trials per peer")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease or session TTL of every peer")
+	flag.DurationVar(&o.holdDown, "hold-down", 0, "rolling: the members' hold-down (members.Options.HoldDown; 0: the lease)")
+	flag.BoolVar(&o.rollingHold, "rolling-hold", false, "rolling: each restart also waits until the restarted member has served its hold-down (as TestRollingUpgrade), not only until it is live and healthy")
 	flag.DurationVar(&o.costWindow, "cost-window", 10*time.Second, "measurement window of each cost phase")
 	flag.StringVar(&o.out, "out", "../results/peers", "directory for the raw results, the summary and the plot")
 	flag.Parse()
@@ -148,6 +159,17 @@ func run(ctx context.Context, o options) error {
 				}
 				r.killconn = ts
 			}
+			if want["rolling"] {
+				hold := cmp.Or(o.holdDown, o.lease)
+				ts, err := h.rolling(ctx, sp, o.trials, hold, o.rollingHold)
+				if err != nil {
+					return err
+				}
+				r.rolling, r.rollingWait = ts, "live and healthy"
+				if o.rollingHold {
+					r.rollingWait = fmt.Sprintf("live, healthy, hold-down (%v) served", hold)
+				}
+			}
 			if want["stall"] {
 				ts, err := h.stall(ctx, sp, o.stallTrials)
 				if err != nil {
@@ -161,7 +183,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		results = append(results, r)
-		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.transfer, r.stall, r.killconn} {
+		for _, ts := range [][]trial{r.first, r.failover, r.handover, r.transfer, r.stall, r.killconn, r.rolling} {
 			all = append(all, ts...)
 		}
 		// Keep what is done so far.

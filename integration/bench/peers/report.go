@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 type peerResult struct {
 	spec                             *spec
 	first, failover, handover, stall []trial
-	transfer, killconn               []trial
+	transfer, killconn, rolling      []trial
 	cost                             *costResult
+	rollingWait                      string // what each restart of a rolling upgrade waits for
 }
 
 type costResult struct {
@@ -36,9 +38,10 @@ type quantiles struct {
 
 // quantile is the nearest-rank quantile of sorted: with 30 trials p99 is
 // the maximum.
-func quantile(sorted []time.Duration, q float64) time.Duration {
+func quantile[T cmp.Ordered](sorted []T, q float64) T {
 	if len(sorted) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
@@ -93,6 +96,30 @@ func summarizeStall(ts []trial) stallSummary {
 	slices.Sort(tk)
 	s.MaxOverlap, s.MedianOverlap = quantile(ov, 1), quantile(ov, .5)
 	s.TakeoverP50 = quantile(tk, .5)
+	return s
+}
+
+// rollingSummary condenses the rolling-upgrade trials of one peer.
+type rollingSummary struct {
+	N                            int
+	ChangesP50, ChangesP99, Most int
+	Gap                          quantiles // the longest time without a leader, of each trial
+	MaxOverlap                   time.Duration
+	Missed                       int // trials with more than 2 changes or a gap above 100 ms
+}
+
+func summarizeRolling(ts []trial) rollingSummary {
+	s := rollingSummary{N: len(ts), Gap: quants(ts)}
+	var cs []int
+	for _, t := range ts {
+		cs = append(cs, t.changes)
+		s.MaxOverlap = max(s.MaxOverlap, t.overlap)
+		if t.changes > 2 || t.d > 100*time.Millisecond {
+			s.Missed++
+		}
+	}
+	slices.Sort(cs)
+	s.ChangesP50, s.ChangesP99, s.Most = quantile(cs, .5), quantile(cs, .99), quantile(cs, 1)
 	return s
 }
 
@@ -168,6 +195,20 @@ func formatSummary(rs []*peerResult, lease time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %d/%d | %d/%d | %s | %s |\n", r.spec.label, s.N, tk, s.LeaderAtResume, s.N, s.Overlaps, s.N, ov, s.fenceText())
 	}
+	headed := false
+	for _, r := range rs {
+		if len(r.rolling) == 0 {
+			continue
+		}
+		if !headed {
+			headed = true
+			b.WriteString("\n## A rolling upgrade with leadership following the newest version (members.Run)\n\nEach trial a new election of 3 candidates r1, r2, r3 at 1.0.0 with `members.Options{Follow: FollowNewest}` and a hold-down; each in turn, r1, r2 then r3 whichever leads, gets SIGTERM, exits and starts again as 2.0.0, and the next waits until its member row is live and healthy (with -rolling-hold, and has served its hold-down); after the last, until a 2.0.0 member leads. From the first SIGTERM on: *changes*, the leader signals that turned true; *leaderless*, the longest time from one leader's last true sample to the next one's leader signal; *two leaders*, the longest time two signals were true at once. Targets (issue 35): at most 2 changes, no leaderless time above 100 ms.\n\n")
+			b.WriteString("| peer | each restart waits until the member is | trials | changes p50 / p99 / max | longest leaderless p50 / p99 / max | two leaders, max | trials over a target |\n|---|---|---|---|---|---|---|\n")
+		}
+		s := summarizeRolling(r.rolling)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d / %d / %d | %s / %s / %s | %s | %d/%d |\n", r.spec.label, r.rollingWait, s.N, s.ChangesP50, s.ChangesP99, s.Most,
+			dur(s.Gap.P50), dur(s.Gap.P99), dur(s.Gap.Max), dur(s.MaxOverlap), s.Missed, s.N)
+	}
 	for _, r := range rs {
 		if len(r.killconn) == 0 {
 			continue
@@ -199,11 +240,14 @@ func writeResults(out string, rs []*peerResult, ts []trial, header string) error
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"peer", "scenario", "trial", "ms", "lease_ms", "takeover", "takeover_ms", "leader_at_resume", "fence", "fence_detail"})
+	_ = w.Write([]string{"peer", "scenario", "trial", "ms", "lease_ms", "takeover", "takeover_ms", "leader_at_resume", "fence", "fence_detail", "changes", "overlap_ms", "detail"})
 	for _, t := range ts {
-		row := []string{t.peer, t.scenario, strconv.Itoa(t.n), ms(t.d), strconv.FormatInt(t.lease.Milliseconds(), 10), "", "", "", "", ""}
+		row := []string{t.peer, t.scenario, strconv.Itoa(t.n), ms(t.d), strconv.FormatInt(t.lease.Milliseconds(), 10), "", "", "", "", "", "", "", ""}
 		if t.scenario == "stall" || t.scenario == "killconn" {
 			row[5], row[6], row[7], row[8], row[9] = strconv.FormatBool(t.takeover), ms(t.takeoverAfter), strconv.FormatBool(t.leaderAtResume), t.fence, t.fenceDetail
+		}
+		if t.scenario == "rolling" {
+			row[10], row[11], row[12] = strconv.Itoa(t.changes), ms(t.overlap), t.detail
 		}
 		_ = w.Write(row)
 	}
@@ -232,6 +276,7 @@ func writeResults(out string, rs []*peerResult, ts []trial, header string) error
 		Failover, Handover, Transfer, First *jq
 		Cost                                map[string]float64 `json:",omitempty"`
 		Stall                               map[string]any     `json:",omitempty"`
+		Rolling                             map[string]any     `json:",omitempty"`
 	}
 	var js []jp
 	for _, r := range rs {
@@ -248,6 +293,11 @@ func writeResults(out string, rs []*peerResult, ts []trial, header string) error
 			p.Stall = map[string]any{"trials": s.N, "takeovers": s.Takeovers, "takeover_p50_ms": float64(s.TakeoverP50) / 1e6,
 				"leader_at_resume": s.LeaderAtResume, "overlaps": s.Overlaps, "overlap_p50_ms": float64(s.MedianOverlap) / 1e6,
 				"overlap_max_ms": float64(s.MaxOverlap) / 1e6, "fence": s.Fence}
+		}
+		if len(r.rolling) > 0 {
+			s := summarizeRolling(r.rolling)
+			p.Rolling = map[string]any{"wait": r.rollingWait, "trials": s.N, "changes_p50": s.ChangesP50, "changes_p99": s.ChangesP99, "changes_max": s.Most,
+				"leaderless": toJ(s.Gap), "two_leaders_max_ms": float64(s.MaxOverlap) / 1e6, "trials_over_a_target": s.Missed}
 		}
 		js = append(js, p)
 	}
@@ -282,7 +332,7 @@ func plot(out string, ts []trial) error {
 	panels := map[string][]*series{}
 	index := map[string]*series{}
 	for _, t := range ts {
-		if t.scenario == "stall" || t.scenario == "killconn" {
+		if t.scenario == "stall" || t.scenario == "killconn" || t.scenario == "rolling" {
 			continue
 		}
 		key := t.scenario + "|" + t.peer

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -73,6 +74,9 @@ type opts struct {
 	dsn          string // MariaDB peers
 	endpoint     string // etcd, ZooKeeper, the Lease server
 	lease        time.Duration
+	// sqlelect peers run through members.Run: members.Options
+	appVersion, follow string
+	holdDown           time.Duration
 }
 
 // peer is one election implementation.
@@ -88,12 +92,15 @@ type peer interface {
 
 func main() {
 	var o opts
-	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, sqlelect-table-nolockdelay, sqlelect-members, etcd, zookeeper, client-go, mysql-lock or seed")
+	kind := flag.String("peer", "", "sqlelect-table, sqlelect-lock, sqlelect-table-nolockdelay, sqlelect-members, sqlelect-members-lock, etcd, zookeeper, client-go, mysql-lock or seed")
 	flag.StringVar(&o.id, "id", "", "candidate id (required)")
 	flag.StringVar(&o.election, "election", "bench", "election name")
 	flag.StringVar(&o.dsn, "dsn", "", "MariaDB DSN (sqlelect, mysql-lock, seed)")
 	flag.StringVar(&o.endpoint, "endpoint", "", "etcd client URL, ZooKeeper host:port or the Lease server's URL")
 	flag.DurationVar(&o.lease, "lease", 2*time.Second, "lease or session TTL")
+	flag.StringVar(&o.appVersion, "app-version", "bench", "sqlelect-members*: the member's version (members.Options.Version)")
+	flag.StringVar(&o.follow, "follow", "none", "sqlelect-members*: none, newest or oldest (members.Options.Follow)")
+	flag.DurationVar(&o.holdDown, "hold-down", 0, "sqlelect-members*: members.Options.HoldDown (0: the lease)")
 	sample := flag.Duration("sample", time.Millisecond, "how often the leader signal is sampled")
 	doFence := flag.Bool("fence", false, "after a stop (a gap in the sampling), attempt one fenced write")
 	flag.Parse()
@@ -106,10 +113,10 @@ func main() {
 	var pr peer
 	var err error
 	switch *kind {
-	case "sqlelect-table", "sqlelect-lock", "sqlelect-members":
-		pr, err = newSqlelect(o, *kind == "sqlelect-lock", false)
-		if *kind == "sqlelect-members" {
-			pr.(*sqlelectPeer).member = true
+	case "sqlelect-table", "sqlelect-lock", "sqlelect-members", "sqlelect-members-lock":
+		pr, err = newSqlelect(o, strings.HasSuffix(*kind, "-lock"), false)
+		if err == nil && strings.HasPrefix(*kind, "sqlelect-members") {
+			err = pr.(*sqlelectPeer).asMember(o)
 		}
 	case "sqlelect-table-nolockdelay":
 		pr, err = newSqlelect(o, false, true)

@@ -11,8 +11,9 @@ import (
 	"github.com/sqlelect/sqlelect/members"
 )
 
-// sqlelectPeer is the library itself, table or lock backend (or the table
-// backend run through members.Run), with the
+// sqlelectPeer is the library itself, table or lock backend (either also
+// run through members.Run: peers sqlelect-members and
+// sqlelect-members-lock), with the
 // timings of integration/bench: renew deadline 2/3 of the lease, renew and
 // retry intervals 1/10, query timeout 1/5. Its signal is IsLeader.
 type sqlelectPeer struct {
@@ -20,7 +21,7 @@ type sqlelectPeer struct {
 	db     *sql.DB
 	id     string
 	cfg    election.Config
-	member bool // run through members.Run (peer sqlelect-members)
+	member *members.Options // run through members.Run with these (peers sqlelect-members*)
 }
 
 // newSqlelect makes the table (or lock) backend's candidate; noDelay sets
@@ -45,10 +46,27 @@ func newSqlelect(o opts, lock, noDelay bool) (peer, error) {
 
 func (p *sqlelectPeer) run(ctx context.Context) error {
 	defer p.db.Close()
-	if p.member {
-		return members.Run(ctx, p.db, p.e, p.cfg, members.Options{Version: "bench"})
+	if p.member != nil {
+		return members.Run(ctx, p.db, p.e, p.cfg, *p.member)
 	}
 	return p.e.Run(ctx)
+}
+
+// asMember makes p run through members.Run with o's version, follow mode
+// (none, newest, oldest) and hold-down.
+func (p *sqlelectPeer) asMember(o opts) error {
+	mo := members.Options{Version: o.appVersion, HoldDown: o.holdDown}
+	switch o.follow {
+	case "", "none":
+	case "newest":
+		mo.Follow = members.FollowNewest
+	case "oldest":
+		mo.Follow = members.FollowOldest
+	default:
+		return fmt.Errorf("unknown --follow %q: none, newest or oldest", o.follow)
+	}
+	p.member = &mo
+	return nil
 }
 
 func (p *sqlelectPeer) leader() bool { return p.e.IsLeader() }
