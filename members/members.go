@@ -67,7 +67,7 @@ type Member struct {
 	Version     string    `json:"version"`
 	Host        string    `json:"host"`
 	Priority    int       `json:"priority"`
-	Healthy     bool      `json:"healthy"` // its latest health check passed (true without one)
+	Healthy     bool      `json:"healthy"` // it campaigns, and its latest health check passed (true without one)
 	Started     time.Time `json:"started"` // by the database clock, UTC
 	LastSeen    time.Time `json:"last_seen"`
 	// Live is true while LastSeen is within Lease of the database clock.
@@ -143,14 +143,18 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 	if err := m.registerUntil(ctx); err != nil || ctx.Err() != nil {
 		return err
 	}
-	rctx, stop := context.WithCancelCause(ctx)
+	// The candidate's Run outlives ctx by the leaving leader's transfer
+	// (leave), and ends with stop.
+	rctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stop(nil)
 	done := make(chan error, 1)
 	go func() { done <- c.Run(rctx) }()
-	every := cfg.LeaseDuration / 2
 	var lost error // set when another incarnation took the ID
+	quit := ctx.Done()
 	for {
-		t := newTimer(cfg.Tuning.Clock, every)
+		// Every retry interval until the row says healthy (the
+		// candidate campaigns), then every half lease.
+		t := newTimer(cfg.Tuning.Clock, map[bool]time.Duration{false: cfg.Tuning.RetryInterval, true: cfg.LeaseDuration / 2}[m.campaigns])
 		select {
 		case err := <-done:
 			t.stop()
@@ -159,6 +163,12 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 			}
 			m.remove()
 			return err
+		case <-quit:
+			t.stop()
+			quit = nil
+			m.leave(rctx)
+			stop(context.Cause(ctx))
+			continue
 		case <-t.c:
 		}
 		if lost != nil {
@@ -187,6 +197,9 @@ type member struct {
 	// (follow), not asked again before askedUntil.
 	asked      string
 	askedUntil time.Time
+	// campaigns is set once the candidate's campaign began (its first
+	// step): until then the row says not healthy.
+	campaigns bool
 }
 
 // live is true for a member row whose last refresh is within its lease by
@@ -251,7 +264,7 @@ func (m *member) register(ctx context.Context) error {
 	name, id := m.c.Name(), m.c.ID()
 	insert := `INSERT INTO ` + m.tbl + ` (anchor, member_id, incarnation, version, host, pid, priority, healthy, started_at, last_seen, lease_ms)
 VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, ?, ?, ?, ?, ?, ?, ` + dbclock.TermNow + `, ` + dbclock.TermNow + `, ?)`
-	args := []any{name, id, m.inc, m.o.Version, m.o.Host, os.Getpid(), m.cfg.Preference.Priority, m.c.Progress().Healthy, m.cfg.LeaseDuration.Milliseconds()}
+	args := []any{name, id, m.inc, m.o.Version, m.o.Host, os.Getpid(), m.cfg.Preference.Priority, m.healthy(), m.cfg.LeaseDuration.Milliseconds()}
 	gone := "" // the incarnation of a gone process of this host
 	for try := 1; ; try++ {
 		if _, err := m.db.ExecContext(qctx, `DELETE FROM `+m.tbl+` WHERE anchor = ? AND member_id = ? AND (NOT (`+live+`) OR incarnation = ?) AND `+dbclock.Trusted,
@@ -279,6 +292,14 @@ VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, ?, ?, ?, ?, ?, ?, ` + dbclock.T
 	}
 }
 
+// healthy is what the member's row says of its health: its candidate
+// campaigns (its first step began) and its latest health check passed.
+func (m *member) healthy() bool {
+	p := m.c.Progress()
+	m.campaigns = m.campaigns || !p.LastStep.IsZero()
+	return m.campaigns && p.Healthy
+}
+
 // refresh writes the member's last_seen, priority and health; when its row
 // is gone (deleted, or expired and taken by another incarnation) it
 // registers again.
@@ -287,7 +308,7 @@ func (m *member) refresh(ctx context.Context) error {
 	defer cancel()
 	res, err := m.db.ExecContext(qctx, `UPDATE `+m.tbl+` SET last_seen = `+dbclock.TermNow+`, healthy = ?, priority = ?
 WHERE anchor = ? AND member_id = ? AND incarnation = ? AND `+dbclock.Trusted,
-		m.c.Progress().Healthy, m.cfg.Preference.Priority, m.c.Name(), m.c.ID(), m.inc)
+		m.healthy(), m.cfg.Preference.Priority, m.c.Name(), m.c.ID(), m.inc)
 	if err != nil {
 		return classify(err, Table(m.cfg.Table))
 	}

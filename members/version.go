@@ -32,16 +32,50 @@ const (
 // the hold-down has passed. Versions that are not semantic versions
 // (compareVersions) never move leadership.
 func (m *member) follow(ctx context.Context) {
+	hold := m.holdDown()
+	best, ok := m.best(ctx, hold, Member{Version: m.o.Version, Incarnation: m.inc})
+	now := m.cfg.Tuning.Clock.Now()
+	if !ok || best.Incarnation == m.inc || best.Incarnation == m.asked && now.Before(m.askedUntil) {
+		return
+	}
+	m.asked, m.askedUntil = best.Incarnation, now.Add(hold)
+	m.transfer(ctx, best, "members: handing leadership to the member whose version leads")
+}
+
+// leave runs when Run's context ends, before the candidate's Run does: a
+// leader that follows versions hands over to the other live, healthy
+// member whose version should lead, hold-down or not, rather than to
+// whichever follower looks first (a rolling upgrade's restart of the
+// leader would otherwise move leadership to an old member, then again).
+func (m *member) leave(ctx context.Context) {
+	if m.o.Follow == FollowNone || !m.c.IsLeader() {
+		return
+	}
+	if best, ok := m.best(ctx, 0, Member{}); ok && best.Incarnation != "" {
+		m.transfer(ctx, best, "members: leaving; handing leadership to the member whose version leads")
+	}
+}
+
+// best lists the members and returns the live, healthy one, other than
+// this one, that has been so for hold and whose version should lead over
+// from's (any semantic version when from is none), or from (ok when the
+// list was read).
+func (m *member) best(ctx context.Context, hold time.Duration, from Member) (Member, bool) {
 	qctx, cancel := context.WithTimeout(ctx, m.cfg.Tuning.QueryTimeout)
 	defer cancel()
 	ms, err := List(qctx, m.db, m.cfg.Table, m.c.Name())
 	if err != nil {
-		return // the next refresh tries again
+		return from, false // the next refresh tries again
 	}
-	hold := m.holdDown()
-	best := Member{Version: m.o.Version, Incarnation: m.inc}
+	best := from
 	for _, o := range ms {
-		if !o.Live || !o.Healthy || o.LastSeen.Sub(o.Started) < hold {
+		if !o.Live || !o.Healthy || o.Incarnation == m.inc || o.LastSeen.Sub(o.Started) < hold {
+			continue
+		}
+		if best.Incarnation == "" { // none yet (leave): the first semantic version
+			if _, _, ok := parseVersion(o.Version); ok {
+				best = o
+			}
 			continue
 		}
 		c, ok := compareVersions(o.Version, best.Version)
@@ -49,15 +83,17 @@ func (m *member) follow(ctx context.Context) {
 			best = o
 		}
 	}
-	now := m.cfg.Tuning.Clock.Now()
-	if best.Incarnation == m.inc || best.Incarnation == m.asked && now.Before(m.askedUntil) {
-		return
-	}
-	m.asked, m.askedUntil = best.Incarnation, now.Add(hold)
-	m.cfg.Tuning.Logger.Info("members: handing leadership to the member whose version leads",
-		"election", m.c.Name(), "to", best.ID, "version", best.Version, "mine", m.o.Version)
-	if err := m.c.Transfer(qctx, best.ID); err != nil {
-		m.cfg.Tuning.Logger.Warn("members: transfer by version failed", "election", m.c.Name(), "to", best.ID, "err", err)
+	return best, true
+}
+
+// transfer hands leadership to o (Candidate.Transfer), within the query
+// timeout.
+func (m *member) transfer(ctx context.Context, o Member, why string) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Tuning.QueryTimeout)
+	defer cancel()
+	m.cfg.Tuning.Logger.Info(why, "election", m.c.Name(), "to", o.ID, "version", o.Version, "mine", m.o.Version)
+	if err := m.c.Transfer(ctx, o.ID); err != nil {
+		m.cfg.Tuning.Logger.Warn("members: transfer by version failed", "election", m.c.Name(), "to", o.ID, "err", err)
 	}
 }
 
