@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sqlelect/sqlelect/internal/combine"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -75,10 +73,10 @@ type Batcher struct {
 	// renews renews the term of a candidate in an election if the row
 	// still says so and is not locked by another transaction: false
 	// otherwise, and the caller decides with its own heartbeat.
-	renews *combiner[renewReq, bool]
+	renews *combine.Combiner[renewReq, bool]
 	// reads reads an election's row: a Record of the election alone when
 	// there is none.
-	reads *combiner[string, Record]
+	reads *combine.Combiner[string, Record]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -109,10 +107,16 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout), preflight: make(chan struct{}, 1)}
-	b.renews = newCombiner(opts, b.execRenew)
-	b.reads = newCombiner(opts, b.execRead)
+	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
+	b.renews = combine.New(copts, b.execRenew)
+	b.reads = combine.New(copts, b.execRead)
 	return b, nil
 }
+
+// lingerClock is a Batcher's Clock as its combiners' (combine.Clock).
+type lingerClock struct{ Clock }
+
+func (c lingerClock) NewTimer(d time.Duration) combine.Timer { return c.Clock.NewTimer(d) }
 
 // minRenewBatch is the smallest batch of renewals worth a transaction (seven
 // statements); smaller ones use each election's own heartbeat (one).
@@ -254,102 +258,4 @@ func inNames(query string, names []string) (string, []any) {
 		args = stmt.Put(&b, args, n)
 	}
 	return strings.Replace(query, ":names", b.String(), 1), args
-}
-
-// combiner runs a Batcher's requests of one kind (renewals, reads) in
-// batches, each run as one call: a request joins the batch that is
-// filling, if any; the first request of each batch waits out the linger (or
-// until the batch is full) and a free slot, then runs the whole batch, so no
-// goroutine of its own is needed. Its BatcherOptions, defaults applied,
-// give the most requests in one batch (MaxBatch), how many batches may run
-// at once (MaxInFlight), the bound of each batch's run (QueryTimeout), and
-// how long a batch waits for more requests (Linger, on Clock; not positive
-// for none).
-type combiner[Req, Res any] struct {
-	mu    sync.Mutex
-	cur   *pending[Req, Res]
-	slots chan struct{}
-	opts  BatcherOptions
-	exec  func(ctx context.Context, reqs []Req) ([]Res, error)
-}
-
-// pending is one batch of a combiner.
-type pending[Req, Res any] struct {
-	reqs []Req
-	res  []Res
-	err  error
-	full chan struct{} // closed when the batch reached the maximum size
-	done chan struct{} // closed when it ran
-}
-
-// newCombiner returns a combiner that runs its batches with exec, which
-// returns one result per request, in order.
-func newCombiner[Req, Res any](opts BatcherOptions, exec func(context.Context, []Req) ([]Res, error)) *combiner[Req, Res] {
-	return &combiner[Req, Res]{slots: make(chan struct{}, opts.MaxInFlight), opts: opts, exec: exec}
-}
-
-// errShort is a batch that returned fewer results than requests.
-var errShort = errors.New("election: batch returned too few results")
-
-// Do adds r to the batch that is filling, or starts one, and returns r's
-// result once its batch ran. The batch runs even if ctx ends first.
-func (c *combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
-	var zero Res
-	c.mu.Lock()
-	b := c.cur
-	first := b == nil
-	if first {
-		b = &pending[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
-		c.cur = b
-	}
-	i := len(b.reqs)
-	b.reqs = append(b.reqs, r)
-	if len(b.reqs) >= c.opts.MaxBatch {
-		c.cur = nil // full: later requests start another batch
-		close(b.full)
-	}
-	c.mu.Unlock()
-
-	if first {
-		// Let others join for the linger and until a slot is free
-		// (bounded by the running batches' timeouts), then close the
-		// batch and run it. It runs even if this caller's context ends:
-		// others wait for it.
-		if c.opts.Linger > 0 {
-			t := c.opts.Clock.NewTimer(c.opts.Linger)
-			select {
-			case <-t.C():
-			case <-b.full:
-				t.Stop()
-			}
-		}
-		c.slots <- struct{}{}
-		c.mu.Lock()
-		if c.cur == b {
-			c.cur = nil
-		}
-		c.mu.Unlock()
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.QueryTimeout)
-		b.res, b.err = c.exec(ectx, b.reqs)
-		cancel()
-		if b.err == nil && len(b.res) < len(b.reqs) {
-			b.err = fmt.Errorf("%w: %d of %d", errShort, len(b.res), len(b.reqs))
-		}
-		<-c.slots
-		close(b.done)
-	} else {
-		select {
-		case <-b.done:
-		case <-ctx.Done(): // the check below returns its error
-		}
-	}
-	// b.err only once the batch ran (b.done): a waiter whose context ended
-	// first returns without reading what the batch's runner still writes.
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	if b.err != nil {
-		return zero, b.err
-	}
-	return b.res[i], nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sqlelect/sqlelect/internal/combine"
 )
 
 func BenchmarkIsLeader(b *testing.B) {
@@ -62,7 +64,7 @@ func BenchmarkLeadershipContext(b *testing.B) {
 // BenchmarkBatcherCombine is the in-process cost of one request through a
 // Batcher's combiner (the statement itself excluded), with 8 goroutines.
 func BenchmarkBatcherCombine(b *testing.B) {
-	c := newCombiner(BatcherOptions{MaxBatch: 500, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
+	c := combine.New(combine.Options{MaxBatch: 500, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
 		func(_ context.Context, reqs []int) ([]int, error) { return reqs, nil })
 	ctx := context.Background()
 	b.SetParallelism(4)

@@ -104,6 +104,11 @@ type Options struct {
 	// follows its version, and how long a transfer to it that did not make
 	// it lead is not asked again. Default: the lease.
 	HoldDown time.Duration
+	// Batcher, when set, refreshes the member's row together with the
+	// other members of the Batcher (see Batcher): one statement for many
+	// elections. It must be for the election's table. Default nil: the
+	// member refreshes on its own.
+	Batcher *Batcher
 }
 
 // Table returns the members table of election table table (default
@@ -132,6 +137,11 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 	if err != nil {
 		return err
 	}
+	if o.Batcher != nil {
+		if err := o.Batcher.check(cfg); err != nil {
+			return err
+		}
+	}
 	m := member{db: db, c: c, cfg: cfg, tbl: ident.Quote(Table(cfg.Table)), o: o}
 	m.o.Version = cmp.Or(o.Version, mainVersion())
 	if m.o.Host == "" {
@@ -154,7 +164,11 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 	for {
 		// Every retry interval until the row says healthy (the
 		// candidate campaigns), then every half lease.
-		t := newTimer(cfg.Tuning.Clock, map[bool]time.Duration{false: cfg.Tuning.RetryInterval, true: cfg.LeaseDuration / 2}[m.campaigns])
+		every := cfg.Tuning.RetryInterval
+		if m.campaigns {
+			every = m.untilRefresh(cfg.LeaseDuration / 2)
+		}
+		t := newTimer(cfg.Tuning.Clock, every)
 		select {
 		case err := <-done:
 			t.stop()
@@ -174,7 +188,11 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 		if lost != nil {
 			continue
 		}
-		if err := m.refresh(ctx); errors.Is(err, ErrDuplicateID) {
+		refresh := m.refresh
+		if m.o.Batcher != nil {
+			refresh = m.refreshBatched
+		}
+		if err := refresh(ctx); errors.Is(err, ErrDuplicateID) {
 			lost = err
 			stop(err) // the candidate stands down; its Run returns
 		} else if m.o.Follow != FollowNone && c.IsLeader() {

@@ -277,6 +277,21 @@ func TestLostToAnotherIncarnation(t *testing.T) {
 WHERE anchor = ?`, name); err != nil {
 		t.Fatal(err)
 	}
+	waitStopped(t, ctx, c)
+	var dup *members.DuplicateError
+	if err := stop(); !errors.As(err, &dup) || dup.Other.Host != "other" {
+		t.Fatalf("Run: %v; want a DuplicateError naming host other", err)
+	}
+	ms, err := members.List(ctx, db, "", name)
+	if err != nil || len(ms) != 1 || ms[0].Host != "other" {
+		t.Fatalf("members %+v, %v: want the other process's row kept", ms, err)
+	}
+}
+
+// waitStopped waits until c's Run returned, as when its ID went to another
+// process.
+func waitStopped(t *testing.T, ctx context.Context, c *election.Candidate) {
+	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for c.Progress().Running {
@@ -285,14 +300,6 @@ WHERE anchor = ?`, name); err != nil {
 		case <-ctx.Done():
 			t.Fatal("the candidate still runs after its ID went to another process")
 		}
-	}
-	var dup *members.DuplicateError
-	if err := stop(); !errors.As(err, &dup) || dup.Other.Host != "other" {
-		t.Fatalf("Run: %v; want a DuplicateError naming host other", err)
-	}
-	ms, err := members.List(ctx, db, "", name)
-	if err != nil || len(ms) != 1 || ms[0].Host != "other" {
-		t.Fatalf("members %+v, %v: want the other process's row kept", ms, err)
 	}
 }
 

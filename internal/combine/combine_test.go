@@ -1,4 +1,4 @@
-package election
+package combine
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // queued returns how many requests wait in the batch that is filling.
-func (c *combiner[Req, Res]) queued() int {
+func (c *Combiner[Req, Res]) queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil {
@@ -19,7 +19,7 @@ func (c *combiner[Req, Res]) queued() int {
 	return len(c.cur.reqs)
 }
 
-// The combiner's tests run in synctest bubbles: synctest.Wait returns once
+// The Combiner's tests run in synctest bubbles: synctest.Wait returns once
 // every request started is blocked (running, queued in a batch, or waiting
 // for a slot), the state each step checks, with no polling.
 func TestCombinerBatchesWhileBusy(t *testing.T) {
@@ -32,7 +32,7 @@ func testCombinerBatchesWhileBusy(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	c := newCombiner(BatcherOptions{MaxBatch: 3, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
+	c := New(Options{MaxBatch: 3, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1},
 		func(ctx context.Context, reqs []int) ([]int, error) {
 			mu.Lock()
 			sizes = append(sizes, len(reqs))
@@ -92,11 +92,11 @@ func TestCombinerErrorsAndCancel(t *testing.T) {
 		want error
 	}{
 		{"error reaches every request", func(context.Context, []int) ([]int, error) { return nil, boom }, boom},
-		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, errShort},
+		{"short result", func(context.Context, []int) ([]int, error) { return nil, nil }, ErrShort},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1}, tc.exec)
+			c := New(Options{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: time.Second, Linger: -1}, tc.exec)
 			if _, err := c.Do(ctx, 1); !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
@@ -109,7 +109,7 @@ func testCombinerWaiterContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	release := make(chan struct{})
-	c := newCombiner(BatcherOptions{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
+	c := New(Options{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: -1},
 		func(ctx context.Context, reqs []int) ([]int, error) {
 			<-release
 			return reqs, nil
@@ -141,11 +141,11 @@ func testCombinerWaiterContextEnds(t *testing.T) {
 // TestCombinerWaitersLeaveEarly: requests whose contexts end while their
 // batch lingers or waits for a slot return their context's error without
 // reading the batch's outcome, which its runner writes later (under -race,
-// reading it was a data race; TestBatcherManyElections found it).
+// reading it was a data race; election's TestBatcherManyElections found it).
 func TestCombinerWaitersLeaveEarly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := newCombiner(BatcherOptions{MaxBatch: 1000, MaxInFlight: 1, QueryTimeout: time.Second, Linger: 2 * time.Millisecond, Clock: realClock{}},
+	c := New(Options{MaxBatch: 1000, MaxInFlight: 1, QueryTimeout: time.Second, Linger: 2 * time.Millisecond},
 		func(ctx context.Context, reqs []int) ([]int, error) { return reqs, nil })
 	var wg sync.WaitGroup
 	for i := range 200 {
