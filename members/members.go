@@ -67,7 +67,7 @@ type Member struct {
 	Version     string    `json:"version"`
 	Host        string    `json:"host"`
 	Priority    int       `json:"priority"`
-	Healthy     bool      `json:"healthy"` // it campaigns, and its latest health check passed (true without one)
+	Healthy     bool      `json:"healthy"` // its candidate campaigns (its first step began), and its latest health check passed (true without one)
 	Started     time.Time `json:"started"` // by the database clock, UTC
 	LastSeen    time.Time `json:"last_seen"`
 	// Live is true while LastSeen is within Lease of the database clock.
@@ -98,7 +98,9 @@ type Options struct {
 	// Follow makes leadership follow the members' versions (FollowNewest
 	// or FollowOldest): the leader hands over, by a transfer, to a live,
 	// healthy member whose version should lead once that member has been
-	// so for HoldDown. Default FollowNone.
+	// so for HoldDown; and when Run's context ends, to the live, healthy
+	// member whose version should lead, at once (rather than to whichever
+	// follower looks first). Default FollowNone.
 	Follow Follow
 	// HoldDown is how long a member must have run before leadership
 	// follows its version, and how long a transfer to it that did not make

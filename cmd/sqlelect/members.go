@@ -30,8 +30,8 @@ refreshes its row every half lease and removes it when it exits.
 Columns: the candidate's ID; STATE live (its last refresh is within its
 lease, by the database clock) or gone (it stopped without removing its row:
 killed, or cut off from the database); its VERSION (--app-version) and HOST;
-its PRIORITY (--priority); HEALTHY, whether its latest --health-cmd passed
-(yes without one); when it STARTED (UTC); LAST-SEEN, how long ago by the
+its PRIORITY (--priority); HEALTHY, whether it campaigns (no for a moment
+after it registered) and its latest --health-cmd passed (yes without one); when it STARTED (UTC); LAST-SEEN, how long ago by the
 database clock for a live member, the time of its last refresh for one
 gone.
 
