@@ -289,3 +289,43 @@ func TestHistoryEnds(t *testing.T) {
 		t.Fatalf("history %+v: want old, late (ended at a's start, deleted: a inserted the row) and a", hs)
 	}
 }
+
+// TestHistoryAfterFloorTruncated: after an operator's TRUNCATE of the
+// floor table, the floor rows written again (the marker's seed) go on
+// counting where the history left off: the next term is added, over no
+// kept term.
+func TestHistoryAfterFloorTruncated(t *testing.T) {
+	ctx, _, db, name := setup(t)
+	op, err := operator.New(db, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &leaderships{m: map[uint64]string{}}
+	c := start(t, ctx, db, election.NewTable, name, "a", seen)
+	waitFor(t, ctx, "a leads", c.IsLeader)
+	count := func() int {
+		t.Helper()
+		hs, err := history.List(ctx, db, "", name, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hs)
+	}
+	assume := func() {
+		t.Helper()
+		term := c.Term()
+		if _, err := op.Assume(ctx, name, "a"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "a leads again", func() bool { return c.IsLeader() && c.Term() > term })
+	}
+	assume()
+	before := count() // first or insert, operator, claimed
+	if _, err := db.ExecContext(ctx, "TRUNCATE TABLE service_election_floor"); err != nil {
+		t.Fatal(err)
+	}
+	assume()
+	if got := count(); got != before+2 {
+		t.Fatalf("%d terms after the TRUNCATE and an Assume and its claim, want %d: kept terms were written over", got, before+2)
+	}
+}

@@ -187,7 +187,7 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 			continue
 		case <-t.c:
 		}
-		if lost != nil {
+		if lost != nil || quit == nil { // the candidate is stopping
 			continue
 		}
 		refresh := m.refresh

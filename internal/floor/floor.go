@@ -82,8 +82,8 @@ type Stmts struct {
 	// Mark writes the marker: sum :term, written now.
 	Mark stmt.Stmt
 	// Resume starts a new floor row's count where the election's history
-	// left it (a floor row deleted by an operator), so that Append goes on
-	// over the oldest slot.
+	// left it (a floor row deleted by an operator; Seed's rows do too), so
+	// that Append goes on over the oldest slot.
 	Resume stmt.Stmt
 	// Append writes term :term, as the election's row now says, into
 	// the history, in the floor's next slot; Close ends the history's
@@ -111,12 +111,11 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, :term), terms = terms 
 FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 		Sum:   b.Stmt(`SELECT COALESCE(SUM(CRC32(anchor)), 0) FROM ` + ftbl + ` WHERE anchor <> ''`),
 		Count: b.Stmt(`UPDATE ` + ftbl + ` SET term_floor = term_floor + CRC32(:name) WHERE anchor = ''`),
-		Seed: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT anchor, term FROM ` + tbl + `
+		Seed: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, terms) SELECT anchor, term, ` + resume(htbl, tbl+`.anchor`) + ` FROM ` + tbl + `
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
-		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = COALESCE((SELECT slot + 1 FROM ` + htbl + ` WHERE anchor = :name ORDER BY term DESC LIMIT 1), 0)
-WHERE anchor = :name`),
+		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
 		Append: b.Stmt(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
 SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
 FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor = :name AND e.term = :term
@@ -138,6 +137,12 @@ SET h.ended_at = ` + started + `, h.ended = CASE e.acquired
 WHERE h.anchor = :name AND h.term < :term AND (h.ended_at IS NULL OR h.ended_at > ` + started + `)`),
 		Peek: [2]string{`SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, `SELECT h.slot, h.ended, f.terms FROM ` + htbl + ` h, ` + ftbl + ` f WHERE 1 = 0`},
 	}
+}
+
+// resume is the count a new floor row of election anchor (SQL) starts
+// from: its history's newest slot plus one, 0 without a history.
+func resume(htbl, anchor string) string {
+	return `COALESCE((SELECT h.slot + 1 FROM ` + htbl + ` h WHERE h.anchor = ` + anchor + ` ORDER BY h.term DESC LIMIT 1), 0)`
 }
 
 // Tx is the transaction a Write runs its statements in: one
