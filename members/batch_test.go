@@ -139,7 +139,7 @@ func TestBatcherLostToAnotherIncarnation(t *testing.T) {
 				cs[i], stops[i] = start(t, ctx, db, be.new, config(fmt.Sprintf("%s-%d", prefix, i), "y"), members.Options{Host: "stalled", Batcher: mb})
 			}
 			lost := prefix + "-0"
-			waitMembers(t, ctx, db, lost, "y live", func(ms []members.Member) bool { return len(ms) == 1 && ms[0].Live })
+			waitMembers(t, ctx, db, lost, "y live and campaigning", func(ms []members.Member) bool { return len(ms) == 1 && ms[0].Live && ms[0].Healthy })
 			if _, err := db.ExecContext(ctx, `UPDATE service_election_members SET incarnation = 'feedfacefeedface', host = 'other'
 WHERE anchor = ?`, lost); err != nil {
 				t.Fatal(err)

@@ -111,8 +111,9 @@ func TestRunRegistersAndRemoves(t *testing.T) {
 			_, stop := start(t, ctx, db, b.new, cfg, members.Options{Version: "1.2.3", Host: "host-a"})
 			cfgB := config(name, "b")
 			_, _ = start(t, ctx, db, b.new, cfgB, members.Options{Version: "1.2.4", Host: "host-b"})
-			ms := waitMembers(t, ctx, db, name, "a and b live", func(ms []members.Member) bool {
-				return len(ms) == 2 && ms[0].Live && ms[1].Live
+			// Healthy once each candidate campaigns (its first step).
+			ms := waitMembers(t, ctx, db, name, "a and b live and campaigning", func(ms []members.Member) bool {
+				return len(ms) == 2 && ms[0].Live && ms[1].Live && ms[0].Healthy && ms[1].Healthy
 			})
 			a := ms[0]
 			if a.ID != "a" || a.Version != "1.2.3" || a.Host != "host-a" || a.Priority != 7 || !a.Healthy || a.Lease != time.Second ||
@@ -270,7 +271,7 @@ func TestLostToAnotherIncarnation(t *testing.T) {
 	ctx, db := setup(t)
 	name := randName(t)
 	c, stop := start(t, ctx, db, election.NewTable, config(name, "y"), members.Options{Host: "stalled"})
-	waitMembers(t, ctx, db, name, "y live", func(ms []members.Member) bool { return len(ms) == 1 && ms[0].Live })
+	waitMembers(t, ctx, db, name, "y live and campaigning", func(ms []members.Member) bool { return len(ms) == 1 && ms[0].Live && ms[0].Healthy })
 	// What another process's registration leaves after this one's row
 	// expired.
 	if _, err := db.ExecContext(ctx, `UPDATE service_election_members SET incarnation = 'feedfacefeedface', host = 'other'
