@@ -40,13 +40,28 @@ const gmsTable = `CREATE TABLE service_election (
   CONSTRAINT service_election_decision CHECK (decision IS NULL)
 )`
 
-// gmsFloorTable is the term floor table (migrations 6 and 8) as
+// gmsFloorTable is the term floor table (migrations 6, 8 and 10) as
 // go-mysql-server takes it.
 const gmsFloorTable = `CREATE TABLE service_election_floor (
   anchor VARCHAR(128) NOT NULL,
   term_floor BIGINT UNSIGNED NOT NULL,
   marked_at BIGINT UNSIGNED NULL DEFAULT NULL,
+  terms BIGINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (anchor)
+)`
+
+// gmsHistoryTable is the history table (migration 10) as go-mysql-server
+// takes it.
+const gmsHistoryTable = `CREATE TABLE service_election_history (
+  anchor VARCHAR(128) NOT NULL,
+  slot SMALLINT UNSIGNED NOT NULL,
+  term BIGINT UNSIGNED NOT NULL,
+  holder VARCHAR(255) NOT NULL,
+  began VARCHAR(16) NOT NULL,
+  started_at BIGINT UNSIGNED NOT NULL,
+  ended_at BIGINT UNSIGNED NULL DEFAULT NULL,
+  ended VARCHAR(16) NULL DEFAULT NULL,
+  PRIMARY KEY (anchor, slot)
 )`
 
 // startGMS starts dolthub/go-mysql-server (an in-memory database named
@@ -93,8 +108,10 @@ func startGMS(t *testing.T, ctx context.Context) *sql.DB {
 	if _, err := db.ExecContext(ctx, gmsTable); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, gmsFloorTable); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{gmsFloorTable, gmsHistoryTable} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return db
 }
