@@ -249,7 +249,7 @@ VALUES ('handoff', 'me', NOW(6), 7, NOW(6), 60000, 'lock')`); err != nil {
 		t.Fatal(err)
 	}
 	for _, hold := range []uint64{8, 7} { // another term's hand-off is a no-op
-		if _, err := giveUp(ctx, lb, hold, surrender{unserved: 2500 * time.Millisecond}); err != nil {
+		if err := giveUp(ctx, lb, hold, surrender{unserved: 2500 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}

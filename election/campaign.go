@@ -84,10 +84,32 @@ func (b *backendBase) base() *backendBase { return b }
 // writeRow is the table backend's backend.writeRow (the lock backend's
 // without a lock connection): on a pooled connection, and again in a
 // transaction of the library's when the session would not commit it (see
-// floor.ExecCommitted).
+// floor.ExecCommitted); a give-up in a transaction with the term's end
+// (giveUpTx).
 func (b *backendBase) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error) {
+	if w <= writeHandOver {
+		ok, err := b.giveUpTx(ctx, b.db, w, p)
+		return ok, probe.Classify(err, b.cfg.Table)
+	}
 	n, err := floor.ExecCommitted(ctx, b.db, b.held[w].pool, b.held[w].conn, p)
 	return n == 1, probe.Classify(err, b.cfg.Table)
+}
+
+// giveUpTx runs w, a release, hand-off or hand-over, with p on db (the pool
+// or the lock connection) in one transaction with the end of term :hold in
+// the history when w gave the row up (writeEnd: resigned, or transferred
+// to :to): the end is recorded exactly when the row was given up, and
+// before anyone can take it.
+func (b *backendBase) giveUpTx(ctx context.Context, db stmt.Execer, w rowWrite, p stmt.Params) (bool, error) {
+	var n int64
+	err := floor.InConnTx(ctx, db, func(c *sql.Conn) (err error) {
+		if n, err = b.held[w].conn.Affected(ctx, c, p); err != nil || n != 1 {
+			return err
+		}
+		_, err = b.held[writeEnd].conn.Exec(ctx, c, p)
+		return err
+	})
+	return n == 1, err
 }
 
 // params are the values of the statements' parameters for this candidate

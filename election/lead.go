@@ -207,8 +207,9 @@ func (c *Candidate) handOver(ctx context.Context, to string) error {
 // on: the row then expires when the delay would have ended instead of
 // being marked released, so that the predecessor the delay waits for has
 // stood down before anyone leads. A release never hands over a delay that
-// the releaser had not served. An error of the statement is logged,
-// counted and returned: the row then expires after its lease.
+// the releaser had not served. An error of the statement (or of the term's
+// end in the history, in the same transaction) is logged, counted and
+// returned: the row then expires after its lease.
 func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.Time, g surrender) error {
 	now := c.cfg.Clock.Now()
 	c.step()
@@ -221,7 +222,7 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 	g.unserved = max(c.st.leadAt.Sub(now), 0) // none for a hand-over, which leads first
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	released, err := giveUp(rctx, c.b, term, g)
+	err := giveUp(rctx, c.b, term, g)
 	if err != nil {
 		if g.over {
 			c.log.Warn("hand-over failed; the lease will expire instead", "term", term, "to", g.to, "err", err)
@@ -229,34 +230,21 @@ func (c *Candidate) releaseHold(ctx context.Context, term uint64, deadline time.
 			c.log.Warn("release failed; the lease will expire instead", "term", term, "err", err)
 		}
 		c.cfg.Metrics.Heartbeat(c.cfg.Name, 0, err)
-		return err
 	}
-	if released {
-		// The term's end in the history, after the followers were woken:
-		// no part of a handover's time. Should it fail, the next holder
-		// ends the term as it finds the row (floor.Stmts.Close).
-		p := c.b.base().params(term)
-		if g.over {
-			p.To = g.to
-		}
-		if _, herr := c.b.writeRow(rctx, writeEnd, p); herr != nil {
-			c.log.Warn("recording the term's end in the history failed; the next holder records it", "term", term, "err", herr)
-		}
-	}
-	return nil
+	return err
 }
 
-// giveUp gives term hold of b up as g says, and then lets go of what b
-// keeps while holding (model: giveUp): after the row says released, so
-// that woken followers find it so. released reports that the row was
-// given up (it still held term hold).
-func giveUp(ctx context.Context, b backend, hold uint64, g surrender) (released bool, err error) {
+// giveUp gives term hold of b up as g says, with the term's end in the
+// history in the same transaction (backendBase.giveUpTx), and then lets go
+// of what b keeps while holding (model: giveUp): after the row says
+// released, so that woken followers find it so.
+func giveUp(ctx context.Context, b backend, hold uint64, g surrender) error {
 	w, p := g.stmt(b.base().params(hold), b.base().adopt)
-	released, err = b.writeRow(ctx, w, p)
+	_, err := b.writeRow(ctx, w, p)
 	if lerr := b.lost(ctx, true); err == nil {
 		err = lerr
 	}
-	return released, err
+	return err
 }
 
 // lose tells the backend, on a context that survives the caller's

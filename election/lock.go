@@ -635,6 +635,9 @@ func (b *lockBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (
 		return b.backendBase.writeRow(ctx, w, p)
 	}
 	defer b.done(&err)
+	if w <= writeHandOver {
+		return b.giveUpTx(ctx, b.lc.Conn, w, p)
+	}
 	n, err := b.held[w].conn.Affected(ctx, b.lc.Conn, p)
 	return n == 1, err
 }

@@ -368,7 +368,7 @@ func TestLockConformance(t *testing.T) {
 				b.lc.Discard() // the lock connection failed
 				bt, err = b.renew(ctx, before)
 			case release, handOff, handOverTo:
-				_, err = giveUp(ctx, b, before, gives[tc.step])
+				err = giveUp(ctx, b, before, gives[tc.step])
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", tc.step, err)

@@ -136,7 +136,7 @@ const (
 	writeHandOver                 // marks it released and reserved for :to for :lease
 	writeProclaim                 // writes :value into it
 	writePrefer                   // asks the leader of term :term to hand over (see preferSQL)
-	writeEnd                      // ends term :hold in the history: transferred to :to, or resigned (see giveUp)
+	writeEnd                      // ends term :hold in the history: transferred to :to, or resigned (in giveUpTx)
 )
 
 // heldStmts are the statements a holder of either backend runs on its
@@ -155,8 +155,7 @@ func heldStatements(table string, conn, pool stmt.Bound) heldStmts {
 		writeHandOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
 		writeProclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
 		writePrefer:   newRowStmt(preferSQL(tbl), conn, pool),
-		// Only while the history leaves the term open: the next holder
-		// may have ended it already, as it saw the row.
+		// Only while the history leaves the term open.
 		writeEnd: newRowStmt(`UPDATE `+quoteTable(floor.History(table))+` SET ended_at = `+dbclock.TermNow+`,
   ended = IF(:to = '', 'resigned', 'transferred') WHERE anchor = :name AND term = :hold AND ended_at IS NULL AND `+dbclock.Trusted, conn, pool),
 	}

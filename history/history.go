@@ -15,7 +15,7 @@
 //     claimed (its holder's ID took it anew, after an operator named it or
 //     a restart);
 //   - a holder that resigns or hands over ends its own term, at the moment
-//     it let go (at the next term's start if that began first).
+//     it let go, in the transaction that gives the row up.
 //
 // A term whose holder never led has a row too: an operator's Assume, the
 // lock backend's placeholder, a hold lost while it waited out its lock

@@ -201,6 +201,12 @@ func TestHistory(t *testing.T) {
 				if i < len(want) && h.Began == w[0] && (j == 0 || hs[j-1].End == w[1]) {
 					i++
 				}
+				// A holder that let go wrote its own end, in its release's
+				// transaction: before the next term began (the next holder
+				// would have written that term's start).
+				if j > 0 && (h.Began == "transferred" || h.Began == "released") && !hs[j-1].Ended.Before(h.Started) {
+					t.Errorf("term %d (%s) ended at %v, the next one's start: its holder did not record its own end", j-1, hs[j-1].End, hs[j-1].Ended)
+				}
 			}
 			if i < len(want) || hs[len(hs)-1].End != "" {
 				t.Errorf("history (holder:began>end): %s\nwant, in order, each began>end pair of the term before: %v", strings.Join(got, " "), want)

@@ -117,24 +117,15 @@ ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
 		Append: b.Stmt(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
-SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
-FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor = :name AND e.term = :term
-ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
-		// A term that ends after :term began is ended again: its holder's
-		// own end (writeEnd), stamped when it ran, can come after the next
-		// holder's take, before its Close.
-		// How the row says term :term began tells how the term before it
-		// ended: its lease ran out (expired; lost: the lock backend's
-		// holder lost its lock), its holder let it go (resigned,
-		// transferred), the row was deleted (an insert), or written by an
-		// operator (replaced; claimed: its own holder's ID claimed it anew,
-		// after an operator named it or a restart). service_id's collation
-		// is NO PAD from migration 2 on; no ID ends with a space.
-		Close: b.Stmt(`UPDATE ` + htbl + ` h JOIN ` + tbl + ` e ON e.anchor = :name AND e.term = :term
-SET h.ended_at = ` + started + `, h.ended = CASE e.acquired
+SELECT :name, (SELECT terms MOD ` + strconv.Itoa(HistoryKeep) + ` FROM ` + ftbl + ` WHERE anchor = :name), :term, e.service_id, e.acquired, ` + started + `
+FROM ` + tbl + ` e WHERE e.anchor = :name AND e.term = :term
+ON DUPLICATE KEY UPDATE term = :term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
+		Close: b.Stmt(`UPDATE ` + htbl + ` h SET h.ended = (SELECT CASE e.acquired
   WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
   WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END
-WHERE h.anchor = :name AND h.term < :term AND (h.ended_at IS NULL OR h.ended_at > ` + started + `)`),
+  FROM ` + tbl + ` e WHERE e.anchor = :name),
+  h.ended_at = (SELECT ` + started + ` FROM ` + tbl + ` e WHERE e.anchor = :name)
+WHERE h.anchor = :name AND h.term < :term AND (h.ended_at IS NULL OR h.ended_at > (SELECT ` + started + ` FROM ` + tbl + ` e WHERE e.anchor = :name))`),
 		Peek: [2]string{`SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, `SELECT h.slot, h.ended, f.terms FROM ` + htbl + ` h, ` + ftbl + ` f WHERE 1 = 0`},
 	}
 }
