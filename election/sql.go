@@ -127,7 +127,8 @@ const handOverSets = `released = 1, transfer_to = NULLIF(:to, ''), last_seen_act
 
 // rowWrite is one of the statements on the election's row that a holder
 // runs (a follower's prefer too), in heldStmts: a leader-guarded change of
-// the row, run alike by both backends (backend.writeRow).
+// the row, run alike by both backends (backend.writeRow). The first three
+// give the row up, in a transaction with writeEnd (giveUpTx).
 type rowWrite uint8
 
 const (

@@ -86,6 +86,26 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	}
 }
 
+// exec runs each statement on db.
+func exec(t *testing.T, ctx context.Context, db *sql.DB, qs ...string) {
+	t.Helper()
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// list is the whole kept history of election name.
+func list(t *testing.T, ctx context.Context, db *sql.DB, name string) []history.Term {
+	t.Helper()
+	hs, err := history.List(ctx, db, "", name, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs
+}
+
 // leader is the candidate of cs that leads, nil for none.
 func leader(cs ...*election.Candidate) *election.Candidate {
 	for _, c := range cs {
@@ -171,10 +191,7 @@ func TestHistory(t *testing.T) {
 			next("the other candidate leads after the leader was cut off")
 			proxies[l.ID()].Blackhole(false)
 
-			hs, err := history.List(ctx, db, "", name, time.Time{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hs := list(t, ctx, db, name)
 			var got []string
 			for i, h := range hs {
 				got = append(got, h.Holder+":"+h.Began+">"+h.End)
@@ -235,31 +252,21 @@ func TestHistoryKeepsTheLast(t *testing.T) {
 		vals = append(vals, fmt.Sprintf("('%s', %d, %d, 'old', 'insert', %d, %d, 'expired'), ('other', %d, %d, 'old', 'insert', %d, %d, 'expired')",
 			name, i, i+1, i+1, i+2, i, i+1, i+1, i+2))
 	}
-	for _, q := range []string{
-		"INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at, ended_at, ended) VALUES " + strings.Join(vals, ", "),
+	exec(t, ctx, db,
+		"INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at, ended_at, ended) VALUES "+strings.Join(vals, ", "),
 		fmt.Sprintf("UPDATE service_election_history SET ended_at = NULL, ended = NULL WHERE anchor = '%s' AND term = %d", name, floor.HistoryKeep),
-		fmt.Sprintf("INSERT INTO service_election_floor (anchor, term_floor, terms) VALUES ('%s', %d, %d)", name, floor.HistoryKeep, floor.HistoryKeep-1),
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seen := &leaderships{m: map[uint64]string{}}
-	c := start(t, ctx, db, election.NewTable, name, "a", seen)
+		fmt.Sprintf("INSERT INTO service_election_floor (anchor, term_floor, terms) VALUES ('%s', %d, %d)", name, floor.HistoryKeep, floor.HistoryKeep-1))
+	c := start(t, ctx, db, election.NewTable, name, "a", &leaderships{m: map[uint64]string{}})
 	waitFor(t, ctx, "a leads", c.IsLeader)
-	hs, err := history.List(ctx, db, "", name, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := list(t, ctx, db, name)
 	if len(hs) != floor.HistoryKeep || hs[0].Term != 2 || hs[len(hs)-1].Term != c.Term() || hs[len(hs)-1].Holder != "a" {
 		t.Fatalf("%d terms, from %d to %d, want %d from 2 to a's %d", len(hs), hs[0].Term, hs[len(hs)-1].Term, floor.HistoryKeep, c.Term())
 	}
 	if hs[len(hs)-2].End != "deleted" {
 		t.Errorf("the term before a's ended %q, want deleted (a inserted the row)", hs[len(hs)-2].End)
 	}
-	others, err := history.List(ctx, db, "", "other", time.Time{})
-	if err != nil || len(others) != floor.HistoryKeep {
-		t.Fatalf("other election: %d terms (%v), want %d", len(others), err, floor.HistoryKeep)
+	if others := list(t, ctx, db, "other"); len(others) != floor.HistoryKeep {
+		t.Fatalf("other election: %d terms, want %d", len(others), floor.HistoryKeep)
 	}
 	since, err := history.List(ctx, db, "", "other", time.UnixMicro(floor.HistoryKeep))
 	if err != nil || len(since) != 2 {
@@ -275,22 +282,12 @@ func TestHistoryKeepsTheLast(t *testing.T) {
 // of starting again from the first.
 func TestHistoryEnds(t *testing.T) {
 	ctx, _, db, name := setup(t)
-	for _, q := range []string{
-		// Slot 1 holds the newest term; slot 0 the oldest.
-		fmt.Sprintf("INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at, ended_at, ended) VALUES "+
-			"('%[1]s', 0, 10, 'old', 'insert', 10, 11, 'expired'), ('%[1]s', 1, 20, 'late', 'insert', 20, 4102444800000000, 'resigned')", name),
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	seen := &leaderships{m: map[uint64]string{}}
-	c := start(t, ctx, db, election.NewTable, name, "a", seen)
+	// Slot 1 holds the newest term; slot 0 the oldest.
+	exec(t, ctx, db, fmt.Sprintf("INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at, ended_at, ended) VALUES "+
+		"('%[1]s', 0, 10, 'old', 'insert', 10, 11, 'expired'), ('%[1]s', 1, 20, 'late', 'insert', 20, 4102444800000000, 'resigned')", name))
+	c := start(t, ctx, db, election.NewTable, name, "a", &leaderships{m: map[uint64]string{}})
 	waitFor(t, ctx, "a leads", c.IsLeader)
-	hs, err := history.List(ctx, db, "", name, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := list(t, ctx, db, name)
 	if len(hs) != 3 || hs[1].Holder != "late" || hs[1].Ended.After(hs[2].Started) || hs[1].End != "deleted" || hs[2].Holder != "a" {
 		t.Fatalf("history %+v: want old, late (ended at a's start, deleted: a inserted the row) and a", hs)
 	}
@@ -306,17 +303,9 @@ func TestHistoryAfterFloorTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := &leaderships{m: map[uint64]string{}}
-	c := start(t, ctx, db, election.NewTable, name, "a", seen)
+	c := start(t, ctx, db, election.NewTable, name, "a", &leaderships{m: map[uint64]string{}})
 	waitFor(t, ctx, "a leads", c.IsLeader)
-	count := func() int {
-		t.Helper()
-		hs, err := history.List(ctx, db, "", name, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(hs)
-	}
+	count := func() int { return len(list(t, ctx, db, name)) }
 	assume := func() {
 		t.Helper()
 		term := c.Term()
@@ -327,9 +316,7 @@ func TestHistoryAfterFloorTruncated(t *testing.T) {
 	}
 	assume()
 	before := count() // first or insert, operator, claimed
-	if _, err := db.ExecContext(ctx, "TRUNCATE TABLE service_election_floor"); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, ctx, db, "TRUNCATE TABLE service_election_floor")
 	assume()
 	if got := count(); got != before+2 {
 		t.Fatalf("%d terms after the TRUNCATE and an Assume and its claim, want %d: kept terms were written over", got, before+2)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/history"
-	"github.com/sqlelect/sqlelect/internal/ident"
 )
 
 var historyCmd = &command{
@@ -54,14 +53,11 @@ func (c *cli) history(cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return failf(exitUsage, "want exactly one election (see 'sqlelect history --help')")
+	if err := oneElection(cmd, args); err != nil {
+		return err
 	}
 	if *since < 0 {
 		return failf(exitUsage, "--since %v: must not be negative", *since)
-	}
-	if err := ident.Name(args[0]); err != nil {
-		return err
 	}
 	ctx := context.Background()
 	db, err := co.connect(ctx, nil)

@@ -57,10 +57,7 @@ func (c *cli) members(cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return failf(exitUsage, "want exactly one election (see 'sqlelect members --help')")
-	}
-	if err := ident.Name(args[0]); err != nil {
+	if err := oneElection(cmd, args); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -92,6 +89,14 @@ func listMembers(ctx context.Context, db *sql.DB, table, name string) ([]members
 	}
 	now, err := dbNow(qctx, db)
 	return ms, now, err
+}
+
+// oneElection checks that cmd's arguments are one valid election name.
+func oneElection(cmd *command, args []string) error {
+	if len(args) != 1 {
+		return failf(exitUsage, "want exactly one election (see 'sqlelect %s --help')", cmd.name)
+	}
+	return ident.Name(args[0])
 }
 
 // dbNow reads the database clock.

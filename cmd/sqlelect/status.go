@@ -286,10 +286,7 @@ func (c *cli) watch(cmd *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return failf(exitUsage, "want exactly one election (see 'sqlelect watch --help')")
-	}
-	if err := ident.Name(args[0]); err != nil {
+	if err := oneElection(cmd, args); err != nil {
 		return err
 	}
 	if *interval < minWatchInterval {
