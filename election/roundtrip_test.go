@@ -17,8 +17,8 @@ import (
 // values into its statements as literals (stmt.Bind), so a leader's
 // renewals, a follower's looks and a takeover's statements take one round
 // trip each on any DSN: while they campaign, on both backends, the server
-// prepares nothing. A server of its own, whose Com_stmt_prepare counts
-// only theirs.
+// prepares nothing, nor at their preflights. A server of its own, whose
+// Com_stmt_prepare counts only theirs.
 func TestOneRoundTripPerStatement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server of its own")
@@ -45,6 +45,7 @@ func TestOneRoundTripPerStatement(t *testing.T) {
 		t.Run(tc.backend, func(t *testing.T) {
 			name := "round-trip-" + randHex(4)
 			w := newOverlapWatch()
+			start := prepared()
 			var l *election.Candidate
 			sawL := make(chan struct{})
 			for _, id := range []string{"L", "F"} {
@@ -74,6 +75,9 @@ func TestOneRoundTripPerStatement(t *testing.T) {
 				t.Fatal("F never saw L lead")
 			}
 			before := prepared()
+			if n := before - start; n != 0 {
+				t.Errorf("the server prepared %d statements over L's and F's preflights and L's election: want none", n)
+			}
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			last, renewals := l.Progress().LastRenewal, 0

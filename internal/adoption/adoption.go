@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 // Marker starts the comment of the election table's lease_ms column during
@@ -58,13 +60,31 @@ var V1Columns = []string{"anchor", "service_id", "last_seen_active", "term", "te
 // database; unqualified, in the connection's default database), in order;
 // none when there is no such table.
 func Columns(ctx context.Context, db Queryer, table string) (cols []Column, err error) {
-	cond, args := `TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, []any{table}
-	if d, n, ok := strings.Cut(table, "."); ok {
-		cond, args = `TABLE_SCHEMA = ? AND TABLE_NAME = ?`, []any{d, n}
-	}
-	rows, err := db.QueryContext(ctx, `SELECT LOWER(COLUMN_NAME) AS column_name, COLUMN_TYPE AS column_type, LOWER(DATA_TYPE) AS data_type,
+	return columns(ctx, db, table, "")
+}
+
+// columns is Columns, of column only unless that is "".
+func columns(ctx context.Context, db Queryer, table, column string) (cols []Column, err error) {
+	// The names as literals where they can be (stmt.Put): one round trip.
+	var q strings.Builder
+	q.WriteString(`SELECT LOWER(COLUMN_NAME) AS column_name, COLUMN_TYPE AS column_type, LOWER(DATA_TYPE) AS data_type,
   COLUMN_KEY AS column_key, COALESCE(COLUMN_DEFAULT, '') AS column_default, COLUMN_COMMENT AS column_comment
-FROM information_schema.COLUMNS WHERE `+cond+` ORDER BY ORDINAL_POSITION`, args...)
+FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = `)
+	var args []any
+	name := table
+	if d, n, ok := strings.Cut(table, "."); ok {
+		args, name = stmt.Put(&q, args, d), n
+	} else {
+		q.WriteString(`DATABASE()`)
+	}
+	q.WriteString(` AND TABLE_NAME = `)
+	args = stmt.Put(&q, args, name)
+	if column != "" {
+		q.WriteString(` AND COLUMN_NAME = `)
+		args = stmt.Put(&q, args, column)
+	}
+	q.WriteString(` ORDER BY ORDINAL_POSITION`)
+	rows, err := db.QueryContext(ctx, q.String(), args...)
 	if err == nil {
 		defer rows.Close()
 		err = sqlx.StructScan(rows, &cols)
@@ -103,7 +123,7 @@ func Classify(cols []Column) Kind {
 // lease, and ok false outside a period, or when the table has no lease_ms
 // (missing, or not sqlelect's). One information_schema read.
 func Lease(ctx context.Context, db Queryer, table string) (lease time.Duration, ok bool, err error) {
-	cols, err := Columns(ctx, db, table)
+	cols, err := columns(ctx, db, table, "lease_ms")
 	if err != nil {
 		return 0, false, err
 	}

@@ -82,15 +82,21 @@ type session struct {
 	start, sysdate                            string // NOW(6) and a later SYSDATE(6) (see judgeSysdate)
 }
 
-// readSession reads the session of one of db's connections.
-func readSession(ctx context.Context, db *sql.DB) (s session, err error) {
+// readSession reads the session of one of db's connections, in a
+// statement that fails unless each of peeks (statements that read no row)
+// would succeed.
+func readSession(ctx context.Context, db *sql.DB, peeks ...string) (s session, err error) {
 	// SYSDATE(6) is the server's clock at the call, NOW(6) the statement's
 	// start: they differ by microseconds at least (the statement is parsed
 	// between the two), unless SYSDATE() is NOW(), as with --sysdate-is-now.
 	// When they are equal all the same, the statement sleeps 2 ms before it
 	// reads SYSDATE(6) again.
+	where := ""
+	for i, p := range peeks {
+		where += []string{" FROM DUAL WHERE", " AND"}[min(i, 1)] + " NOT EXISTS (" + p + ")"
+	}
 	err = db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
-  `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`).Scan(
+  `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`+where).Scan(
 		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &s.database, &s.fold, &s.version, &s.start, new(int), &s.sysdate)
 	if err != nil {
 		return session{}, fmt.Errorf("election: reading the session's settings: %w", err)
@@ -248,16 +254,25 @@ func Checks(table string) []Check {
 // heartbeat probe of the server (Server), and for the lock backend its
 // topology.
 func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (site getlock.Site, err error) {
-	if _, err := db.ExecContext(ctx, peek); err != nil {
-		return site, Layout(ctx, db, table, err)
+	// One statement reads the session and makes the peeks of the election
+	// table and of the floor's tables; when it fails, each is made on its
+	// own, in the order below, so that the refusal names its cause.
+	fpeek := floor.NewStmts(table, stmt.Bound{}, 0).Peek
+	s, err := readSession(ctx, db, peek, fpeek[0], fpeek[1])
+	peeked := err == nil
+	if !peeked {
+		if _, err := db.ExecContext(ctx, peek); err != nil {
+			return site, Layout(ctx, db, table, err)
+		}
 	}
 	tbl := ident.Quote(table)
 	if err := checkGrants(ctx, db, tbl, candidatesNeed, Privileges(tbl)[1:3]); err != nil {
 		return site, err
 	}
-	s, err := readSession(ctx, db)
-	if err != nil {
-		return site, err
+	if !peeked {
+		if s, err = readSession(ctx, db); err != nil {
+			return site, err
+		}
 	}
 	for _, c := range Checks(table) {
 		// The heartbeat probe before the topology, the last check: a
@@ -272,9 +287,12 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (si
 		if !slices.Contains(c.Backends, backend) {
 			continue
 		}
-		if c.judge != nil {
+		switch {
+		case c.judge != nil:
 			err = c.judge(s)
-		} else {
+		case c.Prop == FloorTable && peeked:
+			err = floorGrants(ctx, db, table)
+		default:
 			err = c.run(ctx, db)
 		}
 		if err != nil {
@@ -306,6 +324,12 @@ func checkFloorTable(ctx context.Context, db *sql.DB, table string) error {
 		return fmt.Errorf("%w: "+what+": run `sqlelect migrate up` (or add it to your migrations: schema.DDL) before starting candidates of this version: %w",
 			ErrSchemaMismatch, t, err)
 	}
+	return floorGrants(ctx, db, table)
+}
+
+// floorGrants is checkFloorTable's check of the privileges, on tables
+// that exist.
+func floorGrants(ctx context.Context, db *sql.DB, table string) error {
 	ftbl, htbl := ident.Quote(floor.Table(table)), ident.Quote(floor.History(table))
 	if err := checkGrants(ctx, db, ftbl, "in which every term is assigned", []Privilege{
 		{Name: "INSERT", Query: `INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT '', 0 FROM DUAL WHERE 1 = 0`},
