@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/combine"
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
+	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
 )
@@ -44,13 +47,16 @@ type BatcherOptions struct {
 // elections. Set Config.Tuning.Batcher to use it; every election of a Batcher must
 // use its table.
 //
-// Only the steady state is batched. A renewal takes the rows' locks with
-// SELECT … FOR UPDATE SKIP LOCKED and renews those that still name their
-// candidate and term, in one transaction; any election whose row is locked
-// by someone else, or no longer matches, falls back to its own heartbeat
-// statement, so one stalled row never delays the others, and takeovers,
-// deposition and operator changes are decided exactly as without a
-// Batcher. Followers read the rows of many elections with one SELECT.
+// A renewal takes the rows' locks with SELECT … FOR UPDATE SKIP LOCKED and
+// renews those that still name their candidate and term, in one
+// transaction; any election whose row is locked by someone else, or no
+// longer matches, falls back to its own heartbeat statement, so one
+// stalled row never delays the others' renewals, and takeovers, deposition
+// and operator changes are decided exactly as without a Batcher. Those
+// heartbeats, which may assign terms, run many in one term floor's
+// transaction (up to 100; see execTake), and each alone when that fails: a
+// row locked elsewhere can delay a batch of them by the lock-wait bound.
+// Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
 // lease ago, so that thousands of elections that start at once send one.
@@ -77,6 +83,9 @@ type Batcher struct {
 	// reads reads an election's row: a Record of the election alone when
 	// there is none.
 	reads *combine.Combiner[string, Record]
+	// takes runs the heartbeats that may assign a term (tableBackend.beat),
+	// each in the term floor's transaction, many in one (execTake).
+	takes *combine.Combiner[takeReq, error]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -87,6 +96,14 @@ type Batcher struct {
 type renewReq struct {
 	name, id string
 	term     uint64
+}
+
+// takeReq is an election's heartbeat in the term floor's transaction: its
+// floor's statements and what it writes (floor.Take).
+type takeReq struct {
+	name  string
+	f     floor.Stmts
+	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
 
 // NewBatcher returns a Batcher that runs its statements on db, which stays
@@ -110,6 +127,8 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
 	b.reads = combine.New(copts, b.execRead)
+	copts.MaxBatch = min(copts.MaxBatch, maxTakeBatch)
+	b.takes = combine.New(copts, b.execTake)
 	return b, nil
 }
 
@@ -213,6 +232,50 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 	}
 	_, err = conn.ExecContext(ctx, b.sql.restore)
 	return err
+}
+
+// maxTakeBatch is the most heartbeats one transaction of execTake sends:
+// about nine statements each for a first election.
+const maxTakeBatch = 100
+
+// execTake runs a batch of heartbeats that may assign terms in one term
+// floor's transaction (floor.Take each, tried once more after a deadlock
+// or a write conflict, as floor.InTx), in the order of their names, after
+// the floor's marker row is locked: the batches that assign terms on a
+// table run one at a time, and none holds a gap lock while it waits for the
+// marker, so that they do not deadlock, and one reading of the marker's
+// sum serves each batch's first elections (floor.Marked), where every
+// first election read the whole floor table. One heartbeat alone runs as
+// without a Batcher (floor.InTx), and its error is its result. A failed
+// batch fails every heartbeat in it, which each then sends alone
+// (tableBackend.beat).
+func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error) {
+	out := make([]error, len(reqs))
+	if len(reqs) == 1 {
+		r := reqs[0]
+		out[0] = floor.InTx(ctx, b.db, r.f, r.name, func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
+			return r.write(ctx, tx, fl, first)
+		})
+		return out, nil
+	}
+	sorted := slices.Clone(reqs)
+	slices.SortStableFunc(sorted, func(x, y takeReq) int { return strings.Compare(x.name, y.name) })
+	err := mysqlerr.Retry(ctx, 2, func() error {
+		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
+			if err := sorted[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			m := new(floor.Marked)
+			for _, r := range sorted {
+				write := func(tx floor.Tx, fl uint64, first bool) (uint64, error) { return r.write(ctx, tx, fl, first) }
+				if err := floor.Take(ctx, c, r.f, r.name, write, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	return out, err
 }
 
 // execRead reads the rows of a batch of elections with the reads'

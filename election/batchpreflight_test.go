@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -24,11 +25,7 @@ func TestBatcherSharesPreflight(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, dsn := testdb.OwnServer(t, ctx)
-	admin := testdb.Open(t, dsn)
-	if _, err := admin.ExecContext(ctx, "SET GLOBAL log_output = 'TABLE', general_log = 1"); err != nil {
-		t.Fatal(err)
-	}
+	admin, dsn := generalLogServer(t, ctx)
 	db := testdb.Open(t, dsn)
 	b, err := election.NewBatcher(db, election.BatcherOptions{})
 	if err != nil {
@@ -60,4 +57,17 @@ func TestBatcherSharesPreflight(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("%d elections on one Batcher read the table's columns %d times at preflight, want once", n, reads)
 	}
+}
+
+// generalLogServer starts a server of its own whose general log goes to
+// mysql.general_log, for a test that counts statements there, and returns
+// a pool on it and its DSN.
+func generalLogServer(t *testing.T, ctx context.Context) (admin *sql.DB, dsn string) {
+	t.Helper()
+	_, dsn = testdb.OwnServer(t, ctx)
+	admin = testdb.Open(t, dsn)
+	if _, err := admin.ExecContext(ctx, "SET GLOBAL log_output = 'TABLE', general_log = 1"); err != nil {
+		t.Fatal(err)
+	}
+	return admin, dsn
 }

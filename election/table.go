@@ -160,8 +160,13 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 // beat runs the heartbeat statement for term hold in one transaction with
 // the election's term floor (floor.InTx), and returns its affected rows and
 // LAST_INSERT_ID: the row's term (an insert's new one).
-func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, err error) {
-	err = floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
+//
+// A Batcher's elections send it with others' in one transaction
+// (Batcher.execTake); when that fails, alone.
+func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, error) {
+	// What write read, which a batch whose caller gave up may still write.
+	var n, term int64
+	write := func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
 		// During an adoption period a recipe node may have created and
 		// led the election without a floor row: no insert is a first.
@@ -177,6 +182,20 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (n, term int64, er
 		// The row's term, new or not: a row no candidate of this
 		// version wrote (an earlier version's) gets its floor too.
 		return uint64(max(term, 0)), nil
+	}
+	if b := t.cfg.Batcher; b != nil {
+		alone, berr := b.takes.Do(ctx, takeReq{name: t.cfg.Name, f: t.stmts.floor, write: write})
+		switch {
+		case berr == nil && alone == nil:
+			return n, term, nil
+		case berr == nil:
+			return 0, 0, alone // sent alone (floor.InTx), and failed
+		case ctx.Err() != nil:
+			return 0, 0, berr // the batch may still run write: n and term are its
+		}
+	}
+	err := floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
+		return write(ctx, tx, floor, first)
 	})
 	return n, term, err
 }

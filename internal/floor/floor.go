@@ -231,44 +231,57 @@ func Discard(c *sql.Conn) {
 
 // InTxOnce is InTx without the second try.
 func InTxOnce(ctx context.Context, db stmt.Execer, f Stmts, name string, write Write) error {
-	return InConnTx(ctx, db, func(c *sql.Conn) error {
-		floor, missing, err := readFloor(ctx, c, f, name)
-		if err != nil {
+	return InConnTx(ctx, db, func(c *sql.Conn) error { return Take(ctx, c, f, name, write, new(Marked)) })
+}
+
+// Marked is what a transaction learned of the floor's marker: its sum
+// matched the floor rows (firstElection). It stays true until the
+// transaction ends: the transaction holds the marker row's lock, which
+// every new floor row's transaction waits for, and its own new floor rows
+// add to the sum and the marker alike.
+type Marked struct{ intact bool }
+
+// Take is InTxOnce's work in a transaction the caller began on c (which
+// may assign the terms of other elections too, each with its own Take, in
+// an order of names that every such transaction keeps); m is the
+// transaction's (new(Marked) at its start).
+func Take(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write, m *Marked) error {
+	floor, missing, err := readFloor(ctx, c, f, name)
+	if err != nil {
+		return err
+	}
+	first, marked := false, false
+	if missing {
+		if first, marked, err = firstElection(ctx, c, f, m); err != nil {
 			return err
 		}
-		first, marked := false, false
-		if missing {
-			if first, marked, err = firstElection(ctx, c, f); err != nil {
-				return err
-			}
-		}
-		if marked { // the election's row, if any, got a floor row
-			if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
-				return err
-			}
-		}
-		term, err := write(c, floor, first)
-		if err != nil || term <= floor {
+	}
+	if marked { // the election's row, if any, got a floor row
+		if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
 			return err
 		}
-		p := stmt.Params{Name: name, Term: term}
-		if _, err := f.Raise.Exec(ctx, c, p); err != nil {
-			return err
-		}
-		if missing { // a new floor row (the read's lock kept others from creating it)
-			for _, s := range []stmt.Stmt{f.Count, f.Resume} {
-				if _, err := s.Exec(ctx, c, p); err != nil {
-					return err
-				}
-			}
-		}
-		for _, s := range []stmt.Stmt{f.Close, f.Append} {
+	}
+	term, err := write(c, floor, first)
+	if err != nil || term <= floor {
+		return err
+	}
+	p := stmt.Params{Name: name, Term: term}
+	if _, err := f.Raise.Exec(ctx, c, p); err != nil {
+		return err
+	}
+	if missing { // a new floor row (the read's lock kept others from creating it)
+		for _, s := range []stmt.Stmt{f.Count, f.Resume} {
 			if _, err := s.Exec(ctx, c, p); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
+	}
+	for _, s := range []stmt.Stmt{f.Close, f.Append} {
+		if _, err := s.Exec(ctx, c, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readFloor locks election name's floor row and reads it: missing when
@@ -286,17 +299,20 @@ func readFloor(ctx context.Context, c *sql.Conn, f Stmts, name string) (floor ui
 // rows', and it was written at least the lock delay ago. A marker missing
 // or wrong is written again (marked), after a floor row for every election
 // row: first elections then wait their lock delay out for one lock delay.
-func firstElection(ctx context.Context, c *sql.Conn, f Stmts) (first, marked bool, err error) {
+func firstElection(ctx context.Context, c *sql.Conn, f Stmts, m *Marked) (first, marked bool, err error) {
 	var want, sum uint64
 	err = f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(&want, &first)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, false, err
 	}
 	found := err == nil
+	if found && m.intact {
+		return first, false, nil // summed earlier in this transaction
+	}
 	if err := f.Sum.QueryRow(ctx, c, stmt.Params{}).Scan(&sum); err != nil {
 		return false, false, err
 	}
-	if found && sum == want {
+	if m.intact = found && sum == want; m.intact {
 		return first, false, nil
 	}
 	if _, err := f.Seed.Exec(ctx, c, stmt.Params{}); err != nil {
@@ -306,5 +322,6 @@ func firstElection(ctx context.Context, c *sql.Conn, f Stmts) (first, marked boo
 		return false, false, err
 	}
 	_, err = f.Mark.Exec(ctx, c, stmt.Params{Term: sum})
+	m.intact = err == nil
 	return false, true, err
 }
