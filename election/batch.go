@@ -26,7 +26,7 @@ type BatcherOptions struct {
 	// MaxBatch is the most elections one statement covers. Default 500.
 	MaxBatch int
 	// MaxInFlight is how many statements of each kind (renewals, reads)
-	// may run at once. Default 4.
+	// may run at once. Default 4. Takeovers run one batch at a time.
 	MaxInFlight int
 	// QueryTimeout bounds each batched statement. Default 5 s.
 	QueryTimeout time.Duration
@@ -54,8 +54,9 @@ type BatcherOptions struct {
 // stalled row never delays the others' renewals, and takeovers, deposition
 // and operator changes are decided exactly as without a Batcher. Those
 // heartbeats, which may assign terms, run many in one term floor's
-// transaction (up to 100; see execTake), and each alone when that fails: a
-// row locked elsewhere can delay a batch of them by the lock-wait bound.
+// transaction (up to 100, one such transaction at a time; see execTake),
+// and each alone when that fails: a row locked elsewhere can delay a batch
+// of them by the lock-wait bound.
 // Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
@@ -101,6 +102,7 @@ type renewReq struct {
 // takeReq is an election's heartbeat in the term floor's transaction: its
 // floor's statements and what it writes (floor.Take).
 type takeReq struct {
+	ctx   context.Context // the caller's: one that gave up is left out
 	name  string
 	f     floor.Stmts
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
@@ -123,11 +125,13 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, opts: opts, sql: batchStatements(ident.Quote(opts.Table), opts.QueryTimeout), preflight: make(chan struct{}, 1)}
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1)}
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
 	b.reads = combine.New(copts, b.execRead)
-	copts.MaxBatch = min(copts.MaxBatch, maxTakeBatch)
+	// One batch of takes at a time: they wait for each other on the
+	// floor's marker when they hold first elections.
+	copts.MaxBatch, copts.MaxInFlight = min(copts.MaxBatch, maxTakeBatch), 1
 	b.takes = combine.New(copts, b.execTake)
 	return b, nil
 }
@@ -240,33 +244,69 @@ const maxTakeBatch = 100
 
 // execTake runs a batch of heartbeats that may assign terms in one term
 // floor's transaction (floor.Take each, tried once more after a deadlock
-// or a write conflict, as floor.InTx), in the order of their names, after
-// the floor's marker row is locked: the batches that assign terms on a
-// table run one at a time, and none holds a gap lock while it waits for the
-// marker, so that they do not deadlock, and one reading of the marker's
-// sum serves each batch's first elections (floor.Marked), where every
-// first election read the whole floor table. One heartbeat alone runs as
-// without a Batcher (floor.InTx), and its error is its result. A failed
-// batch fails every heartbeat in it, which each then sends alone
-// (tableBackend.beat).
+// or a write conflict, as floor.InTx), in the order of their names; those
+// whose callers gave up are left out. When one of their elections has no
+// floor row yet (a first election), the floor's marker row is locked
+// first: such batches run one at a time, none holds a gap lock while it
+// waits for the marker, so that they do not deadlock, and one reading of
+// the marker's sum serves a batch's first elections (floor.Marked), where
+// every first election read the whole floor table. One heartbeat alone
+// runs as without a Batcher (floor.InTx), and its error is its result, as
+// it is when the marker's lock could not be had (no heartbeat was sent:
+// each is tried again at its next step). A batch that failed after that
+// fails every heartbeat in it, which each then sends alone
+// (tableBackend.beat): one row locked elsewhere holds up the others once.
 func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error) {
 	out := make([]error, len(reqs))
-	if len(reqs) == 1 {
-		r := reqs[0]
-		out[0] = floor.InTx(ctx, b.db, r.f, r.name, func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
+	var live []takeReq
+	var names []string
+	for i, r := range reqs {
+		if out[i] = r.ctx.Err(); out[i] == nil {
+			live, names = append(live, r), append(names, r.name)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return out, nil
+	case 1:
+		r := live[0]
+		err := floor.InTx(ctx, b.db, r.f, r.name, func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
 			return r.write(ctx, tx, fl, first)
 		})
+		for i := range reqs {
+			out[i] = cmp.Or(out[i], err)
+		}
 		return out, nil
 	}
-	sorted := slices.Clone(reqs)
-	slices.SortStableFunc(sorted, func(x, y takeReq) int { return strings.Compare(x.name, y.name) })
+	slices.SortStableFunc(live, func(x, y takeReq) int { return strings.Compare(x.name, y.name) })
+	slices.Sort(names)
+	names = slices.Compact(names)
+	// How many have a floor row, read before the transaction begins: a
+	// read in it would fix its snapshot before the marker's lock, and its
+	// sum of the floor rows (floor.Take) would miss those that others
+	// committed meanwhile.
+	var floors int
+	query, args := inNames(b.sql.floors, names)
+	if err := b.db.QueryRowContext(ctx, query, args...).Scan(&floors); err != nil {
+		for i := range out {
+			out[i] = cmp.Or(out[i], probe.Classify(err, b.opts.Table))
+		}
+		return out, nil // nothing sent
+	}
+	var unsent error // the marker's lock not had: nothing sent
 	err := mysqlerr.Retry(ctx, 2, func() error {
 		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
-			if err := sorted[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
+			if floors < len(names) {
+				if unsent = live[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); unsent != nil && !errors.Is(unsent, sql.ErrNoRows) {
+					return unsent
+				}
 			}
+			unsent = nil
 			m := new(floor.Marked)
-			for _, r := range sorted {
+			for _, r := range live {
+				if r.ctx.Err() != nil {
+					continue // its caller gave up: it would not learn the outcome
+				}
 				write := func(tx floor.Tx, fl uint64, first bool) (uint64, error) { return r.write(ctx, tx, fl, first) }
 				if err := floor.Take(ctx, c, r.f, r.name, write, m); err != nil {
 					return err
@@ -275,6 +315,12 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 			return nil
 		})
 	})
+	if err != nil && unsent != nil {
+		for i := range out {
+			out[i] = cmp.Or(out[i], err)
+		}
+		return out, nil
+	}
 	return out, err
 }
 

@@ -271,17 +271,20 @@ type batchStmts struct {
 	// lock locks the rows a batch of renewals may renew; renew renews
 	// them (Batcher.execRenew); read reads rows (Batcher.execRead), once
 	// bounded for the server. Each has one list of elections, :names,
-	// which inNames fills.
-	lock, renew, read string
+	// which inNames fills. floors counts the floor rows of a batch of
+	// takes (Batcher.execTake).
+	lock, renew, read, floors string
 	// bound bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restore puts back what it had.
 	bound, restore string
 }
 
-// batchStatements returns a Batcher's statements on table tbl (quoted),
+// batchStatements returns a Batcher's statements on table table,
 // whose session lock waits end after queryTimeout.
-func batchStatements(tbl string, queryTimeout time.Duration) batchStmts {
+func batchStatements(table string, queryTimeout time.Duration) batchStmts {
 	var s batchStmts
+	tbl := quoteTable(table)
+	s.floors = `SELECT COUNT(*) FROM ` + quoteTable(floor.Table(table)) + ` WHERE anchor IN (:names)`
 	// A row with transfer_to set is left to its election's own heartbeat,
 	// which acts on the request (or clears one naming the holder).
 	s.lock = `SELECT anchor, service_id, term FROM ` + tbl +

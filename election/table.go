@@ -184,7 +184,7 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 		return uint64(max(term, 0)), nil
 	}
 	if b := t.cfg.Batcher; b != nil {
-		alone, berr := b.takes.Do(ctx, takeReq{name: t.cfg.Name, f: t.stmts.floor, write: write})
+		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
 		switch {
 		case berr == nil && alone == nil:
 			return n, term, nil
