@@ -244,7 +244,10 @@ type Marked struct{ intact bool }
 // Take is InTxOnce's work in a transaction the caller began on c (which
 // may assign the terms of other elections too, each with its own Take, in
 // an order of names that every such transaction keeps); m is the
-// transaction's (new(Marked) at its start).
+// transaction's (new(Marked) at its start). Nothing may read the floor
+// table without a lock in that transaction before the marker's lock is
+// taken: the read would fix the transaction's snapshot, and the marker's
+// sum (a plain read) would miss the floor rows others committed after it.
 func Take(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write, m *Marked) error {
 	floor, missing, err := readFloor(ctx, c, f, name)
 	if err != nil {
