@@ -293,15 +293,30 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 		}
 		return out, nil // nothing sent
 	}
-	var unsent error // the marker's lock not had: nothing sent
-	err := mysqlerr.Retry(ctx, 2, func() error {
+	unsent, err := b.takeAll(ctx, live, floors < len(names))
+	if err != nil && unsent {
+		for i := range out {
+			out[i] = cmp.Or(out[i], err)
+		}
+		return out, nil
+	}
+	return out, err
+}
+
+// takeAll runs live's heartbeats in one term floor's transaction, in
+// their order, after it locked the floor's marker if marker, and tries
+// once more after a deadlock or a write conflict (as floor.InTx). unsent
+// says that it failed before it sent a heartbeat (waiting for the marker).
+func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker bool) (unsent bool, err error) {
+	unsent = true
+	err = mysqlerr.Retry(ctx, 2, func() error {
 		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
-			if floors < len(names) {
-				if unsent = live[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); unsent != nil && !errors.Is(unsent, sql.ErrNoRows) {
-					return unsent
+			if unsent = true; marker {
+				if err := live[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
 				}
 			}
-			unsent = nil
+			unsent = false
 			m := new(floor.Marked)
 			for _, r := range live {
 				if r.ctx.Err() != nil {
@@ -315,13 +330,7 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 			return nil
 		})
 	})
-	if err != nil && unsent != nil {
-		for i := range out {
-			out[i] = cmp.Or(out[i], err)
-		}
-		return out, nil
-	}
-	return out, err
+	return unsent, err
 }
 
 // execRead reads the rows of a batch of elections with the reads'
