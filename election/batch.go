@@ -108,6 +108,11 @@ type takeReq struct {
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
 
+// in is r's write with its statements under ctx, as floor.Take runs it.
+func (r takeReq) in(ctx context.Context) floor.Write {
+	return func(tx floor.Tx, fl uint64, first bool) (uint64, error) { return r.write(ctx, tx, fl, first) }
+}
+
 // NewBatcher returns a Batcher that runs its statements on db, which stays
 // the caller's. opts is copied; an invalid table wraps ErrInvalidConfig.
 func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
@@ -239,7 +244,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 }
 
 // maxTakeBatch is the most heartbeats one transaction of execTake sends:
-// about nine statements each for a first election.
+// about eight statements each for a first election.
 const maxTakeBatch = 100
 
 // execTake runs a batch of heartbeats that may assign terms in one term
@@ -258,6 +263,13 @@ const maxTakeBatch = 100
 // (tableBackend.beat): one row locked elsewhere holds up the others once.
 func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error) {
 	out := make([]error, len(reqs))
+	// Each heartbeat still waited for fails with err: none was sent.
+	unsent := func(err error) ([]error, error) {
+		for i := range out {
+			out[i] = cmp.Or(out[i], err)
+		}
+		return out, nil
+	}
 	var live []takeReq
 	var names []string
 	for i, r := range reqs {
@@ -268,15 +280,9 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	switch len(live) {
 	case 0:
 		return out, nil
-	case 1:
+	case 1: // alone: its error is its result
 		r := live[0]
-		err := floor.InTx(ctx, b.db, r.f, r.name, func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
-			return r.write(ctx, tx, fl, first)
-		})
-		for i := range reqs {
-			out[i] = cmp.Or(out[i], err)
-		}
-		return out, nil
+		return unsent(floor.InTx(ctx, b.db, r.f, r.name, r.in(ctx)))
 	}
 	slices.SortStableFunc(live, func(x, y takeReq) int { return strings.Compare(x.name, y.name) })
 	slices.Sort(names)
@@ -288,49 +294,42 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	var floors int
 	query, args := inNames(b.sql.floors, names)
 	if err := b.db.QueryRowContext(ctx, query, args...).Scan(&floors); err != nil {
-		for i := range out {
-			out[i] = cmp.Or(out[i], probe.Classify(err, b.opts.Table))
-		}
-		return out, nil // nothing sent
+		return unsent(probe.Classify(err, b.opts.Table))
 	}
-	unsent, err := b.takeAll(ctx, live, floors < len(names))
-	if err != nil && unsent {
-		for i := range out {
-			out[i] = cmp.Or(out[i], err)
-		}
-		return out, nil
+	sent, err := b.takeAll(ctx, live, floors < len(names))
+	if err != nil && !sent {
+		return unsent(err)
 	}
 	return out, err
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in
 // their order, after it locked the floor's marker if marker, and tries
-// once more after a deadlock or a write conflict (as floor.InTx). unsent
-// says that it failed before it sent a heartbeat (waiting for the marker).
-func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker bool) (unsent bool, err error) {
-	unsent = true
+// once more after a deadlock or a write conflict (as floor.InTx). sent
+// says that it sent a heartbeat before it failed (not while it waited for
+// the marker).
+func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker bool) (sent bool, err error) {
 	err = mysqlerr.Retry(ctx, 2, func() error {
 		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
-			if unsent = true; marker {
+			if sent = false; marker {
 				if err := live[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
 			}
-			unsent = false
+			sent = true
 			m := new(floor.Marked)
 			for _, r := range live {
 				if r.ctx.Err() != nil {
 					continue // its caller gave up: it would not learn the outcome
 				}
-				write := func(tx floor.Tx, fl uint64, first bool) (uint64, error) { return r.write(ctx, tx, fl, first) }
-				if err := floor.Take(ctx, c, r.f, r.name, write, m); err != nil {
+				if err := floor.Take(ctx, c, r.f, r.name, r.in(ctx), m); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 	})
-	return unsent, err
+	return sent, err
 }
 
 // execRead reads the rows of a batch of elections with the reads'

@@ -91,9 +91,9 @@ func readSession(ctx context.Context, db *sql.DB, peeks ...string) (s session, e
 	// between the two), unless SYSDATE() is NOW(), as with --sysdate-is-now.
 	// When they are equal all the same, the statement sleeps 2 ms before it
 	// reads SYSDATE(6) again.
-	where := ""
-	for i, p := range peeks {
-		where += []string{" FROM DUAL WHERE", " AND"}[min(i, 1)] + " NOT EXISTS (" + p + ")"
+	where := " FROM DUAL WHERE 1"
+	for _, p := range peeks {
+		where += " AND NOT EXISTS (" + p + ")"
 	}
 	err = db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
   `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`+where).Scan(
