@@ -251,14 +251,16 @@ func Checks(table string) []Check {
 // privilege's probe among them) explained by Layout, the other privileges
 // (CheckPrivileges), the Checks of backend but the topology (those of the
 // session on one read of it, which gives the server's site too), the
-// heartbeat probe of the server (Server), and for the lock backend its
+// heartbeat probe of the server (Server: the table backend's, and the lock
+// backend's where that read failed), and for the lock backend its
 // topology.
 func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (site getlock.Site, err error) {
-	// One statement reads the session and makes the peeks of the election
-	// table and of the floor's tables; when it fails, each is made on its
-	// own, in the order below, so that the refusal names its cause.
+	// One statement reads the session, makes the peeks of the election
+	// table and of the floor's tables, and computes a term; when it fails,
+	// each is made on its own, in the order below, so that the refusal
+	// names its cause.
 	fpeek := floor.NewStmts(table, stmt.Bound{}, 0).Peek
-	s, err := readSession(ctx, db, peek, fpeek[0], fpeek[1])
+	s, err := readSession(ctx, db, peek, fpeek[0], fpeek[1], termPeek)
 	peeked := err == nil
 	if !peeked {
 		if _, err := db.ExecContext(ctx, peek); err != nil {
@@ -278,8 +280,12 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (si
 		// The heartbeat probe before the topology, the last check: a
 		// server that cannot run the heartbeat is refused for that
 		// (ErrUnsafeServer) before its variables are read, which such a
-		// server may answer with an error that is no refusal.
-		if c.Prop == Topology {
+		// server may answer with an error that is no refusal. The lock
+		// backend sends no heartbeat (the doctor's affected_rows is the
+		// table backend's): it is probed only where the one read above
+		// failed, which evaluates a term as both backends write them,
+		// as go-mysql-server cannot.
+		if c.Prop == Topology && (backend == Table || !peeked) {
 			if err = Server(ctx, db, table); err != nil {
 				return site, err
 			}
@@ -301,6 +307,11 @@ func Preflight(ctx context.Context, db *sql.DB, table, backend, peek string) (si
 	}
 	return getlock.NewSite(table, s.database.String, s.fold, s.version), nil
 }
+
+// termPeek reads no row, but computes a term as the backends' statements
+// write one (above the database clock and a floor), which go-mysql-server
+// cannot (its GREATEST takes no DECIMAL).
+const termPeek = `SELECT 1 FROM DUAL WHERE GREATEST(` + dbclock.TermNow + `, 1) = 0`
 
 // checkFloorTable fails, wrapping ErrSchemaMismatch, when election table
 // table has no term floor table or no history table (the migrations are

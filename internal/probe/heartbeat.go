@@ -230,7 +230,7 @@ func decisionGuarded(ctx context.Context, ex stmt.Execer, tbl, name string) (boo
 }
 
 // Server is the cheap subset of the doctor that Run's preflight sends
-// (both backends) on election table table: the heartbeat probe
+// (the table backend's; see Preflight) on election table table: the heartbeat probe
 // (RunHeartbeat), in a transaction it rolls back, so that nothing is
 // written, no DELETE privilege is needed and no row is left. A server that
 // answers with the wrong affected rows fails with ErrUnsafeServer
