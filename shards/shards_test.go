@@ -1,0 +1,231 @@
+package shards_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/internal/testdb"
+	"github.com/sqlelect/sqlelect/shards"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// watch records, per shard, the leaderships the processes' callbacks
+// report: who leads it now (OnElected runs), how many began (elected), and
+// any that began while another was still running (overlaps).
+type watch struct {
+	mu       sync.Mutex
+	active   map[string][]string
+	elected  map[string]int
+	overlaps []string
+}
+
+func (w *watch) onElected(id string) func(context.Context, string, election.Leadership) {
+	return func(ctx context.Context, shard string, l election.Leadership) {
+		w.mu.Lock()
+		if len(w.active[shard]) > 0 {
+			w.overlaps = append(w.overlaps, fmt.Sprintf("%s elected for shard %s (term %d) while %v leads it", id, shard, l.Term, w.active[shard]))
+		}
+		w.active[shard] = append(w.active[shard], id)
+		w.elected[shard]++
+		w.mu.Unlock()
+		<-ctx.Done()
+		w.mu.Lock()
+		w.active[shard] = slices.DeleteFunc(w.active[shard], func(s string) bool { return s == id })
+		w.mu.Unlock()
+	}
+}
+
+// leaders returns how many shards each process leads, and whether every
+// shard has one leader.
+func (w *watch) leaders(keys []string) (map[string]int, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, all := map[string]int{}, true
+	for _, k := range keys {
+		all = all && len(w.active[k]) == 1
+		for _, id := range w.active[k] {
+			n[id]++
+		}
+	}
+	return n, all
+}
+
+// moves returns how many leaderships began since the last call, and the
+// most of one shard.
+func (w *watch) moves() (n, most int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range w.elected {
+		n, most = n+k, max(most, k)
+	}
+	clear(w.elected)
+	return n, most
+}
+
+// group is a shard group's processes in one test: each runs shards.Run on
+// a pool of its own, through a proxy of its own (which a crash cuts).
+type group struct {
+	t       *testing.T
+	ctx     context.Context
+	dsn     string
+	name    string
+	keys    []string
+	w       *watch
+	proxies map[string]*netfault.Proxy
+	stops   map[string]func()
+	crashed map[string]bool // its Run's error at the end is expected
+}
+
+func newGroup(t *testing.T, ctx context.Context, shardCount int) *group {
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	g := &group{t: t, ctx: ctx, dsn: dsn, name: "g-" + hex.EncodeToString(b),
+		w: &watch{active: map[string][]string{}, elected: map[string]int{}}, proxies: map[string]*netfault.Proxy{}, stops: map[string]func(){}, crashed: map[string]bool{}}
+	for i := range shardCount {
+		g.keys = append(g.keys, fmt.Sprint(i))
+	}
+	t.Cleanup(func() {
+		g.w.mu.Lock()
+		defer g.w.mu.Unlock()
+		for _, o := range g.w.overlaps {
+			t.Error("two leaders: " + o)
+		}
+	})
+	return g
+}
+
+// join starts process id.
+func (g *group) join(id string) {
+	t := g.t
+	cfg, err := mysql.ParseDSN(g.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	g.proxies[id], cfg.Addr = p, p.Addr()
+	db := testdb.Open(t, cfg.FormatDSN())
+	ctx, cancel := context.WithCancel(g.ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- shards.Run(ctx, db, shards.Options{Group: g.name, Shards: len(g.keys), OnElected: g.w.onElected(id),
+			Config: election.Config{ID: id, LeaseDuration: time.Second}})
+	}()
+	g.stops[id] = sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil && !g.crashed[id] {
+			t.Errorf("process %s: Run: %v", id, err)
+		}
+	})
+	t.Cleanup(g.stops[id]) // before its pool closes
+}
+
+// leave stops process id: Run resigns its shards and returns.
+func (g *group) leave(id string) {
+	g.stops[id]()
+	delete(g.stops, id)
+}
+
+// crash cuts process id off the database for good: its leases run out.
+func (g *group) crash(id string) {
+	g.crashed[id] = true
+	g.proxies[id].Blackhole(true)
+}
+
+// balanced waits until each shard has one leader (its OnElected runs),
+// and each of the processes ids leads its share of the shards, nobody else
+// any.
+func (g *group) balanced(what string, ids ...string) {
+	t := g.t
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last, ok := g.w.leaders(g.keys)
+		ok = ok && len(last) == len(ids)
+		for _, id := range ids {
+			ok = ok && last[id] >= len(g.keys)/len(ids) && last[id] <= (len(g.keys)+len(ids)-1)/len(ids)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-g.ctx.Done():
+			t.Fatalf("%s: never balanced over %v: leaders %v", what, ids, fmt.Sprint(g.w.leaders(g.keys)))
+		}
+	}
+}
+
+// TestShardGroup: 12 shards over 3 processes, then a fourth joins, one
+// leaves, and one crashes: after each change every live process leads its
+// share (within one of the others), a join moves no more shards than
+// balancing needs (each once), and no shard ever has two leaders at once.
+func TestShardGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 12)
+	for _, id := range []string{"a", "b", "c"} {
+		g.join(id)
+	}
+	g.balanced("start", "a", "b", "c")
+	g.w.moves()
+
+	g.join("d")
+	g.balanced("d joined", "a", "b", "c", "d")
+	if n, most := g.w.moves(); n != 3 || most != 1 {
+		t.Errorf("d joined: %d shards moved, one %d times; want 3, each once", n, most)
+	}
+
+	g.leave("a")
+	g.balanced("a left", "b", "c", "d")
+	g.w.moves()
+
+	g.crash("b")
+	g.balanced("b crashed", "c", "d")
+	if n, most := g.w.moves(); n != 4 || most != 1 {
+		t.Errorf("b crashed: %d shards moved, one %d times; want its 4, each once", n, most)
+	}
+}
+
+// TestOptions: a group without a name or shards is refused before anything
+// runs, naming the problem.
+func TestOptions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		o    shards.Options
+		want string
+	}{
+		{shards.Options{Shards: 3}, "no Group"},
+		{shards.Options{Group: "g"}, "no Shards nor Keys"},
+		{shards.Options{Group: "g", Shards: 2, Keys: []string{"x"}}, "2 Shards and 1 Keys"},
+		{shards.Options{Group: "g", Keys: []string{"x", "y z"}}, `key "y z": election: invalid config: election name "g/y z"`},
+		{shards.Options{Group: "g", Keys: []string{"x", "x"}}, `key "x" listed twice`},
+		{shards.Options{Group: "g h", Shards: 1}, `Group: election: invalid config: election name "g h"`},
+	} {
+		err := shards.Run(ctx, new(sql.DB), tc.o)
+		if !errors.Is(err, election.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("group %q, %d shards, keys %q: %v, want an error naming %q", tc.o.Group, tc.o.Shards, tc.o.Keys, err, tc.want)
+		}
+	}
+}
