@@ -17,8 +17,9 @@
 // look does not take a dead member's shards all: each takes its own.
 //
 // Not yet (issue 36): a clean leave hands its shards over by transfer (it
-// resigns them: the others take them at their next interval), the CLI, the
-// group's balance in `sqlelect status`, and the targets' benchmarks.
+// resigns them: the others take them at their next interval), the group's
+// balance in `sqlelect status`, and the targets' benchmarks. The CLI's
+// `sqlelect shards` runs Run.
 package shards
 
 import (

@@ -296,7 +296,7 @@ func newEvents(w io.Writer, name, id string) *events {
 func (e *events) write(ev event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ev.Election, ev.ID = e.name, e.id
+	ev.Election, ev.ID = cmp.Or(ev.Election, e.name), e.id
 	ev.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	if err := e.enc.Encode(ev); err != nil && e.failed == nil {
 		e.failed = err

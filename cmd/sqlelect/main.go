@@ -83,7 +83,7 @@ type command struct {
 // commands returns the command table, in the order of `sqlelect help`.
 func commands() []*command {
 	return []*command{
-		migrateCmd, statusCmd, membersCmd, historyCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, doctorCmd, uiCmd, completionCmd,
+		migrateCmd, statusCmd, membersCmd, historyCmd, watchCmd, transferCmd, assumeCmd, reelectCmd, campaignCmd, runCmd, shardsCmd, doctorCmd, uiCmd, completionCmd,
 		{name: "version", summary: "print the version of sqlelect", example: "sqlelect version",
 			run: (*cli).version},
 		{name: "help", args: "[COMMAND]", summary: "print this help, or a command's", example: "sqlelect help campaign",
