@@ -18,8 +18,9 @@
 //
 // Not yet (issue 36): a clean leave hands its shards over by transfer (it
 // resigns them: the others take them at their next interval), the group's
-// balance in `sqlelect status`, and the targets' benchmarks. The CLI's
-// `sqlelect shards` runs Run.
+// balance in `sqlelect status`, and a wake-up of the group on a change of
+// members (a join waits for the intervals: BENCHMARKS.md, "Shard groups").
+// The CLI's `sqlelect shards` runs Run.
 package shards
 
 import (

@@ -139,11 +139,13 @@ func (e *env) database(ctx context.Context) (string, error) {
 	return dsn, nil
 }
 
-// event is one JSON line of a candidate.
+// event is one JSON line of a candidate (or of a shard group's process,
+// with the shard's election).
 type event struct {
-	Event string    `json:"event"`
-	ID    string    `json:"id"`
-	Time  time.Time `json:"time"`
+	Event    string    `json:"event"`
+	ID       string    `json:"id"`
+	Election string    `json:"election"`
+	Time     time.Time `json:"time"`
 }
 
 // proc is a candidate process.
@@ -178,6 +180,11 @@ func (e *env) start(ctx context.Context, backend, dsn, election, id string, o ca
 		}
 		cmd = exec.Command(e.cand, args...)
 	}
+	return e.spawn(ctx, id, cmd, events)
+}
+
+// spawn starts cmd, process id, whose JSON lines on stdout go to events.
+func (e *env) spawn(ctx context.Context, id string, cmd *exec.Cmd, events chan<- event) (*proc, error) {
 	cmd.Stderr = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {

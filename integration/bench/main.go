@@ -15,12 +15,15 @@
 //     harness: failover, handover and cost;
 //   - scale: thousands of elections with 3 candidates each on one server
 //     (integration/bench/scaleload);
+//   - shards (not by default): a shard group's `sqlelect shards` processes
+//     (package shards): start-up, steady state, a join and a kill -9;
 //
 // and prints a markdown summary; raw trials go to -out as CSV, with a PNG
 // plot made by gnuplot when it is installed.
 //
 //	cd integration && go run ./bench -trials 30
 //	cd integration && go run ./bench -scenarios scale -scale 10000:5m,30000:1m
+//	cd integration && go run ./bench -scenarios shards -shards 10000:5:5m
 package main
 
 import (
@@ -44,6 +47,7 @@ func main() {
 	flag.DurationVar(&o.costWindow, "cost-window", 20*time.Second, "measurement window of each cost phase")
 	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,transfer,cost,seed,scale", "comma-separated scenarios")
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
+	flag.StringVar(&o.shards, "shards", "10000:5:5m", "shard groups: shards:processes:window, comma-separated (scenario shards)")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
 	flag.StringVar(&o.serverArgs, "server-args", "", "extra options for the server the harness starts, space-separated (e.g. --disable-log-bin)")
 	flag.BoolVar(&o.interpolate, "interpolate", true, "interpolateParams=true in the candidates' DSN (the library needs it no more; the seed recipe does)")
@@ -60,6 +64,7 @@ type options struct {
 	trials, seedTrials int
 	lease, costWindow  time.Duration
 	scenarios, scale   string
+	shards             string
 	out                string
 	serverArgs         string
 	interpolate        bool
@@ -167,6 +172,14 @@ func run(ctx context.Context, o options) error {
 	if want["scale"] {
 		sum.WriteString("## Scale: many elections, 3 candidates each, lease 10 s (renew deadline 7 s, renew and retry 2 s)\n\n")
 		table, err := env.scaleRuns(ctx, o.scale)
+		if err != nil {
+			return err
+		}
+		sum.WriteString(table + "\n")
+	}
+	if want["shards"] {
+		sum.WriteString("## Shard groups: `sqlelect shards` processes, the library's defaults (lease 15 s, renew and retry 2 s)\n\n")
+		table, err := env.shardRuns(ctx, o.shards)
 		if err != nil {
 			return err
 		}

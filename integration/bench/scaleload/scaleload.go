@@ -210,7 +210,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	cpu0, self0 := procCPU(opts.ServerPid), procCPU(os.Getpid())
+	cpu0, self0 := ProcCPU(opts.ServerPid), ProcCPU(os.Getpid())
 	t0 := time.Now()
 	counting.Store(true)
 	end := t0.Add(opts.Duration)
@@ -221,7 +221,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	counting.Store(false)
 	secs := time.Since(t0).Seconds()
-	cpu1, self1 := procCPU(opts.ServerPid), procCPU(os.Getpid())
+	cpu1, self1 := ProcCPU(opts.ServerPid), ProcCPU(os.Getpid())
 	s1, err := Status(ctx, admin)
 	if err != nil {
 		return res, err
@@ -355,8 +355,8 @@ func Status(ctx context.Context, db *sql.DB) (map[string]float64, error) {
 	return out, rows.Err()
 }
 
-// procCPU is a process's user+system CPU time in seconds (0 when unknown).
-func procCPU(pid int) float64 {
+// ProcCPU is a process's user+system CPU time in seconds (0 when unknown).
+func ProcCPU(pid int) float64 {
 	if pid <= 0 {
 		return 0
 	}
