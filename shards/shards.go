@@ -12,9 +12,10 @@
 // balances them by internal/balance's rule: a member above its share
 // transfers its extra shards (Election.Transfer, no lease waited out), a
 // shard of no live member (it left, or died and its lease ran out) goes to
-// the members below their share in turn, and a process runs a candidate
-// only for the shards it leads or should take. So the first survivor to
-// look does not take a dead member's shards all: each takes its own.
+// a member below its share (each filled up to it, in the order of their
+// IDs), and a process runs a candidate only for the shards it leads or
+// should take. So the first survivor to look does not take a dead member's
+// shards all: each takes its own, and keeps it.
 //
 // Not yet (issue 36): a clean leave hands its shards over by transfer (it
 // resigns them: the others take them at their next interval), the group's

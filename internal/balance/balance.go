@@ -7,22 +7,29 @@
 //
 // The rule, for N shards over M members (q = N / M, r = N mod M):
 //
-//  1. Quotas: the members ordered by how many shards they hold now (most
-//     first; ties by ID), the first r have a quota of q+1, the others q.
-//     Giving the larger quotas to the larger holders makes the fewest
-//     shards move: no other fair assignment needs fewer.
+//  1. Quotas: r members have a quota of q+1, the others q: first those
+//     that hold more than q now, then the others, each in the order of
+//     their IDs. Giving the larger quotas to members above q makes the
+//     fewest shards move (each saves one move; no other fair assignment
+//     needs fewer), and the order does not change while the moves are
+//     carried out (see step 3).
 //  2. Givers: a member above its quota gives its shards beyond it (it keeps
 //     the first ones, in shard order). A shard whose holder is not a live
 //     member (it left, died, or the shard was never led) is given too.
 //  3. Takers: a member below its quota takes the difference. The shards
-//     given (those of no live member first, then in shard order) go to the
-//     takers in turn, the least loaded first, one at a time: a dead
-//     member's shards are spread over the survivors, not taken by one.
+//     given (those of no live member first, then in shard order) fill the
+//     takers in the order of their IDs, each up to its quota: a dead
+//     member's shards are spread over the survivors, not taken by one, and
+//     while they are taken the plan of what is left designates the same
+//     takers (each has taken the first of its own).
 //
 // Why it converges without ping-pong: after the moves every member holds
-// exactly its quota, so exactly r members hold q+1 and are the first r of
-// the order in step 1; Plan of that state is empty. Each shard is in at
-// most one move, so no shard moves twice for one change of the members.
+// exactly its quota, so the r members of quota q+1 are those above q, and
+// Plan of that state is empty. Each shard is in at most one move, and
+// while the moves are carried out, one by one in any order, the plan of
+// what is left is the rest of the first (the quotas and the takers' order
+// do not change): so no shard moves twice for one change of the members,
+// even when the processes act on the plan at different times.
 package balance
 
 import (
@@ -66,33 +73,28 @@ func Plan(shards, members []string, holders map[string]string) []Move {
 	}
 	slices.SortFunc(extra, func(a, b Move) int { return cmp.Compare(a.Shard, b.Shard) })
 	given = append(given, extra...)
-	// The takers, least loaded first, each as often as it is short.
-	takers := slices.Clone(members)
-	slices.SortStableFunc(takers, func(a, b string) int { return cmp.Compare(len(held[a]), len(held[b])) })
-	short := make(map[string]int, len(takers))
-	for _, m := range takers {
-		short[m] = max(quota[m]-len(held[m]), 0)
-	}
-	for i, last := 0, -1; i < len(given) && i != last; {
-		last = i // a round that places none ends: cannot happen, the shortfalls add up to the shards given
-		for _, m := range takers {
-			if i < len(given) && short[m] > 0 {
-				given[i].To, short[m], i = m, short[m]-1, i+1
-			}
+	// The takers in the order of their IDs, each filled up to its quota
+	// (the shortfalls add up to the shards given).
+	i := 0
+	for _, m := range members {
+		for short := quota[m] - len(held[m]); short > 0 && i < len(given); short-- {
+			given[i].To, i = m, i+1
 		}
 	}
 	return given
 }
 
 // Quotas returns each member's share of n shards, given the shards each
-// holds now (step 1 of the rule): n / len(members), one more for the
-// n mod len(members) members that hold the most (ties by ID).
+// holds now (step 1 of the rule): n / len(members), one more for
+// n mod len(members) members, first those that hold more than that now,
+// each group in the order of their IDs.
 func Quotas(n int, members []string, held map[string][]string) map[string]int {
 	order := sorted(members)
 	if len(order) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(len(held[b]), len(held[a])) })
+	below := func(m string) int { return min(max(n/len(order)+1-len(held[m]), 0), 1) } // 0: above the share
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(below(a), below(b)) })
 	quota := make(map[string]int, len(order))
 	for i, m := range order {
 		quota[m] = n / len(order)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -138,15 +139,7 @@ func holdAll(shards []string, m string) map[string]string {
 func TestPlanProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	for trial := range 2000 {
-		shards := names("s", rng.IntN(40))
-		pool := names("m", 1+rng.IntN(8))
-		members := pool[:1+rng.IntN(len(pool))]
-		holders := map[string]string{}
-		for _, s := range shards {
-			if k := rng.IntN(len(pool) + 1); k < len(pool) {
-				holders[s] = pool[k]
-			}
-		}
+		shards, pool, members, holders := randomState(rng)
 		moves := Plan(shards, members, holders)
 		check(t, shards, members, holders, moves)
 		holders = apply(holders, moves)
@@ -160,4 +153,45 @@ func TestPlanProperties(t *testing.T) {
 		}
 		check(t, shards, members, holders, Plan(shards, members, holders))
 	}
+}
+
+// TestPlanStable: while the moves of a plan are carried out, one by one in
+// any order, the plan of what is left is the rest of the first plan: the
+// same shards to the same members. So a member that started to take a
+// shard it was given keeps it, and none moves twice (a dead member's
+// shards, taken by the survivors as their leases run out one by one).
+func TestPlanStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 2))
+	for trial := range 2000 {
+		shards, _, members, holders := randomState(rng)
+		rest := Plan(shards, members, holders)
+		for len(rest) > 0 {
+			k := rng.IntN(len(rest))
+			holders = apply(holders, rest[k:k+1])
+			rest = slices.Delete(slices.Clone(rest), k, k+1)
+			if again := Plan(shards, members, holders); fmt.Sprint(sortMoves(again)) != fmt.Sprint(sortMoves(rest)) {
+				t.Fatalf("trial %d: after a move, the plan is %v, want the rest of the first: %v", trial, again, rest)
+			}
+		}
+	}
+}
+
+func sortMoves(ms []Move) []Move {
+	ms = slices.Clone(ms)
+	slices.SortFunc(ms, func(a, b Move) int { return strings.Compare(a.Shard, b.Shard) })
+	return ms
+}
+
+// randomState returns up to 40 shards, a pool of up to 8 members of which
+// the first are live, and each shard's holder: a member of the pool (live
+// or gone) or none.
+func randomState(rng *rand.Rand) (shards, pool, members []string, holders map[string]string) {
+	shards, pool = names("s", rng.IntN(40)), names("m", 1+rng.IntN(8))
+	members, holders = pool[:1+rng.IntN(len(pool))], map[string]string{}
+	for _, s := range shards {
+		if k := rng.IntN(len(pool) + 1); k < len(pool) {
+			holders[s] = pool[k]
+		}
+	}
+	return shards, pool, members, holders
 }
