@@ -64,7 +64,7 @@ func Plan(shards, members []string, holders map[string]string) []Move {
 			given = append(given, Move{Shard: s, From: h})
 		}
 	}
-	quota := Quotas(len(shards), members, held)
+	quota := quotas(len(shards), members, held)
 	var extra []Move
 	for _, m := range members {
 		for _, s := range held[m][min(quota[m], len(held[m])):] {
@@ -84,20 +84,24 @@ func Plan(shards, members []string, holders map[string]string) []Move {
 	return given
 }
 
-// Quotas returns each member's share of n shards, given the shards each
-// holds now (step 1 of the rule): n / len(members), one more for
-// n mod len(members) members, first those that hold more than that now,
-// each group in the order of their IDs.
-func Quotas(n int, members []string, held map[string][]string) map[string]int {
-	order := sorted(members)
-	if len(order) == 0 {
-		return nil
+// quotas returns each member's share of n shards, given the shards each
+// holds now (step 1 of the rule): q = n / len(members), one more for
+// n mod len(members) members, first those that hold more than q now. members
+// is sorted by ID and not empty; the stable sort keeps that order in each
+// group.
+func quotas(n int, members []string, held map[string][]string) map[string]int {
+	q := n / len(members)
+	below := func(m string) int { // 0 above q, 1 not
+		if len(held[m]) > q {
+			return 0
+		}
+		return 1
 	}
-	below := func(m string) int { return min(max(n/len(order)+1-len(held[m]), 0), 1) } // 0: above the share
+	order := slices.Clone(members)
 	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(below(a), below(b)) })
 	quota := make(map[string]int, len(order))
 	for i, m := range order {
-		quota[m] = n / len(order)
+		quota[m] = q
 		if i < n%len(order) {
 			quota[m]++
 		}
