@@ -134,11 +134,11 @@ type TuningConfig struct {
 	// may then overlap after an operator's REPLACE or DELETE (see Fenced).
 	DisableLockDelay bool
 	// DisableFastHandover turns off the table backend's GET_LOCK handover
-	// wakeup, and both backends' transfer bell (a leader's connection that
-	// a planned change's request wakes: docs/algorithm.md, "Planned changes
-	// of leader"), each of which costs a pooled connection per candidate
-	// (see "Fast handover" in the package documentation and README); a
-	// leader then acts on requests at its next renewal. Default false.
+	// wakeup (a pooled connection per candidate), and both backends'
+	// transfer bell (two per leader, which a planned change's request
+	// wakes: docs/algorithm.md, "Planned changes of leader"); see "Fast
+	// handover" in the package documentation and README. A leader then
+	// acts on requests at its next renewal. Default false.
 	DisableFastHandover bool
 	// QueryTimeout bounds every SQL statement. Default 5 s, at most
 	// RenewDeadline. Run's preflight (about 20 statements, once) is

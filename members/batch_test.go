@@ -67,6 +67,9 @@ func TestBatcherRefreshes(t *testing.T) {
 			prefix := randName(t)
 			for i := range n {
 				cfg := config(fmt.Sprintf("%s-%d", prefix, i), "m")
+				// No bells (two connections per leader): 50 lock-backend
+				// leaders would need 150 connections of the shared server.
+				cfg.Tuning.DisableFastHandover = true
 				if be.name == "table" {
 					cfg.Tuning.Batcher = eb
 				}

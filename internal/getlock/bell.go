@@ -3,6 +3,7 @@ package getlock
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,29 +51,38 @@ func Ring(ctx context.Context, db *sql.DB, table, name string) error {
 }
 
 // Bell is a leader's bell: while it leads, a candidate keeps the bell's
-// lock (BellSQL) on a connection of its own that waits in SELECT SLEEP,
-// so that whoever requests a planned change of leader can wake it (Ring):
-// the KILL QUERY ends the sleep, and the leader renews at once instead of
-// at its next renewal. The renewal alone decides what happens; a ring only
-// makes it come early.
+// lock (BellSQL) on a connection of its own that waits in GET_LOCK, so
+// that whoever requests a planned change of leader can wake it (Ring): the
+// KILL QUERY ends the wait, and the leader renews at once instead of at its
+// next renewal. The renewal alone decides what happens; a ring only makes
+// it come early.
+//
+// The bell's connection waits, Every (in whole seconds, at least one) at a
+// time, for a lock that a second connection of the bell, its anchor, holds
+// for the bell's life. It waits in GET_LOCK, not in SLEEP: on MariaDB a
+// KILL of a thread that is leaving a SLEEP (its time ran out, or an
+// earlier KILL woke it) keeps, for 2 s, the one mutex every SLEEP of the
+// server waits on, so that each SLEEP on the server stalls that long; a
+// GET_LOCK wait has a mutex of its own thread.
 //
 // Only the bell's connection ever holds the bell's lock, and it runs
 // nothing but the bell's statement, so a ring never ends another
-// statement. It is never given back to the pool: a ring that comes after
-// the bell stopped finds the thread gone (connection ids are not reused).
-// The connection is taken as the handover hint's (Hint.Take): skipped, and
-// counted, when the pool has none to spare. Every failure only costs
+// statement. Neither connection is ever given back to the pool: a ring
+// that comes after the bell stopped finds the thread gone (connection ids
+// are not reused), and closing the anchor ends the bell's wait at once.
+// Each connection is taken as the handover hint's (Hint.Take): skipped,
+// and counted, when the pool has none to spare. Every failure only costs
 // speed: the leader acts at its next renewal. Start is called again only
 // once the previous stop returned; Free between the two.
 type Bell struct {
 	Hint                // its Lock is not used
 	Table string        // the election's table (its name is Hint.Election)
-	Every time.Duration // the longest sleep: a thread left behind holds the lock no longer
+	Every time.Duration // the longest wait (rounded up to whole seconds)
 	// Sleep waits d on the caller's clock and reports whether ctx is
 	// still live: the wait before taking a connection again.
 	Sleep func(ctx context.Context, d time.Duration) bool
 
-	id uint64 // the connection's CONNECTION_ID(), for Free
+	id uint64 // the bell connection's CONNECTION_ID(), for Free
 }
 
 // Start keeps the bell in a goroutine of its own, which sends on rang,
@@ -97,10 +107,8 @@ func (b *Bell) Start(rang chan struct{}) (stop func()) {
 	}
 }
 
-// Free ends, on the server, the sleep of the connection a stopped bell
-// last used: the driver only closes a connection whose statement is
-// cancelled, and the server keeps the bell's lock until the sleep ends
-// (within Every), which keeps the next leader from taking it meanwhile. One
+// Free ends, on the server, the wait of the connection a stopped bell
+// last used, should it still run (its anchor's close ends it too). One
 // round trip, bounded by ctx and Timeout; none when there is nothing to
 // free. Not while the bell runs.
 func (b *Bell) Free(ctx context.Context) {
@@ -120,51 +128,82 @@ func (b *Bell) Free(ctx context.Context) {
 const bellRetry = 20 * time.Millisecond
 
 // serve keeps the bell until ctx ends (see Start). A ring that comes
-// between two sleeps (a round trip's time in Every) is missed.
+// between two waits (a round trip's time in Every) is missed.
 func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
-	// It sleeps Every while it holds the lock, else (a bell that a
-	// stopped leader's thread still holds: its Free has not come yet, or
-	// never comes) bellRetry before it tries again.
 	name := BellSQL(b.Table, b.Election)
-	sleep := fmt.Sprintf("SELECT SLEEP(IF(IF(IS_USED_LOCK(%s) <=> CONNECTION_ID(), 1, GET_LOCK(%s, 0)) = 1, %.3f, %.3f))",
-		name, name, b.Every.Seconds(), min(b.Every, bellRetry).Seconds())
-	c := Conn{Log: b.Log}
+	secs := max(int64((b.Every+time.Second-1)/time.Second), 1)
+	var c, anchor Conn // the bell's, and the anchor's
+	c.Log, anchor.Log = b.Log, b.Log
 	defer c.Discard()
+	defer anchor.Discard()
 	for ctx.Err() == nil {
-		err := b.open(ctx, &c)
-		if err == nil && c.Conn != nil {
-			var slept sql.NullInt64
-			qctx, cancel := context.WithTimeout(ctx, b.Every+b.Timeout)
-			err = c.Conn.QueryRowContext(qctx, sleep).Scan(&slept)
+		wait, err := b.open(ctx, &c, &anchor)
+		retry := c.Conn == nil
+		if err == nil && wait != "" {
+			// 0: the wait ended; -1: another thread holds the bell's
+			// lock (a stopped leader's, see Free); 1: this one got the
+			// anchor's lock (the anchor is gone); NULL, or an error 1317:
+			// rung.
+			var got sql.NullInt64
+			qctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+b.Timeout)
+			err = c.Conn.QueryRowContext(qctx, fmt.Sprintf("SELECT IF(IF(IS_USED_LOCK(%s) <=> CONNECTION_ID(), 1, GET_LOCK(%s, 0)) = 1, GET_LOCK(%s, %d), -1)",
+				name, name, wait, secs)).Scan(&got)
 			cancel()
-			if mysqlerr.Errno(err) == mysqlerr.QueryInterrupted || slept.Int64 == 1 { // rung
+			switch {
+			case mysqlerr.Errno(err) == mysqlerr.QueryInterrupted || err == nil && !got.Valid: // rung
 				select {
 				case rang <- struct{}{}:
 				default:
 				}
 				err = nil
+			case err == nil && got.Int64 == 1:
+				err = errors.New("getlock: the bell's anchor connection is gone")
+			case err == nil && got.Int64 == -1:
+				retry = !b.Sleep(ctx, bellRetry)
 			}
 		}
 		if err != nil && ctx.Err() == nil {
 			b.Fail(c.Fail(err))
+			anchor.Discard()
 			b.Log.Debug("transfer bell failed", "err", err)
 		}
-		if c.Conn == nil && !b.Sleep(ctx, b.Every) {
+		if (retry || c.Conn == nil) && !b.Sleep(ctx, b.Every) {
 			return
 		}
 	}
 }
 
-// open takes the bell's connection, when it has none and the pool has one
-// to spare, and reads its id; c.Conn is nil when it has none.
-func (b *Bell) open(ctx context.Context, c *Conn) error {
-	if c.Conn != nil {
-		return nil
-	}
+// open takes the bell's connection and its anchor, when it lacks them and
+// the pool has them to spare, reads the bell connection's id, and has the
+// anchor take its lock; it returns the anchor lock's name, a SQL literal,
+// or "" (and no connection) when the pool has none to spare.
+func (b *Bell) open(ctx context.Context, c, anchor *Conn) (wait string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
-	if ok, err := b.Take(ctx, c); !ok {
-		return err
+	if c.Conn == nil {
+		anchor.Discard()
+		if ok, err := b.Take(ctx, c); !ok {
+			return "", err
+		}
+		if err := c.Conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&b.id); err != nil {
+			return "", c.Fail(err)
+		}
 	}
-	return c.Conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&b.id)
+	if anchor.Conn == nil {
+		if ok, err := b.Take(ctx, anchor); !ok {
+			c.Discard()
+			return "", err
+		}
+		var got sql.NullInt64
+		if err := anchor.Conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('sqlelect.wait#', CONNECTION_ID()), 0), CONNECTION_ID()").Scan(&got, &anchor.ID); err != nil {
+			c.Discard()
+			return "", anchor.Fail(err)
+		}
+		if got.Int64 != 1 {
+			c.Discard()
+			return "", anchor.Fail(errors.New("getlock: the bell's anchor did not get its lock"))
+		}
+		anchor.Locked = true
+	}
+	return fmt.Sprintf("'sqlelect.wait#%d'", anchor.ID), nil
 }
