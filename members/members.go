@@ -163,10 +163,14 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 	go func() { done <- c.Run(rctx) }()
 	var lost error // set when another incarnation took the ID
 	quit := ctx.Done()
+	due := cfg.Tuning.Clock.Now().Add(cfg.Tuning.RetryInterval)
 	for {
 		// Every retry interval until the row says healthy (the
-		// candidate campaigns), then every half lease.
-		every := cfg.Tuning.RetryInterval
+		// candidate campaigns), then every half lease. Meanwhile the
+		// candidate's progress is looked at every campaignPoll (no
+		// statement), and the row refreshed as soon as it campaigns: a
+		// shard group gives a member its share once it says healthy.
+		every := min(cfg.Tuning.RetryInterval, campaignPoll)
 		if m.campaigns {
 			every = m.untilRefresh(cfg.LeaseDuration / 2)
 		}
@@ -190,6 +194,11 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 		if lost != nil || quit == nil { // the candidate is stopping
 			continue
 		}
+		now := cfg.Tuning.Clock.Now()
+		if !m.campaigns && c.Progress().LastStep.IsZero() && now.Before(due) {
+			continue
+		}
+		due = now.Add(cfg.Tuning.RetryInterval)
 		refresh := m.refresh
 		if m.o.Batcher != nil {
 			refresh = m.refreshBatched
@@ -204,6 +213,10 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 		// to report: the next refresh tries again.
 	}
 }
+
+// campaignPoll is how often Run looks whether its candidate campaigns
+// yet, until it does.
+const campaignPoll = 10 * time.Millisecond
 
 // member is a member Run keeps.
 type member struct {
