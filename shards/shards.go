@@ -17,17 +17,24 @@
 // should take. So the first survivor to look does not take a dead member's
 // shards all: each takes its own, and keeps it.
 //
-// Not yet (issue 36): a clean leave hands its shards over by transfer (it
-// resigns them: the others take them at their next interval), the group's
-// balance in `sqlelect status`, and a wake-up of the group on a change of
-// members (a join waits for the intervals: BENCHMARKS.md, "Shard groups").
-// The CLI's `sqlelect shards` runs Run.
+// A change of members does not wait for the intervals. Each process keeps
+// a bell (internal/getlock's, named after the group and its ID) that the
+// others ring: a process that finds itself a live, healthy member for the
+// first time rings the others, which transfer its share to it at once and
+// then ring it, and it campaigns for the shards so handed over (a transfer
+// reserves a shard for its taker); a process that leaves removes its
+// member row, transfers each shard it leads to the member the others' plan
+// designates, and rings them. A ring that is lost only costs an interval.
+//
+// Not yet (issue 36): the group's balance in `sqlelect status`. The CLI's
+// `sqlelect shards` runs Run.
 package shards
 
 import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -38,6 +45,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/balance"
+	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/members"
 )
@@ -65,11 +73,14 @@ type Options struct {
 }
 
 // Run joins the group and leads this process's share of its shards until
-// ctx ends; it then resigns every shard it leads and returns nil once every
-// candidate it started has returned. It returns early with the error of a
-// candidate that stopped (election's, such as a missing table), of a
-// shard's member registration (a *members.DuplicateError when a live
-// member of the group has this ID), or of reading the group.
+// ctx ends. It then leaves: its member row goes first, then it hands each
+// shard it leads to the member the plan without it designates (a transfer,
+// and a ring of that member's bell: see group.give), resigns the rest, and
+// returns nil once every candidate it started has returned. It returns
+// early with the error of a candidate that stopped (election's, such as a
+// missing table), of a shard's member registration (a
+// *members.DuplicateError when a live member of the group has this ID), or
+// of reading the group.
 func Run(parent context.Context, db *sql.DB, o Options) error {
 	keys, err := o.keys()
 	if err != nil {
@@ -79,7 +90,6 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	cfg.Table = cmp.Or(cfg.Table, election.DefaultTable)
 	cfg.ID = cmp.Or(cfg.ID, election.DefaultID())
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, 15*time.Second)
-	interval := cmp.Or(o.Interval, cfg.LeaseDuration*2/15)
 	eb, err := election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table})
 	if err != nil {
 		return err
@@ -95,24 +105,43 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	if err != nil {
 		return err
 	}
+	dcfg, err := gcfg.WithDefaults() // valid: NewTable took it
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel,
-		log: cmp.Or(cfg.Tuning.Logger, slog.Default())}
+	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
+		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: dcfg.Tuning.RetryInterval / 10, rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
+	bell := &getlock.Bell{Hint: getlock.Hint{DB: db, Log: g.log, Election: bellName(o.Group, cfg.ID), Metrics: dcfg.Metrics, Timeout: g.timeout},
+		Table: cfg.Table, Every: dcfg.Tuning.RenewInterval, Sleep: g.sleep}
+	stopBell := bell.Start(g.rang)
+	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
 	var member sync.WaitGroup
 	member.Go(func() {
-		if err := members.Run(ctx, db, gc, gcfg, members.Options{Batcher: mb}); err != nil {
+		if err := members.Run(mctx, db, gc, gcfg, members.Options{Batcher: mb}); err != nil {
 			cancel(err)
 		}
 	})
+	interval := cmp.Or(o.Interval, dcfg.Tuning.RetryInterval)
 	for ctx.Err() == nil {
 		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
 			g.log.Warn("shards: balancing the group failed: trying again", "group", o.Group, "err", err)
 		}
-		g.wait(ctx, interval)
+		if !g.joined { // until its row says live and healthy (see balance)
+			g.sleep(ctx, min(interval, g.poll))
+		} else {
+			g.wait(ctx, interval)
+		}
+	}
+	leave()
+	member.Wait() // its row is gone: the others plan without it
+	if parent.Err() != nil {
+		g.handOff(parent)
 	}
 	g.stopAll()
-	member.Wait()
+	stopBell()
+	bell.Free(context.WithoutCancel(parent))
 	if parent.Err() != nil {
 		return nil
 	}
@@ -151,15 +180,31 @@ func (o Options) keys() ([]string, error) {
 	return keys, nil
 }
 
+// transfers is how many transfers a process runs at once.
+const transfers = 8
+
+// bellName names the bell of member id of group (getlock.Bell): a
+// process keeps it while it runs, and the others ring it when it should
+// balance at once (it joined, or they handed it shards). An election name
+// has no '#', and the hex of the ID is safe in a SQL literal.
+func bellName(group, id string) string { return group + "#" + hex.EncodeToString([]byte(id)) }
+
 // group is one process's membership of a group: the candidates it runs,
 // by shard key.
 type group struct {
-	db   *sql.DB
-	o    Options
-	cfg  election.Config
-	keys []string
-	fail context.CancelCauseFunc // ends Run with a candidate's error
-	log  *slog.Logger
+	db      *sql.DB
+	o       Options
+	cfg     election.Config
+	keys    []string
+	fail    context.CancelCauseFunc // ends Run with a candidate's error
+	log     *slog.Logger
+	clock   election.Clock
+	timeout time.Duration // a statement's (Config.Tuning.QueryTimeout)
+	poll    time.Duration // a tenth of the retry interval
+	rang    chan struct{} // its bell was rung
+	sem     chan struct{} // a slot of the transfers under way
+	joined  bool          // it saw itself a live, healthy member, and rang the others
+	gives   sync.WaitGroup
 
 	mu  sync.Mutex
 	run map[string]*shard
@@ -173,44 +218,79 @@ type shard struct {
 	moving bool // a transfer of it is under way
 }
 
-// balance reads the group's live, healthy members and its shards' holders,
-// and acts on this process's part of the plan (internal/balance): it starts
-// candidates for the shards it should take, transfers those it should give,
-// and stops the candidates of shards it neither leads nor should take.
-func (g *group) balance(ctx context.Context) error {
+// read returns the group's live, healthy members, and each shard's holder
+// (by key): the live holder of its row, or the member a hand-over reserves
+// it for (a released row whose transfer_to names a member, while its lease
+// lasts), which alone may take it then.
+func (g *group) read(ctx context.Context) (live []string, holders map[string]string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
+	defer cancel()
 	ms, err := members.List(ctx, g.db, g.cfg.Table, g.o.Group)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var live []string
 	for _, m := range ms {
 		if m.Live && m.Healthy {
 			live = append(live, m.ID)
 		}
 	}
+	if !g.joined && !slices.Contains(live, g.cfg.ID) {
+		return live, nil, nil
+	}
 	recs, err := election.ReadRecords(ctx, g.db, g.cfg.Table)
 	if err != nil {
+		return nil, nil, err
+	}
+	holders = map[string]string{}
+	for _, r := range recs {
+		key, ok := strings.CutPrefix(r.Election, g.o.Group+"/")
+		switch {
+		case !ok || !r.Live():
+		case !r.Released:
+			holders[key] = r.ID
+		case r.Transfer && r.TransferTo != "":
+			holders[key] = r.TransferTo
+		}
+	}
+	return live, holders, nil
+}
+
+// balance acts on this process's part of the plan (internal/balance) of
+// the group as read: it starts candidates for the shards it holds, or that
+// are reserved for it, or that no live member holds and it should take; it
+// transfers those it should give; and it stops the candidates of shards it
+// neither leads nor should take. A shard it should take from a live member
+// is not campaigned for until that member hands it over (and rings). Until
+// this process is a live, healthy member it does nothing; the first time
+// it is, it rings the others' bells, so that they give it its share at once.
+func (g *group) balance(ctx context.Context) error {
+	live, holders, err := g.read(ctx)
+	if err != nil || holders == nil {
 		return err
 	}
-	holders := map[string]string{}
-	for _, r := range recs {
-		if key, ok := strings.CutPrefix(r.Election, g.o.Group+"/"); ok && r.Live() && !r.Released {
-			holders[key] = r.ID
+	if !g.joined {
+		g.joined = true
+		for _, id := range live {
+			if id != g.cfg.ID {
+				g.gives.Go(func() { g.ring(ctx, id) })
+			}
 		}
 	}
 	want := map[string]bool{}
 	for key, h := range holders {
 		want[key] = h == g.cfg.ID
 	}
+	var gives []balance.Move
 	for _, m := range balance.Plan(g.keys, live, holders) {
 		switch g.cfg.ID {
 		case m.To:
-			want[m.Shard] = true
+			want[m.Shard] = !slices.Contains(live, m.From) // else its giver hands it over
 		case m.From:
 			want[m.Shard] = false
-			g.give(ctx, m.Shard, m.To)
+			gives = append(gives, m)
 		}
 	}
+	g.give(ctx, gives)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for key, s := range g.run {
@@ -228,8 +308,8 @@ func (g *group) balance(ctx context.Context) error {
 	return nil
 }
 
-// start runs a candidate for shard key until it is stopped or ctx ends;
-// g.mu is held.
+// start runs a candidate for shard key until it is stopped (stopAll, at
+// the latest); g.mu is held.
 func (g *group) start(ctx context.Context, key string) error {
 	cfg := g.cfg
 	cfg.Name = g.o.Group + "/" + key
@@ -249,7 +329,7 @@ func (g *group) start(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	rctx, stop := context.WithCancel(ctx)
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx)) // it outlives Run's loop: a leave hands it off
 	s := &shard{c: c, stop: stop, done: make(chan struct{})}
 	g.run[key] = s
 	go func() {
@@ -266,47 +346,106 @@ func (g *group) start(ctx context.Context, key string) error {
 	return nil
 }
 
-// give transfers shard key, which this process leads, to member to, and
-// then stops its candidate; nothing when it runs none, or a transfer of it
-// is under way.
-func (g *group) give(ctx context.Context, key, to string) {
+// give carries out moves, of shards this process should give, in
+// goroutines (g.gives), transfers at most 8 at once: each shard it leads
+// is transferred to its taker and its candidate stopped (nothing for one
+// it does not lead, or one being moved). Once a taker's shards are handed
+// over, it rings the taker's bell, so that the taker campaigns for them at
+// once rather than at its next interval (the transfer reserves each for it
+// meanwhile, for twice its retry interval).
+func (g *group) give(ctx context.Context, moves []balance.Move) {
+	byTo := map[string]map[string]*shard{}
 	g.mu.Lock()
-	s := g.run[key]
-	if s == nil || s.moving || !s.c.IsLeader() {
-		g.mu.Unlock()
-		return
-	}
-	s.moving = true
-	g.mu.Unlock()
-	go func() {
-		if err := s.c.Transfer(ctx, to); err != nil && ctx.Err() == nil {
-			g.log.Info("shards: transfer failed", "shard", key, "to", to, "err", err)
+	for _, m := range moves {
+		if s := g.run[m.Shard]; s != nil && !s.moving && s.c.IsLeader() {
+			s.moving = true
+			if byTo[m.To] == nil {
+				byTo[m.To] = map[string]*shard{}
+			}
+			byTo[m.To][m.Shard] = s
 		}
-		s.stop()
-	}()
+	}
+	g.mu.Unlock()
+	for to, ss := range byTo {
+		g.gives.Go(func() {
+			var each sync.WaitGroup
+			for key, s := range ss {
+				g.sem <- struct{}{}
+				each.Go(func() {
+					defer func() { <-g.sem }()
+					if err := s.c.Transfer(ctx, to); err != nil && ctx.Err() == nil {
+						g.log.Info("shards: transfer failed", "shard", key, "to", to, "err", err)
+					}
+					s.stop()
+				})
+			}
+			each.Wait()
+			g.ring(ctx, to)
+		})
+	}
 }
 
-// wait waits d by the group's clock (Config.Tuning.Clock), or until ctx
+// handOff hands every shard this process leads to the member the plan of
+// the others designates (give), and waits for it: a clean leave's shards
+// move by transfer, at once. Its member row is gone by then, so the
+// takers plan without it.
+func (g *group) handOff(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*g.timeout)
+	defer cancel()
+	live, holders, err := g.read(ctx)
+	if err != nil {
+		g.log.Warn("shards: leaving: reading the group failed: resigning the shards instead", "group", g.o.Group, "err", err)
+		return
+	}
+	live = slices.DeleteFunc(live, func(id string) bool { return id == g.cfg.ID }) // a row its removal missed
+	var gives []balance.Move
+	for _, m := range balance.Plan(g.keys, live, holders) {
+		if m.From == g.cfg.ID {
+			gives = append(gives, m)
+		}
+	}
+	g.give(ctx, gives)
+	g.gives.Wait()
+}
+
+// ring rings member id's bell. A failure, or a ring that comes between
+// two of the bell's waits, only costs speed: the member acts at its next
+// interval.
+func (g *group) ring(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	if err := getlock.Ring(ctx, g.db, g.cfg.Table, bellName(g.o.Group, id)); err != nil {
+		g.log.Debug("shards: ringing a member failed", "group", g.o.Group, "member", id, "err", err)
+	}
+}
+
+// sleep waits d by the group's clock, and reports whether ctx is still
+// live.
+func (g *group) sleep(ctx context.Context, d time.Duration) bool {
+	t := g.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// wait waits d by the group's clock, until its bell rings, or until ctx
 // ends.
 func (g *group) wait(ctx context.Context, d time.Duration) {
-	var c <-chan time.Time
-	if clock := g.cfg.Tuning.Clock; clock != nil {
-		t := clock.NewTimer(d)
-		defer t.Stop()
-		c = t.C()
-	} else {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		c = t.C
-	}
+	t := g.clock.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-c:
+	case <-t.C():
+	case <-g.rang:
 	case <-ctx.Done():
 	}
 }
 
-// stopAll stops every candidate (each resigns what it leads) and waits
-// for their Runs to return.
+// stopAll stops every candidate (each resigns what it leads), waits for
+// their Runs to return, and for the transfers under way.
 func (g *group) stopAll() {
 	g.mu.Lock()
 	var all []*shard
@@ -318,4 +457,5 @@ func (g *group) stopAll() {
 	for _, s := range all {
 		<-s.done
 	}
+	g.gives.Wait()
 }

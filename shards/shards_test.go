@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ import (
 	"github.com/sqlelect/sqlelect/shards"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { slog.SetLogLoggerLevel(slog.LevelDebug); testdb.Main(m) }
 
 // watch records, per shard, the leaderships the processes' callbacks
 // report: who leads it now (OnElected runs), how many began (elected), and
@@ -88,6 +89,7 @@ type group struct {
 	proxies map[string]*netfault.Proxy
 	stops   map[string]func()
 	crashed map[string]bool // its Run's error at the end is expected
+	every   time.Duration   // Options.Interval
 }
 
 func newGroup(t *testing.T, ctx context.Context, shardCount int) *group {
@@ -128,7 +130,7 @@ func (g *group) join(id string) {
 	done := make(chan error, 1)
 	go func() {
 		done <- shards.Run(ctx, db, shards.Options{Group: g.name, Shards: len(g.keys), OnElected: g.w.onElected(id),
-			Config: election.Config{ID: id, LeaseDuration: time.Second}})
+			Interval: g.every, Config: election.Config{ID: id, LeaseDuration: time.Second}})
 	}()
 	g.stops[id] = sync.OnceFunc(func() {
 		cancel()
@@ -204,6 +206,42 @@ func TestShardGroup(t *testing.T) {
 	g.balanced("b crashed", "c", "d")
 	if n, most := g.w.moves(); n != 4 || most != 1 {
 		t.Errorf("b crashed: %d shards moved, one %d times; want its 4, each once", n, most)
+	}
+}
+
+// TestShardGroupRings: with an interval that never comes, the members'
+// bells alone balance the group: a joining process rings the others, which
+// hand it its share and ring it; a leaving one hands its shards to the
+// others and rings them. Each shard moves once, and never has two leaders.
+func TestShardGroupRings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 12)
+	g.every = time.Hour
+	g.join("a")
+	g.balanced("a started", "a")
+	g.w.moves()
+
+	for _, tc := range []struct {
+		join, leave string
+		now         []string
+		moved       int
+	}{
+		{join: "b", now: []string{"a", "b"}, moved: 6},
+		{join: "c", now: []string{"a", "b", "c"}, moved: 4},
+		{leave: "a", now: []string{"b", "c"}, moved: 4},
+	} {
+		what := tc.join + " joined"
+		if tc.join != "" {
+			g.join(tc.join)
+		} else {
+			what = tc.leave + " left"
+			g.leave(tc.leave)
+		}
+		g.balanced(what, tc.now...)
+		if n, most := g.w.moves(); n != tc.moved || most != 1 {
+			t.Errorf("%s: %d shards moved, one %d times; want %d, each once", what, n, most, tc.moved)
+		}
 	}
 }
 
