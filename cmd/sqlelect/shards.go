@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/members"
 	"github.com/sqlelect/sqlelect/shards"
 )
 
@@ -26,8 +33,11 @@ reason), one per shard's leadership, with the shard's election in election:
 
   {"event":"elected","election":"GROUP/3","id":ID,"term":T,"time":...}
 
-On SIGINT or SIGTERM it resigns every shard it leads and exits 0. The
-timing flags are campaign's; the others of campaign do not apply.`,
+A member that joins rings the others' bells, and they hand it its share at
+once; on SIGINT or SIGTERM it leaves the group, hands every shard it leads
+to the members the others' plan designates, and exits 0. 'sqlelect status
+GROUP' shows the group's balance. The timing flags are campaign's; the
+others of campaign do not apply.`,
 	example: `sqlelect shards orders --shards 64 --id worker-1
 # {"event":"elected","election":"orders/0","id":"worker-1","term":1763790000123456,"time":"..."}`,
 	run: (*cli).shards,
@@ -95,4 +105,76 @@ func (c *cli) shards(cmd *command, args []string) error {
 		return wrapf(exitError, err, "cannot write events to stdout; resigned")
 	}
 	return nil
+}
+
+// groupStatus is a shard group's balance, as status shows it.
+type groupStatus struct {
+	Shards   int            `json:"shards"`  // the elections GROUP/… with a row
+	Unled    int            `json:"unled"`   // of them, those no live holder leads
+	Members  int            `json:"members"` // the group's live, healthy members
+	Led      map[string]int `json:"led"`     // by leader
+	Balanced bool           `json:"balanced"`
+}
+
+// String is status's shards line, or "" for none.
+func (g *groupStatus) String() string {
+	if g == nil {
+		return ""
+	}
+	var led []string
+	for _, id := range slices.Sorted(maps.Keys(g.Led)) {
+		led = append(led, fmt.Sprintf("%s %d", printable(id), g.Led[id]))
+	}
+	verdict := "balanced"
+	if !g.Balanced {
+		verdict = "not balanced"
+	}
+	return fmt.Sprintf("shards: %d, %d unled, over %d members: %s (%s)\n", g.Shards, g.Unled, g.Members, strings.Join(led, ", "), verdict)
+}
+
+// groupBalance reads the balance of shard group name: each live, healthy
+// member should lead ⌊N/M⌋ or ⌈N/M⌉ of its N shards, and nobody else any.
+// nil when no election of the table is one of its shards, or the tables
+// could not be read (status then has no shards line).
+func groupBalance(ctx context.Context, db *sql.DB, table, name string) *groupStatus {
+	recs, err := listRecords(ctx, db, table)
+	if err != nil {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	ms, err := members.List(qctx, db, table, name)
+	if err != nil && !errors.Is(err, election.ErrTableMissing) {
+		return nil
+	}
+	g := &groupStatus{Led: map[string]int{}}
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Election, name+"/") {
+			continue
+		}
+		g.Shards++
+		if r.Live() && !r.Released {
+			g.Led[r.ID]++
+		} else {
+			g.Unled++
+		}
+	}
+	if g.Shards == 0 {
+		return nil
+	}
+	g.Balanced = g.Unled == 0
+	held := 0
+	for _, m := range ms {
+		if m.Live && m.Healthy {
+			g.Members++
+			held += g.Led[m.ID]
+		}
+	}
+	for _, m := range ms {
+		if n := g.Led[m.ID]; m.Live && m.Healthy && (n < g.Shards/g.Members || n > (g.Shards+g.Members-1)/g.Members) {
+			g.Balanced = false
+		}
+	}
+	g.Balanced = g.Balanced && held == g.Shards
+	return g
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,7 +12,8 @@ import (
 // TestShardsCommand (issue 36, item 4): three `sqlelect shards` processes
 // share 6 shards, 2 each, in campaign's JSON lines with the shard's
 // election; one is killed (SIGKILL) and the two others take its shards, 3
-// each; one leaves (SIGTERM, exit 0) and the last leads all 6. Per shard,
+// each; one leaves (SIGTERM, exit 0) and the last leads all 6. status GROUP
+// shows the balance. Per shard,
 // the elected and demoted lines of all processes never overlap, and the
 // terms rise.
 func TestShardsCommand(t *testing.T) {
@@ -52,6 +55,27 @@ func TestShardsCommand(t *testing.T) {
 		}
 	}
 	waitFor(t, ctx, "2 shards each", each(2, "p1", "p2", "p3"))
+	// status GROUP shows the balance, in both forms.
+	var st []struct {
+		Shards struct {
+			Shards, Unled, Members int
+			Led                    map[string]int
+			Balanced               bool
+		}
+	}
+	waitFor(t, ctx, "status: balanced", func() bool {
+		r := mustRun(t, ctx, dsn, 0, "status", group, "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st) != 1 {
+			t.Fatalf("status --json: %v\n%s", err, r)
+		}
+		return st[0].Shards.Balanced
+	})
+	if got := st[0].Shards; got.Shards != 6 || got.Unled != 0 || got.Members != 3 || !maps.Equal(got.Led, map[string]int{"p1": 2, "p2": 2, "p3": 2}) {
+		t.Errorf("status --json: shards %+v, want 6 led 2 each by 3 members", got)
+	}
+	if r := mustRun(t, ctx, dsn, 0, "status", group); !strings.Contains(r.stdout, "\nshards: 6, 0 unled, over 3 members: p1 2, p2 2, p3 2 (balanced)\n") {
+		t.Errorf("status: no balanced shards line:\n%s", r)
+	}
 	killed := time.Now()
 	_ = procs["p3"].cmd.Process.Kill()
 	procs["p3"].wait(t, ctx)

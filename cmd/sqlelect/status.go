@@ -33,13 +33,20 @@ released; the VALUE the holder published; the BACKEND (table or lock); the
 holder's PRIORITY (its --priority; 0, no preference, in a row written with
 plain SQL until its holder renews it). For one ELECTION, a last line counts
 its live members (members: 2 live; see 'sqlelect members'), or says why it
-cannot (members: unknown: no members table, before migration 9).
+cannot (members: unknown: no members table, before migration 9). When
+ELECTION is a shard group (sqlelect shards), a line more shows its balance:
+its shards (elections ELECTION/… with a row), how many no live member
+leads, what each leader leads, and whether each live, healthy member leads
+its share and nobody else any:
+
+  shards: 6, 0 unled, over 3 members: p1 2, p2 2, p3 2 (balanced)
 
 --json prints an array of objects: election, id, term, since, last_renewal
 (RFC 3339), lease_ms and lease_left_ms (milliseconds), released, acquired
 (how the term began), value, backend, connection_id, transfer and
 transfer_to (a planned change pending), priority, live and state, and for
-one ELECTION members_live (left out when unknown).
+one ELECTION members_live (left out when unknown) and, for a shard group,
+shards: {shards, unled, members, led (by leader), balanced}.
 
 Exit code 6 when ELECTION has no row.`,
 	example: `sqlelect status
@@ -64,7 +71,8 @@ func state(r election.Record) string {
 // state and, when known, members_live.
 type jsonRecord struct {
 	rec         election.Record
-	membersLive *int // the election's live members; nil: unknown
+	membersLive *int         // the election's live members; nil: unknown
+	shards      *groupStatus // the balance of group rec.Election; nil: no shards
 }
 
 // MarshalJSON appends "live", "state" and "members_live" to the Record's
@@ -75,10 +83,11 @@ func (j jsonRecord) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	extra, err := json.Marshal(struct {
-		Live        bool   `json:"live"`
-		State       string `json:"state"`
-		MembersLive *int   `json:"members_live,omitempty"`
-	}{j.rec.Live(), state(j.rec), j.membersLive})
+		Live        bool         `json:"live"`
+		State       string       `json:"state"`
+		MembersLive *int         `json:"members_live,omitempty"`
+		Shards      *groupStatus `json:"shards,omitempty"`
+	}{j.rec.Live(), state(j.rec), j.membersLive, j.shards})
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +184,11 @@ func (c *cli) status(cmd *command, args []string) error {
 	}
 	c.noteCannotCampaign(ctx, db, co.table)
 	var live *int
-	var line string // status's members line
+	var line string        // status's members line
+	var group *groupStatus // the shards of group name, if any
 	if name != "" {
 		live, line = liveMembers(ctx, db, co.table, name)
+		group = groupBalance(ctx, db, co.table, name)
 	}
 	if *asJSON {
 		if line != "" && live == nil {
@@ -185,7 +196,7 @@ func (c *cli) status(cmd *command, args []string) error {
 		}
 		out := make([]jsonRecord, len(recs))
 		for i, r := range recs {
-			out[i] = jsonRecord{rec: r, membersLive: live}
+			out[i] = jsonRecord{rec: r, membersLive: live, shards: group}
 		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
@@ -194,7 +205,7 @@ func (c *cli) status(cmd *command, args []string) error {
 	if err := c.printRecords(recs, co.table); err != nil || line == "" {
 		return err
 	}
-	_, err = fmt.Fprintf(c.stdout, "members: %s\n", line)
+	_, err = fmt.Fprintf(c.stdout, "members: %s\n%s", line, group)
 	return err
 }
 
