@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -690,5 +691,84 @@ func TestExamplesShell(t *testing.T) {
 		default:
 			t.Logf("%s's script stopped %v before %s's started", s.id, next.start.Sub(s.end).Round(time.Microsecond), next.id)
 		}
+	}
+}
+
+// ---- examples/shards ------------------------------------------------------
+
+var shardsLine = regexp.MustCompile(`^(lead|drop) shard=(\S+) id=(\S+) term=(\d+)$`)
+
+// TestExamplesShards: three replicas share 6 shards, 2 each; one stops
+// (SIGTERM) and the other two take its shards, 3 each; no replica ever
+// leads a shard another leads, by their own lines, and every row of
+// shard_work is by the shard's leader of its term.
+func TestExamplesShards(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	dsn := testdb.DSN(t)
+	bin := mustBuildExample(ctx, t, "examples/shards")
+	ps := map[string]*exampleProc{}
+	for _, id := range []string{"a", "b", "c"} {
+		ps[id] = startExample(ctx, t, id, dsn, bin, "--id", id, "--lease", "2s")
+	}
+	// leads returns the shards each replica leads, by its lines.
+	leads := func() map[string]int {
+		n := map[string]int{}
+		for id, p := range ps {
+			led := map[string]bool{}
+			for _, m := range p.matches(shardsLine, false) {
+				led[m[2]] = m[1] == "lead"
+			}
+			for _, on := range led {
+				if on {
+					n[id]++
+				}
+			}
+		}
+		return n
+	}
+	balanced := func(want map[string]int) bool { return maps.Equal(leads(), want) }
+	if !pollUntil(ctx, 30*time.Second, func() bool { return balanced(map[string]int{"a": 2, "b": 2, "c": 2}) }) {
+		t.Fatalf("not 2 shards each: %v", leads())
+	}
+	ps["a"].signal(syscall.SIGTERM)
+	if err := ps["a"].wait(ctx); err != nil {
+		t.Errorf("a's exit after SIGTERM: %v", err)
+	}
+	delete(ps, "a")
+	if !pollUntil(ctx, 20*time.Second, func() bool { return balanced(map[string]int{"b": 2 + 1, "c": 2 + 1}) }) {
+		t.Fatalf("a's shards not taken, 3 each: %v", leads())
+	}
+
+	// Each (shard, term) is one replica's, and a shard's terms only grow
+	// in the order its rows were written.
+	db := testdb.Open(t, dsn)
+	rows, err := db.QueryContext(ctx, "SELECT shard, term, who FROM shard_work ORDER BY at")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	whoOf, last := map[string]string{}, map[string]uint64{}
+	for rows.Next() {
+		var shard, who string
+		var term uint64
+		if err := rows.Scan(&shard, &term, &who); err != nil {
+			t.Fatal(err)
+		}
+		key := fmt.Sprint(shard, "/", term)
+		if w, ok := whoOf[key]; ok && w != who {
+			t.Errorf("shard %s term %d written by %s and %s", shard, term, w, who)
+		}
+		if term < last[shard] {
+			t.Errorf("shard %s: a row of term %d after one of term %d", shard, term, last[shard])
+		}
+		whoOf[key], last[shard] = who, max(last[shard], term)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(last) != 6 {
+		t.Errorf("work on %d shards, want 6", len(last))
 	}
 }
