@@ -38,6 +38,7 @@ type env struct {
 	seed     string // integration/bench/seedcandidate
 	// interpolate sets interpolateParams in the candidates' DSN (-interpolate)
 	interpolate bool
+	logDir      string // where spawn writes each process's stderr (<id>.log); "" for nowhere
 
 	mu    sync.Mutex
 	procs map[*proc]bool
@@ -186,6 +187,14 @@ func (e *env) start(ctx context.Context, backend, dsn, election, id string, o ca
 // spawn starts cmd, process id, whose JSON lines on stdout go to events.
 func (e *env) spawn(ctx context.Context, id string, cmd *exec.Cmd, events chan<- event) (*proc, error) {
 	cmd.Stderr = nil
+	if e.logDir != "" {
+		f, err := os.Create(filepath.Join(e.logDir, id+".log"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the process has its own copy once started
+		cmd.Stderr = f
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

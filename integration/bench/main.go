@@ -179,6 +179,7 @@ func run(ctx context.Context, o options) error {
 	}
 	if want["shards"] {
 		sum.WriteString("## Shard groups: `sqlelect shards` processes, the library's defaults (lease 15 s, renew and retry 2 s)\n\n")
+		env.logDir = o.out // each process's log: <out>/p1.log, …
 		table, err := env.shardRuns(ctx, o.shards)
 		if err != nil {
 			return err

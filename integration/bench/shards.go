@@ -110,8 +110,9 @@ func (g *group) until(ctx context.Context, n int, ids []string, limit time.Durat
 // each in a fresh database, and reports for each: the time until every
 // shard is led and balanced; over the window, the leaderships that began
 // (changes), the server's CPU and the busiest process's; then a process
-// more (join) and a kill -9 of one (crash): the time until balanced again,
-// and the leaderships that began meanwhile (moves).
+// more (join), a clean stop of one (leave, SIGTERM) and a kill -9 of
+// another (crash): the time until balanced again, and the leaderships
+// that began meanwhile (moves).
 func (e *env) shardRuns(ctx context.Context, spec string) (string, error) {
 	runs, err := parseShards(spec)
 	if err != nil {
@@ -124,7 +125,7 @@ func (e *env) shardRuns(ctx context.Context, spec string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/sqlelect: %w", err)
 	}
 	var b strings.Builder
-	b.WriteString("| shards × processes | up | window | changes | shares | server CPU | busiest process CPU | join: balanced after, moves | crash (kill -9): balanced after, moves |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| shards × processes | up | window | changes | shares | server CPU | busiest process CPU | join: balanced after, moves | leave (SIGTERM): balanced after, moves | crash (kill -9): balanced after, moves |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		row, err := e.shardRun(ctx, bin, r)
 		if err != nil {
@@ -151,7 +152,7 @@ func (e *env) shardRun(ctx context.Context, bin string, r shardsRun) (string, er
 	procs := map[string]*proc{}
 	var ids []string
 	startProc := func(id string) error {
-		p, err := e.spawn(ctx, id, exec.Command(bin, "shards", "orders", "--shards", strconv.Itoa(r.shards), "--id", id, "--dsn", dsn), events)
+		p, err := e.spawn(ctx, id, exec.Command(bin, "shards", "orders", "--shards", strconv.Itoa(r.shards), "--id", id, "--dsn", dsn, "--log-level", "info"), events)
 		procs[id], ids = p, append(ids, id)
 		return err
 	}
@@ -186,23 +187,21 @@ func (e *env) shardRun(ctx context.Context, bin string, r shardsRun) (string, er
 	row := fmt.Sprintf("| %d × %d | %v | %v | %d | %v | %.2f cores | %.2f cores |", r.shards, r.procs, up.Round(time.Second), r.window,
 		g.changes()-c0, counts, (s1-s0)/secs, busiest/secs)
 
-	c0 = g.changes()
-	if err := startProc(fmt.Sprintf("p%d", r.procs+1)); err != nil {
-		return "", err
+	// A join, a clean leave and a crash, each timed until balanced again.
+	for _, change := range []func() error{
+		func() error { return startProc(fmt.Sprintf("p%d", r.procs+1)) },
+		func() error { procs[ids[0]].signal(syscall.SIGTERM); ids = ids[1:]; return nil },
+		func() error { procs[ids[0]].signal(syscall.SIGKILL); ids = ids[1:]; return nil },
+	} {
+		c0 = g.changes()
+		if err := change(); err != nil {
+			return "", err
+		}
+		took, err := g.until(ctx, r.shards, ids, 5*time.Minute)
+		if err != nil {
+			return "", err
+		}
+		row += fmt.Sprintf(" %v, %d |", took.Round(10*time.Millisecond), g.changes()-c0)
 	}
-	joined, err := g.until(ctx, r.shards, ids, 5*time.Minute)
-	if err != nil {
-		return "", err
-	}
-	row += fmt.Sprintf(" %v, %d |", joined.Round(10*time.Millisecond), g.changes()-c0)
-
-	c0 = g.changes()
-	victim := ids[0]
-	procs[victim].signal(syscall.SIGKILL)
-	ids = ids[1:]
-	crashed, err := g.until(ctx, r.shards, ids, 5*time.Minute)
-	if err != nil {
-		return "", err
-	}
-	return row + fmt.Sprintf(" %v, %d |", crashed.Round(10*time.Millisecond), g.changes()-c0), nil
+	return row, nil
 }
