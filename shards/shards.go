@@ -26,8 +26,8 @@
 // member row, transfers each shard it leads to the member the others' plan
 // designates, and rings them. A ring that is lost only costs an interval.
 //
-// Not yet (issue 36): the group's balance in `sqlelect status`. The CLI's
-// `sqlelect shards` runs Run.
+// The CLI's `sqlelect shards` runs Run, and `sqlelect status G` shows a
+// group's balance. docs/shards.md has the long form.
 package shards
 
 import (
@@ -67,8 +67,9 @@ type Options struct {
 	// shard's key; they may run for many shards at once.
 	OnElected func(ctx context.Context, shard string, l election.Leadership)
 	OnDemoted func(shard string, d election.Demotion)
-	// Interval is the time between two balancings. Default 2/15 of the
-	// lease (Config.Tuning.RetryInterval's default).
+	// Interval is the longest time between two balancings (a ring, see
+	// above, starts one at once). Default Config.Tuning.RetryInterval (2/15
+	// of the lease by default).
 	Interval time.Duration
 }
 
