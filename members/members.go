@@ -163,7 +163,7 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 	go func() { done <- c.Run(rctx) }()
 	var lost error // set when another incarnation took the ID
 	quit := ctx.Done()
-	due := cfg.Tuning.Clock.Now().Add(cfg.Tuning.RetryInterval)
+	m.due = cfg.Tuning.Clock.Now().Add(cfg.Tuning.RetryInterval)
 	for {
 		// Every retry interval until the row says healthy (the
 		// candidate campaigns), then every half lease. Meanwhile the
@@ -194,11 +194,9 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 		if lost != nil || quit == nil { // the candidate is stopping
 			continue
 		}
-		now := cfg.Tuning.Clock.Now()
-		if !m.campaigns && c.Progress().LastStep.IsZero() && now.Before(due) {
+		if !m.refreshDue() {
 			continue
 		}
-		due = now.Add(cfg.Tuning.RetryInterval)
 		refresh := m.refresh
 		if m.o.Batcher != nil {
 			refresh = m.refreshBatched
@@ -218,6 +216,18 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 // yet, until it does.
 const campaignPoll = 10 * time.Millisecond
 
+// refreshDue reports whether the row is to be refreshed now: always once
+// the candidate campaigns (Run's timer says when), and before that when
+// it begins to campaign, or a retry interval after the last refresh.
+func (m *member) refreshDue() bool {
+	now := m.cfg.Tuning.Clock.Now()
+	if !m.campaigns && m.c.Progress().LastStep.IsZero() && now.Before(m.due) {
+		return false
+	}
+	m.due = now.Add(m.cfg.Tuning.RetryInterval)
+	return true
+}
+
 // member is a member Run keeps.
 type member struct {
 	db  *sql.DB
@@ -233,6 +243,7 @@ type member struct {
 	// campaigns is set once the candidate's campaign began (its first
 	// step): until then the row says not healthy.
 	campaigns bool
+	due       time.Time // before it campaigns: the next refresh (refreshDue)
 }
 
 // live is true for a member row whose last refresh is within its lease by

@@ -114,9 +114,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	defer cancel(nil)
 	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
 		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: dcfg.Tuning.RetryInterval / 10, rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
-	bell := &getlock.Bell{Hint: getlock.Hint{DB: db, Log: g.log, Election: bellName(o.Group, cfg.ID), Metrics: dcfg.Metrics, Timeout: g.timeout},
-		Table: cfg.Table, Every: dcfg.Tuning.RenewInterval, Sleep: g.sleep}
-	stopBell := bell.Start(g.rang)
+	stopBell := g.keepBell(dcfg)
 	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
 	var member sync.WaitGroup
 	member.Go(func() {
@@ -124,17 +122,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 			cancel(err)
 		}
 	})
-	interval := cmp.Or(o.Interval, dcfg.Tuning.RetryInterval)
-	for ctx.Err() == nil {
-		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
-			g.log.Warn("shards: balancing the group failed: trying again", "group", o.Group, "err", err)
-		}
-		if !g.joined { // until its row says live and healthy (see balance)
-			g.sleep(ctx, min(interval, g.poll))
-		} else {
-			g.wait(ctx, interval)
-		}
-	}
+	g.loop(ctx, cmp.Or(o.Interval, dcfg.Tuning.RetryInterval))
 	leave()
 	member.Wait() // its row is gone: the others plan without it
 	if parent.Err() != nil {
@@ -142,7 +130,6 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	}
 	g.stopAll()
 	stopBell()
-	bell.Free(context.WithoutCancel(parent))
 	if parent.Err() != nil {
 		return nil
 	}
@@ -179,6 +166,35 @@ func (o Options) keys() ([]string, error) {
 		seen[k] = true
 	}
 	return keys, nil
+}
+
+// keepBell keeps this process's bell (see bellName) until the returned
+// func is called; it then stops the bell and frees what it left on the
+// server.
+func (g *group) keepBell(cfg election.Config) (stop func()) {
+	bell := &getlock.Bell{Hint: getlock.Hint{DB: g.db, Log: g.log, Election: bellName(g.o.Group, g.cfg.ID), Metrics: cfg.Metrics, Timeout: g.timeout},
+		Table: g.cfg.Table, Every: cfg.Tuning.RenewInterval, Sleep: g.sleep}
+	stopBell := bell.Start(g.rang)
+	return func() {
+		stopBell()
+		bell.Free(context.Background())
+	}
+}
+
+// loop balances the group until ctx ends: at once, then every interval
+// or when its bell rings, and every poll until this process is a live,
+// healthy member (see balance).
+func (g *group) loop(ctx context.Context, interval time.Duration) {
+	for ctx.Err() == nil {
+		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
+			g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
+		}
+		if !g.joined {
+			g.sleep(ctx, min(interval, g.poll))
+		} else {
+			g.wait(ctx, interval)
+		}
+	}
 }
 
 // transfers is how many transfers a process runs at once.
