@@ -19,6 +19,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/testdb"
+	"github.com/sqlelect/sqlelect/operator"
 	"github.com/sqlelect/sqlelect/shards"
 )
 
@@ -243,6 +244,48 @@ func TestShardGroupRings(t *testing.T) {
 			t.Errorf("%s: %d shards moved, one %d times; want %d, each once", what, n, most, tc.moved)
 		}
 	}
+}
+
+// TestShardGroupFaults (issue 36: chaos per shard): 12 shards over three
+// processes go through the faults one election is tested under, on
+// shards: a process stalls past the lease (its link cut for good measure,
+// then healed), an operator replaces one shard's row naming another
+// process (Assume) and deletes another's (Reelect), and a process dies.
+// After each, every shard has one leader and the live processes lead their
+// shares; no shard ever has two leaders at once.
+func TestShardGroupFaults(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 12)
+	for _, id := range []string{"a", "b", "c"} {
+		g.join(id)
+	}
+	g.balanced("start", "a", "b", "c")
+
+	g.proxies["b"].Blackhole(true)
+	g.balanced("b stalled", "a", "c")
+	g.proxies["b"].Blackhole(false)
+	g.balanced("b back", "a", "b", "c")
+
+	op, err := operator.New(testdb.Open(t, g.dsn), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := op.Status(ctx, g.name+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"a": "b", "b": "c", "c": "a"}[r.ID]
+	if _, err := op.Assume(ctx, g.name+"/0", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Reelect(ctx, g.name+"/1"); err != nil {
+		t.Fatal(err)
+	}
+	g.balanced("shard 0 assumed by "+other+", shard 1 deleted", "a", "b", "c")
+
+	g.crash("c")
+	g.balanced("c crashed", "a", "b")
 }
 
 // TestOptions: a group without a name or shards is refused before anything
