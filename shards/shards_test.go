@@ -142,6 +142,14 @@ func (g *group) join(id string) {
 	t.Cleanup(g.stops[id]) // before its pool closes
 }
 
+// start starts processes ids and waits until they lead their shares.
+func (g *group) start(ids ...string) {
+	for _, id := range ids {
+		g.join(id)
+	}
+	g.balanced("start", ids...)
+}
+
 // leave stops process id: Run resigns its shards and returns.
 func (g *group) leave(id string) {
 	g.stops[id]()
@@ -187,10 +195,7 @@ func TestShardGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	g := newGroup(t, ctx, 12)
-	for _, id := range []string{"a", "b", "c"} {
-		g.join(id)
-	}
-	g.balanced("start", "a", "b", "c")
+	g.start("a", "b", "c")
 	g.w.moves()
 
 	g.join("d")
@@ -257,10 +262,7 @@ func TestShardGroupFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	g := newGroup(t, ctx, 12)
-	for _, id := range []string{"a", "b", "c"} {
-		g.join(id)
-	}
-	g.balanced("start", "a", "b", "c")
+	g.start("a", "b", "c")
 
 	g.proxies["b"].Blackhole(true)
 	g.balanced("b stalled", "a", "c")
