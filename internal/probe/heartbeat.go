@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -229,6 +230,10 @@ func decisionGuarded(ctx context.Context, ex stmt.Execer, tbl, name string) (boo
 	}
 }
 
+// errScratch makes floor.InConnTx roll the heartbeat probe's transaction
+// back (see Server).
+var errScratch = errors.New("probe: the scratch transaction is rolled back")
+
 // Server is the cheap subset of the doctor that Run's preflight sends
 // (the table backend's; see Preflight) on election table table: the heartbeat probe
 // (RunHeartbeat), in a transaction it rolls back, so that nothing is
@@ -240,13 +245,22 @@ func decisionGuarded(ctx context.Context, ex stmt.Execer, tbl, name string) (boo
 // no MySQL or MariaDB does (ER_PARSE_ERROR, or ER_UNKNOWN_ERROR, what
 // other servers answer for what they do not support: no candidate could
 // take over), ErrUnsafeServer too.
+//
+// The transaction's BEGIN and ROLLBACK are statements under ctx
+// (floor.InConnTx), not database/sql's, whose ROLLBACK has no deadline: on
+// a connection that stopped answering (a lost reply) it waited until the
+// connection failed, and Run with it (TestServerRollbackBounded).
 func Server(ctx context.Context, db *sql.DB, table string) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil // the campaign will say
+	var err error
+	ran := false
+	_ = floor.InConnTx(ctx, db, func(c *sql.Conn) error {
+		ran = true
+		_, err = RunHeartbeat(ctx, c, ident.Quote(table), fmt.Sprintf("%s%08x", ScratchPrefix, rand.Uint32()))
+		return errScratch
+	})
+	if !ran {
+		return nil // no connection, or no BEGIN: the campaign will say
 	}
-	defer func() { _ = tx.Rollback() }()
-	_, err = RunHeartbeat(ctx, tx, ident.Quote(table), fmt.Sprintf("%s%08x", ScratchPrefix, rand.Uint32()))
 	err = Classify(err, table)
 	switch n := mysqlerr.Errno(err); {
 	case err == nil, errors.Is(err, ErrUnsafeServer), errors.Is(err, ErrAccessDenied):

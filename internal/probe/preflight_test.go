@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
@@ -46,3 +49,48 @@ func TestPreflightStatements(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { testdb.Main(m) }
+
+// TestServerRollbackBounded: the heartbeat probe's transaction ends within
+// its context when the server stops answering at its ROLLBACK (a lost
+// reply, then nothing through): database/sql's Rollback, which has no
+// deadline, waited until the connection failed, and a candidate's Run with
+// it. A proxy in front of the server drops everything from the ROLLBACK
+// on.
+func TestServerRollbackBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cfg.Addr = p.Addr()
+	db := testdb.Open(t, cfg.FormatDSN())
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hit := p.BlackholeOn([]byte("ROLLBACK"))
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer pcancel()
+	done := make(chan error, 1)
+	go func() { done <- probe.Server(pctx, db, "service_election") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Server: %v, want nil (the campaign says what went wrong)", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Server did not return after its context ended: its ROLLBACK waits without a deadline")
+	}
+	select {
+	case <-hit:
+	default:
+		t.Error("no ROLLBACK was sent")
+	}
+}
