@@ -255,7 +255,9 @@ func TestShardGroupRings(t *testing.T) {
 // processes go through the faults one election is tested under, on
 // shards: a process stalls past the lease (its link cut for good measure,
 // then healed), an operator replaces one shard's row naming another
-// process (Assume) and deletes another's (Reelect), and a process dies.
+// process (Assume) and deletes another's (Reelect), a statement and its
+// reply are lost (and the link with them, until healed), and a process
+// dies.
 // After each, every shard has one leader and the live processes lead their
 // shares; no shard ever has two leaders at once.
 func TestShardGroupFaults(t *testing.T) {
@@ -285,6 +287,18 @@ func TestShardGroupFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.balanced("shard 0 assumed by "+other+", shard 1 deleted", "a", "b", "c")
+
+	// The next statement a sends on the election tables (a renewal, a
+	// look, a member's refresh) never reaches the server, and nothing
+	// after it, nor any reply, until healed.
+	select {
+	case <-g.proxies["a"].BlackholeOn([]byte("service_election")):
+	case <-ctx.Done():
+		t.Fatal("a sent nothing")
+	}
+	g.balanced("a's statement lost", "b", "c")
+	g.proxies["a"].Blackhole(false)
+	g.balanced("a back", "a", "b", "c")
 
 	g.crash("c")
 	g.balanced("c crashed", "a", "b")
