@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/testdb"
@@ -116,17 +114,8 @@ func newGroup(t *testing.T, ctx context.Context, shardCount int) *group {
 // join starts process id.
 func (g *group) join(id string) {
 	t := g.t
-	cfg, err := mysql.ParseDSN(g.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := netfault.Start(cfg.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	g.proxies[id], cfg.Addr = p, p.Addr()
-	db := testdb.Open(t, cfg.FormatDSN())
+	db, p := testdb.Proxied(t, g.dsn)
+	g.proxies[id] = p
 	ctx, cancel := context.WithCancel(g.ctx)
 	done := make(chan error, 1)
 	go func() {

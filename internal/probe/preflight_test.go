@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
-	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
@@ -61,20 +58,7 @@ func TestServerRollbackBounded(t *testing.T) {
 	defer cancel()
 	dsn := testdb.DSN(t)
 	testdb.Migrate(t, dsn)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := netfault.Start(cfg.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	cfg.Addr = p.Addr()
-	db := testdb.Open(t, cfg.FormatDSN())
-	if err := db.PingContext(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, p := testdb.Proxied(t, dsn)
 	hit := p.BlackholeOn([]byte("ROLLBACK"))
 	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer pcancel()

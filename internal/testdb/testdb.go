@@ -44,6 +44,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -452,6 +453,24 @@ func Open(t testing.TB, dsn string) *sql.DB {
 		t.Fatalf("testdb: ping %s: %v", redact(dsn), err)
 	}
 	return db
+}
+
+// Proxied opens dsn as Open does, through a netfault proxy of its own in
+// front of the server (closed in t.Cleanup), for fault tests: the proxy
+// cuts the pool off the server.
+func Proxied(t testing.TB, dsn string) (*sql.DB, *netfault.Proxy) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	p, err := netfault.Start(cfg.Addr)
+	if err != nil {
+		t.Fatalf("testdb: proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cfg.Addr = p.Addr()
+	return Open(t, cfg.FormatDSN()), p
 }
 
 // redact hides the password of dsn for messages.
