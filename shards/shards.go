@@ -173,7 +173,8 @@ func (o Options) keys() ([]string, error) {
 // server.
 func (g *group) keepBell(cfg election.Config) (stop func()) {
 	bell := &getlock.Bell{Hint: getlock.Hint{DB: g.db, Log: g.log, Election: bellName(g.o.Group, g.cfg.ID), Metrics: cfg.Metrics, Timeout: g.timeout},
-		Table: g.cfg.Table, Every: cfg.Tuning.RenewInterval, Sleep: g.sleep}
+		Table: g.cfg.Table, Every: cfg.Tuning.RenewInterval,
+		Sleep: func(ctx context.Context, d time.Duration) bool { return g.wait(ctx, d, nil) }}
 	stopBell := bell.Start(g.rang)
 	return func() {
 		stopBell()
@@ -189,11 +190,11 @@ func (g *group) loop(ctx context.Context, interval time.Duration) {
 		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
 			g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
 		}
+		d := interval
 		if !g.joined {
-			g.sleep(ctx, min(interval, g.poll))
-		} else {
-			g.wait(ctx, interval)
+			d = min(interval, g.poll)
 		}
+		g.wait(ctx, d, g.rang)
 	}
 }
 
@@ -436,29 +437,18 @@ func (g *group) ring(ctx context.Context, id string) {
 	}
 }
 
-// sleep waits d by the group's clock, and reports whether ctx is still
-// live.
-func (g *group) sleep(ctx context.Context, d time.Duration) bool {
+// wait waits d by the group's clock, or until wake fires (nil: never),
+// and reports whether ctx is still live: false when it ended first.
+func (g *group) wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := g.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
-		return true
+	case <-wake:
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// wait waits d by the group's clock, until its bell rings, or until ctx
-// ends.
-func (g *group) wait(ctx context.Context, d time.Duration) {
-	t := g.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-	case <-g.rang:
-	case <-ctx.Done():
-	}
+	return true
 }
 
 // stopAll stops every candidate (each resigns what it leads), waits for

@@ -138,7 +138,6 @@ func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
 	defer anchor.Discard()
 	for ctx.Err() == nil {
 		wait, err := b.open(ctx, &c, &anchor)
-		retry := c.Conn == nil
 		if err == nil && wait != "" {
 			// 0: the wait ended; -1: another thread holds the bell's
 			// lock (a stopped leader's, see Free); 1: this one got the
@@ -158,8 +157,8 @@ func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
 				err = nil
 			case err == nil && got.Int64 == 1:
 				err = errors.New("getlock: the bell's anchor connection is gone")
-			case err == nil && got.Int64 == -1:
-				retry = !b.Sleep(ctx, bellRetry)
+			case err == nil && got.Int64 == -1 && !b.Sleep(ctx, bellRetry):
+				return
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -167,7 +166,7 @@ func (b *Bell) serve(ctx context.Context, rang chan<- struct{}) {
 			anchor.Discard()
 			b.Log.Debug("transfer bell failed", "err", err)
 		}
-		if (retry || c.Conn == nil) && !b.Sleep(ctx, b.Every) {
+		if c.Conn == nil && !b.Sleep(ctx, b.Every) {
 			return
 		}
 	}
