@@ -216,12 +216,17 @@ func Run(ctx context.Context, db *sql.DB, c Candidate, cfg election.Config, o Op
 // yet, until it does.
 const campaignPoll = 10 * time.Millisecond
 
+// campaigning reports whether a candidate's campaign began: its Run runs
+// and took its first step. Run takes that step a moment before it says it
+// runs, so the first alone could say healthy a candidate not yet running.
+func campaigning(p election.Progress) bool { return p.Running && !p.LastStep.IsZero() }
+
 // refreshDue reports whether the row is to be refreshed now: always once
 // the candidate campaigns (Run's timer says when), and before that when
 // it begins to campaign, or a retry interval after the last refresh.
 func (m *member) refreshDue() bool {
 	now := m.cfg.Tuning.Clock.Now()
-	if !m.campaigns && m.c.Progress().LastStep.IsZero() && now.Before(m.due) {
+	if !m.campaigns && !campaigning(m.c.Progress()) && now.Before(m.due) {
 		return false
 	}
 	m.due = now.Add(m.cfg.Tuning.RetryInterval)
@@ -340,7 +345,7 @@ VALUES (IF(` + dbclock.Trusted + `, ?, NULL), ?, ?, ?, ?, ?, ?, ?, ` + dbclock.T
 // campaigns (its first step began) and its latest health check passed.
 func (m *member) healthy() bool {
 	p := m.c.Progress()
-	m.campaigns = m.campaigns || !p.LastStep.IsZero()
+	m.campaigns = m.campaigns || campaigning(p)
 	return m.campaigns && p.Healthy
 }
 
