@@ -56,7 +56,9 @@ type BatcherOptions struct {
 // heartbeats, which may assign terms, run many in one term floor's
 // transaction (up to 100, one such transaction at a time; see execTake),
 // and each alone when that fails: a row locked elsewhere can delay a batch
-// of them by the lock-wait bound.
+// of them by the lock-wait bound. A batch of takeovers (each election with
+// a floor row) sends one heartbeat each and four statements in all on the
+// floor and history rows.
 // Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
@@ -108,9 +110,15 @@ type takeReq struct {
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
 
-// in is r's write with its statements under ctx, as floor.Take runs it.
+// in is r's write with its statements under ctx, as floor.Take runs it;
+// nothing once r's caller gave up: it would not learn the outcome.
 func (r takeReq) in(ctx context.Context) floor.Write {
-	return func(tx floor.Tx, fl uint64, first bool) (uint64, error) { return r.write(ctx, tx, fl, first) }
+	return func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
+		if r.ctx.Err() != nil {
+			return 0, nil
+		}
+		return r.write(ctx, tx, fl, first)
+	}
 }
 
 // NewBatcher returns a Batcher that runs its statements on db, which stays
@@ -204,7 +212,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		for i, r := range reqs {
 			names[i] = r.name
 		}
-		query, args := inNames(b.sql.lock, names)
+		query, args := stmt.In(b.sql.lock, names, nil)
 		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -232,7 +240,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if len(renew) == 0 {
 			return nil
 		}
-		query, args = inNames(b.sql.renew, renew)
+		query, args = stmt.In(b.sql.renew, renew, nil)
 		_, err = conn.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -255,7 +263,10 @@ const maxTakeBatch = 100
 // first: such batches run one at a time, none holds a gap lock while it
 // waits for the marker, so that they do not deadlock, and one reading of
 // the marker's sum serves a batch's first elections (floor.Marked), where
-// every first election read the whole floor table. One heartbeat alone
+// every first election read the whole floor table. A batch of distinct
+// elections that all have floor rows runs set-based (floor.TakeAll): one
+// locking read of the floor rows, the heartbeats, one raise, one close
+// and one append of the history. One heartbeat alone
 // runs as without a Batcher (floor.InTx), and its error is its result, as
 // it is when the marker's lock could not be had (no heartbeat was sent:
 // each is tried again at its next step). A batch that failed after that
@@ -292,11 +303,16 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	// sum of the floor rows (floor.Take) would miss those that others
 	// committed meanwhile.
 	var floors int
-	query, args := inNames(b.sql.floors, names)
+	query, args := stmt.In(b.sql.floors, names, nil)
 	if err := b.db.QueryRowContext(ctx, query, args...).Scan(&floors); err != nil {
 		return unsent(probe.Classify(err, b.opts.Table))
 	}
-	sent, err := b.takeAll(ctx, live, floors < len(names))
+	// Each election once, all with floor rows: set-based (floor.TakeAll).
+	set := floors == len(names) && len(names) == len(live)
+	sent, err := b.takeAll(ctx, live, floors < len(names), set)
+	if errors.Is(err, floor.ErrNoFloor) { // deleted meanwhile: nothing was written
+		sent, err = b.takeAll(ctx, live, true, false)
+	}
 	if err != nil && !sent {
 		return unsent(err)
 	}
@@ -305,10 +321,11 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 
 // takeAll runs live's heartbeats in one term floor's transaction, in
 // their order, after it locked the floor's marker if marker, and tries
-// once more after a deadlock or a write conflict (as floor.InTx). sent
-// says that it sent a heartbeat before it failed (not while it waited for
-// the marker).
-func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker bool) (sent bool, err error) {
+// once more after a deadlock or a write conflict (as floor.InTx): with
+// floor.TakeAll if set (the elections differ, and each has a floor row),
+// else with floor.Take each. sent says that it sent a heartbeat before it
+// failed (not while it waited for the marker or read the floor rows).
+func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker, set bool) (sent bool, err error) {
 	err = mysqlerr.Retry(ctx, 2, func() error {
 		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
 			if sent = false; marker {
@@ -316,11 +333,21 @@ func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker bool) (sen
 					return err
 				}
 			}
+			if set {
+				names, writes := make([]string, len(live)), make([]floor.Write, len(live))
+				for i, r := range live {
+					names[i], writes[i] = r.name, r.in(ctx)
+				}
+				// sent once a write ran: every write ran after the read.
+				err := floor.TakeAll(ctx, c, live[0].f, names, writes)
+				sent = !errors.Is(err, floor.ErrNoFloor)
+				return err
+			}
 			sent = true
 			m := new(floor.Marked)
 			for _, r := range live {
 				if r.ctx.Err() != nil {
-					continue // its caller gave up: it would not learn the outcome
+					continue // its caller gave up (see in)
 				}
 				if err := floor.Take(ctx, c, r.f, r.name, r.in(ctx), m); err != nil {
 					return err
@@ -345,7 +372,7 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		read = new(bound.Wrap(b.sql.read))
 		b.readBounded.Store(read)
 	}
-	query, args := inNames(*read, names)
+	query, args := stmt.In(*read, names, nil)
 	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
@@ -359,20 +386,4 @@ func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error
 		out[i] = cmp.Or(byName[n], Record{Election: n}) // zero: no row
 	}
 	return out, nil
-}
-
-// inNames returns query, one of a Batcher's statements, with its list of
-// elections, :names, made the list of names (at least one for valid SQL; a
-// name twice is listed twice), each a literal or a ? and an argument, in
-// order, as stmt.Bind writes values.
-func inNames(query string, names []string) (string, []any) {
-	var b strings.Builder
-	var args []any
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		args = stmt.Put(&b, args, n)
-	}
-	return strings.Replace(query, ":names", b.String(), 1), args
 }

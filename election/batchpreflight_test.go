@@ -19,13 +19,7 @@ import (
 // for minutes). The server's general log, of a server of its own, counts
 // the preflight's read of the table's columns (the adopted lease).
 func TestBatcherSharesPreflight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server of its own")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, dsn := generalLogServer(t, ctx)
+	ctx, admin, dsn := generalLogServer(t)
 	db := testdb.Open(t, dsn)
 	b, err := election.NewBatcher(db, election.BatcherOptions{})
 	if err != nil {
@@ -59,15 +53,22 @@ func TestBatcherSharesPreflight(t *testing.T) {
 	}
 }
 
-// generalLogServer starts a server of its own whose general log goes to
-// mysql.general_log, for a test that counts statements there, and returns
-// a pool on it and its DSN.
-func generalLogServer(t *testing.T, ctx context.Context) (admin *sql.DB, dsn string) {
+// generalLogServer, for a test that counts statements in a server's
+// general log (skipped in -short, parallel), starts a server of its own
+// whose general log goes to mysql.general_log, and returns the test's
+// context (2 minutes), a pool on the server and its DSN.
+func generalLogServer(t *testing.T) (ctx context.Context, admin *sql.DB, dsn string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a server of its own")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
 	_, dsn = testdb.OwnServer(t, ctx)
 	admin = testdb.Open(t, dsn)
 	if _, err := admin.ExecContext(ctx, "SET GLOBAL log_output = 'TABLE', general_log = 1"); err != nil {
 		t.Fatal(err)
 	}
-	return admin, dsn
+	return ctx, admin, dsn
 }

@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
@@ -20,18 +21,9 @@ import (
 // at a time, one term in its history, its floor at its term, and the
 // marker still sums the floor rows, never found wrong and rebuilt.
 func TestBatcherBatchesTakes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server of its own")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, dsn := generalLogServer(t, ctx)
+	ctx, admin, dsn := generalLogServer(t)
 	const n, replicas = 60, 3
-	var mu sync.Mutex
-	var overlaps []string
-	cands := map[string][]*election.Candidate{}
-	elected := make(chan struct{}, n*replicas)
+	fleet := newBatchedFleet(n * replicas)
 	var all []*election.Candidate
 	for r := range replicas {
 		db := testdb.Open(t, dsn)
@@ -46,42 +38,13 @@ func TestBatcherBatchesTakes(t *testing.T) {
 				// commits floor rows of names it does not hold.
 				continue
 			}
-			name, id := fmt.Sprintf("takes-%d", i), fmt.Sprintf("r%d", r)
-			cfg := sessionClockConfig(name, id)
-			cfg.Tuning.Batcher = b
-			cfg.Callbacks.OnElected = func(context.Context, election.Leadership) {
-				mu.Lock()
-				for _, o := range cands[name] {
-					if o.ID() != id && o.IsLeader() {
-						overlaps = append(overlaps, fmt.Sprintf("%s: %s elected while %s leads", name, id, o.ID()))
-					}
-				}
-				mu.Unlock()
-				elected <- struct{}{}
-			}
-			e, err := election.NewTable(db, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cands[name] = append(cands[name], e)
-			all = append(all, e)
+			all = append(all, fleet.add(t, db, b, fmt.Sprintf("takes-%d", i), fmt.Sprintf("r%d", r)))
 		}
 	}
 	for _, e := range all { // all at once, as a fleet's start
 		runElection(t, ctx, e)
 	}
-	for i := range n {
-		select {
-		case <-elected:
-		case <-ctx.Done():
-			t.Fatalf("%d of %d elections led: %v", i, n, ctx.Err())
-		}
-	}
-	mu.Lock()
-	for _, o := range overlaps {
-		t.Error("two leaders: " + o)
-	}
-	mu.Unlock()
+	fleet.wait(t, ctx, n)
 	var sums, seeds, led, history, floors, marker, sum int
 	for _, q := range []struct {
 		query string
@@ -114,4 +77,126 @@ func TestBatcherBatchesTakes(t *testing.T) {
 		t.Errorf("the first elections of %d names × %d summed the floor table %d times: want fewer than %d (batched)", n, replicas, sums, n/2)
 	}
 	t.Logf("%d first elections × %d replicas summed the floor table %d times", n, replicas, sums)
+}
+
+// TestBatcherBatchesTakeovers (issue 36, a shard group's moves): when the
+// leader of many elections resigns them all, the followers (a Batcher and
+// a *sql.DB per replica, as processes) take them over many in one term
+// floor's transaction, set-based (floor.TakeAll): one statement locks and
+// reads the batch's floor rows, one raises them, and one each closes and
+// appends their history, where each election sent each of these
+// statements. Each election still has one leader at a time, its floor at
+// its new term, and a history of two terms: the first resigned, the second
+// its holder's and open.
+func TestBatcherBatchesTakeovers(t *testing.T) {
+	ctx, admin, dsn := generalLogServer(t)
+	const n = 60
+	fleet := newBatchedFleet(3 * n)
+	replica := func(r int) (stop func()) {
+		db := testdb.Open(t, dsn)
+		b, err := election.NewBatcher(db, election.BatcherOptions{Linger: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stops []func()
+		for i := range n {
+			e := fleet.add(t, db, b, fmt.Sprintf("takeovers-%d", i), fmt.Sprintf("r%d", r))
+			stops = append(stops, runElection(t, ctx, e))
+		}
+		return func() {
+			for _, s := range stops {
+				go s() // resign all at once
+			}
+		}
+	}
+	stop := replica(0)
+	fleet.wait(t, ctx, n)
+	replica(1)
+	replica(2)
+	if _, err := admin.ExecContext(ctx, "TRUNCATE mysql.general_log"); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	fleet.wait(t, ctx, n)
+	var sets, singles, moved, floors int
+	for _, q := range []struct {
+		query string
+		into  *int
+	}{
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%FROM `service_election_floor` WHERE anchor IN (%FOR UPDATE'", &sets},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%FROM `service_election_floor` WHERE anchor = %FOR UPDATE'", &singles},
+		// The resigned term closed, the new one its holder's and open.
+		{`SELECT COUNT(*) FROM service_election e
+JOIN service_election_history h1 ON h1.anchor = e.anchor AND h1.term < e.term AND h1.ended = 'resigned' AND h1.ended_at IS NOT NULL
+JOIN service_election_history h2 ON h2.anchor = e.anchor AND h2.term = e.term AND h2.holder = e.service_id COLLATE utf8mb4_bin AND h2.ended IS NULL
+WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0' AND (SELECT COUNT(*) FROM service_election_history h WHERE h.anchor = e.anchor) = 2`, &moved},
+		{"SELECT COUNT(*) FROM service_election e JOIN service_election_floor f ON f.anchor = e.anchor AND f.term_floor = e.term AND f.terms = 1 WHERE e.anchor LIKE 'takeovers-%'", &floors},
+	} {
+		if err := admin.QueryRowContext(ctx, q.query).Scan(q.into); err != nil {
+			t.Fatalf("%s: %v", q.query, err)
+		}
+	}
+	if moved != n || floors != n {
+		t.Errorf("of %d elections taken over, %d have a history of a resigned term and an open one, %d their floor at the new term, in history slot 1: want all", n, moved, floors)
+	}
+	if sets == 0 || singles >= n/2 {
+		t.Errorf("%d takeovers read %d batches of floor rows and %d single floor rows: want batches, and fewer than %d single", n, sets, singles, n/2)
+	}
+	t.Logf("%d takeovers read %d batches of floor rows and %d single floor rows", n, sets, singles)
+}
+
+// batchedFleet is the candidates of many elections over replicas that
+// each have a Batcher; each election reports when one is elected while
+// another of its candidates believes it leads.
+type batchedFleet struct {
+	mu       sync.Mutex
+	overlaps []string
+	cands    map[string][]*election.Candidate
+	elected  chan struct{}
+}
+
+func newBatchedFleet(size int) *batchedFleet {
+	return &batchedFleet{cands: map[string][]*election.Candidate{}, elected: make(chan struct{}, size)}
+}
+
+// add is replica id's candidate in election name, on db and b.
+func (f *batchedFleet) add(t *testing.T, db *sql.DB, b *election.Batcher, name, id string) *election.Candidate {
+	t.Helper()
+	cfg := sessionClockConfig(name, id)
+	cfg.Tuning.Batcher = b
+	cfg.Callbacks.OnElected = func(context.Context, election.Leadership) {
+		f.mu.Lock()
+		for _, o := range f.cands[name] {
+			if o.ID() != id && o.IsLeader() {
+				f.overlaps = append(f.overlaps, fmt.Sprintf("%s: %s elected while %s leads", name, id, o.ID()))
+			}
+		}
+		f.mu.Unlock()
+		f.elected <- struct{}{}
+	}
+	e, err := election.NewTable(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.cands[name] = append(f.cands[name], e)
+	f.mu.Unlock()
+	return e
+}
+
+// wait waits for n elections, then reports the overlaps seen.
+func (f *batchedFleet) wait(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-f.elected:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d elections led: %v", i, n, ctx.Err())
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.overlaps {
+		t.Error("two leaders: " + o)
+	}
 }

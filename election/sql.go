@@ -20,7 +20,7 @@ import (
 // Each is written once as SQL with named parameters (:name, :me, :hold, …),
 // compiled by internal/stmt, which binds the arguments from a stmt.Params:
 // the library's one parameter mechanism, but for a Batcher's lists of
-// elections (:names, see inNames). Not here: the term floor's
+// elections (:names, see stmt.In). Not here: the term floor's
 // statements (internal/floor: both backends and Assume run them in one
 // transaction with a term's write) and the GET_LOCK statements
 // (internal/getlock's Lock: the lock backend's lock, the table backend's
@@ -271,7 +271,7 @@ type batchStmts struct {
 	// lock locks the rows a batch of renewals may renew; renew renews
 	// them (Batcher.execRenew); read reads rows (Batcher.execRead), once
 	// bounded for the server. Each has one list of elections, :names,
-	// which inNames fills. floors counts the floor rows of a batch of
+	// which stmt.In fills. floors counts the floor rows of a batch of
 	// takes (Batcher.execTake).
 	lock, renew, read, floors string
 	// bound bounds a renewal connection's session (idle time and lock

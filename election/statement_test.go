@@ -80,7 +80,7 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	add("batch bound", stmt.Must(b.sql.bound), p)
 	add("batch restore", stmt.Must(b.sql.restore), p)
 	addIn := func(what, query string) {
-		q, args := inNames(query, names)
+		q, args := stmt.In(query, names, nil)
 		out = append(out, builtStatement{what, q, args})
 	}
 	addIn("batch lock", b.sql.lock)
@@ -127,6 +127,14 @@ func TestStatementsPlaceholders(t *testing.T) {
 		for _, s := range builtStatements(t, c.table, c.bound, c.p, c.names) {
 			if n := countPlaceholders(s.sql); n != len(s.args) {
 				t.Errorf("%s (%s, %+v): %d placeholders, %d arguments in %q", s.what, c.table, c.bound, n, len(s.args), s.sql)
+			}
+		}
+		// The term floor's statements on many elections.
+		f := tableStatements(c.table, c.bound, time.Second).floor
+		terms := make([]uint64, len(c.names))
+		for _, query := range []string{f.ReadAll, f.RaiseAll, f.Close, f.Append} {
+			if q, args := stmt.In(query, c.names, terms); countPlaceholders(q) != len(args) {
+				t.Errorf("(%s, %+v): %d placeholders, %d arguments in %q", c.table, c.bound, countPlaceholders(q), len(args), q)
 			}
 		}
 	}
@@ -553,26 +561,4 @@ func insertOf(p stmt.Params) string {
 		return "first"
 	}
 	return "insert"
-}
-
-// TestInNames: a Batcher's list of elections gets its elections, repeated
-// ones included (a Batcher's lock lists an election once per request), in
-// order, each a literal or a placeholder as stmt.Bind writes values; the
-// text after the list is kept whatever its length.
-func TestInNames(t *testing.T) {
-	for _, c := range []struct {
-		names    []string
-		wantSQL  string
-		wantArgs []any
-	}{
-		{[]string{"x", "y", "x"}, "UPDATE t SET a = 1 WHERE b IN ('x','y','x') AND c = 2", nil},
-		{[]string{"x"}, "UPDATE t SET a = 1 WHERE b IN ('x') AND c = 2", nil},
-		{nil, "UPDATE t SET a = 1 WHERE b IN () AND c = 2", nil},
-		{[]string{"x", "it's", "é"}, "UPDATE t SET a = 1 WHERE b IN ('x',?,?) AND c = 2", []any{"it's", "é"}},
-	} {
-		gotSQL, gotArgs := inNames("UPDATE t SET a = 1 WHERE b IN (:names) AND c = 2", c.names)
-		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
-			t.Errorf("inNames(%q) = %q %#v, want %q %#v", c.names, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
-		}
-	}
 }

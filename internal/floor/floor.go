@@ -36,10 +36,12 @@
 package floor
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -85,10 +87,15 @@ type Stmts struct {
 	// left it (a floor row deleted by an operator; Seed's rows do too), so
 	// that Append goes on over the oldest slot.
 	Resume stmt.Stmt
-	// Append writes term :term, as the election's row now says, into
-	// the history, in the floor's next slot; Close ends the history's
-	// open terms before it, as the row says the term began.
-	Append, Close stmt.Stmt
+	// The statements on many elections, each term a transaction assigned
+	// (stmt.In fills their lists: :names, and :terms, each name's term).
+	// ReadAll locks the floor rows of elections :names and reads them;
+	// RaiseAll raises each one's floor to its term (each has a floor row).
+	// Append writes each one's term, as its row now says, into the
+	// history, in its floor's next slot; Close ends the history's open
+	// terms before it, as the row says the term began. Take runs Close and
+	// Append for one election.
+	ReadAll, RaiseAll, Append, Close string
 	// Peek reads nothing: preflight's check that the table exists, with
 	// the marker's column, and that the history table does.
 	Peek [2]string
@@ -115,17 +122,18 @@ FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
-		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
-		Append: b.Stmt(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
-SELECT :name, (SELECT terms MOD ` + strconv.Itoa(HistoryKeep) + ` FROM ` + ftbl + ` WHERE anchor = :name), :term, e.service_id, e.acquired, ` + started + `
-FROM ` + tbl + ` e WHERE e.anchor = :name AND e.term = :term
-ON DUPLICATE KEY UPDATE term = :term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
-		Close: b.Stmt(`UPDATE ` + htbl + ` h SET h.ended = (SELECT CASE e.acquired
+		Resume:   b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
+		ReadAll:  b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` WHERE anchor IN (:names) FOR UPDATE`),
+		RaiseAll: b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
+		Append: b.Wrap(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
+SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
+FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END
+ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
+		Close: b.Wrap(`UPDATE ` + htbl + ` h JOIN ` + tbl + ` e ON e.anchor = h.anchor SET h.ended = CASE e.acquired
   WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
-  WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END
-  FROM ` + tbl + ` e WHERE e.anchor = :name),
-  h.ended_at = (SELECT ` + started + ` FROM ` + tbl + ` e WHERE e.anchor = :name)
-WHERE h.anchor = :name AND h.term < :term AND (h.ended_at IS NULL OR h.ended_at > (SELECT ` + started + ` FROM ` + tbl + ` e WHERE e.anchor = :name))`),
+  WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END,
+  h.ended_at = ` + started + `
+WHERE h.anchor IN (:names) AND h.term < CASE h.anchor :terms END AND (h.ended_at IS NULL OR h.ended_at > ` + started + `)`),
 		Peek: [2]string{`SELECT term_floor, marked_at FROM ` + ftbl + ` WHERE 1 = 0`, `SELECT h.slot, h.ended, f.terms FROM ` + htbl + ` h, ` + ftbl + ` f WHERE 1 = 0`},
 	}
 }
@@ -279,12 +287,78 @@ func Take(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write, m
 			}
 		}
 	}
-	for _, s := range []stmt.Stmt{f.Close, f.Append} {
-		if _, err := s.Exec(ctx, c, p); err != nil {
+	return history(ctx, c, f, []string{name}, []uint64{term})
+}
+
+// history writes terms[i], which its transaction assigned to election
+// names[i], into the history (f.Close, then f.Append).
+func history(ctx context.Context, c *sql.Conn, f Stmts, names []string, terms []uint64) error {
+	for _, s := range []string{f.Close, f.Append} {
+		query, args := stmt.In(s, names, terms)
+		if _, err := c.ExecContext(ctx, query, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ErrNoFloor is TakeAll's refusal of elections one of which has no floor
+// row: their takes need the marker's check (Take), before any read.
+var ErrNoFloor = errors.New("floor: an election has no floor row")
+
+// TakeAll is Take for many elections (names, each once, in the order every
+// such transaction keeps) in the transaction the caller began on c, each
+// with its write (writes[i] for names[i]), when every one has a floor row:
+// one statement locks and reads their floor rows, then each write runs,
+// then one statement raises the floors of those that wrote a term above
+// their floor, and one each writes their history (model/README.md,
+// "Batched takes"). ErrNoFloor, before any write, when a floor row is
+// missing (an operator's DELETE since the caller counted them).
+func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes []Write) error {
+	floors := make(map[string]uint64, len(names))
+	query, args := stmt.In(f.ReadAll, names, nil)
+	rows, err := c.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var fl uint64
+		if err := rows.Scan(&name, &fl); err != nil {
+			return err
+		}
+		floors[name] = fl
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(floors) < len(names) {
+		return ErrNoFloor
+	}
+	var raised []string
+	var terms []uint64
+	for i, name := range names {
+		term, err := writes[i](c, floors[name], false)
+		if err != nil {
+			return err
+		}
+		if term > floors[name] {
+			raised, terms = append(raised, name), append(terms, term)
+		}
+	}
+	if len(raised) == 0 {
+		return nil
+	}
+	query, args = stmt.In(f.RaiseAll, raised, terms)
+	res, err := c.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(raised)) {
+		return cmp.Or(err, fmt.Errorf("floor: raised %d of %d floor rows", n, len(raised)))
+	}
+	return history(ctx, c, f, raised, terms)
 }
 
 // readFloor locks election name's floor row and reads it: missing when

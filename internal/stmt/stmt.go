@@ -166,3 +166,42 @@ func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
 	query, args := s.Bind(p)
 	return db.QueryRowContext(ctx, query, args...)
 }
+
+// In returns query, a statement on many elections, with each :names made
+// the list of names (at least one for valid SQL; a name twice is listed
+// twice) and each :terms the branches of a CASE on an election's name
+// that give each name its term (WHEN name THEN term …, terms[i] for
+// names[i]; query writes CASE <column> :terms END), each name a literal or
+// a ? and an argument, in order, as Bind writes values: the one place
+// lists get their values, as Bind is for single values.
+func In(query string, names []string, terms []uint64) (string, []any) {
+	var b strings.Builder
+	var args []any
+	for {
+		i, j := strings.Index(query, ":names"), strings.Index(query, ":terms")
+		if i < 0 && j < 0 {
+			break
+		}
+		if i < 0 || 0 <= j && j < i {
+			b.WriteString(query[:j])
+			for k, n := range names {
+				b.WriteString(" WHEN ")
+				args = Put(&b, args, n)
+				b.WriteString(" THEN ")
+				args = Put(&b, args, terms[k])
+			}
+			query = query[j+len(":terms"):]
+			continue
+		}
+		b.WriteString(query[:i])
+		for k, n := range names {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			args = Put(&b, args, n)
+		}
+		query = query[i+len(":names"):]
+	}
+	b.WriteString(query)
+	return b.String(), args
+}

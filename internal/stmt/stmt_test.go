@@ -72,3 +72,33 @@ func TestLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestIn: a list of elections gets its elections, repeated ones included
+// (a Batcher's lock lists an election once per request), in order, and a
+// CASE on them its terms, each name a literal or a placeholder as Bind
+// writes values, the arguments in the text's order; the text after the
+// lists is kept whatever its length.
+func TestIn(t *testing.T) {
+	const q = "UPDATE t SET a = 1 WHERE b IN (:names) AND c = 2"
+	const qt = "UPDATE t SET a = CASE b :terms END WHERE b IN (:names) AND c < CASE b :terms END"
+	for _, c := range []struct {
+		query    string
+		names    []string
+		terms    []uint64
+		wantSQL  string
+		wantArgs []any
+	}{
+		{q, []string{"x", "y", "x"}, nil, "UPDATE t SET a = 1 WHERE b IN ('x','y','x') AND c = 2", nil},
+		{q, []string{"x"}, nil, "UPDATE t SET a = 1 WHERE b IN ('x') AND c = 2", nil},
+		{q, nil, nil, "UPDATE t SET a = 1 WHERE b IN () AND c = 2", nil},
+		{q, []string{"x", "it's", "é"}, nil, "UPDATE t SET a = 1 WHERE b IN ('x',?,?) AND c = 2", []any{"it's", "é"}},
+		{qt, []string{"x", "é"}, []uint64{7, 18446744073709551615},
+			"UPDATE t SET a = CASE b  WHEN 'x' THEN 7 WHEN ? THEN 18446744073709551615 END WHERE b IN ('x',?) AND c < CASE b  WHEN 'x' THEN 7 WHEN ? THEN 18446744073709551615 END",
+			[]any{"é", "é", "é"}},
+	} {
+		gotSQL, gotArgs := In(c.query, c.names, c.terms)
+		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
+			t.Errorf("In(%q, %q, %v) = %q %#v, want %q %#v", c.query, c.names, c.terms, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
+		}
+	}
+}
