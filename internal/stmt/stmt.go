@@ -38,16 +38,41 @@ type Params struct {
 	Acquired string // :acquired, how a lock holder took the row (see the lock backend's follow)
 }
 
-// values are p's values of the scalar parameters, by name. :insert is
-// how an insert acquires the row (its acquired column): 'first' for an
-// election that never existed (First), else 'insert'.
-func (p *Params) values() map[string]any {
-	insert := "insert"
-	if p.First {
-		insert = "first"
+// value is p's value of parameter name, false for no such parameter.
+// :insert is how an insert acquires the row (its acquired column): 'first'
+// for an election that never existed (First), else 'insert'. A switch, not
+// a map: Bind runs at every statement.
+func (p *Params) value(name string) (any, bool) {
+	switch name {
+	case "name":
+		return p.Name, true
+	case "me":
+		return p.Me, true
+	case "hold":
+		return p.Hold, true
+	case "lease":
+		return p.Lease, true
+	case "value":
+		return p.Value, true
+	case "to":
+		return p.To, true
+	case "priority":
+		return p.Priority, true
+	case "term":
+		return p.Term, true
+	case "tenure":
+		return p.Tenure, true
+	case "floor":
+		return p.Floor, true
+	case "insert":
+		if p.First {
+			return "first", true
+		}
+		return "insert", true
+	case "acquired":
+		return p.Acquired, true
 	}
-	return map[string]any{"name": p.Name, "me": p.Me, "hold": p.Hold, "lease": p.Lease, "value": p.Value, "to": p.To,
-		"priority": p.Priority, "term": p.Term, "tenure": p.Tenure, "floor": p.Floor, "insert": insert, "acquired": p.Acquired}
+	return nil, false
 }
 
 // Stmt is a compiled statement: its text around each parameter, and the
@@ -82,7 +107,7 @@ func Must(sql string) Stmt {
 				j++
 			}
 			name := sql[i+1 : j]
-			if _, ok := (&Params{}).values()[name]; !ok {
+			if _, ok := (&Params{}).value(name); !ok {
 				panic(fmt.Errorf("%w: unknown parameter :%s in %q", ErrInvalid, name, sql))
 			}
 			s.parts, s.names = append(s.parts, sql[start:i]), append(s.names, name)
@@ -105,12 +130,12 @@ func isParamByte(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' }
 // state the library did not set (sql_mode's NO_BACKSLASH_ESCAPES, the
 // character set).
 func (s Stmt) Bind(p Params) (string, []any) {
-	v := p.values()
 	var b strings.Builder
 	var args []any
 	for i, name := range s.names {
 		b.WriteString(s.parts[i])
-		args = Put(&b, args, v[name])
+		v, _ := p.value(name)
+		args = Put(&b, args, v)
 	}
 	b.WriteString(s.parts[len(s.names)])
 	return b.String(), args
