@@ -24,7 +24,11 @@
 // then ring it, and it campaigns for the shards so handed over (a transfer
 // reserves a shard for its taker); a process that leaves removes its
 // member row, transfers each shard it leads to the member the others' plan
-// designates, and rings them. A ring that is lost only costs an interval.
+// designates, and rings them. A giver rings its taker every 64 transfers
+// too, and a taker campaigns only for the shards handed over to it, not
+// for those a live member, or one that left cleanly, will hand over: so a
+// taker takes the shards as they move. A ring that is lost only costs an
+// interval.
 //
 // The CLI's `sqlelect shards` runs Run, and `sqlelect status G` shows a
 // group's balance. docs/shards.md has the long form.
@@ -41,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
@@ -236,28 +241,31 @@ type shard struct {
 	moving bool // a transfer of it is under way
 }
 
-// read returns the group's live, healthy members, and each shard's holder
+// read returns the group's live, healthy members, every member with a
+// row (listed, live or not: a clean leave deletes its row), and each shard's holder
 // (by key): the live holder of its row, or the member a hand-over reserves
 // it for (a released row whose transfer_to names a member, while its lease
 // lasts), which alone may take it then.
-func (g *group) read(ctx context.Context) (live []string, holders map[string]string, err error) {
+func (g *group) read(ctx context.Context) (live []string, listed map[string]bool, holders map[string]string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
 	defer cancel()
 	ms, err := members.List(ctx, g.db, g.cfg.Table, g.o.Group)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	listed = map[string]bool{}
 	for _, m := range ms {
+		listed[m.ID] = true
 		if m.Live && m.Healthy {
 			live = append(live, m.ID)
 		}
 	}
 	if !g.joined && !slices.Contains(live, g.cfg.ID) {
-		return live, nil, nil
+		return live, listed, nil, nil
 	}
 	recs, err := election.ReadRecords(ctx, g.db, g.cfg.Table)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	holders = map[string]string{}
 	for _, r := range recs {
@@ -270,19 +278,17 @@ func (g *group) read(ctx context.Context) (live []string, holders map[string]str
 			holders[key] = r.TransferTo
 		}
 	}
-	return live, holders, nil
+	return live, listed, holders, nil
 }
 
-// balance acts on this process's part of the plan (internal/balance) of
-// the group as read: it starts candidates for the shards it holds, or that
-// are reserved for it, or that no live member holds and it should take; it
+// balance acts on this process's part of the plan of the group as read
+// (plan): it starts candidates for the shards it should campaign for; it
 // transfers those it should give; and it stops the candidates of shards it
-// neither leads nor should take. A shard it should take from a live member
-// is not campaigned for until that member hands it over (and rings). Until
+// neither leads nor should take. Until
 // this process is a live, healthy member it does nothing; the first time
 // it is, it rings the others' bells, so that they give it its share at once.
 func (g *group) balance(ctx context.Context) error {
-	live, holders, err := g.read(ctx)
+	live, listed, holders, err := g.read(ctx)
 	if err != nil || holders == nil {
 		return err
 	}
@@ -294,20 +300,7 @@ func (g *group) balance(ctx context.Context) error {
 			}
 		}
 	}
-	want := map[string]bool{}
-	for key, h := range holders {
-		want[key] = h == g.cfg.ID
-	}
-	var gives []balance.Move
-	for _, m := range balance.Plan(g.keys, live, holders) {
-		switch g.cfg.ID {
-		case m.To:
-			want[m.Shard] = !slices.Contains(live, m.From) // else its giver hands it over
-		case m.From:
-			want[m.Shard] = false
-			gives = append(gives, m)
-		}
-	}
+	want, gives := plan(g.cfg.ID, g.keys, live, listed, holders)
 	g.give(ctx, gives)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -324,6 +317,34 @@ func (g *group) balance(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// plan is member me's part of the plan (internal/balance) of a group of
+// shards keys, read as live members, listed members (live or not) and
+// holders (see read): the shards it should campaign for (want), those it
+// holds among them, and the moves it should make as giver (gives). It
+// campaigns for a shard it should take from a member that is gone only
+// when that member is listed (it died: the shard is taken once its lease
+// runs out). A live giver hands its shards over (and rings), and so does
+// one that left cleanly (its member row deleted): a candidate started
+// before would look only at its next retry interval. A shard of a holder
+// that never was a member (an operator's row) is planned anew once its
+// row ends.
+func plan(me string, keys, live []string, listed map[string]bool, holders map[string]string) (want map[string]bool, gives []balance.Move) {
+	want = map[string]bool{}
+	for key, h := range holders {
+		want[key] = h == me
+	}
+	for _, m := range balance.Plan(keys, live, holders) {
+		switch me {
+		case m.To:
+			want[m.Shard] = m.From == "" || !slices.Contains(live, m.From) && listed[m.From]
+		case m.From:
+			want[m.Shard] = false
+			gives = append(gives, m)
+		}
+	}
+	return want, gives
 }
 
 // start runs a candidate for shard key until it is stopped (stopAll, at
@@ -370,7 +391,8 @@ func (g *group) start(ctx context.Context, key string) error {
 // it does not lead, or one being moved). Once a taker's shards are handed
 // over, it rings the taker's bell, so that the taker campaigns for them at
 // once rather than at its next interval (the transfer reserves each for it
-// meanwhile, for twice its retry interval).
+// meanwhile, for twice its retry interval); a long move rings it every
+// ringEvery transfers too.
 func (g *group) give(ctx context.Context, moves []balance.Move) {
 	byTo := map[string]map[string]*shard{}
 	g.mu.Lock()
@@ -387,6 +409,7 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 	for to, ss := range byTo {
 		g.gives.Go(func() {
 			var each sync.WaitGroup
+			var done atomic.Int64
 			for key, s := range ss {
 				g.sem <- struct{}{}
 				each.Go(func() {
@@ -395,6 +418,9 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 						g.log.Info("shards: transfer failed", "shard", key, "to", to, "err", err)
 					}
 					s.stop()
+					if done.Add(1)%ringEvery == 0 {
+						g.ring(ctx, to) // it takes these while the rest move
+					}
 				})
 			}
 			each.Wait()
@@ -403,6 +429,11 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 	}
 }
 
+// ringEvery is how many transfers to one taker a giver makes between two
+// rings of its bell, besides the ring after the last: the taker takes the
+// shards handed over while the others are still moving.
+const ringEvery = 64
+
 // handOff hands every shard this process leads to the member the plan of
 // the others designates (give), and waits for it: a clean leave's shards
 // move by transfer, at once. Its member row is gone by then, so the
@@ -410,7 +441,7 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 func (g *group) handOff(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*g.timeout)
 	defer cancel()
-	live, holders, err := g.read(ctx)
+	live, _, holders, err := g.read(ctx)
 	if err != nil {
 		g.log.Warn("shards: leaving: reading the group failed: resigning the shards instead", "group", g.o.Group, "err", err)
 		return

@@ -240,6 +240,55 @@ func TestShardGroupRings(t *testing.T) {
 	}
 }
 
+// TestPlan: a member campaigns for the shards it holds or that are handed
+// to it, and for those it should take from a member that died (listed, not
+// live) or from nobody; not for those a live member, or one that left
+// cleanly (no member row), will hand it, nor for an operator's row naming
+// no member; and it gives what it holds above its share.
+func TestPlan(t *testing.T) {
+	keys := []string{"0", "1", "2", "3", "4", "5"}
+	all := func(id string) map[string]string {
+		h := map[string]string{}
+		for _, k := range keys {
+			h[k] = id
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name      string
+		live      []string
+		listed    []string
+		holders   map[string]string
+		wantB     []string // the shards b campaigns for
+		wantGives int      // the moves of a
+	}{
+		{"a live giver", []string{"a", "b"}, []string{"a", "b"}, all("a"), nil, 3},
+		{"handed over", []string{"a", "b"}, []string{"a", "b"}, map[string]string{"0": "b", "1": "b", "2": "b", "3": "a", "4": "a", "5": "a"}, []string{"0", "1", "2"}, 0},
+		{"left cleanly", []string{"b"}, []string{"b"}, all("a"), nil, 0},
+		{"died", []string{"b"}, []string{"a", "b"}, all("a"), keys, 0},
+		{"unheld", []string{"b"}, []string{"b"}, map[string]string{}, keys, 0},
+		{"an operator's row", []string{"b"}, []string{"b"}, all("ops"), nil, 0},
+	} {
+		listed := map[string]bool{}
+		for _, id := range c.listed {
+			listed[id] = true
+		}
+		want, _ := shards.Plan("b", keys, c.live, listed, c.holders)
+		var got []string
+		for _, k := range keys {
+			if want[k] {
+				got = append(got, k)
+			}
+		}
+		if !slices.Equal(got, c.wantB) {
+			t.Errorf("%s: b campaigns for %v, want %v", c.name, got, c.wantB)
+		}
+		if _, gives := shards.Plan("a", keys, c.live, listed, c.holders); len(gives) != c.wantGives && slices.Contains(c.live, "a") {
+			t.Errorf("%s: a gives %v, want %d moves", c.name, gives, c.wantGives)
+		}
+	}
+}
+
 // TestShardGroupFaults (issue 36: chaos per shard): 12 shards over three
 // processes go through the faults one election is tested under, on
 // shards: a process stalls past the lease (its link cut for good measure,

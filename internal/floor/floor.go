@@ -333,8 +333,10 @@ func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes [
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if len(floors) < len(names) {
-		return ErrNoFloor
+	for _, name := range names {
+		if _, ok := floors[name]; !ok {
+			return ErrNoFloor
+		}
 	}
 	var raised []string
 	var terms []uint64

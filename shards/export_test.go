@@ -1,0 +1,4 @@
+package shards
+
+// Plan is plan, for the tests.
+var Plan = plan
