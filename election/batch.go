@@ -56,9 +56,9 @@ type BatcherOptions struct {
 // heartbeats, which may assign terms, run many in one term floor's
 // transaction (up to 100, one such transaction at a time; see execTake),
 // and each alone when that fails: a row locked elsewhere can delay a batch
-// of them by the lock-wait bound. A batch of takeovers (each election with
-// a floor row) sends one heartbeat each and four statements in all on the
-// floor and history rows.
+// of them by the lock-wait bound. A batch sends one heartbeat per
+// election and, on the floor and history rows, a few statements for the
+// whole batch.
 // Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
@@ -252,21 +252,22 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 }
 
 // maxTakeBatch is the most heartbeats one transaction of execTake sends:
-// about eight statements each for a first election.
+// one heartbeat each, and a few statements for the batch.
 const maxTakeBatch = 100
 
 // execTake runs a batch of heartbeats that may assign terms in one term
-// floor's transaction (floor.Take each, tried once more after a deadlock
-// or a write conflict, as floor.InTx), in the order of their names; those
+// floor's transaction (floor.TakeAll, or floor.Take each when an election
+// is in it twice; tried once more after a deadlock or a write conflict, as
+// floor.InTx), in the order of their names; those
 // whose callers gave up are left out. When one of their elections has no
 // floor row yet (a first election), the floor's marker row is locked
 // first: such batches run one at a time, none holds a gap lock while it
 // waits for the marker, so that they do not deadlock, and one reading of
 // the marker's sum serves a batch's first elections (floor.Marked), where
-// every first election read the whole floor table. A batch of distinct
-// elections that all have floor rows runs set-based (floor.TakeAll): one
-// locking read of the floor rows, the heartbeats, one raise, one close
-// and one append of the history. One heartbeat alone
+// every first election read the whole floor table. Set-based, the batch
+// sends one locking read of its floor rows, the heartbeats, and one
+// statement each to raise, create, count and resume floor rows and to
+// close and append the history. One heartbeat alone
 // runs as without a Batcher (floor.InTx), and its error is its result, as
 // it is when the marker's lock could not be had (no heartbeat was sent:
 // each is tried again at its next step). A batch that failed after that
@@ -307,11 +308,11 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	if err := b.db.QueryRowContext(ctx, query, args...).Scan(&floors); err != nil {
 		return unsent(probe.Classify(err, b.opts.Table))
 	}
-	// Each election once, all with floor rows: set-based (floor.TakeAll).
-	set := floors == len(names) && len(names) == len(live)
+	// Each election once: set-based (floor.TakeAll).
+	set := len(names) == len(live)
 	sent, err := b.takeAll(ctx, live, floors < len(names), set)
 	if errors.Is(err, floor.ErrNoFloor) { // deleted meanwhile: nothing was written
-		sent, err = b.takeAll(ctx, live, true, false)
+		sent, err = b.takeAll(ctx, live, true, set)
 	}
 	if err != nil && !sent {
 		return unsent(err)
@@ -322,9 +323,9 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 // takeAll runs live's heartbeats in one term floor's transaction, in
 // their order, after it locked the floor's marker if marker, and tries
 // once more after a deadlock or a write conflict (as floor.InTx): with
-// floor.TakeAll if set (the elections differ, and each has a floor row),
-// else with floor.Take each. sent says that it sent a heartbeat before it
-// failed (not while it waited for the marker or read the floor rows).
+// floor.TakeAll if set (the elections differ), else with floor.Take each.
+// sent says that it sent a heartbeat before it failed (not while it waited
+// for the marker, nor when it found a floor row missing without it).
 func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker, set bool) (sent bool, err error) {
 	err = mysqlerr.Retry(ctx, 2, func() error {
 		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
@@ -338,8 +339,11 @@ func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker, set bool)
 				for i, r := range live {
 					names[i], writes[i] = r.name, r.in(ctx)
 				}
-				// sent once a write ran: every write ran after the read.
-				err := floor.TakeAll(ctx, c, live[0].f, names, writes)
+				var m *floor.Marked
+				if marker {
+					m = new(floor.Marked)
+				}
+				err := floor.TakeAll(ctx, c, live[0].f, names, writes, m)
 				sent = !errors.Is(err, floor.ErrNoFloor)
 				return err
 			}

@@ -132,7 +132,7 @@ func TestStatementsPlaceholders(t *testing.T) {
 		// The term floor's statements on many elections.
 		f := tableStatements(c.table, c.bound, time.Second).floor
 		terms := make([]uint64, len(c.names))
-		for _, query := range []string{f.ReadAll, f.RaiseAll, f.Close, f.Append} {
+		for _, query := range []string{f.ReadAll, f.RaiseAll, f.CreateAll, f.CountAll, f.ResumeAll, f.Close, f.Append} {
 			if q, args := stmt.In(query, c.names, terms); countPlaceholders(q) != len(args) {
 				t.Errorf("(%s, %+v): %d placeholders, %d arguments in %q", c.table, c.bound, countPlaceholders(q), len(args), q)
 			}

@@ -42,6 +42,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -90,12 +91,15 @@ type Stmts struct {
 	// The statements on many elections, each term a transaction assigned
 	// (stmt.In fills their lists: :names, and :terms, each name's term).
 	// ReadAll locks the floor rows of elections :names and reads them;
-	// RaiseAll raises each one's floor to its term (each has a floor row).
+	// RaiseAll raises each one's floor to its term (each has a floor row);
+	// CreateAll creates the floor rows of elections that have none, each
+	// at its term as its row says, CountAll adds them to the marker's sum,
+	// and ResumeAll starts their counts where their histories left them.
 	// Append writes each one's term, as its row now says, into the
 	// history, in its floor's next slot; Close ends the history's open
 	// terms before it, as the row says the term began. Take runs Close and
 	// Append for one election.
-	ReadAll, RaiseAll, Append, Close string
+	ReadAll, RaiseAll, CreateAll, CountAll, ResumeAll, Append, Close string
 	// Peek reads nothing: preflight's check that the table exists, with
 	// the marker's column, and that the history table does.
 	Peek [2]string
@@ -122,9 +126,12 @@ FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
-		Resume:   b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
-		ReadAll:  b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` WHERE anchor IN (:names) FOR UPDATE`),
-		RaiseAll: b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
+		Resume:    b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
+		ReadAll:   b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` WHERE anchor IN (:names) FOR UPDATE`),
+		RaiseAll:  b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
+		CreateAll: b.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT e.anchor, e.term FROM ` + tbl + ` e WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END`),
+		CountAll:  b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = term_floor + (SELECT COALESCE(SUM(CRC32(e.anchor)), 0) FROM ` + tbl + ` e WHERE e.anchor IN (:names)) WHERE anchor = ''`),
+		ResumeAll: b.Wrap(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, ftbl+`.anchor`) + ` WHERE anchor IN (:names)`),
 		Append: b.Wrap(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
 SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
 FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END
@@ -303,64 +310,105 @@ func history(ctx context.Context, c *sql.Conn, f Stmts, names []string, terms []
 }
 
 // ErrNoFloor is TakeAll's refusal of elections one of which has no floor
-// row: their takes need the marker's check (Take), before any read.
+// row, when the caller did not lock the marker: their takes need the
+// marker's check, which must come before any read.
 var ErrNoFloor = errors.New("floor: an election has no floor row")
 
 // TakeAll is Take for many elections (names, each once, in the order every
 // such transaction keeps) in the transaction the caller began on c, each
-// with its write (writes[i] for names[i]), when every one has a floor row:
-// one statement locks and reads their floor rows, then each write runs,
-// then one statement raises the floors of those that wrote a term above
-// their floor, and one each writes their history (model/README.md,
-// "Batched takes"). ErrNoFloor, before any write, when a floor row is
-// missing (an operator's DELETE since the caller counted them).
-func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes []Write) error {
+// with its write (writes[i] for names[i]), set-based: one statement locks
+// and reads their floor rows; the marker's check follows, once, when one
+// has none; then each write runs; then one statement raises the floors of
+// those that had one and wrote a term above it, three create, count and
+// resume those of the others that wrote a term, and one each writes their
+// history (model/README.md, "Batched takes"). m is the transaction's when
+// the caller locked the marker first (Take's rule for a first election),
+// else nil: then ErrNoFloor, before any write, when a floor row is missing
+// (an operator's DELETE since the caller counted them).
+func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes []Write, m *Marked) error {
+	floors, err := readAll(ctx, c, f, names)
+	if err != nil {
+		return err
+	}
+	first := false
+	if len(floors) < len(names) {
+		if m == nil {
+			return ErrNoFloor
+		}
+		var marked bool
+		if first, marked, err = firstElection(ctx, c, f, m); err != nil {
+			return err
+		}
+		if marked { // the elections' rows, if any, got floor rows
+			if floors, err = readAll(ctx, c, f, names); err != nil {
+				return err
+			}
+		}
+	}
+	var raised, created []string
+	var terms, createdTerms []uint64
+	for i, name := range names {
+		fl, ok := floors[name]
+		term, err := writes[i](c, fl, first && !ok)
+		switch {
+		case err != nil:
+			return err
+		case term > fl && ok:
+			raised, terms = append(raised, name), append(terms, term)
+		case term > fl:
+			created, createdTerms = append(created, name), append(createdTerms, term)
+		}
+	}
+	for _, s := range []struct {
+		query string
+		names []string
+		terms []uint64
+		want  int // affected rows, -1 for any
+	}{
+		{f.RaiseAll, raised, terms, len(raised)},
+		{f.CreateAll, created, createdTerms, len(created)},
+		{f.CountAll, created, nil, -1},
+		{f.ResumeAll, created, nil, -1},
+	} {
+		if len(s.names) == 0 {
+			continue
+		}
+		query, args := stmt.In(s.query, s.names, s.terms)
+		res, err := c.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || s.want >= 0 && n != int64(s.want) {
+			return cmp.Or(err, fmt.Errorf("floor: %d of %d floor rows written", n, s.want))
+		}
+	}
+	if len(raised)+len(created) == 0 {
+		return nil
+	}
+	return history(ctx, c, f, append(raised, created...), append(terms, createdTerms...))
+}
+
+// readAll locks the floor rows of elections names and reads them: a
+// floor by name, none for a name that has no row.
+func readAll(ctx context.Context, c *sql.Conn, f Stmts, names []string) (map[string]uint64, error) {
 	floors := make(map[string]uint64, len(names))
 	query, args := stmt.In(f.ReadAll, names, nil)
 	rows, err := c.QueryContext(ctx, query, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
 		var fl uint64
 		if err := rows.Scan(&name, &fl); err != nil {
-			return err
+			return nil, err
 		}
-		floors[name] = fl
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, name := range names {
-		if _, ok := floors[name]; !ok {
-			return ErrNoFloor
+		if slices.Contains(names, name) {
+			floors[name] = fl
 		}
 	}
-	var raised []string
-	var terms []uint64
-	for i, name := range names {
-		term, err := writes[i](c, floors[name], false)
-		if err != nil {
-			return err
-		}
-		if term > floors[name] {
-			raised, terms = append(raised, name), append(terms, term)
-		}
-	}
-	if len(raised) == 0 {
-		return nil
-	}
-	query, args = stmt.In(f.RaiseAll, raised, terms)
-	res, err := c.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(raised)) {
-		return cmp.Or(err, fmt.Errorf("floor: raised %d of %d floor rows", n, len(raised)))
-	}
-	return history(ctx, c, f, raised, terms)
+	return floors, rows.Err()
 }
 
 // readFloor locks election name's floor row and reads it: missing when
