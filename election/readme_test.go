@@ -2,7 +2,6 @@ package election_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"strings"
 	"sync"
@@ -115,30 +114,9 @@ func TestReadmeOperatorSQL(t *testing.T) {
 		}
 	}
 
-	rows, err := db.QueryContext(ctx, who)
-	if err != nil {
-		t.Fatalf("README's who-leads query: %v", err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	got := map[string]string{}
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := map[string]string{}
-		for i, c := range cols {
-			row[c] = vals[i].String
-		}
+	for _, row := range testdb.Rows(t, ctx, db, who) {
 		got[row["election"]] = row["holder"] + " " + row["state"]
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	want := map[string]string{assigned: "web-3:4242:a1b2c3 assigned", delayed: "c lock delay", leading: "c leading"}
 	for name, w := range want {

@@ -298,44 +298,14 @@ func TestBatcherStatementUsesKey(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "ANALYZE TABLE service_election_members"); err != nil {
 		t.Fatal(err)
 	}
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		t.Fatal(err)
-	}
-	explain := "EXPLAIN FORMAT=TRADITIONAL " // MySQL 9 explains in a tree by default
-	if strings.Contains(version, "MariaDB") {
-		explain = "EXPLAIN "
-	}
+	explain := testdb.Explain(t, ctx, db)
 	mb := newBatcher(t, db)
 	for _, n := range []int{1, 2, 500, 1500} {
 		query, args := members.RefreshStatement(mb, "e", n)
-		rows, err := db.QueryContext(ctx, explain+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			plan := map[string]string{}
-			for i, c := range cols {
-				plan[c] = vals[i].String
-			}
+		for _, plan := range testdb.Rows(t, ctx, db, explain+query, args...) {
 			if plan["key"] != "PRIMARY" || plan["type"] == "index" || plan["type"] == "ALL" {
 				t.Errorf("%d members: the plan %v; want the primary key's range", n, plan)
 			}
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

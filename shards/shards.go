@@ -134,6 +134,10 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 		g.handOff(parent)
 	}
 	g.stopAll()
+	// What it resigned (a transfer that failed, a shard not yet led, or
+	// every shard when a candidate's error ended Run): the others take it
+	// at once, not at their next interval.
+	g.ringOthers(context.WithoutCancel(parent))
 	stopBell()
 	if parent.Err() != nil {
 		return nil
@@ -294,11 +298,7 @@ func (g *group) balance(ctx context.Context) error {
 	}
 	if !g.joined {
 		g.joined = true
-		for _, id := range live {
-			if id != g.cfg.ID {
-				g.gives.Go(func() { g.ring(ctx, id) })
-			}
-		}
+		g.gives.Go(func() { g.ringOthers(ctx) })
 	}
 	want, gives := plan(g.cfg.ID, g.keys, live, listed, holders)
 	g.give(ctx, gives)
@@ -323,9 +323,9 @@ func (g *group) balance(ctx context.Context) error {
 // shards keys, read as live members, listed members (live or not) and
 // holders (see read): the shards it should campaign for (want), those it
 // holds among them, and the moves it should make as giver (gives). It
-// campaigns for a shard it should take from a member that is gone only
-// when that member is listed (it died: the shard is taken once its lease
-// runs out). A live giver hands its shards over (and rings), and so does
+// campaigns for a shard it should take from a member that is not live and
+// healthy only when that member is listed (it died, and the shard is taken
+// once its lease runs out; or it is unhealthy, and hands it over). A live giver hands its shards over (and rings), and so does
 // one that left cleanly (its member row deleted): a candidate started
 // before would look only at its next retry interval. A shard of a holder
 // that never was a member (an operator's row) is planned anew once its
@@ -413,11 +413,11 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 			for key, s := range ss {
 				g.sem <- struct{}{}
 				each.Go(func() {
-					defer func() { <-g.sem }()
 					if err := s.c.Transfer(ctx, to); err != nil && ctx.Err() == nil {
 						g.log.Info("shards: transfer failed", "shard", key, "to", to, "err", err)
 					}
 					s.stop()
+					<-g.sem
 					if done.Add(1)%ringEvery == 0 {
 						g.ring(ctx, to) // it takes these while the rest move
 					}
@@ -455,6 +455,24 @@ func (g *group) handOff(ctx context.Context) {
 	}
 	g.give(ctx, gives)
 	g.gives.Wait()
+}
+
+// ringOthers rings the bell of every other live member.
+func (g *group) ringOthers(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
+	defer cancel()
+	ms, err := members.List(ctx, g.db, g.cfg.Table, g.o.Group)
+	if err != nil {
+		g.log.Debug("shards: reading the members to ring failed", "group", g.o.Group, "err", err)
+		return
+	}
+	var rings sync.WaitGroup
+	for _, m := range ms {
+		if m.Live && m.ID != g.cfg.ID {
+			rings.Go(func() { g.ring(ctx, m.ID) })
+		}
+	}
+	rings.Wait()
 }
 
 // ring rings member id's bell. A failure, or a ring that comes between

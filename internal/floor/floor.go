@@ -126,17 +126,21 @@ FROM ` + ftbl + ` WHERE anchor = '' FOR UPDATE`),
 ON DUPLICATE KEY UPDATE term_floor = GREATEST(term_floor, ` + tbl + `.term)`),
 		Mark: b.Stmt(`INSERT INTO ` + ftbl + ` (anchor, term_floor, marked_at) VALUES ('', :term, ` + termNow + `)
 ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
-		Resume:    b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
-		ReadAll:   b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` WHERE anchor IN (:names) FOR UPDATE`),
-		RaiseAll:  b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
-		CreateAll: b.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT e.anchor, e.term FROM ` + tbl + ` e WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END`),
-		CountAll:  b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = term_floor + (SELECT COALESCE(SUM(CRC32(e.anchor)), 0) FROM ` + tbl + ` e WHERE e.anchor IN (:names)) WHERE anchor = ''`),
-		ResumeAll: b.Wrap(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, ftbl+`.anchor`) + ` WHERE anchor IN (:names)`),
+		Resume: b.Stmt(`UPDATE ` + ftbl + ` SET terms = ` + resume(htbl, `:name`) + ` WHERE anchor = :name`),
+		// FORCE INDEX (PRIMARY) wherever a list of names finds rows: from
+		// about 40 names the optimizer may scan the table instead, and
+		// under REPEATABLE READ a scan locks every row it reads (see
+		// election's batch renewal); TestTakeAllUsesKey.
+		ReadAll:   b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) FOR UPDATE`),
+		RaiseAll:  b.Wrap(`UPDATE ` + ftbl + ` FORCE INDEX (PRIMARY) SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
+		CreateAll: b.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT e.anchor, e.term FROM ` + tbl + ` e FORCE INDEX (PRIMARY) WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END`),
+		CountAll:  b.Wrap(`UPDATE ` + ftbl + ` SET term_floor = term_floor + (SELECT COALESCE(SUM(CRC32(e.anchor)), 0) FROM ` + tbl + ` e FORCE INDEX (PRIMARY) WHERE e.anchor IN (:names)) WHERE anchor = ''`),
+		ResumeAll: b.Wrap(`UPDATE ` + ftbl + ` FORCE INDEX (PRIMARY) SET terms = ` + resume(htbl, ftbl+`.anchor`) + ` WHERE anchor IN (:names)`),
 		Append: b.Wrap(`INSERT INTO ` + htbl + ` (anchor, slot, term, holder, began, started_at)
 SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
-FROM ` + tbl + ` e JOIN ` + ftbl + ` f ON f.anchor = e.anchor WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END
+FROM ` + tbl + ` e FORCE INDEX (PRIMARY) JOIN ` + ftbl + ` f FORCE INDEX (PRIMARY) ON f.anchor = e.anchor WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END
 ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
-		Close: b.Wrap(`UPDATE ` + htbl + ` h JOIN ` + tbl + ` e ON e.anchor = h.anchor SET h.ended = CASE e.acquired
+		Close: b.Wrap(`UPDATE ` + htbl + ` h FORCE INDEX (PRIMARY) JOIN ` + tbl + ` e FORCE INDEX (PRIMARY) ON e.anchor = h.anchor SET h.ended = CASE e.acquired
   WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
   WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END,
   h.ended_at = ` + started + `

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,3 +72,54 @@ func TestInConnTx(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { testdb.Main(m) }
+
+// TestTakeAllUsesKey: each statement of a set-based take (TakeAll) finds
+// its rows by the primary key, for one election, a few, and a batch of 500
+// in tables of 2,000 elections (each with a floor row and history), where
+// a scan would lock every row it reads under REPEATABLE READ.
+func TestTakeAllUsesKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	for _, q := range []string{
+		"INSERT INTO service_election (anchor, service_id, term) SELECT CONCAT('e-', n), 'm', n FROM %s",
+		"INSERT INTO service_election_floor (anchor, term_floor) SELECT CONCAT('e-', n), n FROM %s",
+		"INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) SELECT CONCAT('e-', n), 0, n, 'm', 'first', 1 FROM %s",
+	} {
+		// 2,000 numbers: a cross join of digits, on MySQL and MariaDB alike.
+		const nums = `(SELECT a.d + 10*b.d + 100*c.d + 1000*x.d AS n FROM
+(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
+(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
+(SELECT 0 d UNION ALL SELECT 1) x) nums`
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(q, nums)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range []string{"service_election", "service_election_floor", "service_election_history"} {
+		if _, err := db.ExecContext(ctx, "ANALYZE TABLE "+tbl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	explain := testdb.Explain(t, ctx, db)
+	f := floor.NewStmts("service_election", stmt.Bound{}, time.Second)
+	for _, n := range []int{1, 5, 500} {
+		names, terms := make([]string, n), make([]uint64, n)
+		for i := range names {
+			names[i], terms[i] = fmt.Sprintf("e-%d", i*3), uint64(i*3)
+		}
+		for what, query := range map[string]string{"ReadAll": f.ReadAll, "RaiseAll": f.RaiseAll, "CreateAll": f.CreateAll,
+			"CountAll": f.CountAll, "ResumeAll": f.ResumeAll, "Close": f.Close, "Append": f.Append} {
+			q, args := stmt.In(query, names, terms)
+			for _, plan := range testdb.Rows(t, ctx, db, explain+q, args...) {
+				if plan["table"] != "" && !strings.HasPrefix(plan["table"], "<") && // a derived or subquery's own row
+					plan["select_type"] != "INSERT" && // MySQL's row for an INSERT's target
+					(plan["key"] != "PRIMARY" || plan["type"] == "index" || plan["type"] == "ALL") {
+					t.Errorf("%s, %d names: the plan %v; want the primary key's rows", what, n, plan)
+				}
+			}
+		}
+	}
+}

@@ -200,6 +200,9 @@ func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
 // a ? and an argument, in order, as Bind writes values: the one place
 // lists get their values, as Bind is for single values.
 func In(query string, names []string, terms []uint64) (string, []any) {
+	if strings.Contains(query, ":terms") && len(terms) != len(names) {
+		panic(fmt.Errorf("%w: %d terms for %d names in %q", ErrInvalid, len(terms), len(names), query))
+	}
 	var b strings.Builder
 	var args []any
 	for {

@@ -37,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -481,4 +482,53 @@ func redact(dsn string) string {
 	}
 	cfg.Passwd = "***"
 	return cfg.FormatDSN()
+}
+
+// Rows runs query on db and returns its rows, each by column name, NULL
+// as "" (t fails on an error).
+func Rows(t testing.TB, ctx context.Context, db *sql.DB, query string, args ...any) []map[string]string {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Explain returns the EXPLAIN that prints db's server's plan as a table of
+// rows (MySQL 9 explains in a tree by default).
+func Explain(t testing.TB, ctx context.Context, db *sql.DB) string {
+	t.Helper()
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(version, "MariaDB") {
+		return "EXPLAIN "
+	}
+	return "EXPLAIN FORMAT=TRADITIONAL "
 }
