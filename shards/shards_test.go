@@ -266,6 +266,8 @@ func TestPlan(t *testing.T) {
 		{"handed over", []string{"a", "b"}, []string{"a", "b"}, map[string]string{"0": "b", "1": "b", "2": "b", "3": "a", "4": "a", "5": "a"}, []string{"0", "1", "2"}, 0},
 		{"left cleanly", []string{"b"}, []string{"b"}, all("a"), nil, 0},
 		{"died", []string{"b"}, []string{"a", "b"}, all("a"), keys, 0},
+		// Listed, not live and healthy: its shards are planned away at once.
+		{"unhealthy", []string{"b"}, []string{"a", "b"}, map[string]string{"0": "a", "1": "a", "2": "a", "3": "b", "4": "b", "5": "b"}, keys, 0},
 		{"unheld", []string{"b"}, []string{"b"}, map[string]string{}, keys, 0},
 		{"an operator's row", []string{"b"}, []string{"b"}, all("ops"), nil, 0},
 	} {

@@ -363,6 +363,16 @@ func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes [
 			created, createdTerms = append(created, name), append(createdTerms, term)
 		}
 	}
+	if err := writeAll(ctx, c, f, raised, terms, created, createdTerms); err != nil || len(raised)+len(created) == 0 {
+		return err
+	}
+	return history(ctx, c, f, append(raised, created...), append(terms, createdTerms...))
+}
+
+// writeAll raises the floor rows of elections raised to their terms, and
+// creates, counts in the marker and resumes those of elections created at
+// theirs (TakeAll); the raise and the creation must write every row.
+func writeAll(ctx context.Context, c *sql.Conn, f Stmts, raised []string, terms []uint64, created []string, createdTerms []uint64) error {
 	for _, s := range []struct {
 		query string
 		names []string
@@ -386,10 +396,7 @@ func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes [
 			return cmp.Or(err, fmt.Errorf("floor: %d of %d floor rows written", n, s.want))
 		}
 	}
-	if len(raised)+len(created) == 0 {
-		return nil
-	}
-	return history(ctx, c, f, append(raised, created...), append(terms, createdTerms...))
+	return nil
 }
 
 // readAll locks the floor rows of elections names and reads them: a
