@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -19,6 +20,28 @@ import (
 	"github.com/sqlelect/sqlelect/internal/mysqld"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
+
+// galeraArgs are the options of a Galera node listening on loopback.
+func galeraArgs(t *testing.T, peer int) (args []string, port int) {
+	ports, err := mysqld.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port = ports[0]
+	addr := "gcomm://"
+	if peer != 0 {
+		addr += fmt.Sprintf("127.0.0.1:%d", peer)
+	}
+	return []string{
+		"--wsrep-on=ON", "--wsrep-provider=" + galeraLib, "--wsrep-cluster-address=" + addr,
+		"--wsrep-cluster-name=sqlelect-test", "--wsrep-node-address=127.0.0.1",
+		fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d", port, ports[1]),
+		"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", ports[2]),
+		"--binlog-format=ROW", "--innodb-autoinc-lock-mode=2",
+	}, port
+}
+
+const galeraLib = "/usr/lib/galera/libgalera_smm.so"
 
 // galeraStarts lets two clusters start at a time: the package's four
 // Galera tests run side by side, and four joins (node 2's state transfer
@@ -56,10 +79,19 @@ func startGalera2(t *testing.T, ctx context.Context, extra1, env2 []string) (n1,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n1.Stop() })
-	args2, _ := galeraArgs(t, port1)
-	n2, err = mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args2, Env: env2, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
+	// A joiner whose state transfer fails exits; node 1 goes on alone, and
+	// a second joiner, on fresh ports, starts over (the first failure is
+	// logged with the server's log).
+	for try := 1; ; try++ {
+		args2, _ := galeraArgs(t, port1)
+		n2, err = mysqld.Start(ctx, mysqld.Options{Server: mysqld.ServerHost, ExtraArgs: args2, Env: env2, Logf: t.Logf})
+		if err == nil {
+			break
+		}
+		if try == 2 {
+			t.Fatal(err)
+		}
+		t.Logf("node 2 did not join, starting another: %v", err)
 	}
 	t.Cleanup(func() { _ = n2.Stop() })
 	db1 := testdb.Open(t, n1.DSN(""))

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -551,33 +550,6 @@ func TestLockOperatorReplaceNamingAbsentCandidate(t *testing.T) {
 		t.Fatalf("term %d after %d", nl.e.Term(), oldTerm)
 	}
 	t.Logf("%s leads %v after the REPLACE naming an absent candidate (acquired %q)", nl.id, at.Sub(start).Round(time.Millisecond), e.status().Acquired)
-}
-
-// galeraArgs are the options of a Galera node listening on loopback.
-func galeraArgs(t *testing.T, peer int) (args []string, port int) {
-	port = freePort(t)
-	addr := "gcomm://"
-	if peer != 0 {
-		addr += fmt.Sprintf("127.0.0.1:%d", peer)
-	}
-	return []string{
-		"--wsrep-on=ON", "--wsrep-provider=" + galeraLib, "--wsrep-cluster-address=" + addr,
-		"--wsrep-cluster-name=sqlelect-test", "--wsrep-node-address=127.0.0.1",
-		fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d;ist.recv_addr=127.0.0.1:%d", port, freePort(t)),
-		"--wsrep-sst-method=rsync", fmt.Sprintf("--wsrep-sst-receive-address=127.0.0.1:%d", freePort(t)),
-		"--binlog-format=ROW", "--innodb-autoinc-lock-mode=2",
-	}, port
-}
-
-const galeraLib = "/usr/lib/galera/libgalera_smm.so"
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestLockRefusesGalera: on a two-node Galera cluster a client on each node

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -532,7 +533,13 @@ func (g *Group) Stop() error {
 }
 
 // FreePorts returns n distinct TCP ports of 127.0.0.1 that were free a
-// moment ago (for a cluster's own ports: Galera's, Group Replication's).
+// moment ago, for a cluster's own ports (Galera's, Group Replication's),
+// which nothing retries when they are taken. They come from below the
+// kernel's ephemeral range (ip_local_port_range), so that neither a
+// client's outgoing connection nor a listener on port 0 can take one
+// before its server binds it: a Galera joiner's state transfer failed
+// once in CI (2026-11-30) with its rsync port picked from that range
+// while other packages' tests opened connections by the thousand.
 func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -540,16 +547,45 @@ func FreePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	low := ephemeralLow()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if low > minPort+1000 && tries < 100*n {
+			addr = "127.0.0.1:" + strconv.Itoa(minPort+mrand.IntN(low-minPort))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // in use: draw again
+			}
 			return nil, fmt.Errorf("mysqld: find a free port: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// minPort is the lowest port FreePorts draws.
+const minPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0 if
+// it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // newUUID returns a random (version 4) UUID.
