@@ -36,6 +36,13 @@ type Params struct {
 	Floor    uint64 // :floor, the election's term floor (0 when it has none)
 	First    bool   // the election has no floor row, it never existed: :insert is 'first'
 	Acquired string // :acquired, how a lock holder took the row (see the lock backend's follow)
+	// A statement on many elections: :names is the list of Names (at
+	// least one for valid SQL; a name twice is listed twice), :terms the
+	// branches of a CASE on an election's name that give each its term
+	// (WHEN name THEN term …, Terms[i] for Names[i]; the statement writes
+	// CASE <column> :terms END).
+	Names []string
+	Terms []uint64
 }
 
 // value is p's value of parameter name, false for no such parameter.
@@ -71,6 +78,10 @@ func (p *Params) value(name string) (any, bool) {
 		return "insert", true
 	case "acquired":
 		return p.Acquired, true
+	case "names":
+		return p.Names, true
+	case "terms":
+		return p.Terms, true
 	}
 	return nil, false
 }
@@ -134,8 +145,28 @@ func (s Stmt) Bind(p Params) (string, []any) {
 	var args []any
 	for i, name := range s.names {
 		b.WriteString(s.parts[i])
-		v, _ := p.value(name)
-		args = Put(&b, args, v)
+		switch name {
+		case "names":
+			for k, n := range p.Names {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				args = Put(&b, args, n)
+			}
+		case "terms":
+			if len(p.Terms) != len(p.Names) {
+				panic(fmt.Errorf("%w: %d terms for %d names in %q", ErrInvalid, len(p.Terms), len(p.Names), strings.Join(s.parts, "?")))
+			}
+			for k, n := range p.Names {
+				b.WriteString(" WHEN ")
+				args = Put(&b, args, n)
+				b.WriteString(" THEN ")
+				args = Put(&b, args, p.Terms[k])
+			}
+		default:
+			v, _ := p.value(name)
+			args = Put(&b, args, v)
+		}
 	}
 	b.WriteString(s.parts[len(s.names)])
 	return b.String(), args
@@ -192,44 +223,8 @@ func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
 	return db.QueryRowContext(ctx, query, args...)
 }
 
-// In returns query, a statement on many elections, with each :names made
-// the list of names (at least one for valid SQL; a name twice is listed
-// twice) and each :terms the branches of a CASE on an election's name
-// that give each name its term (WHEN name THEN term …, terms[i] for
-// names[i]; query writes CASE <column> :terms END), each name a literal or
-// a ? and an argument, in order, as Bind writes values: the one place
-// lists get their values, as Bind is for single values.
+// In returns query, a statement on many elections (see Params.Names),
+// with names and terms bound.
 func In(query string, names []string, terms []uint64) (string, []any) {
-	if strings.Contains(query, ":terms") && len(terms) != len(names) {
-		panic(fmt.Errorf("%w: %d terms for %d names in %q", ErrInvalid, len(terms), len(names), query))
-	}
-	var b strings.Builder
-	var args []any
-	for {
-		i, j := strings.Index(query, ":names"), strings.Index(query, ":terms")
-		if i < 0 && j < 0 {
-			break
-		}
-		if i < 0 || 0 <= j && j < i {
-			b.WriteString(query[:j])
-			for k, n := range names {
-				b.WriteString(" WHEN ")
-				args = Put(&b, args, n)
-				b.WriteString(" THEN ")
-				args = Put(&b, args, terms[k])
-			}
-			query = query[j+len(":terms"):]
-			continue
-		}
-		b.WriteString(query[:i])
-		for k, n := range names {
-			if k > 0 {
-				b.WriteByte(',')
-			}
-			args = Put(&b, args, n)
-		}
-		query = query[i+len(":names"):]
-	}
-	b.WriteString(query)
-	return b.String(), args
+	return Must(query).Bind(Params{Names: names, Terms: terms})
 }

@@ -30,16 +30,21 @@ func TestCompileStmt(t *testing.T) {
 		{"UPDATE t SET acquired = :acquired, b = :priority, c = :tenure WHERE anchor = 'x:me' AND term = :term",
 			"UPDATE t SET acquired = 'lock', b = 0, c = 0 WHERE anchor = 'x:me' AND term = 0", nil},
 		{"SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", "SELECT GET_LOCK('sqlelect:app.service_election:jobs', 0)", nil},
+		// Lists beside single values, each in its place (a Batcher's
+		// hand-overs).
+		{"UPDATE t SET a = :to, b = :lease WHERE c IN (:names) AND d = CASE c :terms END AND e = :me",
+			"UPDATE t SET a = ?, b = 1500 WHERE c IN ('x',?) AND d = CASE c  WHEN 'x' THEN 1 WHEN ? THEN 2 END AND e = ?", []any{"a?b", "y'", "y'", "m'e"}},
 	} {
+		p := p
+		p.Names, p.Terms = []string{"x", "y'"}, []uint64{1, 2}
 		gotSQL, gotArgs := Must(c.sql).Bind(p)
 		if gotSQL != c.wantSQL || !reflect.DeepEqual(gotArgs, c.wantArgs) {
 			t.Errorf("Must(%q).Bind = %q %#v, want %q %#v", c.sql, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
 		}
 	}
 	for _, bad := range []string{
-		"SELECT 1 FROM t WHERE a = ?",         // positional
-		"SELECT 1 FROM t WHERE a = :nobody",   // unknown name
-		"SELECT 1 FROM t WHERE a IN (:names)", // no list parameter (a Batcher's inNames)
+		"SELECT 1 FROM t WHERE a = ?",       // positional
+		"SELECT 1 FROM t WHERE a = :nobody", // unknown name
 		"SELECT 'unterminated FROM t",
 	} {
 		func() {
