@@ -59,6 +59,9 @@ type BatcherOptions struct {
 // of them by the lock-wait bound. A batch sends one heartbeat per
 // election and, on the floor and history rows, a few statements for the
 // whole batch.
+// Give-ups (releases and hand-overs, such as a shard group's leave) go
+// as renewals do: the rows locked and still held are given up, and their
+// terms ended in the history, a few statements for the batch.
 // Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
@@ -89,6 +92,10 @@ type Batcher struct {
 	// takes runs the heartbeats that may assign a term (tableBackend.beat),
 	// each in the term floor's transaction, many in one (execTake).
 	takes *combine.Combiner[takeReq, error]
+	// gives gives up held rows (releases, hand-offs, hand-overs) if the
+	// rows still say so and are not locked by another transaction: false
+	// otherwise, and the caller sends its own statements.
+	gives *combine.Combiner[giveReq, bool]
 
 	sql batchStmts // compiled by NewBatcher
 	// readBounded is sql.read bounded for the server's lock waits,
@@ -99,6 +106,16 @@ type Batcher struct {
 type renewReq struct {
 	name, id string
 	term     uint64
+}
+
+// giveReq gives up the row of election name that candidate id holds with
+// term as w does (a release, hand-off or hand-over), with its :to and
+// :lease (tableBackend.writeRow).
+type giveReq struct {
+	renewReq
+	w     rowWrite
+	to    string
+	lease int64
 }
 
 // takeReq is an election's heartbeat in the term floor's transaction: its
@@ -142,6 +159,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
 	b.reads = combine.New(copts, b.execRead)
+	b.gives = combine.New(copts, b.execGive)
 	// One batch of takes at a time: they wait for each other on the
 	// floor's marker when they hold first elections.
 	copts.MaxBatch, copts.MaxInFlight = min(copts.MaxBatch, maxTakeBatch), 1
@@ -154,27 +172,85 @@ type lingerClock struct{ Clock }
 
 func (c lingerClock) NewTimer(d time.Duration) combine.Timer { return c.Clock.NewTimer(d) }
 
-// minRenewBatch is the smallest batch of renewals worth a transaction (seven
-// statements); smaller ones use each election's own heartbeat (one).
+// minRenewBatch is the smallest batch of renewals or give-ups worth a
+// transaction (seven statements or more); smaller ones use each
+// election's own statements.
 const minRenewBatch = 5
 
-// execRenew renews a batch in one transaction on a connection of its own
-// whose session is bounded first (sql.bound): wait_timeout and the lock
-// waits are QueryTimeout in whole seconds. A transaction cut off by a
-// network partition after its SELECT … FOR UPDATE therefore holds the
-// rows' locks on the server for about QueryTimeout, not until the server's
+// execRenew renews a batch (see locked): those of its rows that it can
+// lock and that still name their candidate and term.
+func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
+	return b.locked(ctx, b.sql.lock, reqs, func(c *sql.Conn, held []int) error {
+		names := make([]string, len(held))
+		for i, k := range held {
+			names[i] = reqs[k].name
+		}
+		query, args := stmt.In(b.sql.renew, names, nil)
+		_, err := c.ExecContext(ctx, query, args...)
+		return err
+	})
+}
+
+// execGive gives up a batch of held rows (tableBackend.writeRow): those
+// it can lock that still name their candidate and term (see locked), each
+// as its own statement would (giveUpTx), and ends their terms in the
+// history in the same transaction: two statements for each kind of
+// give-up and target in the batch.
+func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
+	keys := make([]renewReq, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.renewReq
+	}
+	return b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
+		type how struct {
+			w     rowWrite
+			to    string
+			lease int64
+		}
+		groups := map[how]*stmt.Params{}
+		var order []how
+		for _, k := range held {
+			r := reqs[k]
+			h := how{r.w, r.to, r.lease}
+			if groups[h] == nil {
+				groups[h], order = &stmt.Params{To: r.to, Lease: r.lease}, append(order, h)
+			}
+			p := groups[h]
+			p.Names, p.Terms = append(p.Names, r.name), append(p.Terms, r.term)
+		}
+		for _, h := range order {
+			for _, s := range []stmt.Stmt{b.sql.give[h.w], b.sql.giveEnd} {
+				if _, err := s.Exec(ctx, c, *groups[h]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// locked runs f in one transaction on a connection of its own whose
+// session is bounded first (sql.bound): wait_timeout and the lock waits
+// are QueryTimeout in whole seconds. A transaction cut off by a network
+// partition after its SELECT … FOR UPDATE therefore holds the rows' locks
+// on the server for about QueryTimeout, not until the server's
 // wait_timeout (8 hours by default) or TCP keepalive notice the client is
 // gone. After a commit the session's own values are put back (sql.restore)
 // and the connection returns to the pool; after any error it is discarded.
-// The cost: two statements per batch (SET before, SET after).
-func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error) {
+// The cost: two statements per batch (SET before, SET after). f gets the
+// requests whose rows lock (SELECT … FOR UPDATE SKIP LOCKED of rows
+// :names: anchor, service_id, term) locked and found naming their
+// candidate and term, each once, and their results are true. A batch
+// smaller than minRenewBatch is left out: each request falls back to its
+// election's own statements.
+func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f func(c *sql.Conn, held []int) error) ([]bool, error) {
 	out := make([]bool, len(reqs))
 	if len(reqs) < minRenewBatch {
-		return out, nil // not renewed here: each falls back to its heartbeat
+		return out, nil
 	}
 	conn, err := b.db.Conn(ctx)
 	if err == nil {
-		if err = b.renewLocked(ctx, conn, reqs, out); err != nil {
+		if err = b.lockedTx(ctx, conn, lock, reqs, out, f); err != nil {
 			// Its session is bounded and may be in a transaction:
 			// close it rather than pool it.
 			floor.Discard(conn)
@@ -187,11 +263,9 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 	return out, nil
 }
 
-// renewLocked bounds conn's session, renews, in one transaction on conn
-// (floor.InConnTx: its COMMIT too ends with ctx), the rows of reqs that it
-// can lock at once (their elections, candidates and terms as the lock
-// reads them) and that still name their request's candidate and term, sets
-// out[i] for each request renewed, and puts the session's values back.
+// lockedTx bounds conn's session, runs locked's transaction on conn
+// (floor.InConnTx: its COMMIT too ends with ctx), sets out[i] for each
+// request f got, and puts the session's values back.
 //
 // READ COMMITTED: the UPDATE may scan the whole primary key (the
 // optimizer's choice when the batch is a large part of the table); under
@@ -200,7 +274,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // READ COMMITTED InnoDB skips a locked row that does not match the WHERE
 // (semi-consistent read). SET TRANSACTION without SESSION sets it for the
 // next transaction only, on MySQL and MariaDB alike.
-func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewReq, out []bool) error {
+func (b *Batcher) lockedTx(ctx context.Context, conn *sql.Conn, lock string, reqs []renewReq, out []bool, f func(c *sql.Conn, held []int) error) error {
 	for _, set := range []string{b.sql.bound, readCommitted} {
 		if _, err := conn.ExecContext(ctx, set); err != nil {
 			return err
@@ -212,7 +286,7 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		for i, r := range reqs {
 			names[i] = r.name
 		}
-		query, args := stmt.In(b.sql.lock, names, nil)
+		query, args := stmt.In(lock, names, nil)
 		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -229,20 +303,18 @@ func (b *Batcher) renewLocked(ctx context.Context, conn *sql.Conn, reqs []renewR
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		var renew []string
+		var held []int
 		for i, r := range reqs {
 			if locked[r] {
 				out[i] = true
-				renew = append(renew, r.name)
-				delete(locked, r) // a duplicate request renews once
+				held = append(held, i)
+				delete(locked, r) // a duplicate request is done once
 			}
 		}
-		if len(renew) == 0 {
+		if len(held) == 0 {
 			return nil
 		}
-		query, args = stmt.In(b.sql.renew, renew, nil)
-		_, err = conn.ExecContext(ctx, query, args...)
-		return err
+		return f(conn, held)
 	})
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/dbclock"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -247,27 +250,8 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 // request false (it falls back to its own heartbeat), and renews no row of
 // another candidate, an older term, a released row or a missing one.
 func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	bt, err := NewBatcher(db, BatcherOptions{QueryTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	prefix := fmt.Sprintf("dup-%d-", time.Now().UnixNano())
-	a, b, gone, none := prefix+"a", prefix+"b", prefix+"released", prefix+"none"
-	for _, row := range []struct {
-		name     string
-		released int
-	}{{a, 0}, {b, 0}, {gone, 1}} {
-		if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
-VALUES (?, 'me', NOW(6) - INTERVAL 5 SECOND, 7, NOW(6) - INTERVAL 5 SECOND, 10000, ?)`, row.name, row.released); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, db, bt := heldRows(t, "dup", "a", "b")
+	a, b, gone, none := "dup-a", "dup-b", "dup-released", "dup-none"
 	reqs := []renewReq{
 		{name: a, id: "other", term: 7},
 		{name: a, id: "me", term: 7},
@@ -296,4 +280,112 @@ VALUES (?, 'me', NOW(6) - INTERVAL 5 SECOND, 7, NOW(6) - INTERVAL 5 SECOND, 1000
 			t.Errorf("%s's row renewed %v, want %v", name, fresh, renewed)
 		}
 	}
+}
+
+// TestBatcherGivesOnlyHeldRows (issue 36): a batch of give-ups gives up a
+// row, as its own statement would, only for the request naming the row's
+// candidate and term (a release, a hand-off's expiry in :lease, a
+// hand-over to :to), ends that term in the history, and answers the others
+// false (each then sends its own statement): another candidate, an older
+// term, a duplicate, a released row, a missing one.
+func TestBatcherGivesOnlyHeldRows(t *testing.T) {
+	ctx, db, bt := heldRows(t, "give", "a", "b", "c")
+	a, b, c, gone, none := "give-a", "give-b", "give-c", "give-released", "give-none"
+	held := func(name, id string, term uint64) renewReq { return renewReq{name: name, id: id, term: term} }
+	reqs := []giveReq{
+		{renewReq: held(a, "other", 7), w: writeRelease},
+		{renewReq: held(a, "me", 7), w: writeHandOver, to: "x", lease: 4000},
+		{renewReq: held(a, "me", 6), w: writeRelease},
+		{renewReq: held(a, "me", 7), w: writeHandOver, to: "x", lease: 4000}, // a duplicate
+		{renewReq: held(gone, "me", 7), w: writeRelease},
+		{renewReq: held(none, "me", 7), w: writeRelease},
+		{renewReq: held(b, "me", 7), w: writeRelease},
+		{renewReq: held(c, "me", 7), w: writeHandOff, lease: 3000},
+	}
+	out, err := bt.execGive(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, false, false, false, false, true, true} {
+		if out[i] != want {
+			t.Errorf("%+v given up %v, want %v", reqs[i], out[i], want)
+		}
+	}
+	for _, w := range []struct {
+		name, row, ended string
+	}{
+		{a, "1 x 4000 1", "transferred"},
+		{b, "1 - 10000 0", "resigned"},
+		{c, "0 - 3000 1", "resigned"},
+		{gone, "1 - 10000 0", ""},
+	} {
+		var row, ended string
+		if err := db.QueryRowContext(ctx, `SELECT CONCAT_WS(' ', released, IFNULL(transfer_to, '-'), lease_ms, last_seen_active > NOW(6) - INTERVAL 2 SECOND) FROM service_election WHERE anchor = ?`, w.name).Scan(&row); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT IFNULL(ended, '') FROM service_election_history WHERE anchor = ? AND term = 7`, w.name).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		if row != w.row || ended != w.ended {
+			t.Errorf("%s: row (released, transfer_to, lease_ms, written now) %q, history %q; want %q, %q", w.name, row, ended, w.row, w.ended)
+		}
+	}
+}
+
+// TestBatcherGivesUseKeys: each statement of a batch of give-ups finds its
+// rows by a key (the election table's primary key, the history's open
+// terms), for one election, a few and a batch of 500 in tables of 2,000,
+// where a scan would lock every row it reads.
+func TestBatcherGivesUseKeys(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db := testdb.Elections(t, ctx, 2000)
+	explain := testdb.Explain(t, ctx, db)
+	s := batchStatements(DefaultTable, 5*time.Second)
+	for _, n := range []int{1, 5, 500} {
+		p := stmt.Params{Names: make([]string, n), Terms: make([]uint64, n), To: "x", Lease: 1000}
+		for i := range p.Names {
+			p.Names[i], p.Terms[i] = fmt.Sprintf("e-%d", i*3), uint64(i*3)
+		}
+		lock, _ := stmt.In(s.giveLock, p.Names, nil)
+		all := map[string]string{"lock": lock}
+		for w, st := range append(s.give[:], s.giveEnd) {
+			all[fmt.Sprint("give ", w)], _ = st.Bind(p)
+		}
+		for what, q := range all {
+			for _, plan := range testdb.Rows(t, ctx, db, explain+q) {
+				if plan["key"] != "PRIMARY" && plan["key"] != "open_terms" || plan["type"] == "index" || plan["type"] == "ALL" {
+					t.Errorf("%s, %d names: the plan %v; want a key's rows", what, n, plan)
+				}
+			}
+		}
+	}
+}
+
+// heldRows returns a context with the test's deadline, a database of its
+// own with the election table's rows <prefix>-<name> of names and
+// <prefix>-released (released), each led by me with term 7 (its history
+// row too), last written 5 s ago, and a Batcher on it.
+func heldRows(t *testing.T, prefix string, names ...string) (context.Context, *sql.DB, *Batcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	bt, err := NewBatcher(db, BatcherOptions{QueryTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(names, "released") {
+		name := prefix + "-" + name
+		if _, err := db.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
+VALUES (?, 'me', NOW(6) - INTERVAL 5 SECOND, 7, NOW(6) - INTERVAL 5 SECOND, 10000, ?)`, name, strings.HasSuffix(name, "-released")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) VALUES (?, 0, 7, 'me', 'first', 1)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, db, bt
 }

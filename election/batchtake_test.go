@@ -91,9 +91,11 @@ func TestBatcherBatchesTakes(t *testing.T) {
 // floor's transaction, set-based (floor.TakeAll): one statement locks and
 // reads the batch's floor rows, one raises them, and one each closes and
 // appends their history, where each election sent each of these
-// statements. Each election still has one leader at a time, its floor at
-// its new term, and a history whose newest term is its holder's and open,
-// and the one before it resigned.
+// statements. The leader's resignations give the rows up many in one
+// transaction too (Batcher.execGive), where each sent its own. Each
+// election still has one leader at a time, its floor at its new term, and
+// a history whose newest term is its holder's and open, and the one
+// before it resigned.
 func TestBatcherBatchesTakeovers(t *testing.T) {
 	ctx, admin, dsn := generalLogServer(t)
 	const n = 60
@@ -124,13 +126,15 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 	}
 	stop()
 	fleet.wait(t, ctx, n)
-	var sets, singles, moved, floors int
+	var sets, singles, gives, singleGives, moved, floors int
 	for _, q := range []struct {
 		query string
 		into  *int
 	}{
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%FROM `service_election_floor` FORCE INDEX (PRIMARY) WHERE anchor IN (%'", &sets},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SELECT term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'UPDATE `service_election` FORCE INDEX (PRIMARY) SET released = 1%'", &gives},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%UPDATE `service_election_history` SET ended_at%WHERE anchor = %'", &singleGives},
 		// The term before the new one resigned (r0's last: under load
 		// r0 may have claimed its own row once before), the new one its
 		// holder's and open.
@@ -153,7 +157,10 @@ WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0'`, &moved},
 	if sets == 0 || singles >= n/2 {
 		t.Errorf("%d takeovers read %d batches of floor rows and %d single floor rows: want batches, and fewer than %d single", n, sets, singles, n/2)
 	}
-	t.Logf("%d takeovers read %d batches of floor rows and %d single floor rows", n, sets, singles)
+	if gives == 0 || singleGives >= n/2 {
+		t.Errorf("%d resignations sent %d batches of give-ups and ended %d terms alone: want batches, and fewer than %d alone", n, gives, singleGives, n/2)
+	}
+	t.Logf("%d takeovers read %d batches of floor rows and %d single floor rows; the resignations sent %d batches of give-ups and ended %d terms alone", n, sets, singles, gives, singleGives)
 }
 
 // batchedFleet is the candidates of many elections over replicas that

@@ -149,18 +149,26 @@ type heldStmts [writeEnd + 1]rowStmt
 // heldStatements returns the heldStmts of election table table, bounded by
 // conn and pool as rowStmt says.
 func heldStatements(table string, conn, pool stmt.Bound) heldStmts {
-	tbl := quoteTable(table)
+	tbl, give := quoteTable(table), giveSets()
 	return heldStmts{
-		writeRelease:  newRowStmt(`UPDATE `+tbl+` SET released = 1, transfer_to = NULL WHERE `+heldCond, conn, pool),
-		writeHandOff:  newRowStmt(`UPDATE `+tbl+` SET `+handOffSets+` WHERE `+heldCond, conn, pool),
-		writeHandOver: newRowStmt(`UPDATE `+tbl+` SET `+handOverSets+` WHERE `+heldCond, conn, pool),
+		writeRelease:  newRowStmt(`UPDATE `+tbl+` SET `+give[writeRelease]+` WHERE `+heldCond, conn, pool),
+		writeHandOff:  newRowStmt(`UPDATE `+tbl+` SET `+give[writeHandOff]+` WHERE `+heldCond, conn, pool),
+		writeHandOver: newRowStmt(`UPDATE `+tbl+` SET `+give[writeHandOver]+` WHERE `+heldCond, conn, pool),
 		writeProclaim: newRowStmt(`UPDATE `+tbl+` SET value = :value WHERE `+heldCond, conn, pool),
 		writePrefer:   newRowStmt(preferSQL(tbl), conn, pool),
 		// Only while the history leaves the term open.
-		writeEnd: newRowStmt(`UPDATE `+quoteTable(floor.History(table))+` SET ended_at = `+dbclock.TermNow+`,
-  ended = IF(:to = '', 'resigned', 'transferred') WHERE anchor = :name AND term = :hold AND ended_at IS NULL AND `+dbclock.Trusted, conn, pool),
+		writeEnd: newRowStmt(`UPDATE `+quoteTable(floor.History(table))+` SET `+endSets+` WHERE anchor = :name AND term = :hold AND ended_at IS NULL AND `+dbclock.Trusted, conn, pool),
 	}
 }
+
+// giveSets are the changes of the statements that give a held row up,
+// indexed by rowWrite, and endSets the end of the term they write into the
+// history; a Batcher's (execGive) are the same.
+func giveSets() [writeHandOver + 1]string {
+	return [...]string{`released = 1, transfer_to = NULL`, handOffSets, handOverSets}
+}
+
+const endSets = `ended_at = ` + dbclock.TermNow + `, ended = IF(:to = '', 'resigned', 'transferred')`
 
 // preferSQL is a follower's request for leadership by preference on table
 // tbl (quoted): it sets transfer_to to the follower (:me) on the row it saw
@@ -274,6 +282,12 @@ type batchStmts struct {
 	// which stmt.In fills. floors counts the floor rows of a batch of
 	// takes (Batcher.execTake).
 	lock, renew, read, floors string
+	// giveLock locks the rows a batch of give-ups may give up (as lock),
+	// give gives them up, as each rowWrite does, and giveEnd ends their
+	// terms (:terms) in the history (Batcher.execGive).
+	giveLock string
+	give     [writeHandOver + 1]stmt.Stmt
+	giveEnd  stmt.Stmt
 	// bound bounds a renewal connection's session (idle time and lock
 	// waits) before its transaction; restore puts back what it had.
 	bound, restore string
@@ -296,6 +310,12 @@ func batchStatements(table string, queryTimeout time.Duration) batchStmts {
 	// operator's lock on an unrelated row.
 	s.renew = `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`
 	s.read = `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+	s.giveLock = `SELECT anchor, service_id, term FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND released = 0 AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`
+	for w, sets := range giveSets() {
+		s.give[w] = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET ` + sets + ` WHERE anchor IN (:names)`)
+	}
+	s.giveEnd = stmt.Must(`UPDATE ` + quoteTable(floor.History(table)) + ` FORCE INDEX (open_terms) SET ` + endSets + `
+WHERE anchor IN (:names) AND term = CASE anchor :terms END AND ended_at IS NULL AND ` + dbclock.Trusted)
 
 	n := stmt.WaitSecs(queryTimeout)
 	s.bound, s.restore = stmt.SessionSQL(true, stmt.SessionVar{Name: "wait_timeout", Value: n},

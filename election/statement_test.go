@@ -137,7 +137,27 @@ func TestStatementsPlaceholders(t *testing.T) {
 				t.Errorf("(%s, %+v): %d placeholders, %d arguments in %q", c.table, c.bound, countPlaceholders(q), len(args), q)
 			}
 		}
+		for _, s := range giveStatements(c) {
+			if n := countPlaceholders(s.sql); n != len(s.args) {
+				t.Errorf("%s (%s, %+v): %d placeholders, %d arguments in %q", s.what, c.table, c.bound, n, len(s.args), s.sql)
+			}
+		}
 	}
+}
+
+// giveStatements are a Batcher's give-ups (Batcher.execGive) as c builds
+// them, with c.names.
+func giveStatements(c statementCase) []builtStatement {
+	b := batchStatements(c.table, 4*time.Second)
+	p := c.p
+	p.To, p.Names, p.Terms = "to", c.names, make([]uint64, len(c.names))
+	q, args := stmt.In(b.giveLock, c.names, nil)
+	out := []builtStatement{{"batch give lock", q, args}}
+	for w, s := range append(b.give[:], b.giveEnd) {
+		q, args := s.Bind(p)
+		out = append(out, builtStatement{fmt.Sprintf("batch give %d", w), q, args})
+	}
+	return out
 }
 
 // TestStatementsAsHandAssembled: the builder produces the statements that
@@ -181,6 +201,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p, c.names)...)
+		all = append(all, giveStatements(c)...)
 	}
 	f := tableStatements(DefaultTable, stmt.Bound{}, time.Second).floor
 	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {

@@ -140,6 +140,20 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	return t.heartbeat(ctx, hold)
 }
 
+// writeRow is backendBase's, but a Batcher's election gives its row up
+// (a release, hand-off or hand-over) with others' in one transaction
+// (Batcher.execGive) when it can; alone when that did not give it up, or
+// failed (its statements change only a row that still names the term).
+func (t *tableBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error) {
+	if b := t.cfg.Batcher; b != nil && w <= writeHandOver {
+		given, err := b.gives.Do(ctx, giveReq{renewReq: renewReq{name: p.Name, id: p.Me, term: p.Hold}, w: w, to: p.To, lease: p.Lease})
+		if given && err == nil {
+			return true, nil
+		}
+	}
+	return t.backendBase.writeRow(ctx, w, p)
+}
+
 // heartbeat runs the heartbeat (heartbeatOnce) and, when it found this
 // candidate holding, makes sure it keeps the handover lock (wakeup.hold).
 func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error) {

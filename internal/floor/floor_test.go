@@ -80,29 +80,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 func TestTakeAllUsesKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dsn := testdb.DSN(t)
-	testdb.Migrate(t, dsn)
-	db := testdb.Open(t, dsn)
-	for _, q := range []string{
-		"INSERT INTO service_election (anchor, service_id, term) SELECT CONCAT('e-', n), 'm', n FROM %s",
-		"INSERT INTO service_election_floor (anchor, term_floor) SELECT CONCAT('e-', n), n FROM %s",
-		"INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) SELECT CONCAT('e-', n), 0, n, 'm', 'first', 1 FROM %s",
-	} {
-		// 2,000 numbers: a cross join of digits, on MySQL and MariaDB alike.
-		const nums = `(SELECT a.d + 10*b.d + 100*c.d + 1000*x.d AS n FROM
-(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
-(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
-(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
-(SELECT 0 d UNION ALL SELECT 1) x) nums`
-		if _, err := db.ExecContext(ctx, fmt.Sprintf(q, nums)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tbl := range []string{"service_election", "service_election_floor", "service_election_history"} {
-		if _, err := db.ExecContext(ctx, "ANALYZE TABLE "+tbl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := testdb.Elections(t, ctx, 2000)
 	explain := testdb.Explain(t, ctx, db)
 	f := floor.NewStmts("service_election", stmt.Bound{}, time.Second)
 	for _, n := range []int{1, 5, 500} {

@@ -519,6 +519,35 @@ func Rows(t testing.TB, ctx context.Context, db *sql.DB, query string, args ...a
 	return out
 }
 
+// Elections returns a database of its own (DSN) whose default tables,
+// migrated, hold n elections (n at most 10,000): e-0 to e-<n-1>, each led
+// by m with its number as its term, with a floor row and a history row,
+// analyzed, for a plan's tests.
+func Elections(t testing.TB, ctx context.Context, n int) *sql.DB {
+	t.Helper()
+	dsn := DSN(t)
+	Migrate(t, dsn)
+	db := Open(t, dsn)
+	// 10,000 numbers: a cross join of digits, on MySQL and MariaDB alike.
+	const digit = `(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`
+	nums := fmt.Sprintf(`(SELECT a.d + 10*b.d + 100*c.d + 1000*x.d AS n FROM %s a, %s b, %s c, %s x) nums WHERE n < %d`, digit, digit, digit, digit, n)
+	for _, q := range []string{
+		"INSERT INTO service_election (anchor, service_id, term) SELECT CONCAT('e-', n), 'm', n FROM %s",
+		"INSERT INTO service_election_floor (anchor, term_floor) SELECT CONCAT('e-', n), n FROM %s",
+		"INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) SELECT CONCAT('e-', n), 0, n, 'm', 'first', 1 FROM %s",
+	} {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(q, nums)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range []string{"service_election", "service_election_floor", "service_election_history"} {
+		if _, err := db.ExecContext(ctx, "ANALYZE TABLE "+tbl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
 // Explain returns the EXPLAIN that prints db's server's plan as a table of
 // rows (MySQL 9 explains in a tree by default).
 func Explain(t testing.TB, ctx context.Context, db *sql.DB) string {
