@@ -334,8 +334,8 @@ const maxTakeBatch = 500
 // execTake runs a batch of heartbeats that may assign terms in one term
 // floor's transaction (floor.TakeAll, or floor.Take each when an election
 // is in it twice; tried once more after a deadlock or a write conflict, as
-// floor.InTx), in the order of their names; those
-// whose callers gave up are left out. When one of their elections has no
+// floor.InTx), in the order of their names, by the earliest of their
+// callers' deadlines; those whose callers gave up are left out. When one of their elections has no
 // floor row yet (a first election), the floor's marker row is locked
 // first: such batches run one at a time, none holds a gap lock while it
 // waits for the marker, so that they do not deadlock, and one reading of
@@ -365,9 +365,15 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 			live, names = append(live, r), append(names, r.name)
 		}
 	}
-	switch len(live) {
-	case 0:
+	if len(live) == 0 {
 		return out, nil
+	}
+	if d, ok := earliest(live); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	switch len(live) {
 	case 1: // alone: its error is its result
 		r := live[0]
 		return unsent(floor.InTx(ctx, b.db, r.f, r.name, r.in(ctx)))
@@ -394,6 +400,21 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 		return unsent(err)
 	}
 	return out, err
+}
+
+// earliest is the earliest deadline of reqs' contexts (false: none has
+// one). A batch of takes ends by it (execTake): a take committed after its
+// candidate gave up on it would leave the candidate a row it did not know
+// it held, which it must then wait out the lock delay to lead (crash of a
+// shard group's member, BENCHMARKS.md), and a batch waits for its turn
+// outside its members' deadlines (internal/combine).
+func earliest(reqs []takeReq) (first time.Time, ok bool) {
+	for _, r := range reqs {
+		if d, has := r.ctx.Deadline(); has && (!ok || d.Before(first)) {
+			first, ok = d, true
+		}
+	}
+	return first, ok
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/internal/dbclock"
+	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/stmt"
@@ -388,4 +389,52 @@ VALUES (?, 'me', NOW(6) - INTERVAL 5 SECOND, 7, NOW(6) - INTERVAL 5 SECOND, 1000
 		}
 	}
 	return ctx, db, bt
+}
+
+// TestBatcherTakesEndByDeadline: a batch of takes ends, and rolls back, by
+// the earliest deadline of its candidates: a take committed after its
+// candidate gave up on it would leave the candidate a row it did not know
+// it held, which it must wait out the lock delay to lead (a shard group's
+// crash once took 38 s so, BENCHMARKS.md). Candidate a's take has 1 s,
+// b's 20 s, and b's row is locked elsewhere until a gave up: a's take,
+// sent first, must not commit.
+func TestBatcherTakesEndByDeadline(t *testing.T) {
+	ctx, db, bt := heldRows(t, "late", "a", "b")
+	if _, err := db.ExecContext(ctx, `INSERT INTO service_election_floor (anchor, term_floor) VALUES ('late-a', 7), ('late-b', 7)`); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = 'late-b' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	f := floor.NewStmts(DefaultTable, stmt.Bound{}, time.Second)
+	take := func(ctx context.Context, name string) takeReq {
+		return takeReq{ctx: ctx, name: name, f: f, write: func(ctx context.Context, tx floor.Tx, fl uint64, _ bool) (uint64, error) {
+			_, err := tx.ExecContext(ctx, `UPDATE service_election SET service_id = 'new', term = ? WHERE anchor = ?`, fl+1, name)
+			return fl + 1, err
+		}}
+	}
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = bt.execTake(ctx, []takeReq{take(actx, "late-a"), take(ctx, "late-b")})
+	}()
+	<-actx.Done() // a gave up
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	var holder string
+	if err := db.QueryRowContext(ctx, `SELECT service_id FROM service_election WHERE anchor = 'late-a'`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if holder != "me" {
+		t.Errorf("late-a's row names %q after its candidate gave up on the take: the batch committed it", holder)
+	}
 }
