@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -59,9 +60,10 @@ type BatcherOptions struct {
 // of them by the lock-wait bound. A batch sends one heartbeat per
 // election and, on the floor and history rows, a few statements for the
 // whole batch.
-// Give-ups (releases and hand-overs, such as a shard group's leave) go
-// as renewals do: the rows locked and still held are given up, and their
-// terms ended in the history, a few statements for the batch.
+// Give-ups (releases, hand-offs and hand-overs, such as a shard group's
+// leave) go as renewals do: the rows locked and still held are given up,
+// and their terms ended in the history, two statements for each kind,
+// target and lease in the batch.
 // Followers read the rows of many elections with one SELECT.
 // Run's preflight is shared too: the elections that share a Batcher and
 // their *sql.DB run it one at a time, and reuse one that passed less than a
@@ -110,8 +112,9 @@ type renewReq struct {
 
 // giveReq gives up the row of election name that candidate id holds with
 // term as w does (a release, hand-off or hand-over), with its :to and
-// :lease (tableBackend.writeRow).
+// :lease (tableBackend.writeRow; a release's :lease is 0: it reads none).
 type giveReq struct {
+	ctx context.Context // the caller's: one that gave up is left out
 	renewReq
 	w     rowWrite
 	to    string
@@ -195,13 +198,26 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // it can lock that still name their candidate and term (see locked), each
 // as its own statement would (giveUpTx), and ends their terms in the
 // history in the same transaction: two statements for each kind of
-// give-up and target in the batch.
+// give-up, target and lease in the batch (one pair for its releases, one
+// for the hand-overs to each target, one for each hand-off, whose leases
+// differ). Like a batch of takes it ends by the earliest deadline of its
+// callers (see earliest), and leaves out those that gave up: a give-up
+// commits only for a caller still waiting for it.
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
-	keys := make([]renewReq, len(reqs))
+	var keys []renewReq
+	var ctxs []context.Context
+	var at []int // keys[k] is reqs[at[k]]
 	for i, r := range reqs {
-		keys[i] = r.renewReq
+		if r.ctx.Err() == nil {
+			keys, ctxs, at = append(keys, r.renewReq), append(ctxs, r.ctx), append(at, i)
+		}
 	}
-	return b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
+	if d, ok := earliest(ctxs); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	given, err := b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
 		type how struct {
 			w     rowWrite
 			to    string
@@ -210,7 +226,7 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 		groups := map[how]*stmt.Params{}
 		var order []how
 		for _, k := range held {
-			r := reqs[k]
+			r := reqs[at[k]]
 			h := how{r.w, r.to, r.lease}
 			if groups[h] == nil {
 				groups[h], order = &stmt.Params{To: r.to, Lease: r.lease}, append(order, h)
@@ -227,6 +243,14 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(reqs))
+	for k, i := range at {
+		out[i] = given[k]
+	}
+	return out, nil
 }
 
 // locked runs f in one transaction on a connection of its own whose
@@ -256,6 +280,9 @@ func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f fu
 			floor.Discard(conn)
 		}
 		_ = conn.Close()
+	}
+	if errors.Is(err, errRestore) {
+		return out, nil // committed: the results stand
 	}
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
@@ -319,9 +346,15 @@ func (b *Batcher) lockedTx(ctx context.Context, conn *sql.Conn, lock string, req
 	if err != nil {
 		return err
 	}
-	_, err = conn.ExecContext(ctx, b.sql.restore)
-	return err
+	if _, err = conn.ExecContext(ctx, b.sql.restore); err != nil {
+		return fmt.Errorf("%w: %w", errRestore, err)
+	}
+	return nil
 }
+
+// errRestore is lockedTx's failure to put the session's values back after
+// its transaction committed.
+var errRestore = errors.New("election: restoring a batch's session")
 
 // maxTakeBatch is the most heartbeats one transaction of execTake sends:
 // one heartbeat each, and a few statements for the batch (set-based), so
@@ -360,15 +393,16 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	}
 	var live []takeReq
 	var names []string
+	var ctxs []context.Context
 	for i, r := range reqs {
 		if out[i] = r.ctx.Err(); out[i] == nil {
-			live, names = append(live, r), append(names, r.name)
+			live, names, ctxs = append(live, r), append(names, r.name), append(ctxs, r.ctx)
 		}
 	}
 	if len(live) == 0 {
 		return out, nil
 	}
-	if d, ok := earliest(live); ok {
+	if d, ok := earliest(ctxs); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
@@ -402,15 +436,15 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	return out, err
 }
 
-// earliest is the earliest deadline of reqs' contexts (false: none has
-// one). A batch of takes ends by it (execTake): a take committed after its
-// candidate gave up on it would leave the candidate a row it did not know
-// it held, which it must then wait out the lock delay to lead (crash of a
-// shard group's member, BENCHMARKS.md), and a batch waits for its turn
-// outside its members' deadlines (internal/combine).
-func earliest(reqs []takeReq) (first time.Time, ok bool) {
-	for _, r := range reqs {
-		if d, has := r.ctx.Deadline(); has && (!ok || d.Before(first)) {
+// earliest is the earliest deadline of ctxs (false: none has one). A
+// batch of takes or give-ups ends by it (execTake, execGive): a take
+// committed after its candidate gave up on it would leave the candidate a
+// row it did not know it held, which it must then wait out the lock delay
+// to lead (crash of a shard group's member, BENCHMARKS.md), and a batch
+// waits for its turn outside its members' deadlines (internal/combine).
+func earliest(ctxs []context.Context) (first time.Time, ok bool) {
+	for _, c := range ctxs {
+		if d, has := c.Deadline(); has && (!ok || d.Before(first)) {
 			first, ok = d, true
 		}
 	}

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -173,7 +174,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 
 // TestBatcherRenewsReadCommitted: the batch's transaction, begun with BEGIN
 // on its connection (inConnTx) after SET TRANSACTION ISOLATION LEVEL READ
-// COMMITTED, runs under READ COMMITTED on every server (see renewLocked),
+// COMMITTED, runs under READ COMMITTED on every server (see lockedTx),
 // as InnoDB reports it while the transaction holds the rows.
 func TestBatcherRenewsReadCommitted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -288,11 +289,13 @@ func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
 // candidate and term (a release, a hand-off's expiry in :lease, a
 // hand-over to :to), ends that term in the history, and answers the others
 // false (each then sends its own statement): another candidate, an older
-// term, a duplicate, a released row, a missing one.
+// term, a duplicate, a released row, a missing one, a caller that gave up.
 func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 	ctx, db, bt := heldRows(t, "give", "a", "b", "c")
 	a, b, c, gone, none := "give-a", "give-b", "give-c", "give-released", "give-none"
 	held := func(name, id string, term uint64) renewReq { return renewReq{name: name, id: id, term: term} }
+	ended, cancel := context.WithCancel(ctx)
+	cancel() // a caller that gave up: left out
 	reqs := []giveReq{
 		{renewReq: held(a, "other", 7), w: writeRelease},
 		{renewReq: held(a, "me", 7), w: writeHandOver, to: "x", lease: 4000},
@@ -302,12 +305,16 @@ func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 		{renewReq: held(none, "me", 7), w: writeRelease},
 		{renewReq: held(b, "me", 7), w: writeRelease},
 		{renewReq: held(c, "me", 7), w: writeHandOff, lease: 3000},
+		{renewReq: held(c, "me", 7), w: writeRelease, ctx: ended},
+	}
+	for i := range reqs {
+		reqs[i].ctx = cmp.Or(reqs[i].ctx, ctx)
 	}
 	out, err := bt.execGive(ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []bool{false, true, false, false, false, false, true, true} {
+	for i, want := range []bool{false, true, false, false, false, false, true, true, false} {
 		if out[i] != want {
 			t.Errorf("%+v given up %v, want %v", reqs[i], out[i], want)
 		}

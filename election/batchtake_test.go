@@ -53,7 +53,7 @@ func TestBatcherBatchesTakes(t *testing.T) {
 		into  *int
 	}{
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SUM(CRC32(anchor))%'", &sums},
-		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SELECT term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election_floor` (anchor, term_floor, terms) SELECT%'", &seeds},
 		{"SELECT COUNT(*) FROM service_election WHERE anchor LIKE 'takes-%' AND term > 0", &led},
 		{"SELECT COUNT(*) FROM service_election e JOIN service_election_history h ON h.anchor = e.anchor AND h.term = e.term WHERE e.anchor LIKE 'takes-%'", &history},
@@ -132,9 +132,9 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 		into  *int
 	}{
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%FROM `service_election_floor` FORCE INDEX (PRIMARY) WHERE anchor IN (%'", &sets},
-		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SELECT term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'UPDATE `service_election` FORCE INDEX (PRIMARY) SET released = 1%'", &gives},
-		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%UPDATE `service_election_history` SET ended_at%WHERE anchor = %'", &singleGives},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%`service_election_history` SET ended_at%WHERE anchor = %'", &singleGives},
 		// The term before the new one resigned (r0's last: under load
 		// r0 may have claimed its own row once before), the new one its
 		// holder's and open.

@@ -18,9 +18,9 @@ import (
 // backend: the two share their conditions and the holder's statements.
 //
 // Each is written once as SQL with named parameters (:name, :me, :hold, …),
-// compiled by internal/stmt, which binds the arguments from a stmt.Params:
-// the library's one parameter mechanism, but for a Batcher's lists of
-// elections (:names, see stmt.In). Not here: the term floor's
+// compiled by internal/stmt, which binds the arguments from a stmt.Params
+// (a Batcher's lists of elections too, :names and :terms): the library's
+// one parameter mechanism. Not here: the term floor's
 // statements (internal/floor: both backends and Assume run them in one
 // transaction with a term's write) and the GET_LOCK statements
 // (internal/getlock's Lock: the lock backend's lock, the table backend's
@@ -270,8 +270,8 @@ WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + dbclock.Trusted + ` AND
 	return s
 }
 
-// readCommitted sets the isolation of a Batcher's renewals' transaction
-// (see Batcher.renewLocked).
+// readCommitted sets the isolation of a Batcher's renewals' and give-ups'
+// transaction (see Batcher.lockedTx).
 const readCommitted = `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
 
 // batchStmts are a Batcher's statements on many elections' rows (:names).
@@ -288,8 +288,9 @@ type batchStmts struct {
 	giveLock string
 	give     [writeHandOver + 1]stmt.Stmt
 	giveEnd  stmt.Stmt
-	// bound bounds a renewal connection's session (idle time and lock
-	// waits) before its transaction; restore puts back what it had.
+	// bound bounds the session of a batch of renewals or give-ups (idle
+	// time and lock waits) before its transaction; restore puts back what
+	// it had.
 	bound, restore string
 }
 

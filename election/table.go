@@ -142,16 +142,30 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 
 // writeRow is backendBase's, but a Batcher's election gives its row up
 // (a release, hand-off or hand-over) with others' in one transaction
-// (Batcher.execGive) when it can; alone when that did not give it up, or
-// failed (its statements change only a row that still names the term).
+// (Batcher.execGive) when it can, within half its time; alone when that
+// did not give it up, or failed (its statements change only a row that
+// still names the term; a hand-off given up twice expires a little later).
 func (t *tableBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error) {
+	var berr error
 	if b := t.cfg.Batcher; b != nil && w <= writeHandOver {
-		given, err := b.gives.Do(ctx, giveReq{renewReq: renewReq{name: p.Name, id: p.Me, term: p.Hold}, w: w, to: p.To, lease: p.Lease})
-		if given && err == nil {
+		r := giveReq{renewReq: renewReq{name: p.Name, id: p.Me, term: p.Hold}, w: w, to: p.To, lease: p.Lease}
+		if w == writeRelease {
+			r.lease = 0 // not read: releases batch together
+		}
+		var cancel context.CancelFunc
+		r.ctx, cancel = context.WithTimeout(ctx, t.cfg.QueryTimeout/2)
+		var given bool
+		given, berr = b.gives.Do(r.ctx, r)
+		cancel()
+		if given && berr == nil {
 			return true, nil
 		}
 	}
-	return t.backendBase.writeRow(ctx, w, p)
+	ok, err := t.backendBase.writeRow(ctx, w, p)
+	if err != nil && berr != nil {
+		err = fmt.Errorf("%w (in a batch: %v)", err, berr)
+	}
+	return ok, err
 }
 
 // heartbeat runs the heartbeat (heartbeatOnce) and, when it found this

@@ -96,7 +96,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	cfg.Table = cmp.Or(cfg.Table, election.DefaultTable)
 	cfg.ID = cmp.Or(cfg.ID, election.DefaultID())
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, 15*time.Second)
-	eb, err := election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table})
+	eb, err := election.NewBatcher(db, election.BatcherOptions{Table: cfg.Table, QueryTimeout: cfg.Tuning.QueryTimeout})
 	if err != nil {
 		return err
 	}

@@ -223,8 +223,15 @@ func (s Stmt) QueryRow(ctx context.Context, db RowQuerier, p Params) *sql.Row {
 	return db.QueryRowContext(ctx, query, args...)
 }
 
-// In returns query, a statement on many elections (see Params.Names),
-// with names and terms bound.
+// In returns query, a statement on many elections (see Params.Names)
+// with no other parameter, with names and terms bound; it panics
+// (ErrInvalid) on another parameter, which it would bind as a zero value.
 func In(query string, names []string, terms []uint64) (string, []any) {
-	return Must(query).Bind(Params{Names: names, Terms: terms})
+	s := Must(query)
+	for _, n := range s.names {
+		if n != "names" && n != "terms" {
+			panic(fmt.Errorf("%w: :%s in %q (In binds only :names and :terms)", ErrInvalid, n, query))
+		}
+	}
+	return s.Bind(Params{Names: names, Terms: terms})
 }

@@ -106,4 +106,10 @@ func TestIn(t *testing.T) {
 			t.Errorf("In(%q, %q, %v) = %q %#v, want %q %#v", c.query, c.names, c.terms, gotSQL, gotArgs, c.wantSQL, c.wantArgs)
 		}
 	}
+	defer func() {
+		if err, _ := recover().(error); !errors.Is(err, ErrInvalid) {
+			t.Errorf("In with :me did not panic with ErrInvalid: %v", err)
+		}
+	}()
+	In("UPDATE t SET a = :me WHERE b IN (:names)", []string{"x"}, nil)
 }
