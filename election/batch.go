@@ -201,7 +201,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // give-up, target and lease in the batch (one pair for its releases, one
 // for the hand-overs to each target, one for each hand-off, whose leases
 // differ). Like a batch of takes it ends by the earliest deadline of its
-// callers (see earliest), and leaves out those that gave up: a give-up
+// callers (see byEarliest), and leaves out those that gave up: a give-up
 // commits only for a caller still waiting for it.
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
 	var keys []renewReq
@@ -212,11 +212,8 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 			keys, ctxs, at = append(keys, r.renewReq), append(ctxs, r.ctx), append(at, i)
 		}
 	}
-	if d, ok := earliest(ctxs); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
+	ctx, cancel := byEarliest(ctx, ctxs)
+	defer cancel()
 	given, err := b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
 		type how struct {
 			w     rowWrite
@@ -368,9 +365,9 @@ const maxTakeBatch = 500
 // floor's transaction (floor.TakeAll, or floor.Take each when an election
 // is in it twice; tried once more after a deadlock or a write conflict, as
 // floor.InTx), in the order of their names, by the earliest of their
-// callers' deadlines; those whose callers gave up are left out. When one of their elections has no
-// floor row yet (a first election), the floor's marker row is locked
-// first: such batches run one at a time, none holds a gap lock while it
+// callers' deadlines; those whose callers gave up are left out. When one
+// of their elections has no floor row yet (a first election), the floor's
+// marker row is locked first: such batches run one at a time, none holds a gap lock while it
 // waits for the marker, so that they do not deadlock, and one reading of
 // the marker's sum serves a batch's first elections (floor.Marked), where
 // every first election read the whole floor table. Set-based, the batch
@@ -402,11 +399,8 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	if len(live) == 0 {
 		return out, nil
 	}
-	if d, ok := earliest(ctxs); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
+	ctx, cancel := byEarliest(ctx, ctxs)
+	defer cancel()
 	switch len(live) {
 	case 1: // alone: its error is its result
 		r := live[0]
@@ -436,19 +430,23 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	return out, err
 }
 
-// earliest is the earliest deadline of ctxs (false: none has one). A
-// batch of takes or give-ups ends by it (execTake, execGive): a take
+// byEarliest is ctx ending by the earliest deadline of ctxs too. A batch
+// of takes or give-ups runs under it (execTake, execGive): a take
 // committed after its candidate gave up on it would leave the candidate a
 // row it did not know it held, which it must then wait out the lock delay
 // to lead (crash of a shard group's member, BENCHMARKS.md), and a batch
 // waits for its turn outside its members' deadlines (internal/combine).
-func earliest(ctxs []context.Context) (first time.Time, ok bool) {
+func byEarliest(ctx context.Context, ctxs []context.Context) (context.Context, context.CancelFunc) {
+	var first time.Time
 	for _, c := range ctxs {
-		if d, has := c.Deadline(); has && (!ok || d.Before(first)) {
-			first, ok = d, true
+		if d, ok := c.Deadline(); ok && (first.IsZero() || d.Before(first)) {
+			first = d
 		}
 	}
-	return first, ok
+	if first.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, first)
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in
