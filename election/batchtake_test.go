@@ -126,7 +126,7 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 	}
 	stop()
 	fleet.wait(t, ctx, n)
-	var sets, singles, gives, singleGives, moved, floors int
+	var sets, singles, gives, singleGives, rowReads, moved, floors int
 	for _, q := range []struct {
 		query string
 		into  *int
@@ -135,6 +135,8 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'UPDATE `service_election` FORCE INDEX (PRIMARY) SET released = 1%'", &gives},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%`service_election_history` SET ended_at%WHERE anchor = %'", &singleGives},
+		// A take's read of its row after the commit (tableBackend.confirm).
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SELECT %FROM `service_election` WHERE anchor = %'", &rowReads},
 		// The term before the new one resigned (r0's last: under load
 		// r0 may have claimed its own row once before), the new one its
 		// holder's and open.
@@ -160,7 +162,10 @@ WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0'`, &moved},
 	if gives == 0 || singleGives >= n/2 {
 		t.Errorf("%d resignations sent %d batches of give-ups and ended %d terms alone: want batches, and fewer than %d alone", n, gives, singleGives, n/2)
 	}
-	t.Logf("%d takeovers read %d batches of floor rows and %d single floor rows; the resignations sent %d batches of give-ups and ended %d terms alone", n, sets, singles, gives, singleGives)
+	if rowReads >= n/2 {
+		t.Errorf("%d takeovers read %d election rows one by one: want fewer than %d (their reads batched)", n, rowReads, n/2)
+	}
+	t.Logf("%d takeovers read %d batches of floor rows, %d single floor rows and %d single election rows; the resignations sent %d batches of give-ups and ended %d terms alone", n, sets, singles, rowReads, gives, singleGives)
 }
 
 // batchedFleet is the candidates of many elections over replicas that

@@ -73,14 +73,13 @@ func TestLockBoundOnServer(t *testing.T) {
 	if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("heartbeat inserted %d rows, want 1", n)
 	}
-	var term uint64
-	var acquired string
-	var transferTo sql.NullString
-	checkSQL, checkArgs := tb.stmts.check.Bind(tb.params(0))
-	if err := conn.QueryRowContext(ctx, checkSQL, checkArgs...).Scan(&term, &acquired, &transferTo); err != nil {
-		t.Fatalf("check: %v", err)
+	var rec Record
+	readQuery, readArgs := stmt.Must(readSQL(quoteTable(DefaultTable))).Bind(stmt.Params{Name: "bound"})
+	if err := rec.scan(conn.QueryRowContext(ctx, readQuery, readArgs...)); err != nil {
+		t.Fatalf("read: %v", err)
 	}
-	noWarnings("check")
+	noWarnings("read")
+	term := rec.Term
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

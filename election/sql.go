@@ -238,7 +238,6 @@ WHERE ` + fencedCond
 type tableStmts struct {
 	heartbeat stmt.Stmt   // renews, takes or inserts the row, in the term floor's transaction (probe.HeartbeatSQL)
 	renew     stmt.Stmt   // a holder's renewal, outside that transaction (see tableStatements)
-	check     stmt.Stmt   // after an ambiguous heartbeat: what the row says now
 	peek      string      // no row, but fails unless the table has the columns
 	floor     floor.Stmts // the election's term floor (internal/floor)
 }
@@ -250,7 +249,6 @@ func tableStatements(table string, bound stmt.Bound, lockDelay time.Duration) ta
 	tbl := quoteTable(table)
 	s := tableStmts{
 		heartbeat: bound.Stmt(probe.HeartbeatSQL(tbl)),
-		check:     bound.Stmt(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = :name AND service_id = :me AND released = 0`),
 		// No row, but fails unless the table has the columns (decision:
 		// schema version 7).
 		peek:  `SELECT ` + probe.RecordColumns + `, decision FROM ` + tbl + ` WHERE 1 = 0`,

@@ -69,7 +69,6 @@ func builtStatements(t *testing.T, table string, bound stmt.Bound, p stmt.Params
 	hp.Floor, hp.First = p.Floor, p.First
 	add("heartbeat", tb.stmts.heartbeat, hp)
 	add("renew", tb.stmts.renew, tb.params(p.Hold))
-	add("check", tb.stmts.check, tb.params(p.Hold))
 	add("release", tb.held[writeRelease].pool, tb.params(p.Hold))
 	add("release in a transaction", tb.held[writeRelease].conn, tb.params(p.Hold))
 	add("handOff", tb.held[writeHandOff].pool, tb.params(p.Hold))
@@ -265,7 +264,6 @@ lease_ms = IF(decision, ?, lease_ms),
 last_seen_active = IF(decision, ` + dbclock.Now + `, last_seen_active),
 priority = IF(decision, ?, priority),
 decision = NULL`)
-	checkSQL := bound.Wrap(`SELECT term, acquired, transfer_to FROM ` + tbl + ` WHERE anchor = ? AND service_id = ? AND released = 0`)
 	releaseTxSQL := `UPDATE ` + tbl + ` SET released = 1, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted
 	releaseSQL := bound.Wrap(releaseTxSQL + ` AND ` + commitsSQL)
 	handOffSQL := bound.Wrap(`UPDATE ` + tbl + ` SET last_seen_active = ` + dbclock.Now + `, lease_ms = ?, transfer_to = NULL WHERE anchor = ? AND service_id = ? AND term = ? AND released = 0 AND ` + dbclock.Trusted + ` AND ` + commitsSQL)
@@ -288,7 +286,6 @@ decision = NULL`)
 		{"renew", bound.Wrap(`UPDATE ` + tbl + ` SET value = ?, backend = 'table', connection_id = NULL, transfer_to = NULL,
   released = 0, lease_ms = ?, last_seen_active = ` + dbclock.Now + `, priority = ?
 WHERE anchor = ? AND ` + r + ` AND ` + dbclock.Trusted + ` AND ` + commitsSQL), []any{val, lease, p.Priority, p.Name, me, hold, me}},
-		{"check", checkSQL, []any{p.Name, me}},
 		{"release", releaseSQL, []any{p.Name, me, hold}},
 		{"release in a transaction", bound.Wrap(releaseTxSQL), []any{p.Name, me, hold}},
 		{"handOff", handOffSQL, []any{lease, p.Name, me, hold}},

@@ -97,12 +97,18 @@ func (t *tableBackend) verdict(ctx context.Context) (verdict, error) {
 	return v, err
 }
 
-func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
-	read := func(ctx context.Context) (Record, error) { return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name) }
+// read reads the election's row, with a Batcher's in one statement with
+// others' (a Record of the election alone when it has none): a follower's
+// look, and confirm's.
+func (t *tableBackend) read(ctx context.Context) (Record, error) {
 	if t.cfg.Batcher != nil {
-		read = func(ctx context.Context) (Record, error) { return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name) }
+		return t.cfg.Batcher.reads.Do(ctx, t.cfg.Name)
 	}
-	rec, err := read(ctx)
+	return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
+}
+
+func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
+	rec, err := t.read(ctx)
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
@@ -267,41 +273,37 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 // that changed nothing (deposed, or asked to hand over), or one the
 // heartbeat made after the renewal (tableStmts.renew) renewed nothing (2 affected rows and the
 // same term: rare, and what a value left in the decision column by another
-// statement would also report), it reads what the row says now.
+// statement would also report), it reads what the row says now (read: a
+// batch's takes then send one read for all, not one each, which at 500
+// at once overflowed the server's backlog of new connections and cost
+// some a second).
 func (t *tableBackend) confirm(ctx context.Context, hold uint64, n, term int64) (beat, error) {
-	// The row as tableStmts.check reads it.
-	var rowTerm uint64
-	var acquired string
-	var transferTo sql.NullString
-	err := t.stmts.check.QueryRow(ctx, t.db, t.params(hold)).Scan(&rowTerm, &acquired, &transferTo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return beat{}, nil
-	}
-	if err != nil {
-		return beat{}, probe.Classify(err, t.cfg.Table)
-	}
-	if term > 0 && rowTerm != uint64(term) {
-		return beat{}, nil // changed again since: not ours this tick
-	}
+	rec, err := t.read(ctx)
 	switch {
-	case n < 2 && hold != 0 && rowTerm == hold && transferTo.Valid:
+	case err != nil && !errors.Is(err, ErrNoLeader):
+		return beat{}, err
+	case rec.ID != t.cfg.ID || rec.Released || rec.Term == 0:
+		return beat{}, nil // not this candidate's, or released
+	case term > 0 && rec.Term != uint64(term):
+		return beat{}, nil // changed again since: not ours this tick
+	case n < 2 && hold != 0 && rec.Term == hold && rec.Transfer:
 		// Still ours, not renewed: an operator asked for a transfer or a
 		// step-down (see probe.RenewCond).
-		return beat{requested: true, to: transferTo.String}, nil
+		return beat{requested: true, to: rec.TransferTo}, nil
 	case n == 0:
 		return beat{}, nil // deposed
-	case n == 2 && hold != 0 && rowTerm == hold:
+	case n == 2 && hold != 0 && rec.Term == hold:
 		return beat{held: true, term: hold}, nil
-	case n == 1 && acquired == "first":
+	case n == 1 && rec.Acquired == "first":
 		// The election's first term: nobody held it before, so nobody
 		// may still believe it leads.
-		return beat{held: true, term: rowTerm, inserted: true}, nil
-	case n == 1 && acquired == "insert":
-		return beat{held: true, term: rowTerm, inserted: true, delay: t.cfg.LockDelay}, nil
-	case n == 2 && (acquired == "expired" || acquired == "released" || acquired == "transferred"):
-		return beat{held: true, term: rowTerm}, nil // won: no delay needed
+		return beat{held: true, term: rec.Term, inserted: true}, nil
+	case n == 1 && rec.Acquired == "insert":
+		return beat{held: true, term: rec.Term, inserted: true, delay: t.cfg.LockDelay}, nil
+	case n == 2 && (rec.Acquired == "expired" || rec.Acquired == "released" || rec.Acquired == "transferred"):
+		return beat{held: true, term: rec.Term}, nil // won: no delay needed
 	case n == 2:
-		return beat{held: true, term: rowTerm, delay: t.cfg.LockDelay}, nil // claimed
+		return beat{held: true, term: rec.Term, delay: t.cfg.LockDelay}, nil // claimed
 	}
 	return beat{}, nil // CLIENT_FOUND_ROWS: 1 meant "no change"
 }
