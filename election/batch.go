@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/internal/combine"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/heldtx"
 	"github.com/sqlelect/sqlelect/internal/ident"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
@@ -100,15 +100,14 @@ type Batcher struct {
 	gives *combine.Combiner[giveReq, bool]
 
 	sql batchStmts // compiled by NewBatcher
+	tx  heldtx.Tx  // renewals' and give-ups' transactions, with sql's session statements
 	// readBounded is sql.read bounded for the server's lock waits,
 	// detected at the first read.
 	readBounded atomic.Pointer[string]
 }
 
-type renewReq struct {
-	name, id string
-	term     uint64
-}
+// renewReq is an election's row as its candidate holds it.
+type renewReq = heldtx.Row
 
 // giveReq gives up the row of election name that candidate id holds with
 // term as w does (a release, hand-off or hand-over), with its :to and
@@ -159,6 +158,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
 	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1)}
+	b.tx = heldtx.Tx{DB: db, Setup: []string{b.sql.bound, readCommitted}, Restore: b.sql.restore}
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
 	b.reads = combine.New(copts, b.execRead)
@@ -186,7 +186,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 	return b.locked(ctx, b.sql.lock, reqs, func(c *sql.Conn, held []int) error {
 		names := make([]string, len(held))
 		for i, k := range held {
-			names[i] = reqs[k].name
+			names[i] = reqs[k].Name
 		}
 		query, args := stmt.In(b.sql.renew, names, nil)
 		_, err := c.ExecContext(ctx, query, args...)
@@ -201,7 +201,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // give-up, target and lease in the batch (one pair for its releases, one
 // for the hand-overs to each target, one for each hand-off, whose leases
 // differ). Like a batch of takes it ends by the earliest deadline of its
-// callers (see byEarliest), and leaves out those that gave up: a give-up
+// callers (see combine.ByEarliest), and leaves out those that gave up: a give-up
 // commits only for a caller still waiting for it.
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
 	var keys []renewReq
@@ -212,7 +212,7 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 			keys, ctxs, at = append(keys, r.renewReq), append(ctxs, r.ctx), append(at, i)
 		}
 	}
-	ctx, cancel := byEarliest(ctx, ctxs)
+	ctx, cancel := combine.ByEarliest(ctx, ctxs)
 	defer cancel()
 	given, err := b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
 		type how struct {
@@ -229,7 +229,7 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 				groups[h], order = &stmt.Params{To: r.to, Lease: r.lease}, append(order, h)
 			}
 			p := groups[h]
-			p.Names, p.Terms = append(p.Names, r.name), append(p.Terms, r.term)
+			p.Names, p.Terms = append(p.Names, r.Name), append(p.Terms, r.Term)
 		}
 		for _, h := range order {
 			for _, s := range []stmt.Stmt{b.sql.give[h.w], b.sql.giveEnd} {
@@ -250,108 +250,21 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 	return out, nil
 }
 
-// locked runs f in one transaction on a connection of its own whose
-// session is bounded first (sql.bound): wait_timeout and the lock waits
-// are QueryTimeout in whole seconds. A transaction cut off by a network
-// partition after its SELECT … FOR UPDATE therefore holds the rows' locks
-// on the server for about QueryTimeout, not until the server's
-// wait_timeout (8 hours by default) or TCP keepalive notice the client is
-// gone. After a commit the session's own values are put back (sql.restore)
-// and the connection returns to the pool; after any error it is discarded.
-// The cost: two statements per batch (SET before, SET after). f gets the
-// requests whose rows lock (SELECT … FOR UPDATE SKIP LOCKED of rows
-// :names: anchor, service_id, term) locked and found naming their
-// candidate and term, each once, and their results are true. A batch
-// smaller than minRenewBatch is left out: each request falls back to its
-// election's own statements.
+// locked runs f in one transaction on the rows of reqs that their
+// candidates still hold (heldtx.Tx.Run), locked by lock (sql.lock or
+// sql.giveLock); their results are true. A batch smaller than
+// minRenewBatch is left out: each request falls back to its election's
+// own statements.
 func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f func(c *sql.Conn, held []int) error) ([]bool, error) {
-	out := make([]bool, len(reqs))
 	if len(reqs) < minRenewBatch {
-		return out, nil
+		return make([]bool, len(reqs)), nil
 	}
-	conn, err := b.db.Conn(ctx)
-	if err == nil {
-		if err = b.lockedTx(ctx, conn, lock, reqs, out, f); err != nil {
-			// Its session is bounded and may be in a transaction:
-			// close it rather than pool it.
-			floor.Discard(conn)
-		}
-		_ = conn.Close()
-	}
-	if errors.Is(err, errRestore) {
-		return out, nil // committed: the results stand
-	}
+	out, err := b.tx.Run(ctx, lock, reqs, f)
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
 	}
 	return out, nil
 }
-
-// lockedTx bounds conn's session, runs locked's transaction on conn
-// (floor.InConnTx: its COMMIT too ends with ctx), sets out[i] for each
-// request f got, and puts the session's values back.
-//
-// READ COMMITTED: the UPDATE may scan the whole primary key (the
-// optimizer's choice when the batch is a large part of the table); under
-// REPEATABLE READ it would then wait for every row another transaction has
-// locked, stalling all the batch's elections for one operator's lock. Under
-// READ COMMITTED InnoDB skips a locked row that does not match the WHERE
-// (semi-consistent read). SET TRANSACTION without SESSION sets it for the
-// next transaction only, on MySQL and MariaDB alike.
-func (b *Batcher) lockedTx(ctx context.Context, conn *sql.Conn, lock string, reqs []renewReq, out []bool, f func(c *sql.Conn, held []int) error) error {
-	for _, set := range []string{b.sql.bound, readCommitted} {
-		if _, err := conn.ExecContext(ctx, set); err != nil {
-			return err
-		}
-	}
-	err := floor.InConnTx(ctx, conn, func(*sql.Conn) error {
-		// A name twice in the list matches its row once.
-		names := make([]string, len(reqs))
-		for i, r := range reqs {
-			names[i] = r.name
-		}
-		query, args := stmt.In(lock, names, nil)
-		rows, err := conn.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		locked := make(map[renewReq]bool)
-		for rows.Next() {
-			var r renewReq
-			if err := rows.Scan(&r.name, &r.id, &r.term); err != nil {
-				return err
-			}
-			locked[r] = true
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		var held []int
-		for i, r := range reqs {
-			if locked[r] {
-				out[i] = true
-				held = append(held, i)
-				delete(locked, r) // a duplicate request is done once
-			}
-		}
-		if len(held) == 0 {
-			return nil
-		}
-		return f(conn, held)
-	})
-	if err != nil {
-		return err
-	}
-	if _, err = conn.ExecContext(ctx, b.sql.restore); err != nil {
-		return fmt.Errorf("%w: %w", errRestore, err)
-	}
-	return nil
-}
-
-// errRestore is lockedTx's failure to put the session's values back after
-// its transaction committed.
-var errRestore = errors.New("election: restoring a batch's session")
 
 // maxTakeBatch is the most heartbeats one transaction of execTake sends:
 // one heartbeat each, and a few statements for the batch (set-based), so
@@ -399,7 +312,7 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	if len(live) == 0 {
 		return out, nil
 	}
-	ctx, cancel := byEarliest(ctx, ctxs)
+	ctx, cancel := combine.ByEarliest(ctx, ctxs)
 	defer cancel()
 	switch len(live) {
 	case 1: // alone: its error is its result
@@ -428,25 +341,6 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 		return unsent(err)
 	}
 	return out, err
-}
-
-// byEarliest is ctx ending by the earliest deadline of ctxs too. A batch
-// of takes or give-ups runs under it (execTake, execGive): a take
-// committed after its candidate gave up on it would leave the candidate a
-// row it did not know it held, which it must then wait out the lock delay
-// to lead (crash of a shard group's member, BENCHMARKS.md), and a batch
-// waits for its turn outside its members' deadlines (internal/combine).
-func byEarliest(ctx context.Context, ctxs []context.Context) (context.Context, context.CancelFunc) {
-	var first time.Time
-	for _, c := range ctxs {
-		if d, ok := c.Deadline(); ok && (first.IsZero() || d.Before(first)) {
-			first = d
-		}
-	}
-	if first.IsZero() {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, first)
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in

@@ -60,7 +60,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, name)
-		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -141,7 +141,7 @@ func TestBatcherCommitEndsWithItsContext(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -174,7 +174,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 
 // TestBatcherRenewsReadCommitted: the batch's transaction, begun with BEGIN
 // on its connection (inConnTx) after SET TRANSACTION ISOLATION LEVEL READ
-// COMMITTED, runs under READ COMMITTED on every server (see lockedTx),
+// COMMITTED, runs under READ COMMITTED on every server (see readCommitted),
 // as InnoDB reports it while the transaction holds the rows.
 func TestBatcherRenewsReadCommitted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -219,7 +219,7 @@ func TestBatcherRenewsReadCommitted(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: 5 * time.Second})
 	if err != nil {
@@ -233,7 +233,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 	}
 	for i, ok := range out {
 		if !ok {
-			t.Errorf("%s not renewed", reqs[i].name)
+			t.Errorf("%s not renewed", reqs[i].Name)
 		}
 	}
 	select {
@@ -255,13 +255,13 @@ func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
 	ctx, db, bt := heldRows(t, "dup", "a", "b")
 	a, b, gone, none := "dup-a", "dup-b", "dup-released", "dup-none"
 	reqs := []renewReq{
-		{name: a, id: "other", term: 7},
-		{name: a, id: "me", term: 7},
-		{name: a, id: "me", term: 6},
-		{name: a, id: "me", term: 7}, // a duplicate
-		{name: gone, id: "me", term: 7},
-		{name: none, id: "me", term: 7},
-		{name: b, id: "me", term: 7},
+		{Name: a, ID: "other", Term: 7},
+		{Name: a, ID: "me", Term: 7},
+		{Name: a, ID: "me", Term: 6},
+		{Name: a, ID: "me", Term: 7}, // a duplicate
+		{Name: gone, ID: "me", Term: 7},
+		{Name: none, ID: "me", Term: 7},
+		{Name: b, ID: "me", Term: 7},
 	}
 	// The batch's own bound (the Combiner's Timeout) is ctx's here.
 	out, err := bt.execRenew(ctx, reqs)
@@ -293,7 +293,7 @@ func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
 func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 	ctx, db, bt := heldRows(t, "give", "a", "b", "c")
 	a, b, c, gone, none := "give-a", "give-b", "give-c", "give-released", "give-none"
-	held := func(name, id string, term uint64) renewReq { return renewReq{name: name, id: id, term: term} }
+	held := func(name, id string, term uint64) renewReq { return renewReq{Name: name, ID: id, Term: term} }
 	ended, cancel := context.WithCancel(ctx)
 	cancel() // a caller that gave up: left out
 	reqs := []giveReq{

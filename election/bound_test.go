@@ -169,7 +169,7 @@ func TestBatcherRestoresSession(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{name: name, id: "me", term: 7})
+		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
 	}
 	got, err := b.execRenew(ctx, reqs)
 	if err != nil {
@@ -177,7 +177,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 	}
 	for i, ok := range got {
 		if !ok {
-			t.Errorf("%s not renewed", reqs[i].name)
+			t.Errorf("%s not renewed", reqs[i].Name)
 		}
 	}
 	if w, ilwt, lwt := read(); w != 1234 || ilwt != 42 || lwt != 4321 {

@@ -269,7 +269,14 @@ WHERE anchor = :name AND ` + probe.RenewCond + ` AND ` + dbclock.Trusted + ` AND
 }
 
 // readCommitted sets the isolation of a Batcher's renewals' and give-ups'
-// transaction (see Batcher.lockedTx).
+// transaction (heldtx.Tx's Setup). The UPDATE may scan the whole primary
+// key (the optimizer's choice when the batch is a large part of the
+// table); under REPEATABLE READ it would then wait for every row another
+// transaction has locked, stalling all the batch's elections for one
+// operator's lock. Under READ COMMITTED InnoDB skips a locked row that
+// does not match the WHERE (semi-consistent read). SET TRANSACTION without
+// SESSION sets it for the next transaction only, on MySQL and MariaDB
+// alike.
 const readCommitted = `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
 
 // batchStmts are a Batcher's statements on many elections' rows (:names).

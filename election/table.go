@@ -133,7 +133,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	if t.cfg.Batcher != nil {
-		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{name: t.cfg.Name, id: t.cfg.ID, term: hold})
+		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{Name: t.cfg.Name, ID: t.cfg.ID, Term: hold})
 		if err != nil {
 			return beat{}, err
 		}
@@ -154,7 +154,7 @@ func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 func (t *tableBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) (bool, error) {
 	var berr error
 	if b := t.cfg.Batcher; b != nil && w <= writeHandOver {
-		r := giveReq{renewReq: renewReq{name: p.Name, id: p.Me, term: p.Hold}, w: w, to: p.To, lease: p.Lease}
+		r := giveReq{renewReq: renewReq{Name: p.Name, ID: p.Me, Term: p.Hold}, w: w, to: p.To, lease: p.Lease}
 		if w == writeRelease {
 			r.lease = 0 // not read: releases batch together
 		}

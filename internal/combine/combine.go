@@ -140,6 +140,25 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	return b.res[i], nil
 }
 
+// ByEarliest is ctx ending by the earliest deadline of ctxs too, a
+// batch's callers'. Package election's batches of takes and give-ups run
+// under it: a take committed after its candidate gave up on it would leave
+// the candidate a row it did not know it held, which it must then wait out
+// the lock delay to lead (crash of a shard group's member, BENCHMARKS.md),
+// and a batch waits for its turn (Do) outside its callers' deadlines.
+func ByEarliest(ctx context.Context, ctxs []context.Context) (context.Context, context.CancelFunc) {
+	var first time.Time
+	for _, c := range ctxs {
+		if d, ok := c.Deadline(); ok && (first.IsZero() || d.Before(first)) {
+			first = d
+		}
+	}
+	if first.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, first)
+}
+
 // realClock is the time package's Clock: what a nil Clock means.
 type realClock struct{}
 

@@ -163,3 +163,40 @@ func TestCombinerWaitersLeaveEarly(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestByEarliest: a batch's context ends by the earliest deadline of its
+// callers', and has none when none of them has one.
+func TestByEarliest(t *testing.T) {
+	base := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name      string
+		deadlines []time.Duration // from base; negative: no deadline
+		want      time.Duration   // negative: no deadline
+	}{
+		{"none", []time.Duration{-1, -1}, -1},
+		{"one", []time.Duration{-1, 3 * time.Second}, 3 * time.Second},
+		{"the earliest", []time.Duration{5 * time.Second, 2 * time.Second, 9 * time.Second}, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ctxs []context.Context
+			for _, d := range tc.deadlines {
+				ctx := context.Background()
+				if d >= 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, base.Add(d))
+					t.Cleanup(cancel)
+				}
+				ctxs = append(ctxs, ctx)
+			}
+			ctx, cancel := ByEarliest(context.Background(), ctxs)
+			defer cancel()
+			got, ok := ctx.Deadline()
+			switch {
+			case tc.want < 0 && ok:
+				t.Errorf("deadline %v, want none", got)
+			case tc.want >= 0 && (!ok || !got.Equal(base.Add(tc.want))):
+				t.Errorf("deadline %v (%v), want %v", got, ok, base.Add(tc.want))
+			}
+		})
+	}
+}
