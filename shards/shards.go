@@ -118,7 +118,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
-		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: dcfg.Tuning.RetryInterval / 10, rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
+		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: dcfg.Tuning.RetryInterval / 100, rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
 	stopBell := g.keepBell(dcfg)
 	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
 	var member sync.WaitGroup
@@ -230,7 +230,7 @@ type group struct {
 	log     *slog.Logger
 	clock   election.Clock
 	timeout time.Duration // a statement's (Config.Tuning.QueryTimeout)
-	poll    time.Duration // a tenth of the retry interval
+	poll    time.Duration // a hundredth of the retry interval
 	rang    chan struct{} // its bell was rung
 	sem     chan struct{} // a slot of the transfers under way
 	joined  bool          // it saw itself a live, healthy member, and rang the others
