@@ -14,8 +14,9 @@
 // shard of no live member (it left, or died and its lease ran out) goes to
 // a member below its share (each filled up to it, in the order of their
 // IDs), and a process runs a candidate only for the shards it leads or
-// should take. So the first survivor to look does not take a dead member's
-// shards all: each takes its own, and keeps it.
+// should take, at most 1,000 at once for shards it does not lead yet (the
+// next start as those are elected). So the first survivor to look does not
+// take a dead member's shards all: each takes its own, and keeps it.
 //
 // A change of members does not wait for the intervals. Each process keeps
 // a bell (internal/getlock's, named after the group and its ID) that the
@@ -41,6 +42,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,7 +120,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
-		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: dcfg.Tuning.RetryInterval / 100, rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
+		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: min(dcfg.Tuning.RetryInterval/10, 20*time.Millisecond), rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
 	stopBell := g.keepBell(dcfg)
 	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
 	var member sync.WaitGroup
@@ -230,14 +232,16 @@ type group struct {
 	log     *slog.Logger
 	clock   election.Clock
 	timeout time.Duration // a statement's (Config.Tuning.QueryTimeout)
-	poll    time.Duration // a hundredth of the retry interval
+	poll    time.Duration // a tenth of the retry interval, at most 20 ms
 	rang    chan struct{} // its bell was rung
 	sem     chan struct{} // a slot of the transfers under way
 	joined  bool          // it saw itself a live, healthy member, and rang the others
 	gives   sync.WaitGroup
 
-	mu  sync.Mutex
-	run map[string]*shard
+	mu      sync.Mutex
+	run     map[string]*shard
+	pending int      // candidates started and not yet settled (see shard)
+	queued  []string // shards to campaign for, not yet started (admit)
 }
 
 // shard is a candidate this process runs for one shard.
@@ -246,6 +250,9 @@ type shard struct {
 	stop   context.CancelFunc
 	done   chan struct{}
 	moving bool // a transfer of it is under way
+	// settled: elected once, or its Run returned; until then it counts
+	// as pending (group.admit).
+	settled bool
 }
 
 // read returns the group's live, healthy members, every member with a
@@ -312,14 +319,48 @@ func (g *group) balance(ctx context.Context) error {
 			s.stop() // not ours, not to be ours: its Run returns (see start)
 		}
 	}
-	for key, ok := range want {
-		if ok && g.run[key] == nil {
+	g.queued = g.queued[:0]
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if want[key] && g.run[key] == nil {
+			g.queued = append(g.queued, key)
+		}
+	}
+	return g.admit(ctx)
+}
+
+// maxPending is how many candidates a process runs at once for shards it
+// does not lead yet; the others wait in group.queued, and start as those
+// are elected or stop (admit). Started all at once, the 16,667 candidates
+// of a join at 100,000 shards queued for the Batcher's takes, one batch of
+// up to 500 at a time, past their statements' deadlines, and retried at
+// their next interval (BENCHMARKS.md, "Shard groups").
+const maxPending = 1000
+
+// admit starts candidates for the shards queued, in order, while fewer
+// than maxPending are pending, until ctx ends; g.mu is held.
+func (g *group) admit(ctx context.Context) error {
+	for g.pending < maxPending && len(g.queued) > 0 && ctx.Err() == nil {
+		key := g.queued[0]
+		g.queued = g.queued[1:]
+		if g.run[key] == nil {
 			if err := g.start(ctx, key); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// settle counts s, pending until then, as no longer pending (elected for
+// the first time, or its Run returned) and admits the next; g.mu is held.
+func (g *group) settle(ctx context.Context, s *shard) {
+	if !s.settled {
+		s.settled = true
+		g.pending--
+		if err := g.admit(ctx); err != nil {
+			g.fail(err)
+		}
+	}
 }
 
 // plan is member me's part of the plan (internal/balance) of a group of
@@ -355,10 +396,14 @@ func plan(me string, keys, live []string, listed map[string]bool, holders map[st
 func (g *group) start(ctx context.Context, key string) error {
 	cfg := g.cfg
 	cfg.Name = g.o.Group + "/" + key
+	s := &shard{done: make(chan struct{})}
 	cfg.Callbacks = election.Callbacks{
-		OnElected: func(ctx context.Context, l election.Leadership) {
+		OnElected: func(lctx context.Context, l election.Leadership) {
+			g.mu.Lock()
+			g.settle(ctx, s)
+			g.mu.Unlock()
 			if g.o.OnElected != nil {
-				g.o.OnElected(ctx, key, l)
+				g.o.OnElected(lctx, key, l)
 			}
 		},
 		OnDemoted: func(d election.Demotion) {
@@ -372,8 +417,9 @@ func (g *group) start(ctx context.Context, key string) error {
 		return err
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx)) // it outlives Run's loop: a leave hands it off
-	s := &shard{c: c, stop: stop, done: make(chan struct{})}
+	s.c, s.stop = c, stop
 	g.run[key] = s
+	g.pending++
 	go func() {
 		defer close(s.done)
 		if err := c.Run(rctx); err != nil {
@@ -383,6 +429,7 @@ func (g *group) start(ctx context.Context, key string) error {
 		if g.run[key] == s {
 			delete(g.run, key)
 		}
+		g.settle(ctx, s)
 		g.mu.Unlock()
 	}()
 	return nil

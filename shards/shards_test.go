@@ -366,3 +366,15 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestShardGroupAdmits: a process alone with more shards than it runs
+// candidates for at once (maxPending) leads them all with no balancing
+// after its first (an hour's interval): the shards queued start as the
+// others are elected.
+func TestShardGroupAdmits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 2*shards.MaxPending+100)
+	g.every = time.Hour
+	g.start("a")
+}

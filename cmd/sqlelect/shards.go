@@ -48,6 +48,12 @@ others of campaign do not apply.`,
 var shardsOnly = []string{"backend", "value", "metrics-addr", "http-addr", "health-cmd", "health-interval", "health-timeout",
 	"health-hold-down", "priority", "preference-tenure", "app-version", "follow-version"}
 
+// shardsConns bounds a shards process's pool, open and idle: its
+// Batcher's batches (up to 4 of renewals, of reads and of give-ups, 1 of
+// takes), its bell (2), a balancing, rings; 6 processes stay below the
+// server's default max_connections (151).
+const shardsConns = 20
+
 func (c *cli) shards(cmd *command, args []string) error {
 	fs := newFlagSet(cmd)
 	var n int
@@ -81,6 +87,13 @@ func (c *cli) shards(cmd *command, args []string) error {
 		return err
 	}
 	defer db.Close()
+	// A group's statements come in its Batcher's batches, but a failed
+	// batch's elections each send alone, hundreds at once: an unbounded
+	// pool, which keeps 2 idle connections, then dials one for each, more
+	// than the server's backlog of new connections holds, and the dials
+	// that time out starve the renewals (docs/shards.md).
+	db.SetMaxOpenConns(shardsConns)
+	db.SetMaxIdleConns(shardsConns)
 	if err := preflight(ctx, db, cfg.Table, "table", cfg.Tuning.QueryTimeout); err != nil {
 		return err
 	}
