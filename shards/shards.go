@@ -14,7 +14,7 @@
 // shard of no live member (it left, or died and its lease ran out) goes to
 // a member below its share (each filled up to it, in the order of their
 // IDs), and a process runs a candidate only for the shards it leads or
-// should take, at most 1,000 at once for shards it does not lead yet (the
+// should take, at most 1,000 at once that were never elected yet (the
 // next start as those are elected). So the first survivor to look does not
 // take a dead member's shards all: each takes its own, and keeps it.
 //
@@ -197,13 +197,17 @@ func (g *group) keepBell(cfg election.Config) (stop func()) {
 // or when its bell rings, and every poll until this process is a live,
 // healthy member (see balance).
 func (g *group) loop(ctx context.Context, interval time.Duration) {
-	for ctx.Err() == nil {
+	for start := g.clock.Now(); ctx.Err() == nil; {
 		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
 			g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
 		}
 		d := interval
-		if !g.joined {
+		switch {
+		case g.joined:
+		case g.clock.Now().Sub(start) < interval: // joining: soon
 			d = min(interval, g.poll)
+		default: // not healthy yet
+			d = interval / 10
 		}
 		g.wait(ctx, d, g.rang)
 	}
@@ -312,6 +316,20 @@ func (g *group) balance(ctx context.Context) error {
 	}
 	want, gives := plan(g.cfg.ID, g.keys, live, listed, holders)
 	g.give(ctx, gives)
+	// To campaign for: first those it may take at once (no holder, or
+	// handed to it), then those of members that died (their leases run
+	// out first).
+	keys := slices.Sorted(maps.Keys(want))
+	now := func(key string) bool { return holders[key] == "" || holders[key] == g.cfg.ID }
+	slices.SortStableFunc(keys, func(a, b string) int {
+		switch {
+		case now(a) == now(b):
+			return 0
+		case now(a):
+			return -1
+		}
+		return 1
+	})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for key, s := range g.run {
@@ -320,7 +338,7 @@ func (g *group) balance(ctx context.Context) error {
 		}
 	}
 	g.queued = g.queued[:0]
-	for _, key := range slices.Sorted(maps.Keys(want)) {
+	for _, key := range keys {
 		if want[key] && g.run[key] == nil {
 			g.queued = append(g.queued, key)
 		}
@@ -328,9 +346,10 @@ func (g *group) balance(ctx context.Context) error {
 	return g.admit(ctx)
 }
 
-// maxPending is how many candidates a process runs at once for shards it
-// does not lead yet; the others wait in group.queued, and start as those
-// are elected or stop (admit). Started all at once, the 16,667 candidates
+// maxPending is how many candidates a process runs at once that were
+// never elected yet (a candidate counts until its first election: one
+// demoted later campaigns again without waiting); the others wait in
+// group.queued, and start as those are elected or stop (admit). Started all at once, the 16,667 candidates
 // of a join at 100,000 shards queued for the Batcher's takes, one batch of
 // up to 500 at a time, past their statements' deadlines, and retried at
 // their next interval (BENCHMARKS.md, "Shard groups").
@@ -344,7 +363,7 @@ func (g *group) admit(ctx context.Context) error {
 		g.queued = g.queued[1:]
 		if g.run[key] == nil {
 			if err := g.start(ctx, key); err != nil {
-				return err
+				return fmt.Errorf("shards: shard %s: %w", key, err)
 			}
 		}
 	}
