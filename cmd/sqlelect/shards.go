@@ -54,6 +54,17 @@ var shardsOnly = []string{"backend", "value", "metrics-addr", "http-addr", "heal
 // server's default max_connections (151).
 const shardsConns = 20
 
+// boundPool bounds a shards process's pool to shardsConns, open and idle.
+// A group's statements come in its Batcher's batches, but a failed batch's
+// elections each send alone, hundreds at once: an unbounded pool, which
+// keeps 2 idle connections, then dials one for each, more than the
+// server's backlog of new connections holds, and the dials that time out
+// starve the renewals (docs/shards.md).
+func boundPool(db *sql.DB) {
+	db.SetMaxOpenConns(shardsConns)
+	db.SetMaxIdleConns(shardsConns)
+}
+
 func (c *cli) shards(cmd *command, args []string) error {
 	fs := newFlagSet(cmd)
 	var n int
@@ -87,13 +98,7 @@ func (c *cli) shards(cmd *command, args []string) error {
 		return err
 	}
 	defer db.Close()
-	// A group's statements come in its Batcher's batches, but a failed
-	// batch's elections each send alone, hundreds at once: an unbounded
-	// pool, which keeps 2 idle connections, then dials one for each, more
-	// than the server's backlog of new connections holds, and the dials
-	// that time out starve the renewals (docs/shards.md).
-	db.SetMaxOpenConns(shardsConns)
-	db.SetMaxIdleConns(shardsConns)
+	boundPool(db)
 	if err := preflight(ctx, db, cfg.Table, "table", cfg.Tuning.QueryTimeout); err != nil {
 		return err
 	}
