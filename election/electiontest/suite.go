@@ -71,10 +71,33 @@ func Run(t *testing.T, suites ...Suite) {
 		"SlowHealthCheckPreferredLeads":       true,
 		"SlowHealthCheckSameForLeader":        true,
 	}
-	tests := []struct {
-		name string
-		f    func(t *testing.T, s Suite)
-	}{
+	tests := behaviours()
+	for _, first := range []bool{true, false} {
+		for _, s := range suites {
+			for _, tc := range tests {
+				if alone[tc.name] != first {
+					continue
+				}
+				t.Run(path.Join(s.Name, tc.name), func(t *testing.T) {
+					if !first {
+						t.Parallel() // after Run returned: after every suite's first tests
+					}
+					tc.f(t, s)
+				})
+			}
+		}
+	}
+}
+
+// behaviour is one of Run's tests.
+type behaviour struct {
+	name string
+	f    func(t *testing.T, s Suite)
+}
+
+// behaviours are Run's tests, in order.
+func behaviours() []behaviour {
+	return []behaviour{
 		{"OneLeaderAmongManyNoFlapping", testOneLeaderNoFlapping},
 		{"TakeoverAfterLeaderDies", testTakeoverAfterDeath},
 		{"TakeoverAfterServerKillsLeaderConnections", testKillConnections},
@@ -116,21 +139,6 @@ func Run(t *testing.T, suites ...Suite) {
 		{"SlowHealthCheckPreferredLeads", testSlowHealthCheckPreference},
 		{"SlowHealthCheckSameForLeader", testSlowHealthCheckSameForLeader},
 		{"FlappingPreferredHeldDown", testFlappingPreferredHoldDown},
-	}
-	for _, first := range []bool{true, false} {
-		for _, s := range suites {
-			for _, tc := range tests {
-				if alone[tc.name] != first {
-					continue
-				}
-				t.Run(path.Join(s.Name, tc.name), func(t *testing.T) {
-					if !first {
-						t.Parallel() // after Run returned: after every suite's first tests
-					}
-					tc.f(t, s)
-				})
-			}
-		}
 	}
 }
 

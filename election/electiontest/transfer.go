@@ -356,28 +356,12 @@ func testRungRequests(t *testing.T, s Suite) {
 	if s.NoWakeup {
 		t.Skip("no bell without fast handover (DisableFastHandover, a Batcher)")
 	}
-	const renew = 5 * time.Second
-	slow := func(cfg *election.Config) {
-		cfg.LeaseDuration = 15 * time.Second
-		cfg.Tuning.RenewDeadline, cfg.Tuning.RenewInterval = 10*time.Second, renew
-		cfg.Tuning.DisableLockDelay = true // the first election at once: a lock delay is a lease
+	transfer := func(ctx context.Context, db *sql.DB, name, to string) error {
+		_, err := ops(db).Transfer(ctx, name, to)
+		return err
 	}
-	tests := []struct {
-		name     string
-		rung     bool // the ringer may end the leader's statements
-		stepDown bool // a step-down, else a transfer to a follower
-		// busyBell: another connection holds the bell's lock until the
-		// first leader leads (as a stopped leader's thread does until its
-		// Free comes): the leader takes the bell once it is let go, not
-		// after a whole sleep (a renew interval).
-		busyBell bool
-		// request writes the request on db and wakes the leader
-		request func(ctx context.Context, db *sql.DB, name, to string) error
-	}{
-		{"Transfer", true, false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
-			_, err := ops(db).Transfer(ctx, name, to)
-			return err
-		}},
+	for _, tc := range []rungCase{
+		{"Transfer", true, false, false, transfer},
 		{"StepDown", true, true, false, func(ctx context.Context, db *sql.DB, name, _ string) error {
 			_, err := ops(db).StepDown(ctx, name)
 			return err
@@ -389,82 +373,106 @@ func testRungRequests(t *testing.T, s Suite) {
 			_, err := db.ExecContext(ctx, "KILL QUERY IS_USED_LOCK("+plainBell(name)+")")
 			return err
 		}},
-		{"RingerWithoutPrivilege", false, false, false, func(ctx context.Context, db *sql.DB, name, to string) error {
-			_, err := ops(db).Transfer(ctx, name, to)
-			return err
-		}},
-		{"BusyBell", true, false, true, func(ctx context.Context, db *sql.DB, name, to string) error {
-			_, err := ops(db).Transfer(ctx, name, to)
-			return err
-		}},
-	}
-	for _, tc := range tests {
+		{"RingerWithoutPrivilege", false, false, false, transfer},
+		{"BusyBell", true, false, true, transfer},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, s, true)
-			var busy *sql.Conn
-			if tc.busyBell {
-				busy = c.holdBell()
-			}
-			ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil), c.start("node-3", slow, nil)}
-			old := c.leaderRecorded()
-			target := other(ms, old)
-			c.awaitFollowing(ms, old)
-			if busy != nil {
-				if _, err := busy.ExecContext(c.ctx, "DO RELEASE_LOCK("+plainBell(c.name)+")"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c.awaitBell(old)
-			ringer := c.admin
-			if !tc.rung {
-				db, err := sql.Open("mysql", c.userDSN("u"+randHex(5), nil))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				ringer = db
-			}
-			ctx, cancel := context.WithTimeout(c.ctx, 15*time.Second)
-			defer cancel()
-			bound := time.Second // a fifth of the renew interval
-			if !tc.rung {
-				bound = renew + handoverBound
-			}
-			to := target.id
-			if tc.stepDown {
-				to, target = "", nil
-			}
-			start := time.Now()
-			if err := tc.request(ctx, ringer, c.name, to); err != nil {
-				t.Fatal(err)
-			}
-			next, _ := c.waitFor(bound, func(m *member) bool { return m != old && (target == nil || m == target) }, "the next leader")
-			d := c.checkHandedTo(old, target, start)
-			t.Logf("%s elected %v after the request (renew interval %v)", next.id, d.Round(100*time.Microsecond), renew)
-			if !tc.rung || tc.stepDown {
-				return
-			}
-			// Again, from the new leader to the third member: the new
-			// leader found the bell free (the old one ended its sleep on
-			// the server) and keeps it.
-			var third *member
-			for _, m := range ms {
-				if m != old && m != next {
-					third = m
-				}
-			}
-			c.awaitFollowing(ms, next)
-			c.awaitBell(next)
-			start = time.Now()
-			if err := tc.request(ctx, ringer, c.name, third.id); err != nil {
-				t.Fatal(err)
-			}
-			c.waitFor(bound, func(m *member) bool { return m == third }, third.id)
-			d = c.checkHandedTo(next, third, start)
-			t.Logf("then %s elected %v after the request", third.id, d.Round(100*time.Microsecond))
+			tc.run(t, s)
 		})
 	}
+}
+
+// rungCase is one of testRungRequests' cases.
+type rungCase struct {
+	name     string
+	rung     bool // the ringer may end the leader's statements
+	stepDown bool // a step-down, else a transfer to a follower
+	// busyBell: another connection holds the bell's lock until the
+	// first leader leads (as a stopped leader's thread does until its
+	// Free comes): the leader takes the bell once it is let go, not
+	// after a whole sleep (a renew interval).
+	busyBell bool
+	// request writes the request on db and wakes the leader
+	request func(ctx context.Context, db *sql.DB, name, to string) error
+}
+
+// rungRenew is testRungRequests' renew interval: a request acted on at
+// the next renewal would take that long.
+const rungRenew = 5 * time.Second
+
+// run runs tc on a cluster of its own.
+func (tc rungCase) run(t *testing.T, s Suite) {
+	slow := func(cfg *election.Config) {
+		cfg.LeaseDuration = 15 * time.Second
+		cfg.Tuning.RenewDeadline, cfg.Tuning.RenewInterval = 10*time.Second, rungRenew
+		cfg.Tuning.DisableLockDelay = true // the first election at once: a lock delay is a lease
+	}
+	c := newCluster(t, s, true)
+	var busy *sql.Conn
+	if tc.busyBell {
+		busy = c.holdBell()
+	}
+	ms := []*member{c.start("node-1", slow, nil), c.start("node-2", slow, nil), c.start("node-3", slow, nil)}
+	old := c.leaderRecorded()
+	target := other(ms, old)
+	c.awaitFollowing(ms, old)
+	if busy != nil {
+		if _, err := busy.ExecContext(c.ctx, "DO RELEASE_LOCK("+plainBell(c.name)+")"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.awaitBell(old)
+	ringer := c.admin
+	if !tc.rung {
+		db, err := sql.Open("mysql", c.userDSN("u"+randHex(5), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		ringer = db
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 15*time.Second)
+	defer cancel()
+	bound := time.Second // a fifth of the renew interval
+	if !tc.rung {
+		bound = rungRenew + handoverBound
+	}
+	to := target.id
+	if tc.stepDown {
+		to, target = "", nil
+	}
+	start := time.Now()
+	if err := tc.request(ctx, ringer, c.name, to); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := c.waitFor(bound, func(m *member) bool { return m != old && (target == nil || m == target) }, "the next leader")
+	d := c.checkHandedTo(old, target, start)
+	t.Logf("%s elected %v after the request (renew interval %v)", next.id, d.Round(100*time.Microsecond), rungRenew)
+	if tc.rung && !tc.stepDown {
+		tc.again(ctx, c, ringer, ms, old, next, bound)
+	}
+}
+
+// again asks once more, from the new leader next to the third member:
+// the new leader found the bell free (the old one ended its sleep on the
+// server) and keeps it.
+func (tc rungCase) again(ctx context.Context, c *cluster, ringer *sql.DB, ms []*member, old, next *member, bound time.Duration) {
+	var third *member
+	for _, m := range ms {
+		if m != old && m != next {
+			third = m
+		}
+	}
+	c.awaitFollowing(ms, next)
+	c.awaitBell(next)
+	start := time.Now()
+	if err := tc.request(ctx, ringer, c.name, third.id); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitFor(bound, func(m *member) bool { return m == third }, third.id)
+	d := c.checkHandedTo(next, third, start)
+	c.t.Logf("then %s elected %v after the request", third.id, d.Round(100*time.Microsecond))
 }
 
 // plainBell is the name of election name's bell as docs/operations.md
