@@ -280,13 +280,13 @@ const maxTakeBatch = 500
 // floor.InTx), in the order of their names, by the earliest of their
 // callers' deadlines; those whose callers gave up are left out. When one
 // of their elections has no floor row yet (a first election), the floor's
-// marker row is locked first: such batches run one at a time, none holds a gap lock while it
-// waits for the marker, so that they do not deadlock, and one reading of
-// the marker's sum serves a batch's first elections (floor.Marked), where
-// every first election read the whole floor table. Set-based, the batch
-// sends one locking read of its floor rows, the heartbeats, and one
-// statement each to raise, create, count and resume floor rows and to
-// close and append the history. One heartbeat alone
+// marker row is locked first: such batches run one at a time, none holds
+// a gap lock while it waits for the marker, so that they do not deadlock,
+// and one reading of the marker's sum serves a batch's first elections
+// (floor.Marked), where every first election read the whole floor table.
+// Set-based, the batch sends one locking read of its floor rows, the
+// heartbeats, and one statement each to raise, create, count and resume
+// floor rows and to close and append the history. One heartbeat alone
 // runs as without a Batcher (floor.InTx), and its error is its result, as
 // it is when the marker's lock could not be had (no heartbeat was sent:
 // each is tried again at its next step). A batch that failed after that

@@ -319,17 +319,15 @@ func (g *group) balance(ctx context.Context) error {
 	// To campaign for: first those it may take at once (no holder, or
 	// handed to it), then those of members that died (their leases run
 	// out first).
-	keys := slices.Sorted(maps.Keys(want))
-	now := func(key string) bool { return holders[key] == "" || holders[key] == g.cfg.ID }
-	slices.SortStableFunc(keys, func(a, b string) int {
-		switch {
-		case now(a) == now(b):
-			return 0
-		case now(a):
-			return -1
+	var keys, later []string
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if h := holders[key]; h == "" || h == g.cfg.ID {
+			keys = append(keys, key)
+		} else {
+			later = append(later, key)
 		}
-		return 1
-	})
+	}
+	keys = append(keys, later...)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for key, s := range g.run {
@@ -349,10 +347,11 @@ func (g *group) balance(ctx context.Context) error {
 // maxPending is how many candidates a process runs at once that were
 // never elected yet (a candidate counts until its first election: one
 // demoted later campaigns again without waiting); the others wait in
-// group.queued, and start as those are elected or stop (admit). Started all at once, the 16,667 candidates
-// of a join at 100,000 shards queued for the Batcher's takes, one batch of
-// up to 500 at a time, past their statements' deadlines, and retried at
-// their next interval (BENCHMARKS.md, "Shard groups").
+// group.queued, and start as those are elected or stop (admit). Started
+// all at once, the 16,667 candidates of a join at 100,000 shards queued
+// for the Batcher's takes, one batch of up to 500 at a time, past their
+// statements' deadlines, and retried at their next interval
+// (BENCHMARKS.md, "Shard groups").
 const maxPending = 1000
 
 // admit starts candidates for the shards queued, in order, while fewer

@@ -56,10 +56,7 @@ func (x Tx) Run(ctx context.Context, lock string, rows []Row, f func(c *sql.Conn
 		// rather than pool it.
 		floor.Discard(conn)
 	}
-	if errors.Is(err, errRestore) {
-		return out, nil // committed: the results stand
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errRestore) { // restore failed: committed, the results stand
 		return nil, err
 	}
 	return out, nil
