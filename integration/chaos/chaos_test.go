@@ -61,6 +61,55 @@ func TestChaos(t *testing.T) {
 		run(t)
 		chaosBatch(t, n)
 	})
+	t.Run("shards", func(t *testing.T) {
+		run(t)
+		chaosShards(t, n)
+	})
+}
+
+// groupShards is how many shards the candidates of chaosShards share.
+const groupShards = 12
+
+// chaosShards (issue 36: chaos per shard) runs candidates that each join
+// one shard group of groupShards shards (package shards), and aims the
+// faults at the holder of the first shard and at its row: the process is
+// killed, frozen past the lease, cut off, or loses a batch's replies, and
+// an operator replaces, deletes or transfers the shard's row. Every shard
+// is checked, from every process's events, as one election is.
+func chaosShards(t *testing.T, rounds int) {
+	var admin *sql.DB
+	adminFor := func() *sql.DB { return admin }
+	adminOf := func(*slot) *sql.DB { return admin }
+	faults := selectFaults(t, []fault{
+		{kind: kindKill9, inject: kill9, once: true},
+		{kind: kindSigstop, inject: sigstop, once: true},
+		{kind: kindKillConn, inject: killConn(adminOf), once: true},
+		{kind: kindNetBlack, inject: netBlackhole, once: true},
+		{kind: kindNetHalfOpenBatch, inject: netHalfOpenBatch, once: true},
+		{kind: kindOpReplace, inject: opReplace(adminFor), once: true},
+		{kind: kindOpDelete, inject: opDelete(adminFor), once: true},
+		{kind: kindOpTransfer, inject: opTransfer(adminFor), once: true},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
+	t.Cleanup(cancel)
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
+	tox := toxiServer()
+	c := newCluster(t, ctx, "shards", "table", defaultTimings)
+	c.shards, c.shardGroup = groupShards, c.name
+	c.name += "/0"
+	for i := 1; i <= candidatesPerServer; i++ {
+		user := fmt.Sprintf("c%d", i)
+		px := newProxy(t, tox, "shards-"+user, srv.Addr)
+		h := newHole(t, px.Addr())
+		c.start(c.addSlot(user, createUser(t, ctx, admin, user, h.Addr()), 0, px, h))
+	}
+	c.campaign(faults, rounds)
+	c.finish(admin)
 }
 
 // batchElections is how many elections each candidate of chaosBatch runs

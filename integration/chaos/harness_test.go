@@ -189,6 +189,11 @@ type cluster struct {
 	// campaigns in (name, name-2, …); batch runs them through a Batcher.
 	elections int
 	batch     bool
+	// shards, when set, is the number of shards of the shard group
+	// shardGroup each candidate joins instead (package shards); name is
+	// then the first shard's election, the one the faults aim at.
+	shards     int
+	shardGroup string
 	// extraArgs are appended to every candidate's command line.
 	extraArgs []string
 	// noHistory, when set, says why the elections' history (migration
@@ -308,8 +313,12 @@ func (c *cluster) start(s *slot) {
 	c.t.Helper()
 	s.inc++
 	id := fmt.Sprintf("%s%d.%d", c.prefix, s.n, s.inc)
+	name := c.name
+	if c.shards > 0 {
+		name = c.shardGroup
+	}
 	args := []string{
-		"--backend", c.backend, "--dsn", s.dsn, "--election", c.name, "--id", id,
+		"--backend", c.backend, "--dsn", s.dsn, "--election", name, "--id", id,
 		"--lease", c.tm.Lease.String(), "--renew-deadline", c.tm.RenewDeadline.String(),
 		"--renew-interval", c.tm.RenewInterval.String(), "--retry-interval", c.tm.RetryInterval.String(),
 		"--query-timeout", c.tm.QueryTimeout.String(), "--lock-delay", c.tm.LockDelay.String(),
@@ -317,6 +326,9 @@ func (c *cluster) start(s *slot) {
 	}
 	if c.elections > 1 {
 		args = append(args, "--elections", fmt.Sprint(c.elections))
+	}
+	if c.shards > 0 {
+		args = append(args, "--shards", fmt.Sprint(c.shards))
 	}
 	if c.group {
 		args = append(args, "--group")
@@ -652,6 +664,13 @@ func (c *cluster) readHistory(admin *sql.DB, name string) error {
 
 // electionNames returns the names of the cluster's elections.
 func (c *cluster) electionNames() []string {
+	if c.shards > 0 {
+		var names []string
+		for i := range c.shards {
+			names = append(names, fmt.Sprintf("%s/%d", c.shardGroup, i))
+		}
+		return names
+	}
 	if c.elections <= 1 {
 		return []string{c.name}
 	}

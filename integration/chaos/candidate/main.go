@@ -37,7 +37,10 @@
 // With --elections N it campaigns in N elections (--election, then
 // --election with "-2", "-3", … appended), with --batch through one
 // election.Batcher; its events of one election then name it
-// ("election":"…") and its fenced writes fill chaos_writes.election.
+// ("election":"…") and its fenced writes fill chaos_writes.election. With
+// --shards N it joins shard group --election of N shards instead (package
+// shards), and its events name each shard's election (--election + "/0",
+// "/1", …).
 //
 //	go build -o /tmp/candidate ./integration/chaos/candidate
 //	/tmp/candidate --backend table --dsn 'root@tcp(127.0.0.1:3306)/db' --election e --id c1
@@ -65,6 +68,7 @@ import (
 	"github.com/sqlelect/sqlelect/election/electionprom"
 	"github.com/sqlelect/sqlelect/integration/chaos"
 	"github.com/sqlelect/sqlelect/integration/internal/groupconn"
+	"github.com/sqlelect/sqlelect/shards"
 )
 
 // line is one JSON line: the suite's checker reads it back as a
@@ -102,6 +106,7 @@ func main() {
 	statsEvery := flag.Duration("stats-every", time.Second, "print heartbeat error counts this often when they changed (0: only at exit)")
 	fastHandover := flag.Bool("fast-handover", true, "table backend: followers wait for the holder's handover lock (false sets Config.Tuning.DisableFastHandover)")
 	elections := flag.Int("elections", 1, "campaign in this many elections: --election, then --election with -2, -3, … appended")
+	nShards := flag.Int("shards", 0, "join shard group --election with this many shards (package shards) instead of campaigning in elections")
 	batch := flag.Bool("batch", false, "table backend: run the elections through one election.Batcher")
 	batchLinger := flag.Duration("batch-linger", 0, "the Batcher's Linger (0: its default)")
 	healthTimeout := flag.Duration("health-timeout", 500*time.Millisecond, "Config.Health.Timeout")
@@ -138,7 +143,7 @@ func main() {
 		Name: *name, ID: *id, Table: *table, LeaseDuration: *lease, Health: election.HealthConfig{Check: hf.check, Timeout: *healthTimeout},
 		Tuning: election.TuningConfig{RenewDeadline: *renewDeadline, RenewInterval: *renewInterval, RetryInterval: *retryInterval, LockDelay: *lockDelay, QueryTimeout: *queryTimeout, DisableFastHandover: !*fastHandover},
 		Value:  *id,
-	}, *elections, *batch, *batchLinger, *fencedEvery, *statsEvery)
+	}, *elections, *nShards, *batch, *batchLinger, *fencedEvery, *statsEvery)
 	if err != nil {
 		p.emit(line{Event: "error", Detail: err.Error()})
 		fmt.Fprintln(os.Stderr, "candidate:", err)
@@ -161,7 +166,7 @@ func electionName(name string, i int) string {
 	return fmt.Sprintf("%s-%d", name, i+1)
 }
 
-func run(p *printer, backend string, open func() (*sql.DB, error), base election.Config, n int, batch bool, linger, fencedEvery, statsEvery time.Duration) error {
+func run(p *printer, backend string, open func() (*sql.DB, error), base election.Config, n, nShards int, batch bool, linger, fencedEvery, statsEvery time.Duration) error {
 	db, err := open()
 	if err != nil {
 		return err
@@ -173,53 +178,31 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	base.Metrics = metrics
 	nums := &numberCounts{n: map[string]float64{}}
 	base.Tuning.Logger = slog.New(errNumbers{inner: slog.Default().Handler(), c: nums})
-	if batch {
-		if backend != "table" {
-			return fmt.Errorf("--batch needs the table backend")
-		}
-		b, err := election.NewBatcher(db, election.BatcherOptions{Table: base.Table, QueryTimeout: base.Tuning.QueryTimeout, Linger: linger})
-		if err != nil {
-			return err
-		}
-		base.Tuning.Batcher = b
-	}
-	multi := n > 1 || batch
-	es := make([]election.Election, max(n, 1))
 	var campaigning atomic.Bool // a Run's preflight passed: it has seen the row or been elected
-	for i := range es {
-		cfg := base
-		cfg.Name = electionName(base.Name, i)
-		tag := ""
-		if multi {
-			tag = cfg.Name // the records say which election
+	onElected := func(ctx context.Context, tag string, l election.Leadership) {
+		campaigning.Store(true)
+		p.emit(line{Event: "elected", Term: l.Term, Election: tag})
+		if fencedEvery > 0 {
+			writeFenced(ctx, p, l, base.ID, tag, fencedEvery)
 		}
-		e := &es[i]
-		cfg.Callbacks = election.Callbacks{
-			OnLeaderChanged: func(election.Record) { campaigning.Store(true) },
-			OnElected: func(ctx context.Context, l election.Leadership) {
-				campaigning.Store(true)
-				term := l.Term
-				p.emit(line{Event: "elected", Term: term, Election: tag})
-				if fencedEvery > 0 {
-					writeFenced(ctx, p, *e, cfg.ID, tag, fencedEvery)
-				}
-				<-ctx.Done()
+		<-ctx.Done()
+	}
+	onDemoted := func(tag string, d election.Demotion) {
+		p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason), Election: tag})
+	}
+	var es []election.Election
+	campaign := func(ctx context.Context) error {
+		return shards.Run(ctx, db, shards.Options{Group: base.Name, Shards: nShards, Config: base,
+			OnElected: func(ctx context.Context, key string, l election.Leadership) {
+				onElected(ctx, base.Name+"/"+key, l)
 			},
-			OnDemoted: func(d election.Demotion) {
-				p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason), Election: tag})
-			},
-		}
-		switch backend {
-		case "table":
-			*e, err = election.NewTable(db, cfg)
-		case "lock":
-			*e, err = election.NewLock(db, cfg)
-		default:
-			err = fmt.Errorf("unknown backend %q (table or lock)", backend)
-		}
-		if err != nil {
+			OnDemoted: func(key string, d election.Demotion) { onDemoted(base.Name+"/"+key, d) }})
+	}
+	if nShards <= 0 {
+		if es, err = newElections(db, backend, base, n, batch, linger, onElected, onDemoted, &campaigning); err != nil {
 			return err
 		}
+		campaign = func(ctx context.Context) error { return runAll(ctx, es) }
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -241,28 +224,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 			p.emit(line{Event: "stats", Errors: errs, ErrNumbers: ns, Beats: beats})
 		}
 	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-usr1:
-				for _, e := range es {
-					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					err := e.Resign(rctx)
-					cancel()
-					tag := ""
-					if multi {
-						tag = e.Name()
-					}
-					p.emit(line{Event: "resign", Detail: errString(err), Election: tag})
-				}
-			}
-		}
-	}()
+	resignOnUSR1(ctx, p, es, n > 1 || batch)
 	go func() {
 		defer close(statsDone)
 		if statsEvery <= 0 {
@@ -280,34 +242,110 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 			}
 		}
 	}()
-	errs := make([]error, len(es))
-	var wg sync.WaitGroup
-	for i, e := range es {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := e.Run(ctx); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", e.Name(), err)
-			}
-		}()
-	}
-	wg.Wait()
+	err = campaign(ctx)
 	stop()
 	<-statsDone
 	printStats()
+	return err
+}
+
+// newElections returns n elections (see electionName) on backend, through
+// one Batcher when batch is set, whose callbacks are onElected and
+// onDemoted with the election's name when there are several or a Batcher.
+func newElections(db *sql.DB, backend string, base election.Config, n int, batch bool, linger time.Duration,
+	onElected func(context.Context, string, election.Leadership), onDemoted func(string, election.Demotion), campaigning *atomic.Bool) ([]election.Election, error) {
+	if batch {
+		if backend != "table" {
+			return nil, fmt.Errorf("--batch needs the table backend")
+		}
+		b, err := election.NewBatcher(db, election.BatcherOptions{Table: base.Table, QueryTimeout: base.Tuning.QueryTimeout, Linger: linger})
+		if err != nil {
+			return nil, err
+		}
+		base.Tuning.Batcher = b
+	}
+	multi := n > 1 || batch
+	es := make([]election.Election, max(n, 1))
+	for i := range es {
+		cfg := base
+		cfg.Name = electionName(base.Name, i)
+		tag := ""
+		if multi {
+			tag = cfg.Name // the records say which election
+		}
+		cfg.Callbacks = election.Callbacks{
+			OnLeaderChanged: func(election.Record) { campaigning.Store(true) },
+			OnElected:       func(ctx context.Context, l election.Leadership) { onElected(ctx, tag, l) },
+			OnDemoted:       func(d election.Demotion) { onDemoted(tag, d) },
+		}
+		var err error
+		switch backend {
+		case "table":
+			es[i], err = election.NewTable(db, cfg)
+		case "lock":
+			es[i], err = election.NewLock(db, cfg)
+		default:
+			err = fmt.Errorf("unknown backend %q (table or lock)", backend)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return es, nil
+}
+
+// runAll runs every election until ctx ends, and returns their errors.
+func runAll(ctx context.Context, es []election.Election) error {
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	for i, e := range es {
+		wg.Go(func() {
+			if err := e.Run(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", e.Name(), err)
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// resignOnUSR1 calls Resign on every election at each SIGUSR1 until ctx
+// ends; tagged, its records name the election.
+func resignOnUSR1(ctx context.Context, p *printer, es []election.Election, tagged bool) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		defer signal.Stop(usr1)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-usr1:
+				for _, e := range es {
+					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					err := e.Resign(rctx)
+					cancel()
+					tag := ""
+					if tagged {
+						tag = e.Name()
+					}
+					p.emit(line{Event: "resign", Detail: errString(err), Election: tag})
+				}
+			}
+		}
+	}()
 }
 
 // writeFenced attempts a fenced write every interval until ctx (the
 // leadership's) ends. The row's at is the database clock inside the fenced
 // transaction, after the check.
-func writeFenced(ctx context.Context, p *printer, e election.Election, id, tag string, every time.Duration) {
+func writeFenced(ctx context.Context, p *printer, l election.Leadership, id, tag string, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		term := e.Term()
+		term := l.Term
 		if term != 0 {
-			err := e.Fenced(ctx, func(tx *sql.Tx) error {
+			err := l.Fenced(ctx, func(tx *sql.Tx) error {
 				_, err := tx.ExecContext(ctx, "INSERT INTO chaos_writes (term, who, election, at) VALUES (?, ?, ?, NOW(6))", term, id, tag)
 				return err
 			})
