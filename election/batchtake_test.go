@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,5 +222,95 @@ func (f *batchedFleet) wait(t *testing.T, ctx context.Context, n int) {
 	defer f.mu.Unlock()
 	for _, o := range f.overlaps {
 		t.Error("two leaders: " + o)
+	}
+}
+
+// TestBatcherTakeLetFinish: a candidate whose Run ends while its take
+// waits in a batch lets the take finish, does not lead, and gives the row
+// up. Cut off, the take committed after Run returned, unknown to the
+// candidate, and the row named it, live: the next candidate with its ID
+// waited out a lock delay (a shard group, which stops candidates as its
+// plan changes, came up in 20 s instead of 3 so). The take waits on the
+// row, locked elsewhere until Run's context has ended.
+func TestBatcherTakeLetFinish(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	const name = "let-finish"
+	for _, q := range []string{
+		`INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
+VALUES ('let-finish', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL 60 SECOND, 1000, 0)`,
+		`INSERT INTO service_election_floor (anchor, term_floor) VALUES ('let-finish', 7)`,
+		`INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) VALUES ('let-finish', 0, 7, 'other', 'first', 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = ? FOR UPDATE`, name); err != nil {
+		t.Fatal(err)
+	}
+	b, err := election.NewBatcher(db, election.BatcherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The defaults: a statement may wait seconds on a row lock (with the
+	// suite's 500 ms, none).
+	cfg := election.Config{Name: name, ID: "me", Tuning: election.TuningConfig{Batcher: b}}
+	var elected atomic.Bool
+	cfg.Callbacks.OnElected = func(context.Context, election.Leadership) { elected.Store(true) }
+	e, err := election.NewTable(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(rctx) }()
+	admin := testdb.Open(t, testdb.AdminDSN(t)) // sees every transaction
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	// The take's heartbeat, held up by the row lock for a second (the
+	// preflight's, on other rows, never take that long).
+	for waiting := 0; waiting == 0; {
+		if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '%INSERT%INTO `service_election`(%' AND time >= 1").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("the take never waited on the locked row")
+		}
+	}
+	stop()
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var holder string
+	var released bool
+	for holder != "me" {
+		if err := db.QueryRowContext(ctx, `SELECT service_id, released FROM service_election WHERE anchor = ?`, name).Scan(&holder, &released); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("the take never committed: the row names %q", holder)
+		}
+	}
+	if !released {
+		t.Error("the take committed after Run returned, and the row names the candidate, live: its next candidate would wait out a lock delay")
+	}
+	if elected.Load() {
+		t.Error("the candidate led after Run's context ended")
 	}
 }

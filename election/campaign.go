@@ -290,6 +290,13 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	}
 	if b.held {
 		c.acquired(send, b)
+		if ctx.Err() != nil {
+			// Run is ending, and its take was let finish
+			// (tableBackend.follow): it does not lead, and Run's
+			// stand-down gives the row up at once.
+			return 0, nil
+		}
+		c.maybeLead()
 		return c.holdWait(), nil
 	}
 	c.observe(seen)
@@ -372,6 +379,7 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
 		c.standDown(ctx, ReasonDeposed, nil)
 		c.acquired(send, b)
+		c.maybeLead()
 		return c.holdWait()
 	default:
 		c.log.Info("deposed", "term", c.st.hold)
@@ -407,8 +415,8 @@ func (c *Candidate) enter(p phase) {
 }
 
 // acquired records a hold that began with the statement sent at send
-// (following → holding, model: acquired), and leads at once when there is
-// no lock delay to wait out (see maybeLead).
+// (following → holding, model: acquired); the caller then leads at once
+// when there is no lock delay to wait out (maybeLead).
 func (c *Candidate) acquired(send time.Time, b beat) {
 	now := c.cfg.Clock.Now()
 	c.enter(holding)
@@ -427,7 +435,6 @@ func (c *Candidate) acquired(send time.Time, b beat) {
 	c.lastRenew.Store(&send)
 	c.observe(Record{Election: c.cfg.Name, ID: c.cfg.ID, Term: b.term, Value: c.b.base().value,
 		Lease: c.cfg.LeaseDuration, LeaseLeft: c.cfg.LeaseDuration, Priority: c.cfg.Preference.Priority})
-	c.maybeLead()
 }
 
 // observe calls OnLeaderChanged when the live holder, term or value

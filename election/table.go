@@ -127,6 +127,19 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	// held it) and fell back to its timer, a retry interval or Observe's
 	// minute, and missed the next handover's wake-up (operator's
 	// TestObserve caught it).
+	//
+	// A take in flight when Run's context ends is let finish, within its
+	// deadline, as a renewal is (Candidate.holdTick): a term it won is
+	// then known, and the stand-down that follows releases it. Cut off,
+	// a batch could commit it unknown to the candidate, and the next
+	// candidate with this ID would find the row naming it and wait out
+	// the lock delay (a shard group that stops candidates as its plan
+	// changes came up in 20 s, not 3, so).
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+		defer cancel()
+	}
 	b, err := t.heartbeat(ctx, 0)
 	return rec, b, 0, err
 }
