@@ -290,13 +290,11 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	}
 	if b.held {
 		c.acquired(send, b)
-		if ctx.Err() != nil {
-			// Run is ending, and its take was let finish
-			// (tableBackend.follow): it does not lead, and Run's
-			// stand-down gives the row up at once.
-			return 0, nil
+		// Not when Run is ending: its take was let finish
+		// (tableBackend.follow), and Run's stand-down gives the row up.
+		if ctx.Err() == nil {
+			c.maybeLead()
 		}
-		c.maybeLead()
 		return c.holdWait(), nil
 	}
 	c.observe(seen)

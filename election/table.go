@@ -135,12 +135,10 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	// candidate with this ID would find the row naming it and wait out
 	// the lock delay (a shard group that stops candidates as its plan
 	// changes came up in 20 s, not 3, so).
-	if d, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
-		defer cancel()
-	}
-	b, err := t.heartbeat(ctx, 0)
+	d, _ := ctx.Deadline() // followTick's (a statement's timeout)
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d)
+	defer cancel()
+	b, err := t.heartbeat(hctx, 0)
 	return rec, b, 0, err
 }
 
@@ -173,10 +171,9 @@ func (t *tableBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) 
 		}
 		var cancel context.CancelFunc
 		r.ctx, cancel = context.WithTimeout(ctx, t.cfg.QueryTimeout/2)
-		var given bool
-		given, berr = b.gives.Do(r.ctx, r)
+		given, err := b.gives.Do(r.ctx, r)
 		cancel()
-		if given && berr == nil {
+		if berr = err; given && err == nil {
 			return true, nil
 		}
 	}
