@@ -222,10 +222,10 @@ SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlele
 # with ROUNDS rounds of each fault ("" for the short version: two rounds
 # of the quick faults, one of the long ones), prints the tail of its
 # output (the summary tables) and fails as it does. The suite runs
-# TestChaos (table, lock, batch) on SERVER, Galera on the host's MariaDB
+# TestChaos (table, lock, batch, shards) on SERVER, Galera on the host's MariaDB
 # only when SERVER is the host's, Group Replication only on mysql-9.7, and
 # the long fenced transaction. CHAOS_PARALLEL is its go test -parallel:
-# once TestChaos (which keeps two of its three runs at once whatever
+# once TestChaos (which keeps two of its four runs at once whatever
 # -parallel says) has ended, the short tests (RecipeAdoption, SessionState,
 # RollingUpgrade, FencedLongTransaction: a server each, both backends at
 # once but the last) and TestChaosGroupReplication (its two modes at

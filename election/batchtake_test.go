@@ -271,8 +271,10 @@ VALUES ('let-finish', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL
 		t.Fatal(err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(rctx) }()
+	var runErr error
+	done := make(chan struct{})
+	go func() { defer close(done); runErr = e.Run(rctx) }()
+	t.Cleanup(func() { stop(); <-done })
 	admin := testdb.Open(t, testdb.AdminDSN(t)) // sees every transaction
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -292,8 +294,8 @@ VALUES ('let-finish', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL
 	if err := lock.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if <-done; runErr != nil {
+		t.Fatal(runErr)
 	}
 	var holder string
 	var released bool

@@ -290,11 +290,7 @@ func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
 	}
 	if b.held {
 		c.acquired(send, b)
-		// Not when Run is ending: its take was let finish
-		// (tableBackend.follow), and Run's stand-down gives the row up.
-		if ctx.Err() == nil {
-			c.maybeLead()
-		}
+		c.maybeLead(ctx)
 		return c.holdWait(), nil
 	}
 	c.observe(seen)
@@ -361,7 +357,7 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 			c.cfg.Metrics.LeaseLost(c.cfg.Name)
 			c.demote(ReasonLeaseLost)
 		}
-		c.maybeLead()
+		c.maybeLead(ctx)
 		return c.holdWait()
 	case b.held && b.inserted:
 		// The row was deleted (an operator's force re-election): let go
@@ -377,7 +373,7 @@ func (c *Candidate) renewed(ctx context.Context, send time.Time, b beat) time.Du
 		c.log.Info("term changed while holding", "old_term", c.st.hold, "term", b.term)
 		c.standDown(ctx, ReasonDeposed, nil)
 		c.acquired(send, b)
-		c.maybeLead()
+		c.maybeLead(ctx)
 		return c.holdWait()
 	default:
 		c.log.Info("deposed", "term", c.st.hold)

@@ -18,10 +18,12 @@ type leadership struct {
 
 // maybeLead starts leading when holding, past the lock delay, before the
 // deadline (holding → leading, model: maybeLead): IsLeader turns true
-// until the deadline, and OnElected and the watchdog start.
-func (c *Candidate) maybeLead() {
+// until the deadline, and OnElected and the watchdog start. Not once Run's
+// context ctx ended: a statement let finish then (a renewal, a take) may
+// leave it holding, and Run's stand-down gives the row up.
+func (c *Candidate) maybeLead(ctx context.Context) {
 	now := c.cfg.Clock.Now()
-	if c.st.phase != holding || now.Before(c.st.leadAt) || !now.Before(c.st.holdDeadline) {
+	if c.st.phase != holding || now.Before(c.st.leadAt) || !now.Before(c.st.holdDeadline) || ctx.Err() != nil {
 		return
 	}
 	c.enter(leading)

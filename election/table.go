@@ -127,18 +127,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	// held it) and fell back to its timer, a retry interval or Observe's
 	// minute, and missed the next handover's wake-up (operator's
 	// TestObserve caught it).
-	//
-	// A take in flight when Run's context ends is let finish, within its
-	// deadline, as a renewal is (Candidate.holdTick): a term it won is
-	// then known, and the stand-down that follows releases it. Cut off,
-	// a batch could commit it unknown to the candidate, and the next
-	// candidate with this ID would find the row naming it and wait out
-	// the lock delay (a shard group that stops candidates as its plan
-	// changes came up in 20 s, not 3, so).
-	d, _ := ctx.Deadline() // followTick's (a statement's timeout)
-	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), d)
-	defer cancel()
-	b, err := t.heartbeat(hctx, 0)
+	b, err := t.heartbeat(ctx, 0)
 	return rec, b, 0, err
 }
 
@@ -203,11 +192,12 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 
 // beat runs the heartbeat statement for term hold in one transaction with
 // the election's term floor (floor.InTx), and returns its affected rows and
-// LAST_INSERT_ID: the row's term (an insert's new one).
+// LAST_INSERT_ID: the row's term (an insert's new one). kept is ctx
+// without its cancellation (heartbeatOnce).
 //
 // A Batcher's elections send it with others' in one transaction
 // (Batcher.execTake); when that fails, alone.
-func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, error) {
+func (t *tableBackend) beat(ctx, kept context.Context, hold uint64) (int64, int64, error) {
 	// What write read, which a batch whose caller gave up may still write.
 	var n, term int64
 	write := func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error) {
@@ -228,7 +218,9 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 		return uint64(max(term, 0)), nil
 	}
 	if b := t.cfg.Batcher; b != nil {
-		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
+		// Waited for under kept (see heartbeatOnce); dropped unsent once
+		// ctx ends (execTake).
+		alone, berr := b.takes.Do(kept, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
 		switch {
 		case berr == nil && alone == nil:
 			return n, term, nil
@@ -245,6 +237,19 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 }
 
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
+	// What a take sent did is learnt under kept, ctx without its
+	// cancellation, with its deadline, as a renewal's is (holdTick): a
+	// take in flight when Run's context ends is let finish, and the
+	// stand-down that follows gives up a term it won. Cut off, a batch
+	// could commit it unknown to the candidate, and the next candidate
+	// with this ID would find the row naming it and wait out the lock
+	// delay (a shard group that stops candidates as its plan changes came
+	// up in 20 s, not 3, so).
+	kept, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		kept, cancel = context.WithDeadline(kept, d)
+	}
+	defer cancel()
 	if hold != 0 {
 		// A holder's renewal first, in one statement; the heartbeat,
 		// in its transaction, only when that renews nothing.
@@ -256,7 +261,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 			return beat{held: true, term: hold}, nil // renewed
 		}
 	}
-	n, term, err := t.beat(ctx, hold)
+	n, term, err := t.beat(ctx, kept, hold)
 	if err != nil {
 		if mysqlerr.Errno(err) == mysqlerr.BadNull {
 			// Refused (dbclock.Trusted, the heartbeat's NULL anchor: see
@@ -274,7 +279,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
-	return t.confirm(ctx, hold, n, term)
+	return t.confirm(kept, hold, n, term)
 }
 
 // confirm tells what the heartbeat for term hold did from its n affected

@@ -40,11 +40,11 @@ func TestChaos(t *testing.T) {
 	}
 	n := rounds(t)
 	candidateBinary(t)
-	// Two of the three runs at once, whatever go test's -parallel (make ci
-	// gives the suite 4, for its short tests): the third starts when one
-	// ends, as at the default -parallel of 2 cores. All three at once, on
-	// top of another server's run beside it, is the load at which runs
-	// missed the liveness bound.
+	// Two of the four runs at once, whatever go test's -parallel (make ci
+	// gives the suite 4, for its short tests): the others start as those
+	// end, as at the default -parallel of 2 cores. Three at once, on top
+	// of another server's run beside it, is the load at which runs missed
+	// the liveness bound.
 	slots := make(chan struct{}, 2)
 	run := func(t *testing.T) {
 		t.Parallel()

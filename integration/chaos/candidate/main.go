@@ -190,6 +190,9 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 	onDemoted := func(tag string, d election.Demotion) {
 		p.emit(line{Event: "demoted", Term: d.Term, Until: d.Until, Reason: string(d.Reason), Election: tag})
 	}
+	if nShards > 0 && (backend != "table" || batch || n > 1) {
+		return fmt.Errorf("--shards runs the table backend's shard group: not with --backend %s, --batch or --elections", backend)
+	}
 	var es []election.Election
 	campaign := func(ctx context.Context) error {
 		return shards.Run(ctx, db, shards.Options{Group: base.Name, Shards: nShards, Config: base,
@@ -224,7 +227,7 @@ func run(p *printer, backend string, open func() (*sql.DB, error), base election
 			p.emit(line{Event: "stats", Errors: errs, ErrNumbers: ns, Beats: beats})
 		}
 	}
-	resignOnUSR1(ctx, p, es, n > 1 || batch)
+	defer resignOnUSR1(ctx, p, es, n > 1 || batch)()
 	go func() {
 		defer close(statsDone)
 		if statsEvery <= 0 {
@@ -310,12 +313,12 @@ func runAll(ctx context.Context, es []election.Election) error {
 }
 
 // resignOnUSR1 calls Resign on every election at each SIGUSR1 until ctx
-// ends; tagged, its records name the election.
-func resignOnUSR1(ctx context.Context, p *printer, es []election.Election, tagged bool) {
+// ends; tagged, its records name the election. The returned func stops
+// catching SIGUSR1 (run returns).
+func resignOnUSR1(ctx context.Context, p *printer, es []election.Election, tagged bool) (stop func()) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	go func() {
-		defer signal.Stop(usr1)
 		for {
 			select {
 			case <-ctx.Done():
@@ -334,6 +337,7 @@ func resignOnUSR1(ctx context.Context, p *printer, es []election.Election, tagge
 			}
 		}
 	}()
+	return func() { signal.Stop(usr1) }
 }
 
 // writeFenced attempts a fenced write every interval until ctx (the
