@@ -220,7 +220,7 @@ func TestHeartbeatConformance(t *testing.T) {
 
 			// The statement: affected rows and the row it leaves.
 			before := set()
-			n, _, err := tb.beat(ctx, ctx, tc.hold)
+			n, _, err := tb.beat(ctx, tc.hold)
 			if err != nil {
 				t.Fatalf("heartbeat: %v", err)
 			}

@@ -192,13 +192,12 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 
 // beat runs the heartbeat statement for term hold in one transaction with
 // the election's term floor (floor.InTx), and returns its affected rows and
-// LAST_INSERT_ID: the row's term (an insert's new one). kept is ctx
-// without its cancellation (heartbeatOnce).
+// LAST_INSERT_ID: the row's term (an insert's new one).
 //
 // A Batcher's elections send it with others' in one transaction
 // (Batcher.execTake); when that fails, alone.
-func (t *tableBackend) beat(ctx, kept context.Context, hold uint64) (int64, int64, error) {
-	// What write read, which a batch whose caller gave up may still write.
+func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, error) {
+	// What write read (a batch writes them before Do returns).
 	var n, term int64
 	write := func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error) {
 		p := t.params(hold)
@@ -218,16 +217,16 @@ func (t *tableBackend) beat(ctx, kept context.Context, hold uint64) (int64, int6
 		return uint64(max(term, 0)), nil
 	}
 	if b := t.cfg.Batcher; b != nil {
-		// Waited for under kept (see heartbeatOnce); dropped unsent once
-		// ctx ends (execTake).
-		alone, berr := b.takes.Do(kept, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
+		// Dropped unsent once ctx ends (execTake); waited for once its
+		// batch began (combine.Combiner.Do).
+		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
 		switch {
 		case berr == nil && alone == nil:
 			return n, term, nil
 		case berr == nil:
 			return 0, 0, alone // sent alone (floor.InTx), and failed
 		case ctx.Err() != nil:
-			return 0, 0, berr // the batch may still run write: n and term are its
+			return 0, 0, berr // not sent: execTake leaves it out
 		}
 	}
 	err := floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
@@ -237,19 +236,6 @@ func (t *tableBackend) beat(ctx, kept context.Context, hold uint64) (int64, int6
 }
 
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {
-	// What a take sent did is learnt under kept, ctx without its
-	// cancellation, with its deadline, as a renewal's is (holdTick): a
-	// take in flight when Run's context ends is let finish, and the
-	// stand-down that follows gives up a term it won. Cut off, a batch
-	// could commit it unknown to the candidate, and the next candidate
-	// with this ID would find the row naming it and wait out the lock
-	// delay (a shard group that stops candidates as its plan changes came
-	// up in 20 s, not 3, so).
-	kept, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-	if d, ok := ctx.Deadline(); ok {
-		kept, cancel = context.WithDeadline(kept, d)
-	}
-	defer cancel()
 	if hold != 0 {
 		// A holder's renewal first, in one statement; the heartbeat,
 		// in its transaction, only when that renews nothing.
@@ -261,7 +247,7 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 			return beat{held: true, term: hold}, nil // renewed
 		}
 	}
-	n, term, err := t.beat(ctx, kept, hold)
+	n, term, err := t.beat(ctx, hold)
 	if err != nil {
 		if mysqlerr.Errno(err) == mysqlerr.BadNull {
 			// Refused (dbclock.Trusted, the heartbeat's NULL anchor: see
@@ -279,6 +265,19 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
+	// What a take sent did is read under ctx without its cancellation,
+	// with its deadline, as a renewal's is (holdTick): a take in flight
+	// when Run's context ends is let finish (see beat), and the stand-down
+	// that follows gives up a term it won. Cut off, a batch could commit
+	// it unknown to the candidate, and the next candidate with this ID
+	// would find the row naming it and wait out the lock delay (a shard
+	// group that stops candidates as its plan changes came up in 20 s,
+	// not 3, so).
+	kept, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		kept, cancel = context.WithDeadline(kept, d)
+	}
+	defer cancel()
 	return t.confirm(kept, hold, n, term)
 }
 

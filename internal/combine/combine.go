@@ -58,11 +58,12 @@ type Combiner[Req, Res any] struct {
 
 // pending is one batch of a Combiner.
 type pending[Req, Res any] struct {
-	reqs []Req
-	res  []Res
-	err  error
-	full chan struct{} // closed when the batch reached the maximum size
-	done chan struct{} // closed when it ran
+	reqs    []Req
+	res     []Res
+	err     error
+	full    chan struct{} // closed when the batch reached the maximum size
+	started chan struct{} // closed when it begins to run
+	done    chan struct{} // closed when it ran
 }
 
 // New returns a Combiner that runs its batches with exec, which returns
@@ -78,14 +79,19 @@ func New[Req, Res any](opts Options, exec func(context.Context, []Req) ([]Res, e
 var ErrShort = errors.New("batch returned too few results")
 
 // Do adds r to the batch that is filling, or starts one, and returns r's
-// result once its batch ran. The batch runs even if ctx ends first.
+// result once its batch ran, also when ctx ended after the batch began to
+// run (the batch's bound, QueryTimeout, bounds the wait): a caller learns
+// what a batch did with its request once it was sent. When ctx ends
+// before, Do returns ctx's error at once, and the batch, which runs even
+// if ctx ends first, may still run r: its exec leaves out a request whose
+// caller gave up, where that matters (r's own context).
 func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	var zero Res
 	c.mu.Lock()
 	b := c.cur
 	first := b == nil
 	if first {
-		b = &pending[Req, Res]{full: make(chan struct{}), done: make(chan struct{})}
+		b = &pending[Req, Res]{full: make(chan struct{}), started: make(chan struct{}), done: make(chan struct{})}
 		c.cur = b
 	}
 	i := len(b.reqs)
@@ -115,6 +121,7 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 			c.cur = nil
 		}
 		c.mu.Unlock()
+		close(b.started)
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.QueryTimeout)
 		b.res, b.err = c.exec(ectx, b.reqs)
 		cancel()
@@ -126,13 +133,14 @@ func (c *Combiner[Req, Res]) Do(ctx context.Context, r Req) (Res, error) {
 	} else {
 		select {
 		case <-b.done:
-		case <-ctx.Done(): // the check below returns its error
+		case <-ctx.Done():
+			select {
+			case <-b.started:
+				<-b.done
+			default: // not sent: b's fields are the runner's still
+				return zero, ctx.Err()
+			}
 		}
-	}
-	// b.err only once the batch ran (b.done): a waiter whose context ended
-	// first returns without reading what the batch's runner still writes.
-	if err := ctx.Err(); err != nil {
-		return zero, err
 	}
 	if b.err != nil {
 		return zero, b.err

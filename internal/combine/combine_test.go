@@ -103,6 +103,48 @@ func TestCombinerErrorsAndCancel(t *testing.T) {
 		})
 	}
 	t.Run("a waiter's context ends", func(t *testing.T) { synctest.Test(t, testCombinerWaiterContextEnds) })
+	t.Run("a waiter's context ends while its batch runs", func(t *testing.T) { synctest.Test(t, testCombinerWaiterOfARunningBatch) })
+}
+
+// testCombinerWaiterOfARunningBatch: a waiter whose context ends after its
+// batch began to run waits for the batch and gets its result, so that it
+// learns what was done with its request (package election's takes: a term
+// won unknown to its candidate cost the next one a lock delay).
+func testCombinerWaiterOfARunningBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := make(chan struct{})
+	c := New(Options{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: time.Millisecond},
+		func(ctx context.Context, reqs []int) ([]int, error) {
+			<-release
+			return reqs, nil
+		})
+	go func() { _, _ = c.Do(ctx, 1) }()
+	wctx, wcancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() {
+		v, err := c.Do(wctx, 2)
+		if err == nil && v != 2 {
+			err = errors.New("wrong result")
+		}
+		got <- err
+	}()
+	time.Sleep(2 * time.Millisecond) // the linger (the bubble's clock)
+	synctest.Wait()
+	if c.queued() != 0 || len(c.slots) == 0 {
+		t.Fatal("the batch of requests 1 and 2 does not run")
+	}
+	wcancel()
+	synctest.Wait()
+	select {
+	case err := <-got:
+		t.Fatalf("request 2 returned (%v) while its batch runs", err)
+	default:
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Errorf("request 2: %v, want its batch's result", err)
+	}
 }
 
 func testCombinerWaiterContextEnds(t *testing.T) {
