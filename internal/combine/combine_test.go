@@ -114,7 +114,8 @@ func testCombinerWaiterOfARunningBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	release := make(chan struct{})
-	c := New(Options{MaxBatch: 10, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: time.Millisecond},
+	// The batch runs when full: requests 1 and 2.
+	c := New(Options{MaxBatch: 2, MaxInFlight: 1, QueryTimeout: 5 * time.Second, Linger: time.Hour},
 		func(ctx context.Context, reqs []int) ([]int, error) {
 			<-release
 			return reqs, nil
@@ -129,7 +130,6 @@ func testCombinerWaiterOfARunningBatch(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(2 * time.Millisecond) // the linger (the bubble's clock)
 	synctest.Wait()
 	if c.queued() != 0 || len(c.slots) == 0 {
 		t.Fatal("the batch of requests 1 and 2 does not run")
