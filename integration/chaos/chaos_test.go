@@ -90,13 +90,7 @@ func chaosShards(t *testing.T, rounds int) {
 		{kind: kindOpDelete, inject: opDelete(adminFor), once: true},
 		{kind: kindOpTransfer, inject: opTransfer(adminFor), once: true},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
-	t.Cleanup(cancel)
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	ctx, srv := manyElectionsServer(t, rounds, len(faults))
 	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
 	tox := toxiServer()
 	c := newCluster(t, ctx, "shards", "table", defaultTimings)
@@ -138,13 +132,7 @@ func chaosBatch(t *testing.T, rounds int) {
 		{kind: kindNetHalfOpenBatch, inject: netHalfOpenBatch, once: true},
 		{kind: kindOpTransfer, inject: opTransfer(func() *sql.DB { return admin }), once: true},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, len(faults)))
-	t.Cleanup(cancel)
-	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	ctx, srv := manyElectionsServer(t, rounds, len(faults))
 	admin, _ = setupDatabase(t, ctx, srv.DSN(""))
 	tox := toxiServer()
 	c := newCluster(t, ctx, "batch", "table", tm)
@@ -166,6 +154,20 @@ func chaosBatch(t *testing.T, rounds int) {
 	}
 	c.campaign(faults, rounds)
 	c.finish(admin)
+}
+
+// manyElectionsServer starts the dedicated server of the batch and shards
+// runs (200 connections, a 64 MB buffer pool), and returns it with a
+// context bounded by the budget of rounds of each of kinds faults.
+func manyElectionsServer(t *testing.T, rounds, kinds int) (context.Context, *mysqld.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), budget(rounds, kinds))
+	t.Cleanup(cancel)
+	srv, err := mysqld.Start(ctx, mysqld.Options{ExtraArgs: []string{"--max-connections=200", "--innodb-buffer-pool-size=64M"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return ctx, srv
 }
 
 // budget bounds a run of rounds of each of kinds faults.
