@@ -101,6 +101,10 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 	ctx, admin, dsn := generalLogServer(t)
 	const n = 60
 	fleet := newBatchedFleet(3 * n)
+	// A lease a loaded machine does not run out: r0 must hold every
+	// election until it resigns, or a takeover before it would end r0's
+	// term otherwise and count as one of the n awaited.
+	fleet.lease = 10 * time.Second
 	replica := func(r int) (stop func()) {
 		db := testdb.Open(t, dsn)
 		b, err := election.NewBatcher(db, election.BatcherOptions{Linger: 50 * time.Millisecond})
@@ -124,6 +128,9 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 	replica(2)
 	if _, err := admin.ExecContext(ctx, "TRUNCATE mysql.general_log"); err != nil {
 		t.Fatal(err)
+	}
+	if k := len(fleet.elected); k > 0 {
+		t.Fatalf("%d elections changed hands before r0 resigned", k)
 	}
 	stop()
 	fleet.wait(t, ctx, n)
@@ -156,6 +163,9 @@ WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0'`, &moved},
 	}
 	if moved != n || floors != n {
 		t.Errorf("of %d elections taken over, %d have a history of a resigned term and an open one, %d their floor at the new term and its count at the newest slot: want all", n, moved, floors)
+		for i := range n {
+			logHistory(t, ctx, admin, fmt.Sprintf("takeovers-%d", i))
+		}
 	}
 	if sets == 0 || singles >= n/2 {
 		t.Errorf("%d takeovers read %d batches of floor rows and %d single floor rows: want batches, and fewer than %d single", n, sets, singles, n/2)
@@ -173,6 +183,7 @@ WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0'`, &moved},
 // each have a Batcher; each election reports when one is elected while
 // another of its candidates believes it leads.
 type batchedFleet struct {
+	lease    time.Duration // if set, the candidates' lease, and their deadlines scaled to it
 	mu       sync.Mutex
 	overlaps []string
 	cands    map[string][]*election.Candidate
@@ -187,6 +198,11 @@ func newBatchedFleet(size int) *batchedFleet {
 func (f *batchedFleet) add(t *testing.T, db *sql.DB, b *election.Batcher, name, id string) *election.Candidate {
 	t.Helper()
 	cfg := sessionClockConfig(name, id)
+	if f.lease > 0 {
+		cfg.LeaseDuration = f.lease
+		cfg.Tuning.RenewDeadline = f.lease * 6 / 10
+		cfg.Tuning.QueryTimeout = f.lease / 4
+	}
 	cfg.Tuning.Batcher = b
 	cfg.Callbacks.OnElected = func(context.Context, election.Leadership) {
 		f.mu.Lock()
@@ -223,6 +239,31 @@ func (f *batchedFleet) wait(t *testing.T, ctx context.Context, n int) {
 	for _, o := range f.overlaps {
 		t.Error("two leaders: " + o)
 	}
+}
+
+// logHistory logs election name's row and history, to show a failure.
+func logHistory(t *testing.T, ctx context.Context, db *sql.DB, name string) {
+	t.Helper()
+	var row string
+	if err := db.QueryRowContext(ctx, "SELECT CONCAT_WS(' ', service_id, term, released) FROM service_election WHERE anchor = ?", name).Scan(&row); err != nil {
+		t.Logf("%s: %v", name, err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT CONCAT_WS(' ', term, holder, began, IFNULL(ended, '-')) FROM service_election_history WHERE anchor = ? ORDER BY term", name)
+	if err != nil {
+		t.Logf("%s: %v", name, err)
+		return
+	}
+	defer rows.Close()
+	var terms []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Logf("%s: %v", name, err)
+			return
+		}
+		terms = append(terms, s)
+	}
+	t.Logf("%s: row %q, history %q", name, row, terms)
 }
 
 // TestBatcherTakeLetFinish: a candidate whose Run ends while its take
