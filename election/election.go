@@ -15,10 +15,11 @@ import (
 type Election interface {
 	// Run campaigns until ctx ends, then resigns (if it leads) and returns
 	// nil once every goroutine it started has exited. A leader's renewal in
-	// flight when ctx ends is let finish first (at most QueryTimeout), so
-	// that the release follows it in order, and so is a table-backend
-	// follower's take, which it then gives up without leading; the resign
-	// itself is bounded by QueryTimeout too. It returns early with
+	// flight when ctx ends is let finish first (at most QueryTimeout, and
+	// as much again for the read that may follow it), so that the release
+	// follows it in order, and so is a table-backend follower's take, which
+	// it then gives up without leading; the resign itself is bounded by
+	// QueryTimeout too. It returns early with
 	// an error only for problems retrying cannot fix: a missing table
 	// (ErrTableMissing), missing privileges (ErrAccessDenied), an outdated
 	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone), a

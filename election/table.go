@@ -265,18 +265,17 @@ func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, er
 	if n > 2 || n == 0 && hold == 0 {
 		return beat{}, nil
 	}
-	// What a take sent did is read under ctx without its cancellation,
-	// with its deadline, as a renewal's is (holdTick): a take in flight
-	// when Run's context ends is let finish (see beat), and the stand-down
-	// that follows gives up a term it won. Cut off, a batch could commit
-	// it unknown to the candidate, and the next candidate with this ID
-	// would find the row naming it and wait out the lock delay (a shard
-	// group that stops candidates as its plan changes came up in 20 s,
-	// not 3, so).
-	kept, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
-	if d, ok := ctx.Deadline(); ok {
-		kept, cancel = context.WithDeadline(kept, d)
-	}
+	// What a take sent did is read without ctx's cancellation, and with a
+	// statement's time of its own: a take in flight when Run's context
+	// ends is let finish (see beat), and the stand-down that follows gives
+	// up a term it won; a take that committed late in its step, after a
+	// wait in a batch's queue or on a row lock, still learns that it won.
+	// Cut off either way, the next take (this candidate's, or the next
+	// with its ID) would find the row naming it and wait out the lock
+	// delay (a shard group came up in 20 s, not 3, so). The model reads
+	// the row when the reply is processed, at any time after it came; the
+	// hold's deadline counts from the heartbeat's send.
+	kept, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.QueryTimeout)
 	defer cancel()
 	return t.confirm(kept, hold, n, term)
 }
