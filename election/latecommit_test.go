@@ -59,11 +59,10 @@ VALUES ('late-commit', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVA
 	// The take's heartbeat waits on the row; its step began before.
 	waitSession(t, ctx, admin, "%INSERT%INTO `service_election`(%")
 	began := time.Now()
-	// Let it wait a quarter of the step, then queue a table lock behind
-	// its transaction, and let the take commit: its read then waits on
-	// the table lock, from at least a quarter of the step after the step
-	// began.
-	waitUntil(t, ctx, began.Add(step/4))
+	// Let it wait half the step, then queue a table lock behind its
+	// transaction, and let the take commit: its read then waits on the
+	// table lock, from at least half the step after the step began.
+	waitUntil(t, ctx, began.Add(step/2))
 	tableLock, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +81,9 @@ VALUES ('late-commit', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVA
 		t.Fatal(err)
 	}
 	waitSession(t, ctx, admin, "SELECT%FROM `service_election`%WHERE anchor%")
-	// Past the step's deadline, and within its read's own time.
-	waitUntil(t, ctx, began.Add(step+step/8))
+	// Past the step's deadline (by began + step), and within its read's
+	// own time (from began + step/2 on): a quarter of the step either way.
+	waitUntil(t, ctx, began.Add(step+step/4))
 	if _, err := tableLock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
 		t.Fatal(err)
 	}
