@@ -280,24 +280,7 @@ func TestBatcherTakeLetFinish(t *testing.T) {
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
 	const name = "let-finish"
-	for _, q := range []string{
-		`INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
-VALUES ('let-finish', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL 60 SECOND, 1000, 0)`,
-		`INSERT INTO service_election_floor (anchor, term_floor) VALUES ('let-finish', 7)`,
-		`INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) VALUES ('let-finish', 0, 7, 'other', 'first', 1)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lock, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback()
-	if _, err := lock.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = ? FOR UPDATE`, name); err != nil {
-		t.Fatal(err)
-	}
+	lock := lockedExpiredRow(t, ctx, db, name)
 	b, err := election.NewBatcher(db, election.BatcherOptions{})
 	if err != nil {
 		t.Fatal(err)

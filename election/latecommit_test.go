@@ -26,24 +26,7 @@ func TestTakeLearnsLateCommit(t *testing.T) {
 	testdb.Migrate(t, dsn)
 	db := testdb.Open(t, dsn)
 	const name = "late-commit"
-	for _, q := range []string{
-		`INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
-VALUES ('late-commit', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL 60 SECOND, 1000, 0)`,
-		`INSERT INTO service_election_floor (anchor, term_floor) VALUES ('late-commit', 7)`,
-		`INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) VALUES ('late-commit', 0, 7, 'other', 'first', 1)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rowLock, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rowLock.Rollback()
-	if _, err := rowLock.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = ? FOR UPDATE`, name); err != nil {
-		t.Fatal(err)
-	}
+	rowLock := lockedExpiredRow(t, ctx, db, name)
 	// A step (a follower's look, its take and the take's read) has
 	// QueryTimeout; the lease's defaults leave the hold 10 s.
 	const step = 4 * time.Second
@@ -97,6 +80,32 @@ VALUES ('late-commit', 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVA
 	if len(rows) != 1 || rows[0]["began"] != "expired" || rows[0]["term"] != strconv.FormatUint(l.Term, 10) {
 		t.Errorf("elected with term %v; the terms since the expired one: %v; want one, the take's, begun on the expired row (not claimed again, with a lock delay)", l.Term, rows)
 	}
+}
+
+// lockedExpiredRow gives election name a row of candidate "other" expired
+// a minute ago (term 7, with its floor and history), and returns a
+// transaction that holds that row's lock, rolled back at the end of t.
+func lockedExpiredRow(t *testing.T, ctx context.Context, db *sql.DB, name string) *sql.Tx {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO service_election (anchor, service_id, last_seen_active, term, term_started_at, lease_ms, released)
+VALUES (?, 'other', NOW(6) - INTERVAL 60 SECOND, 7, NOW(6) - INTERVAL 60 SECOND, 1000, 0)`,
+		`INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 7)`,
+		`INSERT INTO service_election_history (anchor, slot, term, holder, began, started_at) VALUES (?, 0, 7, 'other', 'first', 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = ? FOR UPDATE`, name); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 // waitSession waits until a session of db's server runs a statement like
