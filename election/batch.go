@@ -106,14 +106,21 @@ type Batcher struct {
 	readBounded atomic.Pointer[string]
 }
 
-// renewReq is an election's row as its candidate holds it.
-type renewReq = heldtx.Row
+// renewReq is an election's row as its candidate holds it, asked by a
+// caller (ctx) that a batch leaves out once it gave up: a renewal that
+// waited past its caller's deadline is retried, and run both, each would
+// cost the others' batches their time (at 100,000 shards a process's
+// renewals fell behind for good, and every lease it held was lost).
+type renewReq struct {
+	ctx      context.Context
+	Name, ID string
+	Term     uint64
+}
 
 // giveReq gives up the row of election name that candidate id holds with
 // term as w does (a release, hand-off or hand-over), with its :to and
 // :lease (tableBackend.writeRow; a release's :lease is 0: it reads none).
 type giveReq struct {
-	ctx context.Context // the caller's: one that gave up is left out
 	renewReq
 	w     rowWrite
 	to    string
@@ -204,17 +211,13 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // callers (see combine.ByEarliest), and leaves out those that gave up: a give-up
 // commits only for a caller still waiting for it.
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
-	var keys []renewReq
-	var ctxs []context.Context
-	var at []int // keys[k] is reqs[at[k]]
+	keys, ctxs := make([]renewReq, len(reqs)), make([]context.Context, len(reqs))
 	for i, r := range reqs {
-		if r.ctx.Err() == nil {
-			keys, ctxs, at = append(keys, r.renewReq), append(ctxs, r.ctx), append(at, i)
-		}
+		keys[i], ctxs[i] = r.renewReq, r.ctx
 	}
 	ctx, cancel := combine.ByEarliest(ctx, ctxs)
 	defer cancel()
-	given, err := b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
+	return b.locked(ctx, b.sql.giveLock, keys, func(c *sql.Conn, held []int) error {
 		type how struct {
 			w     rowWrite
 			to    string
@@ -223,7 +226,7 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 		groups := map[how]*stmt.Params{}
 		var order []how
 		for _, k := range held {
-			r := reqs[at[k]]
+			r := reqs[k]
 			h := how{r.w, r.to, r.lease}
 			if groups[h] == nil {
 				groups[h], order = &stmt.Params{To: r.to, Lease: r.lease}, append(order, h)
@@ -240,28 +243,38 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bool, len(reqs))
-	for k, i := range at {
-		out[i] = given[k]
-	}
-	return out, nil
 }
 
 // locked runs f in one transaction on the rows of reqs that their
 // candidates still hold (heldtx.Tx.Run), locked by lock (sql.lock or
-// sql.giveLock); their results are true. A batch smaller than
+// sql.giveLock), leaving out those whose callers gave up; their results are
+// true, and f gets their indices in reqs. A batch of fewer than
 // minRenewBatch is left out: each request falls back to its election's
 // own statements.
 func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f func(c *sql.Conn, held []int) error) ([]bool, error) {
-	if len(reqs) < minRenewBatch {
-		return make([]bool, len(reqs)), nil
+	out := make([]bool, len(reqs))
+	var rows []heldtx.Row
+	var at []int // rows[k] is reqs[at[k]]'s
+	for i, r := range reqs {
+		if r.ctx.Err() == nil {
+			rows, at = append(rows, heldtx.Row{Name: r.Name, ID: r.ID, Term: r.Term}), append(at, i)
+		}
 	}
-	out, err := b.tx.Run(ctx, lock, reqs, f)
+	if len(rows) < minRenewBatch {
+		return out, nil
+	}
+	got, err := b.tx.Run(ctx, lock, rows, func(c *sql.Conn, held []int) error {
+		ix := make([]int, len(held))
+		for j, k := range held {
+			ix[j] = at[k]
+		}
+		return f(c, ix)
+	})
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
+	}
+	for k, i := range at {
+		out[i] = got[k]
 	}
 	return out, nil
 }

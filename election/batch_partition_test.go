@@ -60,7 +60,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, name)
-		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -141,7 +141,7 @@ func TestBatcherCommitEndsWithItsContext(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -219,7 +219,7 @@ func TestBatcherRenewsReadCommitted(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: 5 * time.Second})
 	if err != nil {
@@ -250,10 +250,14 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 // election once per request (a name repeated) renews a row only for the
 // request naming its candidate and term, answers a duplicate of that
 // request false (it falls back to its own heartbeat), and renews no row of
-// another candidate, an older term, a released row or a missing one.
+// another candidate, an older term, a released row or a missing one; nor
+// the row of a caller that gave up (it retries: run both, a backlog of
+// renewals doubles).
 func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
-	ctx, db, bt := heldRows(t, "dup", "a", "b")
-	a, b, gone, none := "dup-a", "dup-b", "dup-released", "dup-none"
+	ctx, db, bt := heldRows(t, "dup", "a", "b", "c")
+	a, b, c, gone, none := "dup-a", "dup-b", "dup-c", "dup-released", "dup-none"
+	ended, cancel := context.WithCancel(ctx)
+	cancel() // a caller that gave up: left out
 	reqs := []renewReq{
 		{Name: a, ID: "other", Term: 7},
 		{Name: a, ID: "me", Term: 7},
@@ -262,18 +266,22 @@ func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
 		{Name: gone, ID: "me", Term: 7},
 		{Name: none, ID: "me", Term: 7},
 		{Name: b, ID: "me", Term: 7},
+		{Name: c, ID: "me", Term: 7, ctx: ended},
+	}
+	for i := range reqs {
+		reqs[i].ctx = cmp.Or(reqs[i].ctx, ctx)
 	}
 	// The batch's own bound (the Combiner's Timeout) is ctx's here.
 	out, err := bt.execRenew(ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []bool{false, true, false, false, false, false, true} {
+	for i, want := range []bool{false, true, false, false, false, false, true, false} {
 		if out[i] != want {
 			t.Errorf("%+v renewed %v, want %v", reqs[i], out[i], want)
 		}
 	}
-	for name, renewed := range map[string]bool{a: true, b: true, gone: false} {
+	for name, renewed := range map[string]bool{a: true, b: true, c: false, gone: false} {
 		var fresh bool
 		if err := db.QueryRowContext(ctx, `SELECT last_seen_active > NOW(6) - INTERVAL 2 SECOND FROM service_election WHERE anchor = ?`, name).Scan(&fresh); err != nil {
 			t.Fatal(err)
@@ -305,7 +313,7 @@ func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 		{renewReq: held(none, "me", 7), w: writeRelease},
 		{renewReq: held(b, "me", 7), w: writeRelease},
 		{renewReq: held(c, "me", 7), w: writeHandOff, lease: 3000},
-		{renewReq: held(c, "me", 7), w: writeRelease, ctx: ended},
+		{renewReq: renewReq{ctx: ended, Name: c, ID: "me", Term: 7}, w: writeRelease},
 	}
 	for i := range reqs {
 		reqs[i].ctx = cmp.Or(reqs[i].ctx, ctx)

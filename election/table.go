@@ -133,7 +133,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	if t.cfg.Batcher != nil {
-		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{Name: t.cfg.Name, ID: t.cfg.ID, Term: hold})
+		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{ctx: ctx, Name: t.cfg.Name, ID: t.cfg.ID, Term: hold})
 		if err != nil {
 			return beat{}, err
 		}
