@@ -289,11 +289,11 @@ func (g *group) read(ctx context.Context) (live []string, listed map[string]bool
 	for _, r := range recs {
 		key, ok := strings.CutPrefix(r.Election, g.o.Group+"/")
 		switch {
-		case !ok || !r.Live():
-		case !r.Released:
+		case !ok:
+		case r.Live():
 			holders[key] = r.ID
-		case r.Transfer && r.TransferTo != "":
-			holders[key] = r.TransferTo
+		case r.Released && r.Transfer && r.TransferTo != "" && r.LeaseLeft > 0:
+			holders[key] = r.TransferTo // reserved for it
 		}
 	}
 	return live, listed, holders, nil

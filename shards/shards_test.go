@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -382,4 +383,46 @@ func TestShardGroupAdmits(t *testing.T) {
 	g := newGroup(t, ctx, 2*shards.MaxPending+100)
 	g.every, g.lease = time.Hour, 15*time.Second
 	g.start("a")
+}
+
+// TestReadHolders: a shard's holder is its row's live leader, or the
+// member a transfer reserved the row for while the reservation lasts; the
+// plan then counts the shard as that member's, so that the member takes
+// it at once and no other plan sends it elsewhere.
+func TestReadHolders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 3)
+	db := testdb.Open(t, g.dsn)
+	// A long lease: the transfer's reservation (twice the retry interval)
+	// lasts 16 s.
+	lead := func(key, id string) *election.Candidate {
+		elected := make(chan struct{})
+		c, err := election.NewTable(db, election.Config{Name: g.name + "/" + key, ID: id, LeaseDuration: time.Minute,
+			Callbacks: election.Callbacks{OnElected: func(context.Context, election.Leadership) { close(elected) }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Run(rctx) }()
+		t.Cleanup(func() { stop(); <-done })
+		select {
+		case <-elected:
+		case <-ctx.Done():
+			t.Fatalf("%s never led shard %s", id, key)
+		}
+		return c
+	}
+	lead("0", "a")
+	if err := lead("1", "a").Transfer(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := shards.Holders(ctx, db, election.DefaultTable, g.name, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"0": "a", "1": "c"}; !maps.Equal(got, want) {
+		t.Errorf("holders %v, want %v (shard 1 handed to c)", got, want)
+	}
 }
