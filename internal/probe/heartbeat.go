@@ -29,7 +29,11 @@ const RecordColumns = `anchor, service_id, term,
   CAST(UNIX_TIMESTAMP(last_seen_active) AS CHAR) AS last_seen,
   lease_ms, released <> 0 AS released, acquired, value, backend,
   COALESCE(connection_id, 0) AS connection_id, transfer_to, priority,
-  TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND) AS left_us`
+  ` + LeaseLeft + ` AS left_us`
+
+// LeaseLeft is what is left of a row's lease, in microseconds by the
+// database clock: not positive once it ran out.
+const LeaseLeft = `TIMESTAMPDIFF(MICROSECOND, SYSDATE(6), last_seen_active + INTERVAL lease_ms * 1000 MICROSECOND)`
 
 // HoldsCond is true while the row names the candidate (:me) with the term it
 // holds (:hold), not released.
