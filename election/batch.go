@@ -132,6 +132,7 @@ type giveReq struct {
 type takeReq struct {
 	ctx   context.Context // the caller's: one that gave up is left out
 	name  string
+	look  string // a follower's ID: its take is left out if the row is busy for it (unbusy)
 	f     floor.Stmts
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
@@ -317,8 +318,9 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	var live []takeReq
 	var names []string
 	var ctxs []context.Context
+	busy := b.unbusy(ctx, reqs)
 	for i, r := range reqs {
-		if out[i] = r.ctx.Err(); out[i] == nil {
+		if out[i] = r.ctx.Err(); out[i] == nil && !busy[i] {
 			live, names, ctxs = append(live, r), append(names, r.name), append(ctxs, r.ctx)
 		}
 	}
@@ -354,6 +356,38 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 		return unsent(err)
 	}
 	return out, err
+}
+
+// unbusy reports which of reqs are followers' takes of rows that a fresh
+// look (one read of them all, as follow's) finds busy for them
+// (Record.busy): taken since their candidates looked, while they waited
+// for the batch. Left out, they change nothing; sent, each would hold its
+// row's lock until the batch commits, and the holder's renewals wait for
+// it: at 100,000 shards, where a batch took seconds, some renewed nothing
+// for their whole deadline. When the read fails, the heartbeats decide.
+func (b *Batcher) unbusy(ctx context.Context, reqs []takeReq) []bool {
+	busy := make([]bool, len(reqs))
+	var names []string
+	for _, r := range reqs {
+		if r.look != "" {
+			names = append(names, r.name)
+		}
+	}
+	if len(names) == 0 {
+		return busy
+	}
+	recs, err := b.execRead(ctx, names)
+	if err != nil {
+		return busy
+	}
+	byName := make(map[string]Record, len(recs))
+	for _, r := range recs {
+		byName[r.Election] = r
+	}
+	for i, r := range reqs {
+		busy[i] = r.look != "" && byName[r.name].busy(r.look)
+	}
+	return busy
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in
