@@ -94,6 +94,9 @@ type Batcher struct {
 	// takes runs the heartbeats that may assign a term (tableBackend.beat),
 	// each in the term floor's transaction, many in one (execTake).
 	takes *combine.Combiner[takeReq, error]
+	// solo holds a slot for each take sent alone after its batch failed
+	// (alone).
+	solo chan struct{}
 	// gives gives up held rows (releases, hand-offs, hand-overs) if the
 	// rows still say so and are not locked by another transaction: false
 	// otherwise, and the caller sends its own statements.
@@ -165,7 +168,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1)}
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1), solo: make(chan struct{}, opts.MaxInFlight)}
 	b.tx = heldtx.Tx{DB: db, Setup: []string{b.sql.bound, readCommitted}, Restore: b.sql.restore}
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
@@ -358,6 +361,25 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	return out, err
 }
 
+// alone runs f, a take sent alone after its batch failed, once fewer than
+// MaxInFlight others run; ctx's error, and f unsent, if ctx ends first.
+// A failed batch's 500 takes sent alone at once waited for every
+// connection of a shards process's bounded pool, and the renewals queued
+// behind them failed (100,000 shards over 5 processes). Without a
+// Batcher (b nil), f runs at once.
+func (b *Batcher) alone(ctx context.Context, f func() error) error {
+	if b == nil {
+		return f()
+	}
+	select {
+	case b.solo <- struct{}{}:
+		defer func() { <-b.solo }()
+		return f()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // unbusy reports which of reqs are followers' takes of rows that a fresh
 // look (one read of them all, as follow's) finds busy for them
 // (Record.busy): taken since their candidates looked, while they waited
@@ -376,16 +398,11 @@ func (b *Batcher) unbusy(ctx context.Context, reqs []takeReq) []bool {
 	if len(names) == 0 {
 		return busy
 	}
-	recs, err := b.execRead(ctx, names)
-	if err != nil {
-		return busy
-	}
-	byName := make(map[string]Record, len(recs))
-	for _, r := range recs {
-		byName[r.Election] = r
-	}
-	for i, r := range reqs {
-		busy[i] = r.look != "" && byName[r.name].busy(r.look)
+	recs, err := b.execRead(ctx, names) // in names' order
+	for i, k := 0, 0; err == nil && i < len(reqs); i++ {
+		if r := reqs[i]; r.look != "" {
+			busy[i], k = recs[k].busy(r.look), k+1
+		}
 	}
 	return busy
 }

@@ -1,9 +1,13 @@
 package election
 
 import (
+	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 func TestBatcherConfig(t *testing.T) {
@@ -33,4 +37,48 @@ func TestBatcherConfig(t *testing.T) {
 	if _, err := NewBatcher(db, BatcherOptions{Table: "bad table"}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad table: %v", err)
 	}
+}
+
+// TestBatcherAloneFewAtOnce: takes sent alone after their batch failed run
+// at most MaxInFlight at once, so that they leave the pool's other
+// connections to the renewals; one whose context ends while it waits is
+// not sent.
+func TestBatcherAloneFewAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := NewBatcher(&sql.DB{}, BatcherOptions{MaxInFlight: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		running, most := 0, 0
+		release := make(chan struct{})
+		var takes sync.WaitGroup
+		for range 5 {
+			takes.Go(func() {
+				_ = b.alone(t.Context(), func() error {
+					mu.Lock()
+					running++
+					most = max(most, running)
+					mu.Unlock()
+					<-release
+					mu.Lock()
+					running--
+					mu.Unlock()
+					return nil
+				})
+			})
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		sent := false
+		if err := b.alone(ctx, func() error { sent = true; return nil }); !errors.Is(err, context.DeadlineExceeded) || sent {
+			t.Errorf("a take whose context ended while it waited: %v, sent %v; want its context's error, unsent", err, sent)
+		}
+		close(release)
+		takes.Wait()
+		if most != 2 {
+			t.Errorf("%d takes alone at once, want MaxInFlight, 2", most)
+		}
+	})
 }

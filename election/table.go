@@ -230,8 +230,10 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 			return 0, 0, berr // not sent: execTake leaves it out
 		}
 	}
-	err := floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
-		return write(ctx, tx, floor, first)
+	err := t.cfg.Batcher.alone(ctx, func() error {
+		return floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
+			return write(ctx, tx, floor, first)
+		})
 	})
 	return n, term, err
 }
