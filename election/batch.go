@@ -94,9 +94,11 @@ type Batcher struct {
 	// takes runs the heartbeats that may assign a term (tableBackend.beat),
 	// each in the term floor's transaction, many in one (execTake).
 	takes *combine.Combiner[takeReq, error]
-	// solo holds a slot for each take sent alone after its batch failed
-	// (alone).
-	solo chan struct{}
+	// solo runs the takes sent alone after their batch failed, MaxInFlight
+	// at a time (tableBackend.beat): a failed batch's 500 sent alone at
+	// once waited for every connection of a shards process's bounded pool,
+	// and the renewals queued behind them (100,000 shards over 5 processes).
+	solo combine.Slots
 	// gives gives up held rows (releases, hand-offs, hand-overs) if the
 	// rows still say so and are not locked by another transaction: false
 	// otherwise, and the caller sends its own statements.
@@ -109,16 +111,9 @@ type Batcher struct {
 	readBounded atomic.Pointer[string]
 }
 
-// renewReq is an election's row as its candidate holds it, asked by a
-// caller (ctx) that a batch leaves out once it gave up: a renewal that
-// waited past its caller's deadline is retried, and run both, each would
-// cost the others' batches their time (at 100,000 shards a process's
-// renewals fell behind for good, and every lease it held was lost).
-type renewReq struct {
-	ctx      context.Context
-	Name, ID string
-	Term     uint64
-}
+// renewReq is an election's row as its candidate holds it, and its
+// caller's context: a batch leaves it out once its caller gave up.
+type renewReq = heldtx.Row
 
 // giveReq gives up the row of election name that candidate id holds with
 // term as w does (a release, hand-off or hand-over), with its :to and
@@ -135,7 +130,8 @@ type giveReq struct {
 type takeReq struct {
 	ctx   context.Context // the caller's: one that gave up is left out
 	name  string
-	look  string // a follower's ID: its take is left out if the row is busy for it (unbusy)
+	id    string // the candidate's
+	hold  uint64 // the term it holds: 0 for a follower, whose take is left out if the row is busy for it (unbusy)
 	f     floor.Stmts
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
@@ -168,7 +164,7 @@ func NewBatcher(db *sql.DB, opts BatcherOptions) (*Batcher, error) {
 	opts.QueryTimeout = cmp.Or(max(opts.QueryTimeout, 0), defaultQueryTimeout)
 	opts.Linger = cmp.Or(opts.Linger, 5*time.Millisecond)
 	opts.Clock = cmp.Or[Clock](opts.Clock, realClock{})
-	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1), solo: make(chan struct{}, opts.MaxInFlight)}
+	b := &Batcher{db: db, opts: opts, sql: batchStatements(opts.Table, opts.QueryTimeout), preflight: make(chan struct{}, 1), solo: make(combine.Slots, opts.MaxInFlight)}
 	b.tx = heldtx.Tx{DB: db, Setup: []string{b.sql.bound, readCommitted}, Restore: b.sql.restore}
 	copts := combine.Options{MaxBatch: opts.MaxBatch, MaxInFlight: opts.MaxInFlight, QueryTimeout: opts.QueryTimeout, Linger: opts.Linger, Clock: lingerClock{opts.Clock}}
 	b.renews = combine.New(copts, b.execRenew)
@@ -217,7 +213,7 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
 	keys, ctxs := make([]renewReq, len(reqs)), make([]context.Context, len(reqs))
 	for i, r := range reqs {
-		keys[i], ctxs[i] = r.renewReq, r.ctx
+		keys[i], ctxs[i] = r.renewReq, r.Ctx
 	}
 	ctx, cancel := combine.ByEarliest(ctx, ctxs)
 	defer cancel()
@@ -250,35 +246,17 @@ func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) 
 }
 
 // locked runs f in one transaction on the rows of reqs that their
-// candidates still hold (heldtx.Tx.Run), locked by lock (sql.lock or
-// sql.giveLock), leaving out those whose callers gave up; their results are
-// true, and f gets their indices in reqs. A batch of fewer than
-// minRenewBatch is left out: each request falls back to its election's
-// own statements.
+// candidates still hold and whose callers still wait (heldtx.Tx.Run),
+// locked by lock (sql.lock or sql.giveLock); their results are true. A
+// batch smaller than minRenewBatch is left out: each request falls back to
+// its election's own statements.
 func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f func(c *sql.Conn, held []int) error) ([]bool, error) {
-	out := make([]bool, len(reqs))
-	var rows []heldtx.Row
-	var at []int // rows[k] is reqs[at[k]]'s
-	for i, r := range reqs {
-		if r.ctx.Err() == nil {
-			rows, at = append(rows, heldtx.Row{Name: r.Name, ID: r.ID, Term: r.Term}), append(at, i)
-		}
+	if len(reqs) < minRenewBatch {
+		return make([]bool, len(reqs)), nil
 	}
-	if len(rows) < minRenewBatch {
-		return out, nil
-	}
-	got, err := b.tx.Run(ctx, lock, rows, func(c *sql.Conn, held []int) error {
-		ix := make([]int, len(held))
-		for j, k := range held {
-			ix[j] = at[k]
-		}
-		return f(c, ix)
-	})
+	out, err := b.tx.Run(ctx, lock, reqs, f)
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)
-	}
-	for k, i := range at {
-		out[i] = got[k]
 	}
 	return out, nil
 }
@@ -361,25 +339,6 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	return out, err
 }
 
-// alone runs f, a take sent alone after its batch failed, once fewer than
-// MaxInFlight others run; ctx's error, and f unsent, if ctx ends first.
-// A failed batch's 500 takes sent alone at once waited for every
-// connection of a shards process's bounded pool, and the renewals queued
-// behind them failed (100,000 shards over 5 processes). Without a
-// Batcher (b nil), f runs at once.
-func (b *Batcher) alone(ctx context.Context, f func() error) error {
-	if b == nil {
-		return f()
-	}
-	select {
-	case b.solo <- struct{}{}:
-		defer func() { <-b.solo }()
-		return f()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // unbusy reports which of reqs are followers' takes of rows that a fresh
 // look (one read of them all, as follow's) finds busy for them
 // (Record.busy): taken since their candidates looked, while they waited
@@ -391,7 +350,7 @@ func (b *Batcher) unbusy(ctx context.Context, reqs []takeReq) []bool {
 	busy := make([]bool, len(reqs))
 	var names []string
 	for _, r := range reqs {
-		if r.look != "" {
+		if r.hold == 0 {
 			names = append(names, r.name)
 		}
 	}
@@ -400,8 +359,8 @@ func (b *Batcher) unbusy(ctx context.Context, reqs []takeReq) []bool {
 	}
 	recs, err := b.execRead(ctx, names) // in names' order
 	for i, k := 0, 0; err == nil && i < len(reqs); i++ {
-		if r := reqs[i]; r.look != "" {
-			busy[i], k = recs[k].busy(r.look), k+1
+		if r := reqs[i]; r.hold == 0 {
+			busy[i], k = recs[k].busy(r.id), k+1
 		}
 	}
 	return busy

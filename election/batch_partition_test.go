@@ -62,7 +62,7 @@ VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, name)
-		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{Ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -143,7 +143,7 @@ func TestBatcherCommitEndsWithItsContext(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{Ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: queryTimeout})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestBatcherRenewsReadCommitted(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{Ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	b, err := NewBatcher(proxied, BatcherOptions{QueryTimeout: 5 * time.Second})
 	if err != nil {
@@ -268,10 +268,10 @@ func TestBatcherRenewsOnlyHeldRows(t *testing.T) {
 		{Name: gone, ID: "me", Term: 7},
 		{Name: none, ID: "me", Term: 7},
 		{Name: b, ID: "me", Term: 7},
-		{Name: c, ID: "me", Term: 7, ctx: ended},
+		{Name: c, ID: "me", Term: 7, Ctx: ended},
 	}
 	for i := range reqs {
-		reqs[i].ctx = cmp.Or(reqs[i].ctx, ctx)
+		reqs[i].Ctx = cmp.Or(reqs[i].Ctx, ctx)
 	}
 	// The batch's own bound (the Combiner's Timeout) is ctx's here.
 	out, err := bt.execRenew(ctx, reqs)
@@ -315,10 +315,10 @@ func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 		{renewReq: held(none, "me", 7), w: writeRelease},
 		{renewReq: held(b, "me", 7), w: writeRelease},
 		{renewReq: held(c, "me", 7), w: writeHandOff, lease: 3000},
-		{renewReq: renewReq{ctx: ended, Name: c, ID: "me", Term: 7}, w: writeRelease},
+		{renewReq: renewReq{Ctx: ended, Name: c, ID: "me", Term: 7}, w: writeRelease},
 	}
 	for i := range reqs {
-		reqs[i].ctx = cmp.Or(reqs[i].ctx, ctx)
+		reqs[i].Ctx = cmp.Or(reqs[i].Ctx, ctx)
 	}
 	out, err := bt.execGive(ctx, reqs)
 	if err != nil {
@@ -470,19 +470,19 @@ func TestBatcherTakesLookFirst(t *testing.T) {
 	f := floor.NewStmts(DefaultTable, stmt.Bound{}, time.Second)
 	var mu sync.Mutex
 	var sent []string
-	take := func(name, look string) takeReq {
-		return takeReq{ctx: ctx, name: name, look: look, f: f, write: func(_ context.Context, _ floor.Tx, fl uint64, _ bool) (uint64, error) {
+	take := func(name, id string, hold uint64) takeReq {
+		return takeReq{ctx: ctx, name: name, id: id, hold: hold, f: f, write: func(_ context.Context, _ floor.Tx, fl uint64, _ bool) (uint64, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			sent = append(sent, name+" by "+cmp.Or(look, "its holder"))
+			sent = append(sent, fmt.Sprintf("%s by %s holding %d", name, id, hold))
 			return fl, nil // changes nothing
 		}}
 	}
-	if _, err := bt.execTake(ctx, []takeReq{take("look-live", "other"), take("look-free", "other"), take("look-live", "")}); err != nil {
+	if _, err := bt.execTake(ctx, []takeReq{take("look-live", "other", 0), take("look-free", "other", 0), take("look-live", "me", 7)}); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(sent)
-	if want := []string{"look-free by other", "look-live by its holder"}; !slices.Equal(sent, want) {
+	if want := []string{"look-free by other holding 0", "look-live by me holding 7"}; !slices.Equal(sent, want) {
 		t.Errorf("the batch sent the heartbeats of %q, want %q", sent, want)
 	}
 }

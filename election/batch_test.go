@@ -55,7 +55,7 @@ func TestBatcherAloneFewAtOnce(t *testing.T) {
 		var takes sync.WaitGroup
 		for range 5 {
 			takes.Go(func() {
-				_ = b.alone(t.Context(), func() error {
+				_ = b.solo.Run(t.Context(), func() error {
 					mu.Lock()
 					running++
 					most = max(most, running)
@@ -72,7 +72,7 @@ func TestBatcherAloneFewAtOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		sent := false
-		if err := b.alone(ctx, func() error { sent = true; return nil }); !errors.Is(err, context.DeadlineExceeded) || sent {
+		if err := b.solo.Run(ctx, func() error { sent = true; return nil }); !errors.Is(err, context.DeadlineExceeded) || sent {
 			t.Errorf("a take whose context ended while it waited: %v, sent %v; want its context's error, unsent", err, sent)
 		}
 		close(release)

@@ -169,7 +169,7 @@ func TestBatcherRestoresSession(t *testing.T) {
 VALUES (?, 'me', NOW(6), 7, NOW(6), 10000)`, name); err != nil {
 			t.Fatal(err)
 		}
-		reqs = append(reqs, renewReq{ctx: ctx, Name: name, ID: "me", Term: 7})
+		reqs = append(reqs, renewReq{Ctx: ctx, Name: name, ID: "me", Term: 7})
 	}
 	got, err := b.execRenew(ctx, reqs)
 	if err != nil {

@@ -210,10 +210,8 @@ func (b *lockBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 // renewal's too (issue 31), as the server would at the end of the session;
 // the connection never goes back to the pool. Then its session gets its
 // limits (lockSessionSQL) and, where a session may set them, TCP keepalive
-// probes after waitTimeout of silence, so that the server notices a
-// vanished client while a statement runs: MariaDB has the three variables
-// (global only in current versions), MySQL none; a server that refuses one
-// refuses all three. Refusals are remembered and not retried.
+// probes after waitTimeout of silence (getlock.Conn.Keepalive); refusals
+// are remembered and not retried.
 func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 	if b.lc.Conn != nil && !b.lc.Locked && b.cfg.Clock.Now().Sub(b.lastUsed) > b.waitTimeout/2 {
 		b.lc.Discard()
@@ -234,17 +232,7 @@ func (b *lockBackend) ensureConn(ctx context.Context) (*sql.Conn, error) {
 		return nil, err
 	}
 	if !b.noKeepalive {
-		_, err := c.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3",
-			int64(b.waitTimeout/time.Second)))
-		switch mysqlerr.Errno(err) {
-		case mysqlerr.UnknownSystemVariable, mysqlerr.SpecificAccessDenied,
-			1229, 1238: // ER_GLOBAL_VARIABLE, ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
-			b.noKeepalive = true // the server refuses it: not asked again
-		default:
-			if err != nil { // transient: tried again on the next connection
-				b.log.Debug("setting the session TCP keepalive failed", "err", err)
-			}
-		}
+		b.noKeepalive = !b.lc.Keepalive(ctx, b.waitTimeout)
 	}
 	if err := c.QueryRowContext(ctx, `SELECT CONNECTION_ID()`).Scan(&b.lc.ID); err != nil {
 		return nil, err

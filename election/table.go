@@ -130,7 +130,7 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 
 func (t *tableBackend) renew(ctx context.Context, hold uint64) (beat, error) {
 	if t.cfg.Batcher != nil {
-		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{ctx: ctx, Name: t.cfg.Name, ID: t.cfg.ID, Term: hold})
+		renewed, err := t.cfg.Batcher.renews.Do(ctx, renewReq{Ctx: ctx, Name: t.cfg.Name, ID: t.cfg.ID, Term: hold})
 		if err != nil {
 			return beat{}, err
 		}
@@ -156,8 +156,8 @@ func (t *tableBackend) writeRow(ctx context.Context, w rowWrite, p stmt.Params) 
 			r.lease = 0 // not read: releases batch together
 		}
 		var cancel context.CancelFunc
-		r.ctx, cancel = context.WithTimeout(ctx, t.cfg.QueryTimeout/2)
-		given, err := b.gives.Do(r.ctx, r)
+		r.Ctx, cancel = context.WithTimeout(ctx, t.cfg.QueryTimeout/2)
+		given, err := b.gives.Do(r.Ctx, r)
 		cancel()
 		if berr = err; given && err == nil {
 			return true, nil
@@ -216,11 +216,7 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 	if b := t.cfg.Batcher; b != nil {
 		// Dropped unsent once ctx ends (execTake); waited for once its
 		// batch began (combine.Combiner.Do).
-		r := takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write}
-		if hold == 0 {
-			r.look = t.cfg.ID // a follower's take (see Batcher.unbusy)
-		}
-		alone, berr := b.takes.Do(ctx, r)
+		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, id: t.cfg.ID, hold: hold, f: t.stmts.floor, write: write})
 		switch {
 		case berr == nil && alone == nil:
 			return n, term, nil
@@ -230,11 +226,16 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 			return 0, 0, berr // not sent: execTake leaves it out
 		}
 	}
-	err := t.cfg.Batcher.alone(ctx, func() error {
+	send := func() error {
 		return floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
 			return write(ctx, tx, floor, first)
 		})
-	})
+	}
+	if b := t.cfg.Batcher; b != nil {
+		err := b.solo.Run(ctx, send) // the batch failed: alone, a few at a time
+		return n, term, err
+	}
+	err := send()
 	return n, term, err
 }
 

@@ -167,6 +167,21 @@ func ByEarliest(ctx context.Context, ctxs []context.Context) (context.Context, c
 	return context.WithDeadline(ctx, first)
 }
 
+// Slots lets as many calls run at once as it has room for (make(Slots, n)).
+type Slots chan struct{}
+
+// Run runs f once fewer than the Slots' room run, and returns its error;
+// ctx's error, and f not run, when ctx ends first.
+func (s Slots) Run(ctx context.Context, f func() error) error {
+	select {
+	case s <- struct{}{}:
+		defer func() { <-s }()
+		return f()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // realClock is the time package's Clock: what a nil Clock means.
 type realClock struct{}
 

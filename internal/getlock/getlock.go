@@ -219,6 +219,26 @@ type Conn struct {
 	Locked bool      // it holds the lock (once: GET_LOCK is re-entrant)
 }
 
+// Keepalive asks the server to probe the connection's client with TCP
+// keepalives after idle of silence (then each second, three times), so
+// that it notices a vanished client while a statement runs: MariaDB has
+// the three session variables (global only in current versions), MySQL
+// none; a server that refuses one refuses all three. It reports whether to
+// ask again on a later connection: false once the server refused them; a
+// transient failure is logged, and asked again.
+func (c *Conn) Keepalive(ctx context.Context, idle time.Duration) (again bool) {
+	_, err := c.Conn.ExecContext(ctx, fmt.Sprintf("SET SESSION tcp_keepalive_time = %d, tcp_keepalive_interval = 1, tcp_keepalive_probes = 3", int64(idle/time.Second)))
+	switch mysqlerr.Errno(err) {
+	case mysqlerr.UnknownSystemVariable, mysqlerr.SpecificAccessDenied,
+		1229, 1238: // ER_GLOBAL_VARIABLE, ER_INCORRECT_GLOBAL_LOCAL_VAR (read only)
+		return false
+	}
+	if err != nil && c.Log != nil {
+		c.Log.Debug("setting the session TCP keepalive failed", "err", err)
+	}
+	return true
+}
+
 // Scan runs s, a statement of the lock's returning one number (no
 // parameters), on the connection.
 func (c *Conn) Scan(ctx context.Context, s stmt.Stmt) (sql.NullInt64, error) {

@@ -17,10 +17,19 @@ import (
 )
 
 // Row is an election's row as its candidate holds it: the election, the
-// candidate's ID and its term.
+// candidate's ID and its term; Ctx is the context of the caller that asks
+// for it: a row whose caller gave up is left out, neither locked nor
+// acted on (a caller that gave up retries: run both, a backlog doubles).
 type Row struct {
+	Ctx      context.Context
 	Name, ID string
 	Term     uint64
+}
+
+// key is a row's identity, as the lock finds it.
+type key struct {
+	name, id string
+	term     uint64
 }
 
 // Tx is a batch's transaction on DB. Setup bounds the session and sets the
@@ -78,10 +87,10 @@ func (x Tx) run(ctx context.Context, conn *sql.Conn, lock string, rows []Row, ou
 		}
 		var held []int
 		for i, r := range rows {
-			if locked[r] {
+			if k := (key{r.Name, r.ID, r.Term}); locked[k] && r.Ctx.Err() == nil {
 				out[i] = true
 				held = append(held, i)
-				delete(locked, r) // a row asked twice is done once
+				delete(locked, k) // a row asked twice is done once
 			}
 		}
 		if len(held) == 0 {
@@ -98,12 +107,19 @@ func (x Tx) run(ctx context.Context, conn *sql.Conn, lock string, rows []Row, ou
 	return nil
 }
 
-// lockRows locks rows' rows with lock and returns those it found.
-func lockRows(ctx context.Context, conn *sql.Conn, lock string, rows []Row) (map[Row]bool, error) {
+// lockRows locks the rows of rows whose callers still wait with lock and
+// returns those it found.
+func lockRows(ctx context.Context, conn *sql.Conn, lock string, rows []Row) (map[key]bool, error) {
+	locked := make(map[key]bool)
 	// A name twice in the list matches its row once.
-	names := make([]string, len(rows))
-	for i, r := range rows {
-		names[i] = r.Name
+	var names []string
+	for _, r := range rows {
+		if r.Ctx.Err() == nil {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return locked, nil
 	}
 	query, args := stmt.In(lock, names, nil)
 	res, err := conn.QueryContext(ctx, query, args...)
@@ -111,13 +127,12 @@ func lockRows(ctx context.Context, conn *sql.Conn, lock string, rows []Row) (map
 		return nil, err
 	}
 	defer res.Close()
-	locked := make(map[Row]bool)
 	for res.Next() {
-		var r Row
-		if err := res.Scan(&r.Name, &r.ID, &r.Term); err != nil {
+		var k key
+		if err := res.Scan(&k.name, &k.id, &k.term); err != nil {
 			return nil, err
 		}
-		locked[r] = true
+		locked[k] = true
 	}
 	return locked, res.Err()
 }
