@@ -130,8 +130,6 @@ type giveReq struct {
 type takeReq struct {
 	ctx   context.Context // the caller's: one that gave up is left out
 	name  string
-	id    string // the candidate's
-	hold  uint64 // the term it holds: 0 for a follower, whose take is left out if the row is busy for it (unbusy)
 	f     floor.Stmts
 	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
 }
@@ -299,9 +297,8 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 	var live []takeReq
 	var names []string
 	var ctxs []context.Context
-	busy := b.unbusy(ctx, reqs)
 	for i, r := range reqs {
-		if out[i] = r.ctx.Err(); out[i] == nil && !busy[i] {
+		if out[i] = r.ctx.Err(); out[i] == nil {
 			live, names, ctxs = append(live, r), append(names, r.name), append(ctxs, r.ctx)
 		}
 	}
@@ -337,33 +334,6 @@ func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error)
 		return unsent(err)
 	}
 	return out, err
-}
-
-// unbusy reports which of reqs are followers' takes of rows that a fresh
-// look (one read of them all, as follow's) finds busy for them
-// (Record.busy): taken since their candidates looked, while they waited
-// for the batch. Left out, they change nothing; sent, each would hold its
-// row's lock until the batch commits, and the holder's renewals wait for
-// it: at 100,000 shards, where a batch took seconds, some renewed nothing
-// for their whole deadline. When the read fails, the heartbeats decide.
-func (b *Batcher) unbusy(ctx context.Context, reqs []takeReq) []bool {
-	busy := make([]bool, len(reqs))
-	var names []string
-	for _, r := range reqs {
-		if r.hold == 0 {
-			names = append(names, r.name)
-		}
-	}
-	if len(names) == 0 {
-		return busy
-	}
-	recs, err := b.execRead(ctx, names) // in names' order
-	for i, k := 0, 0; err == nil && i < len(reqs); i++ {
-		if r := reqs[i]; r.hold == 0 {
-			busy[i], k = recs[k].busy(r.id), k+1
-		}
-	}
-	return busy
 }
 
 // takeAll runs live's heartbeats in one term floor's transaction, in

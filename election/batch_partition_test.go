@@ -5,9 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -453,36 +451,5 @@ func TestBatcherTakesEndByDeadline(t *testing.T) {
 	}
 	if holder != "me" {
 		t.Errorf("late-a's row names %q after its candidate gave up on the take: the batch committed it", holder)
-	}
-}
-
-// TestBatcherTakesLookFirst: a batch of takes leaves out a follower's take
-// of a row that a fresh look finds busy for it (here live, another
-// candidate's): its heartbeat would change nothing, and would hold the
-// row's lock, which the holder's renewals wait for, until the batch
-// commits. A follower's take of a free row, and a holder's heartbeat, are
-// sent.
-func TestBatcherTakesLookFirst(t *testing.T) {
-	ctx, db, bt := heldRows(t, "look", "live", "free")
-	if _, err := db.ExecContext(ctx, `UPDATE service_election SET lease_ms = 0 WHERE anchor = 'look-free'`); err != nil {
-		t.Fatal(err)
-	}
-	f := floor.NewStmts(DefaultTable, stmt.Bound{}, time.Second)
-	var mu sync.Mutex
-	var sent []string
-	take := func(name, id string, hold uint64) takeReq {
-		return takeReq{ctx: ctx, name: name, id: id, hold: hold, f: f, write: func(_ context.Context, _ floor.Tx, fl uint64, _ bool) (uint64, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			sent = append(sent, fmt.Sprintf("%s by %s holding %d", name, id, hold))
-			return fl, nil // changes nothing
-		}}
-	}
-	if _, err := bt.execTake(ctx, []takeReq{take("look-live", "other", 0), take("look-free", "other", 0), take("look-live", "me", 7)}); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(sent)
-	if want := []string{"look-free by other holding 0", "look-live by me holding 7"}; !slices.Equal(sent, want) {
-		t.Errorf("the batch sent the heartbeats of %q, want %q", sent, want)
 	}
 }

@@ -289,11 +289,3 @@ func (r Record) Live() bool { return r.ID != "" && !r.Released && r.LeaseLeft > 
 func (r Record) reservedFor(id string) bool {
 	return r.Released && r.Transfer && r.TransferTo != "" && r.TransferTo != id && r.LeaseLeft > 0
 }
-
-// busy reports whether candidate id, which holds nothing, may not take the
-// row now: someone else holds a live lease, or the row was handed to
-// another candidate, or a live row names id with a planned change pending,
-// which it may not claim.
-func (r Record) busy(id string) bool {
-	return r.Live() && (r.ID != id || r.Transfer) || r.reservedFor(id)
-}

@@ -112,9 +112,12 @@ func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration,
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
 	}
-	if rec.busy(t.cfg.ID) {
-		// Look again at the retry interval, or just after the lease (the
-		// transfer window) runs out by the database clock.
+	if rec.Live() && (rec.ID != t.cfg.ID || rec.Transfer) || rec.reservedFor(t.cfg.ID) {
+		// Someone else holds a live lease, or the row was handed to
+		// another candidate, or a live row names this candidate (which
+		// holds nothing) with a planned change pending, which it may not
+		// claim: look again at the retry interval, or just after the
+		// lease (the transfer window) runs out by the database clock.
 		return rec, beat{}, t.retryWait(rec), nil
 	}
 	// A take holds the handover lock before its leader signal, so that
@@ -216,7 +219,7 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 	if b := t.cfg.Batcher; b != nil {
 		// Dropped unsent once ctx ends (execTake); waited for once its
 		// batch began (combine.Combiner.Do).
-		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, id: t.cfg.ID, hold: hold, f: t.stmts.floor, write: write})
+		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
 		switch {
 		case berr == nil && alone == nil:
 			return n, term, nil
