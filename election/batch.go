@@ -209,9 +209,12 @@ func (b *Batcher) execRenew(ctx context.Context, reqs []renewReq) ([]bool, error
 // callers (see combine.ByEarliest), and leaves out those that gave up: a give-up
 // commits only for a caller still waiting for it.
 func (b *Batcher) execGive(ctx context.Context, reqs []giveReq) ([]bool, error) {
-	keys, ctxs := make([]renewReq, len(reqs)), make([]context.Context, len(reqs))
+	keys := make([]renewReq, len(reqs))
+	var ctxs []context.Context // of the callers still waiting (locked leaves the others out)
 	for i, r := range reqs {
-		keys[i], ctxs[i] = r.renewReq, r.Ctx
+		if keys[i] = r.renewReq; r.Ctx.Err() == nil {
+			ctxs = append(ctxs, r.Ctx)
+		}
 	}
 	ctx, cancel := combine.ByEarliest(ctx, ctxs)
 	defer cancel()

@@ -302,8 +302,10 @@ func TestBatcherGivesOnlyHeldRows(t *testing.T) {
 	ctx, db, bt := heldRows(t, "give", "a", "b", "c")
 	a, b, c, gone, none := "give-a", "give-b", "give-c", "give-released", "give-none"
 	held := func(name, id string, term uint64) renewReq { return renewReq{Name: name, ID: id, Term: term} }
-	ended, cancel := context.WithCancel(ctx)
-	cancel() // a caller that gave up: left out
+	// A caller that gave up at its deadline: left out, and its deadline
+	// does not bound the others'.
+	ended, cancel := context.WithDeadline(ctx, time.Now())
+	defer cancel()
 	reqs := []giveReq{
 		{renewReq: held(a, "other", 7), w: writeRelease},
 		{renewReq: held(a, "me", 7), w: writeHandOver, to: "x", lease: 4000},
