@@ -413,8 +413,10 @@ func (g *group) settle(ctx context.Context, s *shard) {
 // row ends.
 func plan(me string, keys, live []string, listed map[string]bool, holders map[string]string) (want map[string]bool, gives []balance.Move) {
 	want = map[string]bool{}
-	for key, h := range holders {
-		want[key] = h == me
+	for _, key := range keys { // not a row of group G/x, which G's range reads too
+		if h, ok := holders[key]; ok {
+			want[key] = h == me
+		}
 	}
 	for _, m := range balance.Plan(keys, live, holders) {
 		switch me {

@@ -292,6 +292,10 @@ func TestPlan(t *testing.T) {
 			t.Errorf("%s: a gives %v, want %d moves", c.name, gives, c.wantGives)
 		}
 	}
+	// A row of group G/x, which G's read finds too: not one of G's shards.
+	if want, _ := shards.Plan("b", keys, []string{"b"}, map[string]bool{"b": true}, map[string]string{"x/0": "b"}); want["x/0"] {
+		t.Error("b campaigns for x/0, a shard of another group")
+	}
 }
 
 // TestShardGroupFaults (issue 36: chaos per shard): 12 shards over three
