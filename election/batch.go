@@ -56,8 +56,8 @@ type BatcherOptions struct {
 // and operator changes are decided exactly as without a Batcher. Those
 // heartbeats, which may assign terms, run many in one term floor's
 // transaction (up to 500, one such transaction at a time; see execTake),
-// and each alone when that fails: a row locked elsewhere can delay a batch
-// of them by the lock-wait bound. A batch sends one heartbeat per
+// and each alone when that fails, MaxInFlight at a time: a row locked
+// elsewhere can delay a batch of them by the lock-wait bound. A batch sends one heartbeat per
 // election and, on the floor and history rows, a few statements for the
 // whole batch.
 // Give-ups (releases, hand-offs and hand-overs, such as a shard group's
