@@ -120,17 +120,48 @@ END`
 // confirmed by reading the row, so a DSN with clientFoundRows=true cannot
 // produce a false leader.
 func HeartbeatSQL(tbl string) string {
-	// took is a take's decision; every other reads the decision as a
-	// number: NULL, no change, or its place in the ENUM (1 is 'renewed').
-	const took = `decision>1`
-	// The insert: last_seen_active after term_started_at, since SYSDATE(6)
-	// is read at each call, and a row whose last renewal came before its
-	// term began would say so (a first election leads before it renews).
-	// released, backend, connection_id, transfer_to and decision keep
-	// their defaults: 0, 'table', NULL, NULL, NULL.
-	return `INSERT INTO ` + tbl + `(anchor,service_id,term,term_started_at,last_seen_active,lease_ms,acquired,value,priority)
-VALUES(` + unsafeSessionSQL + `,:me,LAST_INSERT_ID(` + dbclock.TermNew + `),` + dbclock.Now + `,` + dbclock.Now + `,:lease,:insert,:value,:priority)
-ON DUPLICATE KEY UPDATE
+	return heartbeatInsert(tbl) + `
+VALUES(` + unsafeSessionSQL + `,` + heartbeatValues + `)
+` + heartbeatUpdate
+}
+
+// HeartbeatAllSQL is the heartbeat on many rows of table tbl (quoted) in
+// one statement, for candidate :me: an INSERT … SELECT of the heartbeat's
+// values from the derived table :rows (stmt.Params.Rows: each row's :name,
+// :hold, :lease, :value, :priority, :floor and :insert), with the same ON
+// DUPLICATE KEY UPDATE, which the server evaluates once per row, with that
+// row's values (model/README.md, "One heartbeat statement for a batch").
+// A multi-row INSERT writes NULL into the anchor as its implicit default
+// (”) under a sql_mode that is not strict, so the anchor is not the
+// check of the session (unsafeSessionSQL): the statement inserts and
+// changes nothing unless dbclock.Trusted holds. Its affected rows and
+// LAST_INSERT_ID are the sums and the last of all rows': the caller reads
+// the rows before and after it.
+func HeartbeatAllSQL(tbl string) string {
+	return heartbeatInsert(tbl) + `
+SELECT ` + stmt.Rebind(`:name,`+heartbeatValues, "r", "me") + `
+FROM (:rows) r WHERE ` + dbclock.Trusted + `
+` + stmt.Rebind(heartbeatUpdate, "r", "me")
+}
+
+// heartbeatInsert is the heartbeat's INSERT into table tbl (quoted), with
+// its columns. The insert: last_seen_active after term_started_at, since
+// SYSDATE(6) is read at each call, and a row whose last renewal came before
+// its term began would say so (a first election leads before it renews).
+// released, backend, connection_id, transfer_to and decision keep their
+// defaults: 0, 'table', NULL, NULL, NULL.
+func heartbeatInsert(tbl string) string {
+	return `INSERT INTO ` + tbl + `(anchor,service_id,term,term_started_at,last_seen_active,lease_ms,acquired,value,priority)`
+}
+
+// The heartbeat's values after the anchor, and its ON DUPLICATE KEY UPDATE
+// list, which decides once and applies the decision (see HeartbeatSQL).
+// took is a take's decision; every other reads the decision as a number:
+// NULL, no change, or its place in the ENUM (1 is 'renewed').
+const (
+	took            = `decision>1`
+	heartbeatValues = `:me,LAST_INSERT_ID(` + dbclock.TermNew + `),` + dbclock.Now + `,` + dbclock.Now + `,:lease,:insert,:value,:priority`
+	heartbeatUpdate = `ON DUPLICATE KEY UPDATE
 decision=` + decideSQL + `,
 acquired=IF(` + took + `,decision,acquired),
 term_started_at=IF(` + took + `,` + dbclock.Now + `,term_started_at),
@@ -145,7 +176,7 @@ lease_ms=IF(decision,:lease,lease_ms),
 last_seen_active=IF(decision,` + dbclock.Now + `,last_seen_active),
 priority=IF(decision,:priority,priority),
 decision=NULL`
-}
+)
 
 // RunHeartbeat runs the table backend's own heartbeat statement on
 // election name of tbl (quoted) through ex, in five steps: candidate A

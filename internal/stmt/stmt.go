@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -43,6 +44,12 @@ type Params struct {
 	// CASE <column> :terms END).
 	Names []string
 	Terms []uint64
+	// :rows is a derived table of Rows (SELECT … UNION ALL SELECT …), one
+	// row each with a column p_<name> for each of its parameters :name,
+	// :hold, :lease, :value, :priority, :floor and :insert, for a
+	// statement written with Rebind: one statement for many elections
+	// whose every parameter may differ.
+	Rows []Params
 }
 
 // value is p's value of parameter name, false for no such parameter.
@@ -82,6 +89,8 @@ func (p *Params) value(name string) (any, bool) {
 		return p.Names, true
 	case "terms":
 		return p.Terms, true
+	case "rows":
+		return p.Rows, true
 	}
 	return nil, false
 }
@@ -163,6 +172,23 @@ func (s Stmt) Bind(p Params) (string, []any) {
 				b.WriteString(" THEN ")
 				args = Put(&b, args, p.Terms[k])
 			}
+		case "rows":
+			for k, r := range p.Rows {
+				if k > 0 {
+					b.WriteString(" UNION ALL ")
+				}
+				b.WriteString("SELECT ")
+				for c, col := range [...]string{"name", "hold", "lease", "value", "priority", "floor", "insert"} {
+					if c > 0 {
+						b.WriteByte(',')
+					}
+					v, _ := r.value(col)
+					args = Put(&b, args, v)
+					if k == 0 {
+						b.WriteString(" AS p_" + col)
+					}
+				}
+			}
 		default:
 			v, _ := p.value(name)
 			args = Put(&b, args, v)
@@ -170,6 +196,25 @@ func (s Stmt) Bind(p Params) (string, []any) {
 	}
 	b.WriteString(s.parts[len(s.names)])
 	return b.String(), args
+}
+
+// Rebind returns sql with each named parameter but those in keep written
+// as the column of table alias that a :rows table has for it (alias.p_name
+// for :name): the text of a statement on one election, as the same
+// statement on each row of a :rows table.
+func Rebind(sql, alias string, keep ...string) string {
+	s := Must(sql)
+	var b strings.Builder
+	for i, name := range s.names {
+		b.WriteString(s.parts[i])
+		if slices.Contains(keep, name) {
+			b.WriteString(":" + name)
+		} else {
+			b.WriteString(alias + ".p_" + name)
+		}
+	}
+	b.WriteString(s.parts[len(s.names)])
+	return b.String()
 }
 
 // Put writes x into b as Bind does: its literal, or a ? with x appended to
