@@ -4,19 +4,15 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/combine"
-	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/heldtx"
 	"github.com/sqlelect/sqlelect/internal/ident"
-	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
+	"github.com/sqlelect/sqlelect/internal/takeset"
 )
 
 // BatcherOptions configures a Batcher. The zero value of every field means
@@ -57,9 +53,10 @@ type BatcherOptions struct {
 // heartbeats, which may assign terms, run many in one term floor's
 // transaction (up to 500, one such transaction at a time; see execTake),
 // and each alone when that fails, MaxInFlight at a time: a row locked
-// elsewhere can delay a batch of them by the lock-wait bound. A batch sends one heartbeat per
-// election and, on the floor and history rows, a few statements for the
-// whole batch.
+// elsewhere can delay a batch of them by the lock-wait bound. A batch of
+// distinct elections sends a few statements for the whole batch: one
+// heartbeat statement for them all, reads of their rows around it, and
+// the floor's and history's statements (internal/takeset).
 // Give-ups (releases, hand-offs and hand-overs, such as a shard group's
 // leave) go as renewals do: the rows locked and still held are given up,
 // and their terms ended in the history, two statements for each kind,
@@ -106,9 +103,9 @@ type Batcher struct {
 
 	sql batchStmts // compiled by NewBatcher
 	tx  heldtx.Tx  // renewals' and give-ups' transactions, with sql's session statements
-	// readBounded is sql.read bounded for the server's lock waits,
-	// detected at the first read.
-	readBounded atomic.Pointer[string]
+	// stmts are sql's statements that may wait for a lock, bounded for
+	// the server's lock waits, detected at the first that needs them.
+	stmts atomic.Pointer[boundStmts]
 }
 
 // renewReq is an election's row as its candidate holds it, and its
@@ -123,26 +120,6 @@ type giveReq struct {
 	w     rowWrite
 	to    string
 	lease int64
-}
-
-// takeReq is an election's heartbeat in the term floor's transaction: its
-// floor's statements and what it writes (floor.Take).
-type takeReq struct {
-	ctx   context.Context // the caller's: one that gave up is left out
-	name  string
-	f     floor.Stmts
-	write func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error)
-}
-
-// in is r's write with its statements under ctx, as floor.Take runs it;
-// nothing once r's caller gave up: it would not learn the outcome.
-func (r takeReq) in(ctx context.Context) floor.Write {
-	return func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
-		if r.ctx.Err() != nil {
-			return 0, nil
-		}
-		return r.write(ctx, tx, fl, first)
-	}
 }
 
 // NewBatcher returns a Batcher that runs its statements on db, which stays
@@ -262,141 +239,58 @@ func (b *Batcher) locked(ctx context.Context, lock string, reqs []renewReq, f fu
 	return out, nil
 }
 
-// maxTakeBatch is the most heartbeats one transaction of execTake sends:
-// one heartbeat each, and a few statements for the batch (set-based), so
-// about half a second at a round trip of a millisecond; the batch fails,
-// and each election sends alone, past QueryTimeout. At 100,000 shards
-// over 5 processes, where first elections wait for each other's marker
-// lock, 500 led 2.3 times as many shards in 4 minutes as 100 did.
+// maxTakeBatch is the most heartbeats one transaction of execTake sends,
+// set-based (internal/takeset): a few statements for the batch; one
+// heartbeat each when an election is in it twice, about half a second at
+// a round trip of a millisecond (the batch fails, and each election sends
+// alone, past QueryTimeout). At 100,000 shards over 5 processes, where
+// first elections wait for each other's marker lock, 500 led 2.3 times as
+// many shards in 4 minutes as 100 did.
 const maxTakeBatch = 500
 
-// execTake runs a batch of heartbeats that may assign terms in one term
-// floor's transaction (floor.TakeAll, or floor.Take each when an election
-// is in it twice; tried once more after a deadlock or a write conflict, as
-// floor.InTx), in the order of their names, by the earliest of their
-// callers' deadlines; those whose callers gave up are left out. When one
-// of their elections has no floor row yet (a first election), the floor's
-// marker row is locked first: such batches run one at a time, none holds
-// a gap lock while it waits for the marker, so that they do not deadlock,
-// and one reading of the marker's sum serves a batch's first elections
-// (floor.Marked), where every first election read the whole floor table.
-// Set-based, the batch sends one locking read of its floor rows, the
-// heartbeats, and one statement each to raise, create, count and resume
-// floor rows and to close and append the history. One heartbeat alone
-// runs as without a Batcher (floor.InTx), and its error is its result, as
-// it is when the marker's lock could not be had (no heartbeat was sent:
-// each is tried again at its next step). A batch that failed after that
-// fails every heartbeat in it, which each then sends alone
-// (tableBackend.beat): one row locked elsewhere holds up the others once.
+// takeReq is an election's heartbeat that may assign a term, in the term
+// floor's transaction (tableBackend.beat).
+type takeReq = takeset.Req
+
+// execTake runs a batch of heartbeats that may assign terms, many in one
+// term floor's transaction (takeset.Exec), with the statements bounded for
+// the server.
 func (b *Batcher) execTake(ctx context.Context, reqs []takeReq) ([]error, error) {
-	out := make([]error, len(reqs))
-	// Each heartbeat still waited for fails with err: none was sent.
-	unsent := func(err error) ([]error, error) {
+	s, err := b.bounded(ctx)
+	if err != nil {
+		out := make([]error, len(reqs))
 		for i := range out {
-			out[i] = cmp.Or(out[i], err)
+			out[i] = err
 		}
 		return out, nil
 	}
-	var live []takeReq
-	var names []string
-	var ctxs []context.Context
-	for i, r := range reqs {
-		if out[i] = r.ctx.Err(); out[i] == nil {
-			live, names, ctxs = append(live, r), append(names, r.name), append(ctxs, r.ctx)
-		}
-	}
-	if len(live) == 0 {
-		return out, nil
-	}
-	ctx, cancel := combine.ByEarliest(ctx, ctxs)
-	defer cancel()
-	switch len(live) {
-	case 1: // alone: its error is its result
-		r := live[0]
-		return unsent(floor.InTx(ctx, b.db, r.f, r.name, r.in(ctx)))
-	}
-	slices.SortStableFunc(live, func(x, y takeReq) int { return strings.Compare(x.name, y.name) })
-	slices.Sort(names)
-	names = slices.Compact(names)
-	// How many have a floor row, read before the transaction begins: a
-	// read in it would fix its snapshot before the marker's lock, and its
-	// sum of the floor rows (floor.Take) would miss those that others
-	// committed meanwhile.
-	var floors int
-	query, args := stmt.In(b.sql.floors, names, nil)
-	if err := b.db.QueryRowContext(ctx, query, args...).Scan(&floors); err != nil {
-		return unsent(probe.Classify(err, b.opts.Table))
-	}
-	// Each election once: set-based (floor.TakeAll).
-	set := len(names) == len(live)
-	sent, err := b.takeAll(ctx, live, floors < len(names), set)
-	if errors.Is(err, floor.ErrNoFloor) { // deleted meanwhile: nothing was written
-		sent, err = b.takeAll(ctx, live, true, set)
-	}
-	if err != nil && !sent {
-		return unsent(err)
-	}
-	return out, err
+	return takeset.Exec(ctx, b.db, s.take, reqs)
 }
 
-// takeAll runs live's heartbeats in one term floor's transaction, in
-// their order, after it locked the floor's marker if marker, and tries
-// once more after a deadlock or a write conflict (as floor.InTx): with
-// floor.TakeAll if set (the elections differ), else with floor.Take each.
-// sent says that it may have sent a heartbeat before it failed: false while
-// it waited for the marker, or when it found a floor row missing without
-// it; true after (a failed read of the floor rows too).
-func (b *Batcher) takeAll(ctx context.Context, live []takeReq, marker, set bool) (sent bool, err error) {
-	err = mysqlerr.Retry(ctx, 2, func() error {
-		return floor.InConnTx(ctx, b.db, func(c *sql.Conn) error {
-			if sent = false; marker {
-				if err := live[0].f.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			if set {
-				names, writes := make([]string, len(live)), make([]floor.Write, len(live))
-				for i, r := range live {
-					names[i], writes[i] = r.name, r.in(ctx)
-				}
-				var m *floor.Marked
-				if marker {
-					m = new(floor.Marked)
-				}
-				err := floor.TakeAll(ctx, c, live[0].f, names, writes, m)
-				sent = !errors.Is(err, floor.ErrNoFloor)
-				return err
-			}
-			sent = true
-			m := new(floor.Marked)
-			for _, r := range live {
-				if r.ctx.Err() != nil {
-					continue // its caller gave up (see in)
-				}
-				if err := floor.Take(ctx, c, r.f, r.name, r.in(ctx), m); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
-	return sent, err
+// bounded returns the Batcher's statements bounded for the server (see
+// stmt.Bound), which it compiles at the first call, once it read the
+// server's version.
+func (b *Batcher) bounded(ctx context.Context) (*boundStmts, error) {
+	if s := b.stmts.Load(); s != nil {
+		return s, nil
+	}
+	bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
+	if err != nil {
+		return nil, err
+	}
+	s := b.sql.bounded(bound)
+	b.stmts.Store(s)
+	return s, nil
 }
 
 // execRead reads the rows of a batch of elections with the reads'
-// statement, bounded for the server (see stmt.Bound), which it compiles at
-// the first call, once it read the server's version.
+// statement, bounded for the server (see bounded).
 func (b *Batcher) execRead(ctx context.Context, names []string) ([]Record, error) {
-	read := b.readBounded.Load()
-	if read == nil {
-		bound, err := stmt.DetectBound(ctx, b.db, b.opts.QueryTimeout)
-		if err != nil {
-			return nil, err
-		}
-		read = new(bound.Wrap(b.sql.read))
-		b.readBounded.Store(read)
+	s, err := b.bounded(ctx)
+	if err != nil {
+		return nil, err
 	}
-	query, args := stmt.In(*read, names, nil)
+	query, args := stmt.In(s.read, names, nil)
 	recs, err := scanRecords(b.db.QueryContext(ctx, query, args...))
 	if err != nil {
 		return nil, probe.Classify(err, b.opts.Table)

@@ -15,7 +15,9 @@ import (
 	"github.com/sqlelect/sqlelect/internal/floor"
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/netfault"
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
+	"github.com/sqlelect/sqlelect/internal/takeset"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -420,6 +422,10 @@ func TestBatcherTakesEndByDeadline(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO service_election_floor (anchor, term_floor) VALUES ('late-a', 7), ('late-b', 7)`); err != nil {
 		t.Fatal(err)
 	}
+	// Expired: a take by "new" would take them.
+	if _, err := db.ExecContext(ctx, `UPDATE service_election SET lease_ms = 1 WHERE anchor IN ('late-a', 'late-b')`); err != nil {
+		t.Fatal(err)
+	}
 	lock, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -428,12 +434,9 @@ func TestBatcherTakesEndByDeadline(t *testing.T) {
 	if _, err := lock.ExecContext(ctx, `SELECT term FROM service_election WHERE anchor = 'late-b' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	f := floor.NewStmts(DefaultTable, stmt.Bound{}, time.Second)
+	f, hb := floor.NewStmts(DefaultTable, stmt.Bound{}, time.Second), stmt.Must(probe.HeartbeatSQL(quoteTable(DefaultTable)))
 	take := func(ctx context.Context, name string) takeReq {
-		return takeReq{ctx: ctx, name: name, f: f, write: func(ctx context.Context, tx floor.Tx, fl uint64, _ bool) (uint64, error) {
-			_, err := tx.ExecContext(ctx, `UPDATE service_election SET service_id = 'new', term = ? WHERE anchor = ?`, fl+1, name)
-			return fl + 1, err
-		}}
+		return takeReq{Ctx: ctx, F: f, Heartbeat: hb, P: stmt.Params{Name: name, Me: "new", Lease: 10000}, Did: new(takeset.Did)}
 	}
 	actx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -20,7 +20,7 @@ import (
 // batch, where each first election summed the whole floor table (the
 // start-up of 20,000 × 3 broke on it), and, set-based (floor.TakeAll),
 // one statement locks and reads the batch's floor rows, where each election
-// read its own. Each election still has one leader
+// read its own, and one sends the batch's heartbeats. Each election still has one leader
 // at a time, one term in its history, its floor at its term, and the
 // marker still sums the floor rows, never found wrong and rebuilt.
 func TestBatcherBatchesTakes(t *testing.T) {
@@ -48,7 +48,7 @@ func TestBatcherBatchesTakes(t *testing.T) {
 		runElection(t, ctx, e)
 	}
 	fleet.wait(t, ctx, n)
-	var sums, seeds, singles, led, history, floors, marker, sum int
+	var sums, seeds, singles, beats, singleBeats, led, history, floors, marker, sum int
 	for _, q := range []struct {
 		query string
 		into  *int
@@ -56,6 +56,8 @@ func TestBatcherBatchesTakes(t *testing.T) {
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%SUM(CRC32(anchor))%'", &sums},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election_floor` (anchor, term_floor, terms) SELECT%'", &seeds},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election`(anchor%SELECT r.p_name%'", &beats},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election`(anchor%VALUES(%' AND argument LIKE '%takes-%'", &singleBeats},
 		{"SELECT COUNT(*) FROM service_election WHERE anchor LIKE 'takes-%' AND term > 0", &led},
 		{"SELECT COUNT(*) FROM service_election e JOIN service_election_history h ON h.anchor = e.anchor AND h.term = e.term WHERE e.anchor LIKE 'takes-%'", &history},
 		{"SELECT COUNT(*) FROM service_election e JOIN service_election_floor f ON f.anchor = e.anchor AND f.term_floor = e.term WHERE e.anchor LIKE 'takes-%'", &floors},
@@ -83,7 +85,11 @@ func TestBatcherBatchesTakes(t *testing.T) {
 	if singles >= n/2 {
 		t.Errorf("the first elections of %d names × %d read %d single floor rows: want fewer than %d (set-based)", n, replicas, singles, n/2)
 	}
-	t.Logf("%d first elections × %d replicas summed the floor table %d times and read %d single floor rows", n, replicas, sums, singles)
+	if beats == 0 || singleBeats >= n/2 {
+		t.Errorf("the first elections of %d names × %d sent %d heartbeat statements for many elections and %d for one: want some for many, and fewer than %d for one", n, replicas, beats, singleBeats, n/2)
+	}
+	t.Logf("%d first elections × %d replicas summed the floor table %d times, read %d single floor rows, and sent %d heartbeat statements for many elections and %d for one",
+		n, replicas, sums, singles, beats, singleBeats)
 }
 
 // TestBatcherBatchesTakeovers (issue 36, a shard group's moves): when the
@@ -92,7 +98,10 @@ func TestBatcherBatchesTakes(t *testing.T) {
 // floor's transaction, set-based (floor.TakeAll): one statement locks and
 // reads the batch's floor rows, one raises them, and one each closes and
 // appends their history, where each election sent each of these
-// statements. The leader's resignations give the rows up many in one
+// statements; and the heartbeats are one statement (Batcher.takeSet), from
+// which each candidate learns what its own heartbeat would have told it:
+// the winner of each election that it leads, without a lock delay (the row
+// was released), the other replica's candidate that it does not. The leader's resignations give the rows up many in one
 // transaction too (Batcher.execGive), where each sent its own. Each
 // election still has one leader at a time, its floor at its new term, and
 // a history whose newest term is its holder's and open, and the one
@@ -134,13 +143,15 @@ func TestBatcherBatchesTakeovers(t *testing.T) {
 	}
 	stop()
 	fleet.wait(t, ctx, n)
-	var sets, singles, gives, singleGives, rowReads, moved, floors int
+	var sets, singles, beats, singleBeats, gives, singleGives, rowReads, moved, floors int
 	for _, q := range []struct {
 		query string
 		into  *int
 	}{
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%FROM `service_election_floor` FORCE INDEX (PRIMARY) WHERE anchor IN (%'", &sets},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%term_floor FROM `service_election_floor` WHERE anchor = %'", &singles},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election`(anchor%SELECT r.p_name%'", &beats},
+		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%INSERT INTO `service_election`(anchor%VALUES(%' AND argument LIKE '%takeovers-%'", &singleBeats},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'UPDATE `service_election` FORCE INDEX (PRIMARY) SET released = 1%'", &gives},
 		{"SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE '%`service_election_history` SET ended_at%WHERE anchor = %'", &singleGives},
 		// A take's read of its row after the commit (tableBackend.confirm).
@@ -170,13 +181,17 @@ WHERE e.anchor LIKE 'takeovers-%' AND e.service_id <> 'r0'`, &moved},
 	if sets == 0 || singles >= n/2 {
 		t.Errorf("%d takeovers read %d batches of floor rows and %d single floor rows: want batches, and fewer than %d single", n, sets, singles, n/2)
 	}
+	if beats == 0 || singleBeats >= n/2 {
+		t.Errorf("%d takeovers sent %d heartbeat statements for many elections and %d for one: want some for many, and fewer than %d for one", n, beats, singleBeats, n/2)
+	}
 	if gives == 0 || singleGives >= n/2 {
 		t.Errorf("%d resignations sent %d batches of give-ups and ended %d terms alone: want batches, and fewer than %d alone", n, gives, singleGives, n/2)
 	}
 	if rowReads >= n/2 {
 		t.Errorf("%d takeovers read %d election rows one by one: want fewer than %d (their reads batched)", n, rowReads, n/2)
 	}
-	t.Logf("%d takeovers read %d batches of floor rows, %d single floor rows and %d single election rows; the resignations sent %d batches of give-ups and ended %d terms alone", n, sets, singles, rowReads, gives, singleGives)
+	t.Logf("%d takeovers read %d batches of floor rows, %d single floor rows and %d single election rows, and sent %d heartbeat statements for many elections and %d for one; the resignations sent %d batches of give-ups and ended %d terms alone",
+		n, sets, singles, rowReads, beats, singleBeats, gives, singleGives)
 }
 
 // batchedFleet is the candidates of many elections over replicas that

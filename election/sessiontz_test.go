@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/probe"
+	"github.com/sqlelect/sqlelect/internal/takeset"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
 
@@ -184,6 +185,57 @@ func TestSessionDSTZoneOnPool(t *testing.T) {
 				t.Errorf("no statement failed with %v", election.ErrUnsafeSession)
 			}
 		})
+	}
+}
+
+// TestSessionDSTZoneOnBatchedPool: a Batcher's takes of many elections go
+// in one heartbeat statement (Batcher.takeSet), where an untrusted
+// session's NULL anchor does not stop the statement as it stops a single
+// heartbeat's. On a session whose time zone has daylight saving time,
+// such a batch must take none of its expired rows and fail (each
+// election then sends its heartbeat alone, which reports ErrUnsafeSession);
+// on a clean session the same batch takes them all.
+func TestSessionDSTZoneOnBatchedPool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	clean := testdb.Open(t, dsn)
+	zone := loadFlappingZone(t, ctx, time.Second, 10*time.Second)
+	name := "session-dst-batched-" + randHex(4)
+	names := []string{name + "-0", name + "-1"}
+	for _, n := range names { // expired rows of L's
+		if _, err := clean.ExecContext(ctx, `INSERT INTO service_election (anchor, service_id, term, term_started_at, last_seen_active, lease_ms)
+VALUES (?, 'L', 7, NOW(6) - INTERVAL 5 SECOND, NOW(6) - INTERVAL 5 SECOND, 1)`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		what string
+		set  []string
+		want int64 // each heartbeat's affected rows
+	}{
+		{"daylight saving time", []string{"SET time_zone = '" + zone + "'", "SET sql_mode = ''"}, 0},
+		{"clean", nil, 2},
+	} {
+		b, err := election.NewBatcher(onePool(t, ctx, dsn, tc.set...), election.BatcherOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, errs, err := election.TakeBatch(ctx, b, "F", 10*time.Second, names)
+		if tc.want == 0 && !errors.Is(err, takeset.ErrUntrusted) {
+			t.Errorf("%s: the batch's error is %v, want %v", tc.what, err, takeset.ErrUntrusted)
+		}
+		if tc.want != 0 && (err != nil || errs[0] != nil || errs[1] != nil) {
+			t.Errorf("%s: the batch's error is %v, the heartbeats' %v", tc.what, err, errs)
+		}
+		var took int
+		if err := clean.QueryRowContext(ctx, `SELECT COUNT(*) FROM service_election WHERE anchor IN (?, ?) AND service_id = 'F'`, names[0], names[1]).Scan(&took); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 2}[tc.want != 0]; took != want || n[0] != tc.want || n[1] != tc.want {
+			t.Errorf("%s: F took %d rows, its heartbeats' affected rows %v: want %d, and %d each", tc.what, took, n, want, tc.want)
+		}
 	}
 }
 

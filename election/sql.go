@@ -8,6 +8,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
+	"github.com/sqlelect/sqlelect/internal/takeset"
 )
 
 // Every statement the backends run on the election's table, top to bottom:
@@ -297,12 +298,31 @@ type batchStmts struct {
 	// time and lock waits) before its transaction; restore puts back what
 	// it had.
 	bound, restore string
+	// takeLock locks and reads the rows of a set-based batch of takes
+	// before their heartbeats, heartbeats is those heartbeats, one
+	// candidate's (probe.HeartbeatAllSQL), and takeRead reads the rows
+	// after them, only on a session whose clock is trusted
+	// (internal/takeset).
+	takeLock, takeRead, heartbeats string
+	table                          string // the election table (for errors)
+}
+
+// boundStmts are a Batcher's statements that may wait for a lock, bounded
+// for the server (stmt.Bound) once it is known (Batcher.bounded).
+type boundStmts struct {
+	read string
+	take takeset.Stmts
+}
+
+// bounded returns s's statements that may wait for a lock, bounded by b.
+func (s batchStmts) bounded(b stmt.Bound) *boundStmts {
+	return &boundStmts{read: b.Wrap(s.read), take: takeset.Stmts{Table: s.table, Floors: s.floors, Lock: b.Wrap(s.takeLock), Read: b.Wrap(s.takeRead), Heartbeats: b.Stmt(s.heartbeats)}}
 }
 
 // batchStatements returns a Batcher's statements on table table,
 // whose session lock waits end after queryTimeout.
 func batchStatements(table string, queryTimeout time.Duration) batchStmts {
-	var s batchStmts
+	s := batchStmts{table: table}
 	tbl := quoteTable(table)
 	s.floors = `SELECT COUNT(*) FROM ` + quoteTable(floor.Table(table)) + ` WHERE anchor IN (:names)`
 	// A row with transfer_to set is left to its election's own heartbeat,
@@ -316,6 +336,12 @@ func batchStatements(table string, queryTimeout time.Duration) batchStmts {
 	// operator's lock on an unrelated row.
 	s.renew = `UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET last_seen_active = ` + dbclock.Now + ` WHERE anchor IN (:names)`
 	s.read = `SELECT ` + probe.RecordColumns + ` FROM ` + tbl + ` WHERE anchor IN (:names)`
+	// Every column but the decision (always NULL), as takeset.Stmts says.
+	const takeCols = `anchor, service_id, term, acquired, released <> 0, transfer_to IS NOT NULL,
+  term_started_at, last_seen_active, lease_ms, released, value, backend, connection_id, transfer_to, priority`
+	s.takeLock = `SELECT ` + takeCols + ` FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) FOR UPDATE`
+	s.takeRead = `SELECT ` + takeCols + ` FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND ` + dbclock.Trusted
+	s.heartbeats = probe.HeartbeatAllSQL(tbl)
 	s.giveLock = `SELECT anchor, service_id, term FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND released = 0 AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`
 	for w, sets := range giveSets() {
 		s.give[w] = stmt.Must(`UPDATE ` + tbl + ` FORCE INDEX (PRIMARY) SET ` + sets + ` WHERE anchor IN (:names)`)

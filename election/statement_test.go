@@ -136,7 +136,7 @@ func TestStatementsPlaceholders(t *testing.T) {
 				t.Errorf("(%s, %+v): %d placeholders, %d arguments in %q", c.table, c.bound, countPlaceholders(q), len(args), q)
 			}
 		}
-		for _, s := range giveStatements(c) {
+		for _, s := range txStatements(c) {
 			if n := countPlaceholders(s.sql); n != len(s.args) {
 				t.Errorf("%s (%s, %+v): %d placeholders, %d arguments in %q", s.what, c.table, c.bound, n, len(s.args), s.sql)
 			}
@@ -144,9 +144,11 @@ func TestStatementsPlaceholders(t *testing.T) {
 	}
 }
 
-// giveStatements are a Batcher's give-ups (Batcher.execGive) as c builds
-// them, with c.names.
-func giveStatements(c statementCase) []builtStatement {
+// txStatements are a Batcher's give-ups (Batcher.execGive) and the
+// statements on election rows of a set-based batch of takes
+// (Batcher.takeSet) as c builds them, with c.names (and a row of c.p's for
+// each in the heartbeats).
+func txStatements(c statementCase) []builtStatement {
 	b := batchStatements(c.table, 4*time.Second)
 	p := c.p
 	p.To, p.Names, p.Terms = "to", c.names, make([]uint64, len(c.names))
@@ -156,7 +158,18 @@ func giveStatements(c statementCase) []builtStatement {
 		q, args := s.Bind(p)
 		out = append(out, builtStatement{fmt.Sprintf("batch give %d", w), q, args})
 	}
-	return out
+	bs := b.bounded(c.bound)
+	for _, s := range []struct{ what, query string }{{"batch take lock", bs.take.Lock}, {"batch take read", bs.take.Read}} {
+		q, args := stmt.In(s.query, c.names, nil)
+		out = append(out, builtStatement{s.what, q, args})
+	}
+	rows := make([]stmt.Params, len(c.names))
+	for i, n := range c.names {
+		rows[i] = c.p
+		rows[i].Name = n
+	}
+	q, args = bs.take.Heartbeats.Bind(stmt.Params{Me: c.p.Me, Rows: rows})
+	return append(out, builtStatement{"batch heartbeats", q, args})
 }
 
 // TestStatementsAsHandAssembled: the builder produces the statements that
@@ -200,7 +213,7 @@ func TestStatementsReadNoSessionClock(t *testing.T) {
 		{what: "fenced write", sql: fencedWriteSQL(tbl)}}
 	for _, c := range statementCases() {
 		all = append(all, builtStatements(t, c.table, c.bound, c.p, c.names)...)
-		all = append(all, giveStatements(c)...)
+		all = append(all, txStatements(c)...)
 	}
 	f := tableStatements(DefaultTable, stmt.Bound{}, time.Second).floor
 	for _, s := range []stmt.Stmt{f.Marker, f.Sum, f.Count, f.Seed, f.Mark} {

@@ -12,6 +12,7 @@ import (
 	"github.com/sqlelect/sqlelect/internal/mysqlerr"
 	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/internal/stmt"
+	"github.com/sqlelect/sqlelect/internal/takeset"
 )
 
 // NewTable returns a candidate of the table backend: the election is the row
@@ -197,32 +198,17 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 // A Batcher's elections send it with others' in one transaction
 // (Batcher.execTake); when that fails, alone.
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, error) {
-	// What write read (a batch writes them before Do returns).
-	var n, term int64
-	write := func(ctx context.Context, tx floor.Tx, floor uint64, first bool) (uint64, error) {
-		p := t.params(hold)
-		// During an adoption period a recipe node may have created and
-		// led the election without a floor row: no insert is a first.
-		p.Floor, p.First = floor, first && t.adopt == 0
-		res, err := t.stmts.heartbeat.Exec(ctx, tx, p)
-		if err != nil {
-			return 0, err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return 0, err
-		}
-		term, _ = res.LastInsertId()
-		// The row's term, new or not: a row no candidate of this
-		// version wrote (an earlier version's) gets its floor too.
-		return uint64(max(term, 0)), nil
-	}
+	// During an adoption period a recipe node may have created and led
+	// the election without a floor row: no insert is a first.
+	var did takeset.Did // what it did (a batch writes it before Do returns)
+	r := takeReq{Ctx: ctx, F: t.stmts.floor, Heartbeat: t.stmts.heartbeat, P: t.params(hold), NoFirst: t.adopt != 0, Did: &did}
 	if b := t.cfg.Batcher; b != nil {
 		// Dropped unsent once ctx ends (execTake); waited for once its
 		// batch began (combine.Combiner.Do).
-		alone, berr := b.takes.Do(ctx, takeReq{ctx: ctx, name: t.cfg.Name, f: t.stmts.floor, write: write})
+		alone, berr := b.takes.Do(ctx, r)
 		switch {
 		case berr == nil && alone == nil:
-			return n, term, nil
+			return did.N, did.Term, nil
 		case berr == nil:
 			return 0, 0, alone // sent alone (floor.InTx), and failed
 		case ctx.Err() != nil:
@@ -230,16 +216,16 @@ func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, err
 		}
 	}
 	send := func() error {
-		return floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, floor uint64, first bool) (uint64, error) {
-			return write(ctx, tx, floor, first)
+		return floor.InTx(ctx, t.db, t.stmts.floor, t.cfg.Name, func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
+			return r.One(ctx, tx, fl, first)
 		})
 	}
 	if b := t.cfg.Batcher; b != nil {
 		err := b.solo.Run(ctx, send) // the batch failed: alone, a few at a time
-		return n, term, err
+		return did.N, did.Term, err
 	}
 	err := send()
-	return n, term, err
+	return did.N, did.Term, err
 }
 
 func (t *tableBackend) heartbeatOnce(ctx context.Context, hold uint64) (beat, error) {

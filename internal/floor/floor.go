@@ -318,18 +318,23 @@ func history(ctx context.Context, c *sql.Conn, f Stmts, names []string, terms []
 // marker's check, which must come before any read.
 var ErrNoFloor = errors.New("floor: an election has no floor row")
 
+// WriteAll is TakeAll's write of many elections' terms: Write for each
+// election names[i] of TakeAll, with floors[i] and firsts[i], returning
+// terms[i].
+type WriteAll func(tx Tx, floors []uint64, firsts []bool) (terms []uint64, err error)
+
 // TakeAll is Take for many elections (names, each once, in the order every
-// such transaction keeps) in the transaction the caller began on c, each
-// with its write (writes[i] for names[i]), set-based: one statement locks
+// such transaction keeps) in the transaction the caller began on c, their
+// terms written by write, set-based: one statement locks
 // and reads their floor rows; the marker's check follows, once, when one
-// has none; then each write runs; then one statement raises the floors of
+// has none; then write runs; then one statement raises the floors of
 // those that had one and wrote a term above it, three create, count and
 // resume those of the others that wrote a term, and one each writes their
 // history (model/README.md, "Batched takes"). m is the transaction's when
 // the caller locked the marker first (Take's rule for a first election),
 // else nil: then ErrNoFloor, before any write, when a floor row is missing
 // (an operator's DELETE since the caller counted them).
-func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes []Write, m *Marked) error {
+func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, write WriteAll, m *Marked) error {
 	floors, err := readAll(ctx, c, f, names)
 	if err != nil {
 		return err
@@ -349,14 +354,20 @@ func TakeAll(ctx context.Context, c *sql.Conn, f Stmts, names []string, writes [
 			}
 		}
 	}
+	fls, firsts := make([]uint64, len(names)), make([]bool, len(names))
+	for i, name := range names {
+		fl, ok := floors[name]
+		fls[i], firsts[i] = fl, first && !ok
+	}
+	written, err := write(c, fls, firsts)
+	if err != nil {
+		return err
+	}
 	var raised, created []string
 	var terms, createdTerms []uint64
 	for i, name := range names {
 		fl, ok := floors[name]
-		term, err := writes[i](c, fl, first && !ok)
-		switch {
-		case err != nil:
-			return err
+		switch term := written[i]; {
 		case term > fl && ok:
 			raised, terms = append(raised, name), append(terms, term)
 		case term > fl:
