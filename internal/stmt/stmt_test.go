@@ -113,3 +113,25 @@ func TestIn(t *testing.T) {
 	}()
 	In("UPDATE t SET a = :me WHERE b IN (:names)", []string{"x"}, nil)
 }
+
+// TestRows: Rebind writes a statement's parameters as the columns of a
+// :rows table, but those kept, and Bind writes that table one SELECT per
+// row, its columns named in the first, the values as Bind writes any.
+func TestRows(t *testing.T) {
+	s := Must(Rebind(`SELECT :me, :hold + 1, ':floor' FROM (:rows) r WHERE r.p_name = :name`, "r", "me", "rows"))
+	for _, tc := range []struct {
+		rows     []Params
+		want     string
+		wantArgs []any
+	}{
+		{[]Params{{Name: "a", Hold: 7, Lease: 10, Value: "v", Priority: 2, Floor: 6, First: true}},
+			`SELECT 'x', r.p_hold + 1, ':floor' FROM (SELECT 'a' AS p_name,7 AS p_hold,10 AS p_lease,'v' AS p_value,2 AS p_priority,6 AS p_floor,'first' AS p_insert) r WHERE r.p_name = r.p_name`, nil},
+		{[]Params{{Name: "a"}, {Name: "b", Value: "it's"}},
+			`SELECT 'x', r.p_hold + 1, ':floor' FROM (SELECT 'a' AS p_name,0 AS p_hold,0 AS p_lease,'' AS p_value,0 AS p_priority,0 AS p_floor,'insert' AS p_insert UNION ALL SELECT 'b',0,0,?,0,0,'insert') r WHERE r.p_name = r.p_name`, []any{"it's"}},
+	} {
+		got, args := s.Bind(Params{Me: "x", Rows: tc.rows})
+		if got != tc.want || !reflect.DeepEqual(args, tc.wantArgs) {
+			t.Errorf("got %s %v\nwant %s %v", got, args, tc.want, tc.wantArgs)
+		}
+	}
+}
