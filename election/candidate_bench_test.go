@@ -2,10 +2,12 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/sqlelect/sqlelect/internal/combine"
+	"github.com/sqlelect/sqlelect/internal/stmt"
 )
 
 func BenchmarkIsLeader(b *testing.B) {
@@ -76,4 +78,35 @@ func BenchmarkBatcherCombine(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBatchedCandidate is the cost of a batched election's candidate
+// as a shard group starts one: NewTable, and its statements compiled again
+// bounded once preflight knows the server (tableBackend.compile). The
+// candidates of a Batcher share one compiled copy; alone, each compiles
+// its own.
+func BenchmarkBatchedCandidate(b *testing.B) {
+	db, err := sql.Open("mysql", "nobody@tcp(127.0.0.1:1)/none") // never connects
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	for _, batched := range []bool{true, false} {
+		b.Run(map[bool]string{true: "batched", false: "alone"}[batched], func(b *testing.B) {
+			cfg := Config{Name: "orders/1", ID: "p1"}
+			if batched {
+				if cfg.Tuning.Batcher, err = NewBatcher(db, BatcherOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := NewTable(db, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.b.(*tableBackend).compile(stmt.NewBound(stmt.FlavorMariaDB, 5*time.Second))
+			}
+		})
+	}
 }

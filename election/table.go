@@ -32,8 +32,8 @@ func NewTable(db *sql.DB, config Config) (*Candidate, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Unbounded until preflight knows the server.
-	t := &tableBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}, stmts: tableStatements(cfg.Table, stmt.Bound{}, cfg.LockDelay)}
+	t := &tableBackend{backendBase: backendBase{db: db, cfg: cfg, value: cfg.Value}}
+	t.compile(stmt.Bound{}) // unbounded until preflight knows the server
 	c := newCandidate(cfg, t)
 	if !cfg.DisableFastHandover {
 		t.wake = &wakeup{
@@ -64,12 +64,22 @@ func (t *tableBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	bound := stmt.NewBound(v.site.Flavor, t.cfg.QueryTimeout)
 	// Again, now that the server is known: the statements that can wait
 	// for a lock are bounded.
-	t.stmts = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay)
-	t.held = heldStatements(t.cfg.Table, bound, bound)
+	t.compile(bound)
 	if t.wake != nil {
 		t.wake.preflight(v.site)
 	}
 	return bound, nil
+}
+
+// compile compiles the candidate's statements, bounded by bound: once for
+// all candidates of a Batcher with the same lock delay (Batcher.compiled).
+func (t *tableBackend) compile(bound stmt.Bound) {
+	if b := t.cfg.Batcher; b != nil {
+		c := b.compiled(bound, t.cfg.LockDelay)
+		t.stmts, t.held = c.table, c.held
+		return
+	}
+	t.stmts, t.held = tableStatements(t.cfg.Table, bound, t.cfg.LockDelay), heldStatements(t.cfg.Table, bound, bound)
 }
 
 // verdict runs the preflight's statements (readVerdict). Candidates that
