@@ -41,15 +41,19 @@ func Errno(err error) uint16 {
 // Group Replication's certification conflicts (3101, the transaction lost
 // certification; 1180 with engine error 149, a remote transaction aborted
 // it). Other 1180s (a commit that failed for another engine error) are not.
+// And 1020, MariaDB's snapshot isolation (11.6.2 and later,
+// innodb_snapshot_isolation ON): a locking read or a write of a row that
+// another transaction changed after this one's snapshot, which the
+// library's transactions roll back on any error.
 //
-// 1213 is ER_LOCK_DEADLOCK; 3101 ER_TRANSACTION_ROLLBACK_DURING_COMMIT; 1180 ER_ERROR_DURING_COMMIT,
+// 1213 is ER_LOCK_DEADLOCK; 1020 ER_CHECKREAD; 3101 ER_TRANSACTION_ROLLBACK_DURING_COMMIT; 1180 ER_ERROR_DURING_COMMIT,
 // whose message names the storage engine's error: HA_ERR_LOCK_DEADLOCK is
 // "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT", what
 // MySQL Group Replication returns at COMMIT for a local transaction that a
 // remote one's certified write set aborted.
 func WriteConflict(err error) bool {
 	me, ok := errors.AsType[*mysql.MySQLError](err)
-	return ok && (me.Number == 1213 || me.Number == 3101 ||
+	return ok && (me.Number == 1213 || me.Number == 1020 || me.Number == 3101 ||
 		me.Number == 1180 && strings.HasPrefix(me.Message, "Got error 149 "))
 }
 
