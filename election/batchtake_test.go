@@ -355,3 +355,83 @@ func TestBatcherTakeLetFinish(t *testing.T) {
 		t.Error("the candidate led after Run's context ended")
 	}
 }
+
+// TestBatcherTakeSeesRowsAsLocked (safety): a batch of takes learns what
+// each heartbeat did from its rows read before and after the heartbeats'
+// statement (internal/takeset). The read after must see each row as it is,
+// not as the transaction's snapshot had it: a batch with a first election
+// reads the floor's sum (a plain read, which fixes the snapshot under
+// REPEATABLE READ) before it locks its rows, and a row its live holder
+// renewed in between, read from that snapshot, would count as changed by a
+// heartbeat that changed nothing, and a candidate would believe it renewed
+// or took a row it did not. F's batch holds a first election and L's live
+// row, which L renews while the batch waits for its lock: F's heartbeat
+// on it must report no change.
+func TestBatcherTakeSeesRowsAsLocked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	name := "take-snapshot-" + randHex(4)
+	live, first := name+"-live", name+"-first"
+	for _, q := range []string{
+		`INSERT INTO service_election (anchor, service_id, term, term_started_at, last_seen_active, lease_ms) VALUES (?, 'L', 7, NOW(6), NOW(6), 60000)`,
+		`INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 7)`,
+	} {
+		if _, err := db.ExecContext(ctx, q, live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewal, err := db.BeginTx(ctx, nil) // L's renewal, committed while F's batch waits
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewal.Rollback() //nolint:errcheck // committed below
+	if _, err := renewal.ExecContext(ctx, `UPDATE service_election SET last_seen_active = NOW(6) WHERE anchor = ?`, live); err != nil {
+		t.Fatal(err)
+	}
+	b, err := election.NewBatcher(db, election.BatcherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n    []int64
+		errs []error
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, errs, err := election.TakeBatch(ctx, b, "F", 10*time.Second, []string{first, live})
+		done <- result{n, errs, err}
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := 0; waiting == 0; { // until F's batch waits for the row's lock
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("F's batch never waited for L's row")
+		}
+		// A transaction of this test's database that waits for a lock:
+		// L's row's, in a read of the batch's (the floor marker's check
+		// reads every election row).
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.innodb_trx t
+JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := renewal.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.errs[0] != nil || r.errs[1] != nil {
+		t.Fatalf("the batch's error is %v, the heartbeats' %v", r.err, r.errs)
+	}
+	if r.n[1] != 0 {
+		t.Errorf("F's heartbeat on L's live row, renewed while F's batch waited for it, reports %d affected rows: want 0 (it changed nothing)", r.n[1])
+	}
+	if r.n[0] != 1 {
+		t.Errorf("F's first election reports %d affected rows: want 1 (inserted)", r.n[0])
+	}
+}

@@ -340,7 +340,11 @@ func batchStatements(table string, queryTimeout time.Duration) batchStmts {
 	const takeCols = `anchor, service_id, term, acquired, released <> 0, transfer_to IS NOT NULL,
   term_started_at, last_seen_active, lease_ms, released, value, backend, connection_id, transfer_to, priority`
 	s.takeLock = `SELECT ` + takeCols + ` FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) FOR UPDATE`
-	s.takeRead = `SELECT ` + takeCols + ` FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND ` + dbclock.Trusted
+	// A locking read, as the first: the rows as they are, which a plain
+	// read may not see (the snapshot of the transaction's first plain
+	// read, the floor's sum, under REPEATABLE READ). The batch holds
+	// their locks already.
+	s.takeRead = `SELECT ` + takeCols + ` FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND ` + dbclock.Trusted + ` FOR UPDATE`
 	s.heartbeats = probe.HeartbeatAllSQL(tbl)
 	s.giveLock = `SELECT anchor, service_id, term FROM ` + tbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) AND released = 0 AND ` + dbclock.Trusted + ` FOR UPDATE SKIP LOCKED`
 	for w, sets := range giveSets() {
