@@ -38,8 +38,12 @@ type Req struct {
 
 // Did is what a heartbeat did, as its reply tells: its affected rows (1
 // for an insert, 2 for a change, 0 for none), and the row's term after it
-// (LAST_INSERT_ID).
-type Did struct{ N, Term int64 }
+// (LAST_INSERT_ID); Sent, that the transaction that committed sent it
+// (not one that failed and was tried again).
+type Did struct {
+	N, Term int64
+	Sent    bool
+}
 
 // Stmts are a batch's statements on the election table Table. Floors
 // counts the floor rows of elections :names. Lock locks and reads the
@@ -74,6 +78,7 @@ func (r Req) One(ctx context.Context, tx floor.Tx, fl uint64, first bool) (uint6
 		return 0, err
 	}
 	r.Did.Term, _ = res.LastInsertId()
+	r.Did.Sent = true
 	return uint64(max(r.Did.Term, 0)), nil
 }
 
@@ -82,6 +87,7 @@ func (r Req) One(ctx context.Context, tx floor.Tx, fl uint64, first bool) (uint6
 func (r Req) in(ctx context.Context) floor.Write {
 	return func(tx floor.Tx, fl uint64, first bool) (uint64, error) {
 		if r.Ctx.Err() != nil {
+			*r.Did = Did{} // not sent (a failed attempt's was rolled back)
 			return 0, nil
 		}
 		return r.One(ctx, tx, fl, first)
@@ -131,7 +137,11 @@ func Exec(ctx context.Context, db *sql.DB, s Stmts, reqs []Req) ([]error, error)
 	switch len(live) {
 	case 1: // alone: its error is its result
 		r := live[0]
-		return unsent(floor.InTx(ctx, db, r.F, r.P.Name, r.in(ctx)))
+		err := floor.InTx(ctx, db, r.F, r.P.Name, r.in(ctx))
+		if err == nil && !r.Did.Sent {
+			err = cmp.Or(r.Ctx.Err(), context.Canceled)
+		}
+		return unsent(err)
 	}
 	slices.SortStableFunc(live, func(x, y Req) int { return strings.Compare(x.P.Name, y.P.Name) })
 	slices.Sort(names)
@@ -154,6 +164,11 @@ func Exec(ctx context.Context, db *sql.DB, s Stmts, reqs []Req) ([]error, error)
 	if err != nil && !sent {
 		return unsent(err)
 	}
+	for i, r := range reqs {
+		if out[i] == nil && err == nil && !r.Did.Sent { // its caller gave up before the attempt that committed
+			out[i] = cmp.Or(r.Ctx.Err(), context.Canceled)
+		}
+	}
 	return out, err
 }
 
@@ -167,6 +182,9 @@ func Exec(ctx context.Context, db *sql.DB, s Stmts, reqs []Req) ([]error, error)
 // it; true after (a failed read of the floor rows too).
 func takeAll(ctx context.Context, db *sql.DB, s Stmts, live []Req, marker, set bool) (sent bool, err error) {
 	err = mysqlerr.Retry(ctx, 2, func() error {
+		for _, r := range live {
+			*r.Did = Did{} // what a failed attempt did was rolled back
+		}
 		return floor.InConnTx(ctx, db, func(c *sql.Conn) error {
 			if sent = false; marker {
 				if err := live[0].F.Marker.QueryRow(ctx, c, stmt.Params{}).Scan(new(uint64), new(bool)); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -271,7 +289,7 @@ func run(ctx context.Context, c *sql.Conn, s Stmts, reqs []stmt.Params) ([]Did, 
 			return nil, fmt.Errorf("%w (election %s)", ErrUntrusted, p.Name)
 		}
 		b, had := before[p.Name]
-		did[i] = Did{N: affected(b, had, a, p.Me), Term: a.term}
+		did[i] = Did{N: affected(b, had, a, p.Me), Term: a.term, Sent: true}
 	}
 	return did, nil
 }
