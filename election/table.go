@@ -208,9 +208,9 @@ func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 // A Batcher's elections send it with others' in one transaction
 // (Batcher.execTake); when that fails, alone.
 func (t *tableBackend) beat(ctx context.Context, hold uint64) (int64, int64, error) {
-	// During an adoption period a recipe node may have created and led
-	// the election without a floor row: no insert is a first.
 	var did takeset.Did // what it did (a batch writes it before Do returns)
+	// NoFirst: during an adoption period a recipe node may have created
+	// and led the election without a floor row, so no insert is a first.
 	r := takeReq{Ctx: ctx, F: t.stmts.floor, Heartbeat: t.stmts.heartbeat, P: t.params(hold), NoFirst: t.adopt != 0, Did: &did}
 	if b := t.cfg.Batcher; b != nil {
 		// Dropped unsent once ctx ends (execTake); waited for once its

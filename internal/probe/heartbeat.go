@@ -131,8 +131,8 @@ VALUES(` + unsafeSessionSQL + `,` + heartbeatValues + `)
 // :hold, :lease, :value, :priority, :floor and :insert), with the same ON
 // DUPLICATE KEY UPDATE, which the server evaluates once per row, with that
 // row's values (model/README.md, "One heartbeat statement for a batch").
-// A multi-row INSERT writes NULL into the anchor as its implicit default
-// (”) under a sql_mode that is not strict, so the anchor is not the
+// A multi-row INSERT writes NULL into the anchor as its implicit default,
+// the empty string, under a sql_mode that is not strict, so the anchor is not the
 // check of the session (unsafeSessionSQL): the statement inserts and
 // changes nothing unless dbclock.Trusted holds. Its affected rows and
 // LAST_INSERT_ID are the sums and the last of all rows': the caller reads
