@@ -405,11 +405,16 @@ func TestBatcherTakeSeesRowsAsLocked(t *testing.T) {
 		n, errs, err := election.TakeBatch(ctx, b, "F", 10*time.Second, []string{first, live})
 		done <- result{n, errs, err}
 	}()
-	tick := time.NewTicker(10 * time.Millisecond)
+	// The server refreshes innodb_trx's cache only once it has gone unread
+	// for 100 ms (InnoDB's trx0i_s.cc, CACHE_MIN_IDLE_TIME_US): polled more
+	// often, it never shows a wait that began after the first poll.
+	tick := time.NewTicker(150 * time.Millisecond)
 	defer tick.Stop()
 	for waiting := 0; waiting == 0; { // until F's batch waits for the row's lock
 		select {
 		case <-tick.C:
+		case r := <-done:
+			t.Fatalf("F's batch ended before it was seen waiting for L's row: affected %v, errors %v, %v", r.n, r.errs, r.err)
 		case <-ctx.Done():
 			t.Fatal("F's batch never waited for L's row")
 		}
