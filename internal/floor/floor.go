@@ -272,16 +272,21 @@ func Take(ctx context.Context, c *sql.Conn, f Stmts, name string, write Write, m
 	if err != nil {
 		return err
 	}
-	first, marked := false, false
+	first := false
 	if missing {
-		if first, marked, err = firstElection(ctx, c, f, m); err != nil {
+		if first, _, err = firstElection(ctx, c, f, m); err != nil {
 			return err
 		}
-	}
-	if marked { // the election's row, if any, got a floor row
+		// Read again under the marker's lock, which every transaction that
+		// creates a floor row holds: the election's row, if any, got one
+		// when the marker was written again, and under READ COMMITTED the
+		// first read locked no gap, so another transaction may have created
+		// it while this one waited for the marker
+		// (TestTakeFirstUnderReadCommitted).
 		if floor, missing, err = readFloor(ctx, c, f, name); err != nil {
 			return err
 		}
+		first = first && missing
 	}
 	term, err := write(c, floor, first)
 	if err != nil || term <= floor {

@@ -71,6 +71,88 @@ func TestInConnTx(t *testing.T) {
 	check("pool", db, db)
 }
 
+// TestTakeFirstUnderReadCommitted (safety): a take that finds its
+// election's floor row missing decides whether the election never existed
+// (first: its insert leads without the lock delay) only under the
+// marker's lock, which every transaction that creates a floor row holds.
+// Under REPEATABLE READ the floor row's read locks the gap where the row
+// would be; a caller's session under READ COMMITTED (a DSN's
+// transaction_isolation, or the server's default) takes no gap lock, and
+// another transaction can create the row and commit while the take waits
+// for the marker. The take must then see that row, not call a first
+// election a first (which, after an operator's DELETE of the row its new
+// leader had just written, would lead at once beside that leader).
+func TestTakeFirstUnderReadCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	testdb.Migrate(t, dsn)
+	db := testdb.Open(t, dsn)
+	testdb.IntactFloor(t, db)
+	name := fmt.Sprintf("rc-first-%d", time.Now().UnixNano())
+	conn, err := db.Conn(ctx) // the candidate's, under READ COMMITTED
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(ctx, `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.BeginTx(ctx, nil) // another candidate's first election of name
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback() //nolint:errcheck // committed below
+	if _, err := other.ExecContext(ctx, `SELECT term_floor FROM service_election_floor WHERE anchor = '' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type took struct {
+		floor uint64
+		first bool
+		err   error
+	}
+	done := make(chan took, 1)
+	go func() {
+		var r took
+		r.err = floor.InTxOnce(ctx, conn, floor.NewStmts("service_election", stmt.Bound{}, 0), name, func(_ floor.Tx, fl uint64, first bool) (uint64, error) {
+			r.floor, r.first = fl, first
+			return 0, nil
+		})
+		done <- r
+	}()
+	// The server refreshes innodb_trx's cache only once it has gone unread
+	// for 100 ms (InnoDB's trx0i_s.cc, CACHE_MIN_IDLE_TIME_US).
+	tick := time.NewTicker(150 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := 0; waiting == 0; { // until the take waits for the marker
+		select {
+		case <-tick.C:
+		case r := <-done:
+			t.Fatalf("the take ended before it was seen waiting for the marker: %+v", r)
+		case <-ctx.Done():
+			t.Fatal("the take never waited for the marker")
+		}
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.innodb_trx t
+JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 5)`,
+		`UPDATE service_election_floor SET term_floor = term_floor + CRC32(?) WHERE anchor = ''`,
+	} {
+		if _, err := other.ExecContext(ctx, q, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.first || r.floor != 5 {
+		t.Errorf("the take, after another transaction created the floor row at 5 while it waited for the marker: floor %d, first %v, error %v; want floor 5, not first", r.floor, r.first, r.err)
+	}
+}
+
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 // TestTakeAllUsesKey: each statement of a set-based take (TakeAll) finds
