@@ -41,6 +41,10 @@ const (
 	// kindSessionChain: the leader's pool, a transaction left open by
 	// COMMIT AND CHAIN (completion_type=CHAIN), likewise.
 	kindSessionChain = "session_chain"
+	// kindSessionReadCommitted: every candidate's pool, READ COMMITTED:
+	// no gap locks, and each read sees what committed before it, where
+	// the floor's transaction was written for REPEATABLE READ.
+	kindSessionReadCommitted = "session_read_committed"
 )
 
 // sessionStateFor is how long a fault's state stays on the pool.
@@ -120,6 +124,9 @@ func chaosSessionState(t *testing.T, ctx context.Context, srv *mysqld.Server, ba
 		}},
 		{kind: kindSessionChain, inject: func(c *cluster, l *slot) (string, error) {
 			return leave(c, []*slot{l}, "SET completion_type = 'CHAIN'", "BEGIN", "COMMIT")
+		}},
+		{kind: kindSessionReadCommitted, inject: func(c *cluster, l *slot) (string, error) {
+			return leave(c, append(others(c, l), l), "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
 		}},
 	})
 	c := newCluster(t, ctx, "session-"+backend, backend, tm)
