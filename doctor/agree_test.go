@@ -39,6 +39,7 @@ func TestDoctorAgreesWithRun(t *testing.T) {
 		{name: "plain"},
 		{name: "autocommit=0", params: map[string]string{"autocommit": "0"}, prop: doctor.PropAutocommit, want: election.ErrNoAutocommit},
 		{name: "completion_type=1", params: map[string]string{"completion_type": "1"}, prop: doctor.PropAutocommit, want: election.ErrNoAutocommit},
+		{name: "sql_select_limit=1000", params: map[string]string{"sql_select_limit": "1000"}, prop: doctor.PropSelectLimit, want: election.ErrSelectLimit},
 		{name: "DST time zone", params: map[string]string{"time_zone": "'" + testdb.DSTZone(t, admin) + "'"},
 			prop: doctor.PropTimeZone, want: election.ErrUnsafeTimeZone},
 		{name: "floor table dropped", setup: func(t *testing.T, dsn string) string {

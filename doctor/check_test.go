@@ -240,6 +240,7 @@ func TestNames(t *testing.T) {
 		{doctor.PropAutocommit, probe.Autocommit},
 		{doctor.PropAssignmentOrder, probe.AssignmentOrder},
 		{doctor.PropSysdate, probe.Sysdate},
+		{doctor.PropSelectLimit, probe.SelectLimit},
 		{doctor.PropTopology, probe.Topology},
 	} {
 		if tc.doctor != tc.probe {

@@ -23,7 +23,9 @@ type Election interface {
 	// an error only for problems retrying cannot fix: a missing table
 	// (ErrTableMissing), missing privileges (ErrAccessDenied), an outdated
 	// schema (ErrSchemaMismatch), an unsafe time zone (ErrUnsafeTimeZone), a
-	// session that assigns simultaneously (ErrSimultaneousAssignment) or
+	// session that assigns simultaneously (ErrSimultaneousAssignment),
+	// does not commit each statement (ErrNoAutocommit) or cuts reads short
+	// (ErrSelectLimit), a server with --sysdate-is-now (ErrSysdateIsNow) or
 	// an unsupported topology (ErrUnsupportedTopology); it stands down first.
 	// Database errors while running are retried: any error means "not
 	// leader this tick", never a guess. A second concurrent call returns

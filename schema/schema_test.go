@@ -297,6 +297,33 @@ func TestUpRefusesOtherTables(t *testing.T) {
 	}
 }
 
+// TestUpRefusesSelectLimit: a session whose sql_select_limit is below its
+// default (the DSN's, or the server's init_connect) would cut the reads
+// of the table's columns short, and a sqlelect table would read as
+// another's ("rename or drop it"). Up and Down refuse it, saying why, and
+// create nothing; a DSN that sets it back to DEFAULT migrates.
+func TestUpRefusesSelectLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testdb.DSN(t)
+	for _, limit := range []string{"0", "3"} {
+		m := schema.New(testdb.Open(t, testdb.WithParams(t, dsn, map[string]string{"sql_select_limit": limit})))
+		for _, run := range []func(context.Context) error{m.Up, m.Down} {
+			if err := run(ctx); err == nil || !strings.Contains(err.Error(), "sql_select_limit is "+limit) {
+				t.Errorf("sql_select_limit=%s: %v; want a refusal naming sql_select_limit", limit, err)
+			}
+		}
+	}
+	db := testdb.Open(t, dsn)
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("after the refusals: %d tables, %v; want none", tables, err)
+	}
+	if err := schema.New(testdb.Open(t, testdb.WithParams(t, dsn, map[string]string{"sql_select_limit": "DEFAULT"}))).Up(ctx); err != nil {
+		t.Fatalf("sql_select_limit=DEFAULT: %v", err)
+	}
+}
+
 // TestUpTableMissingAtVersion: the table was dropped by hand behind
 // golang-migrate's back: up would record success without a table, down
 // would fail half-way.

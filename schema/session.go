@@ -1,13 +1,13 @@
 package schema
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,10 +79,19 @@ func wrap(ctx context.Context, err error) error {
 func (s *session) start() error {
 	var name sql.NullString
 	var n int
+	var limit uint64
+	// LIMIT 1: the row, whatever the session's sql_select_limit (which a
+	// statement's own LIMIT overrides).
 	err := s.conn.QueryRowContext(s.ctx, `SELECT DATABASE(), (SELECT COUNT(*) FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)`, MigrationsTable).Scan(&name, &n)
-	if err != nil || name.String == "" {
-		return cmp.Or(err, errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)"))
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?), @@SESSION.sql_select_limit LIMIT 1`, MigrationsTable).Scan(&name, &n, &limit)
+	switch {
+	case err != nil:
+		return err
+	case name.String == "":
+		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
+	case limit != math.MaxUint64:
+		// The reads of the table's columns and rows would miss some.
+		return fmt.Errorf("schema: the session's sql_select_limit is %d, which cuts reads short: remove it from the DSN, or set sql_select_limit=DEFAULT there", limit)
 	}
 	s.lockID, _ = database.GenerateAdvisoryLockId(name.String + ":" + MigrationsTable) // never fails
 	if n == 0 {

@@ -83,7 +83,9 @@ FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = `)
 		q.WriteString(` AND COLUMN_NAME = `)
 		args = stmt.Put(&q, args, column)
 	}
-	q.WriteString(` ORDER BY ORDINAL_POSITION`)
+	// Every column, whatever the session's sql_select_limit: a LIMIT of
+	// the statement's own overrides it.
+	q.WriteString(` ORDER BY ORDINAL_POSITION LIMIT 18446744073709551615`)
 	rows, err := db.QueryContext(ctx, q.String(), args...)
 	if err == nil {
 		defer rows.Close()

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -37,6 +38,7 @@ const (
 	Autocommit      = "autocommit"
 	AssignmentOrder = "assignment_order"
 	Sysdate         = "sysdate"
+	SelectLimit     = "select_limit"
 	Topology        = "topology"
 )
 
@@ -76,6 +78,7 @@ func (c Check) Run(ctx context.Context, db *sql.DB) error {
 type session struct {
 	dst                                       sql.NullInt64 // dbclock.DSTProbe
 	timeZone, autocommit, completion, sqlMode string
+	selectLimit                               uint64
 	database                                  sql.NullString
 	fold                                      int
 	version                                   string
@@ -96,8 +99,8 @@ func readSession(ctx context.Context, db *sql.DB, peeks ...string) (s session, e
 		where += " AND NOT EXISTS (" + p + ")"
 	}
 	err = db.QueryRowContext(ctx, `SELECT `+dbclock.DSTProbe+`, @@SESSION.time_zone, @@autocommit, @@completion_type, @@SESSION.sql_mode,
-  `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`+where).Scan(
-		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &s.database, &s.fold, &s.version, &s.start, new(int), &s.sysdate)
+  @@SESSION.sql_select_limit, `+getlock.SiteColumns+`, CAST(NOW(6) AS CHAR), IF(SYSDATE(6)<>NOW(6), 0, SLEEP(0.002)), CAST(SYSDATE(6) AS CHAR)`+where).Scan(
+		&s.dst, &s.timeZone, &s.autocommit, &s.completion, &s.sqlMode, &s.selectLimit, &s.database, &s.fold, &s.version, &s.start, new(int), &s.sysdate)
 	if err != nil {
 		return session{}, fmt.Errorf("election: reading the session's settings: %w", err)
 	}
@@ -136,6 +139,7 @@ var (
 	ErrNoAutocommit           = errors.New("election: the session does not commit each statement (autocommit=0 or completion_type=CHAIN)")
 	ErrUnknownTimeZone        = errors.New("election: unknown session time zone (the DSN's time_zone)")
 	ErrUnsafeServer           = errors.New("election: the server breaks a promise the election relies on (run `sqlelect doctor`)")
+	ErrSelectLimit            = errors.New("election: the session's sql_select_limit cuts the election's reads short")
 )
 
 // Classify turns a driver error into a package error: permanent problems
@@ -182,7 +186,7 @@ func Permanent(err error) bool {
 		errors.Is(err, ErrUnsupportedTopology) || errors.Is(err, ErrSysdateIsNow) ||
 		errors.Is(err, ErrUnsafeServer) || errors.Is(err, ident.ErrInvalid) ||
 		errors.Is(err, ErrSimultaneousAssignment) || errors.Is(err, ErrNoAutocommit) ||
-		errors.Is(err, ErrUnknownTimeZone)
+		errors.Is(err, ErrUnknownTimeZone) || errors.Is(err, ErrSelectLimit)
 }
 
 // Layout explains an error of a statement on election table table, as
@@ -238,6 +242,10 @@ func Checks(table string) []Check {
 			Pass:        "SYSDATE(6) is the server's clock at each call",
 			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
 			Fix:         "restart the server without --sysdate-is-now"},
+		{Prop: SelectLimit, Backends: bothBackends, judge: judgeSelectLimit,
+			Pass:        "the session returns every row a SELECT finds (sql_select_limit at its default)",
+			Consequence: "a read of many rows (a batch's, a shard group's holders) would miss some and act on the rest: Run refuses it (ErrSelectLimit)",
+			Fix:         "remove sql_select_limit from the DSN, or set it to DEFAULT there (sql_select_limit=DEFAULT) when the server's init_connect sets it"},
 		{Prop: Topology, Backends: []string{Lock}, run: checkTopology,
 			Pass:        "neither a Galera node nor a multi-primary Group Replication member: both backends may be used",
 			Consequence: "the lock backend could elect one leader per node; the table backend is safe here (its write conflicts are retried as \"not leader this tick\")",
@@ -403,6 +411,20 @@ func judgeSysdate(s session) error {
 		return nil
 	}
 	return fmt.Errorf("%w (SYSDATE(6) was %s at the statement's start and after a 2 ms sleep)", ErrSysdateIsNow, s.start)
+}
+
+// judgeSelectLimit fails with ErrSelectLimit when the session's
+// sql_select_limit is below its default (the largest number): a SELECT
+// without a LIMIT of its own returns at most that many rows, and the
+// election's reads of many rows (a batch's rows, a shard group's holders,
+// the schema's columns) would miss the others, and 0 leaves every read
+// empty.
+func judgeSelectLimit(s session) error {
+	if s.selectLimit == math.MaxUint64 {
+		return nil
+	}
+	return fmt.Errorf("%w (session sql_select_limit is %d): remove it from the DSN, or set sql_select_limit=DEFAULT there, "+
+		"and reset it before a connection goes back to the pool", ErrSelectLimit, s.selectLimit)
 }
 
 // CheckSysdate reads the session of one of db's connections and judges

@@ -3,6 +3,7 @@ package probe
 import (
 	"database/sql"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -27,7 +28,7 @@ func TestChecksEndWithTopology(t *testing.T) {
 // separate reads it replaced refused.
 func TestSessionJudges(t *testing.T) {
 	safe := session{dst: sql.NullInt64{Int64: 181 * 24 * 3600, Valid: true}, timeZone: "+00:00", autocommit: "1",
-		completion: "NO_CHAIN", sqlMode: "STRICT_TRANS_TABLES", start: "2026-11-29 01:00:00.000001", sysdate: "2026-11-29 01:00:00.000042"}
+		completion: "NO_CHAIN", sqlMode: "STRICT_TRANS_TABLES", selectLimit: math.MaxUint64, start: "2026-11-29 01:00:00.000001", sysdate: "2026-11-29 01:00:00.000042"}
 	for _, c := range Checks("service_election") {
 		if (c.run == nil) == (c.judge == nil) {
 			t.Errorf("%s: want either a run or a judge", c.Prop)
@@ -51,6 +52,8 @@ func TestSessionJudges(t *testing.T) {
 		{"completion_type=1", judgeCommits, func(s *session) { s.completion = "1" }, ErrNoAutocommit},
 		{"SIMULTANEOUS_ASSIGNMENT", judgeAssignmentOrder, func(s *session) { s.sqlMode += ",simultaneous_assignment" }, ErrSimultaneousAssignment},
 		{"SYSDATE() is NOW()", judgeSysdate, func(s *session) { s.sysdate = s.start }, ErrSysdateIsNow},
+		{"sql_select_limit=1000", judgeSelectLimit, func(s *session) { s.selectLimit = 1000 }, ErrSelectLimit},
+		{"sql_select_limit=0", judgeSelectLimit, func(s *session) { s.selectLimit = 0 }, ErrSelectLimit},
 	} {
 		s := safe
 		tc.set(&s)
