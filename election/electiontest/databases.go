@@ -46,8 +46,8 @@ func testSameNameTwoDatabases(t *testing.T, s Suite) {
 		if ls := c.leaders(); len(ls) != 1 {
 			t.Errorf("database of %s: leaders %v after 10 renewals, want one", c.member[0].id, ids(ls))
 		}
-		if ivs := c.rec.elections(); len(ivs) != 1 {
-			t.Errorf("database of %s: leadership changed %d times, want once", c.member[0].id, len(ivs))
+		if ivs := c.rec.elections(); len(ivs) == 0 || c.flaps(ivs) != 0 {
+			t.Errorf("database of %s: %d leaderships, want one (a lease lost in a stall aside)", c.member[0].id, len(ivs))
 		}
 	}
 	if t.Failed() {

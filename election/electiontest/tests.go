@@ -36,8 +36,8 @@ func testOneLeaderNoFlapping(t *testing.T, s Suite) {
 	c.startN(5)
 	c.waitLeader(takeoverBound, nil)
 	c.awaitRenewals(noFlappingRenewals) // checked by the sampler meanwhile
-	if ivs := c.rec.elections(); len(ivs) != 1 {
-		t.Errorf("leadership changed %d times in %d renewals among 5 candidates, want once", len(ivs), noFlappingRenewals)
+	if ivs := c.rec.elections(); len(ivs) == 0 || c.flaps(ivs) != 0 {
+		t.Errorf("%d leaderships in %d renewals among 5 candidates, want one (a lease lost in a stall aside)", len(ivs), noFlappingRenewals)
 	}
 }
 
