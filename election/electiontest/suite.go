@@ -372,7 +372,7 @@ func (c *cluster) waitFor(within time.Duration, ok func(*member) bool, what stri
 			return l, time.Now()
 		}
 		stalled := c.stalls.within(start, time.Now())
-		if d = start.Add(within + stalled).Sub(time.Now()); d <= 0 || stalled > maxStalled {
+		if d = time.Until(start.Add(within + stalled)); d <= 0 || stalled > maxStalled {
 			c.t.Fatalf("no single leader (%s) within %v (and %v stalled); leaders now: %v", what, within, stalled, ids(c.leaders()))
 			return nil, time.Time{}
 		}
@@ -716,25 +716,15 @@ func (s *stalls) within(from, to time.Time) time.Duration {
 	defer s.mu.Unlock()
 	var d time.Duration
 	for _, sp := range s.spans {
-		if a, b := lastOf(sp[0], from), firstOf(sp[1], to); b.After(a) {
-			d += b.Sub(a)
+		end := sp[1]
+		if to.Before(end) {
+			end = to
+		}
+		if a := later(sp[0], from); end.After(a) {
+			d += end.Sub(a)
 		}
 	}
 	return d
-}
-
-func lastOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func firstOf(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // ping sends SELECT 1 to the database every RenewInterval/2 until the
