@@ -59,7 +59,7 @@ const (
 	PropAutocommit      = "autocommit"       // the session commits each statement (autocommit, no completion_type=CHAIN)
 	PropAssignmentOrder = "assignment_order" // the session assigns a SET list left to right (no SIMULTANEOUS_ASSIGNMENT)
 	PropSysdate         = "sysdate"          // SYSDATE() is the server's clock at each call (no --sysdate-is-now)
-	PropSelectLimit     = "select_limit"     // the session returns every row a SELECT finds (sql_select_limit at its default)
+	PropSelectLimit     = "select_limit"     // the session returns every row a SELECT finds (sql_select_limit of 2^31 - 1 or more; the default is 2^64 - 1)
 	PropTopology        = "topology"         // Galera or Group Replication: which backends are safe
 	PropAffectedRows    = "affected_rows"    // the heartbeat's affected rows are 1, 2 and 0 (1 under CLIENT_FOUND_ROWS)
 	PropReplace         = "replace"          // REPLACE over a row reports 2

@@ -92,11 +92,11 @@ var (
 	// fails with it. Load the server's time zone tables, or use an offset
 	// such as time_zone=%27%2B00%3A00%27.
 	ErrUnknownTimeZone = probe.ErrUnknownTimeZone
-	// ErrSelectLimit means the session's sql_select_limit is below its
-	// default, from the DSN or the server's init_connect: a read of many
-	// rows (a Batcher's, a shard group's) would miss some and act on the
-	// rest. Run fails with it; remove it from the DSN, or set
-	// sql_select_limit=DEFAULT there.
+	// ErrSelectLimit means the session's sql_select_limit is below 2^31 - 1
+	// (its default is 2^64 - 1), from the DSN or the server's
+	// init_connect: a read of many rows (a Batcher's, a shard group's)
+	// would miss some and act on the rest. Run fails with it; remove it
+	// from the DSN, or set sql_select_limit=DEFAULT there.
 	ErrSelectLimit = probe.ErrSelectLimit
 	// ErrUnsafeServer means the server answered a statement the way no
 	// MySQL or MariaDB does, in a way the election's safety rests on (the

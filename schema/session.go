@@ -89,7 +89,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?), @@SESSION.sql_select_limit 
 		return err
 	case name.String == "":
 		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
-	case limit != math.MaxUint64:
+	case limit < math.MaxInt32: // as Run's preflight (internal/probe's MinSelectLimit)
 		// The reads of the table's columns and rows would miss some.
 		return fmt.Errorf("schema: the session's sql_select_limit is %d, which cuts reads short: remove it from the DSN, or set sql_select_limit=DEFAULT there", limit)
 	}

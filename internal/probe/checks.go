@@ -243,7 +243,7 @@ func Checks(table string) []Check {
 			Consequence: "SYSDATE() is NOW(), which a session's SET @@timestamp moves: Run refuses it (ErrSysdateIsNow)",
 			Fix:         "restart the server without --sysdate-is-now"},
 		{Prop: SelectLimit, Backends: bothBackends, judge: judgeSelectLimit,
-			Pass:        "the session returns every row a SELECT finds (sql_select_limit at its default)",
+			Pass:        "the session returns every row a SELECT finds (sql_select_limit of 2^31 - 1 or more; the default is 2^64 - 1)",
 			Consequence: "a read of many rows (a batch's, a shard group's holders) would miss some and act on the rest: Run refuses it (ErrSelectLimit)",
 			Fix:         "remove sql_select_limit from the DSN, or set it to DEFAULT there (sql_select_limit=DEFAULT) when the server's init_connect sets it"},
 		{Prop: Topology, Backends: []string{Lock}, run: checkTopology,
@@ -414,18 +414,22 @@ func judgeSysdate(s session) error {
 }
 
 // judgeSelectLimit fails with ErrSelectLimit when the session's
-// sql_select_limit is below its default (the largest number): a SELECT
-// without a LIMIT of its own returns at most that many rows, and the
-// election's reads of many rows (a batch's rows, a shard group's holders,
-// the schema's columns) would miss the others, and 0 leaves every read
-// empty.
+// sql_select_limit is below MinSelectLimit: a SELECT without a LIMIT of
+// its own returns at most that many rows, and the election's reads of
+// many rows (a batch's rows, a shard group's holders, the schema's
+// columns) would miss the others, and 0 leaves every read empty.
 func judgeSelectLimit(s session) error {
-	if s.selectLimit == math.MaxUint64 {
+	if s.selectLimit >= MinSelectLimit {
 		return nil
 	}
 	return fmt.Errorf("%w (session sql_select_limit is %d): remove it from the DSN, or set sql_select_limit=DEFAULT there, "+
 		"and reset it before a connection goes back to the pool", ErrSelectLimit, s.selectLimit)
 }
+
+// MinSelectLimit is the least sql_select_limit the election takes: 2^31
+// - 1, no limit for any read it makes. MySQL's and MariaDB's default is
+// 2^64 - 1, go-mysql-server's 2^31 - 1.
+const MinSelectLimit = math.MaxInt32
 
 // CheckSysdate reads the session of one of db's connections and judges
 // its server's clock (judgeSysdate).

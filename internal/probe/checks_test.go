@@ -54,6 +54,8 @@ func TestSessionJudges(t *testing.T) {
 		{"SYSDATE() is NOW()", judgeSysdate, func(s *session) { s.sysdate = s.start }, ErrSysdateIsNow},
 		{"sql_select_limit=1000", judgeSelectLimit, func(s *session) { s.selectLimit = 1000 }, ErrSelectLimit},
 		{"sql_select_limit=0", judgeSelectLimit, func(s *session) { s.selectLimit = 0 }, ErrSelectLimit},
+		{"sql_select_limit=2^31-2", judgeSelectLimit, func(s *session) { s.selectLimit = math.MaxInt32 - 1 }, ErrSelectLimit},
+		{"sql_select_limit=2^31-1 (go-mysql-server's default)", judgeSelectLimit, func(s *session) { s.selectLimit = math.MaxInt32 }, nil},
 	} {
 		s := safe
 		tc.set(&s)
