@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -710,18 +711,22 @@ func (s *stalls) add(from, to time.Time) {
 	s.mu.Unlock()
 }
 
-// within returns how much of [from, to] the stalls took.
+// within returns how much of [from, to] the stalls took: their union
+// (the sampler and the ping see one stall twice).
 func (s *stalls) within(from, to time.Time) time.Duration {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	spans := slices.Clone(s.spans)
+	s.mu.Unlock()
+	slices.SortFunc(spans, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
 	var d time.Duration
-	for _, sp := range s.spans {
+	covered := from
+	for _, sp := range spans {
 		end := sp[1]
 		if to.Before(end) {
 			end = to
 		}
-		if a := later(sp[0], from); end.After(a) {
-			d += end.Sub(a)
+		if a := later(sp[0], covered); end.After(a) {
+			d, covered = d+end.Sub(a), end
 		}
 	}
 	return d
