@@ -405,26 +405,8 @@ func TestBatcherTakeSeesRowsAsLocked(t *testing.T) {
 		n, errs, err := election.TakeBatch(ctx, b, "F", 10*time.Second, []string{first, live})
 		done <- result{n, errs, err}
 	}()
-	// The server refreshes innodb_trx's cache only once it has gone unread
-	// for 100 ms (InnoDB's trx0i_s.cc, CACHE_MIN_IDLE_TIME_US): polled more
-	// often, it never shows a wait that began after the first poll.
-	tick := time.NewTicker(150 * time.Millisecond)
-	defer tick.Stop()
-	for waiting := 0; waiting == 0; { // until F's batch waits for the row's lock
-		select {
-		case <-tick.C:
-		case r := <-done:
-			t.Fatalf("F's batch ended before it was seen waiting for L's row: affected %v, errors %v, %v", r.n, r.errs, r.err)
-		case <-ctx.Done():
-			t.Fatal("F's batch never waited for L's row")
-		}
-		// A transaction of this test's database that waits for a lock:
-		// L's row's, in a read of the batch's (the floor marker's check
-		// reads every election row).
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.innodb_trx t
-JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
+	if r, ended := testdb.AwaitLockWait(t, ctx, db, done); ended { // F's batch waits for L's row
+		t.Fatalf("F's batch ended before it was seen waiting for L's row: affected %v, errors %v, %v", r.n, r.errs, r.err)
 	}
 	if err := renewal.Commit(); err != nil {
 		t.Fatal(err)

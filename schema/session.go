@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
+	"github.com/sqlelect/sqlelect/internal/probe"
 	"github.com/sqlelect/sqlelect/migrations"
 )
 
@@ -89,7 +89,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?), @@SESSION.sql_select_limit 
 		return err
 	case name.String == "":
 		return errors.New("schema: the connection has no current database: name one in the DSN (…/DBNAME)")
-	case limit < math.MaxInt32: // as Run's preflight (internal/probe's MinSelectLimit)
+	case limit < probe.MinSelectLimit: // as Run's preflight
 		// The reads of the table's columns and rows would miss some.
 		return fmt.Errorf("schema: the session's sql_select_limit is %d, which cuts reads short: remove it from the DSN, or set sql_select_limit=DEFAULT there", limit)
 	}

@@ -121,22 +121,8 @@ func TestTakeFirstUnderReadCommitted(t *testing.T) {
 		})
 		done <- r
 	}()
-	// The server refreshes innodb_trx's cache only once it has gone unread
-	// for 100 ms (InnoDB's trx0i_s.cc, CACHE_MIN_IDLE_TIME_US).
-	tick := time.NewTicker(150 * time.Millisecond)
-	defer tick.Stop()
-	for waiting := 0; waiting == 0; { // until the take waits for the marker
-		select {
-		case <-tick.C:
-		case r := <-done:
-			t.Fatalf("the take ended before it was seen waiting for the marker: %+v", r)
-		case <-ctx.Done():
-			t.Fatal("the take never waited for the marker")
-		}
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.innodb_trx t
-JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
+	if r, ended := testdb.AwaitLockWait(t, ctx, db, done); ended { // the take waits for the marker
+		t.Fatalf("the take ended before it was seen waiting for the marker: %+v", r)
 	}
 	for _, q := range []string{
 		`INSERT INTO service_election_floor (anchor, term_floor) VALUES (?, 5)`,

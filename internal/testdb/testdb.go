@@ -561,3 +561,34 @@ func Explain(t testing.TB, ctx context.Context, db *sql.DB) string {
 	}
 	return "EXPLAIN FORMAT=TRADITIONAL "
 }
+
+// AwaitLockWait waits until a transaction of db's database waits for a
+// row lock (information_schema's innodb_trx), and returns. If done
+// receives first (the waiter ended without waiting), it returns what it
+// received and true; it fails t when ctx ends. The server refreshes
+// innodb_trx only once it has gone unread for 100 ms (InnoDB's
+// trx0i_s.cc, CACHE_MIN_IDLE_TIME_US): polled more often, it never shows
+// a wait that began after the first poll, so it polls every 150 ms.
+func AwaitLockWait[T any](t testing.TB, ctx context.Context, db *sql.DB, done <-chan T) (T, bool) {
+	t.Helper()
+	tick := time.NewTicker(150 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var waiting int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.innodb_trx t
+JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			var zero T
+			return zero, false
+		}
+		select {
+		case <-tick.C:
+		case r := <-done:
+			return r, true
+		case <-ctx.Done():
+			t.Fatal("testdb: no transaction waited for a row lock")
+		}
+	}
+}
