@@ -202,11 +202,11 @@ type batchedFleet struct {
 	mu       sync.Mutex
 	overlaps []string
 	cands    map[string][]*election.Candidate
-	elected  chan struct{}
+	elected  chan string // the election's name, at each election
 }
 
 func newBatchedFleet(size int) *batchedFleet {
-	return &batchedFleet{cands: map[string][]*election.Candidate{}, elected: make(chan struct{}, size)}
+	return &batchedFleet{cands: map[string][]*election.Candidate{}, elected: make(chan string, size)}
 }
 
 // add is replica id's candidate in election name, on db and b.
@@ -227,7 +227,7 @@ func (f *batchedFleet) add(t *testing.T, db *sql.DB, b *election.Batcher, name, 
 			}
 		}
 		f.mu.Unlock()
-		f.elected <- struct{}{}
+		f.elected <- name
 	}
 	e, err := election.NewTable(db, cfg)
 	if err != nil {
@@ -239,14 +239,17 @@ func (f *batchedFleet) add(t *testing.T, db *sql.DB, b *election.Batcher, name, 
 	return e
 }
 
-// wait waits for n elections, then reports the overlaps seen.
+// wait waits until n elections have each had a leader elected (one that
+// lost its lease on a loaded machine and was elected again counts once),
+// then reports the overlaps seen.
 func (f *batchedFleet) wait(t *testing.T, ctx context.Context, n int) {
 	t.Helper()
-	for i := range n {
+	for led := map[string]bool{}; len(led) < n; {
 		select {
-		case <-f.elected:
+		case name := <-f.elected:
+			led[name] = true
 		case <-ctx.Done():
-			t.Fatalf("%d of %d elections led: %v", i, n, ctx.Err())
+			t.Fatalf("%d of %d elections led: %v", len(led), n, ctx.Err())
 		}
 	}
 	f.mu.Lock()
