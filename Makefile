@@ -134,13 +134,21 @@ MODULES := . integration
 # sessions' tests (load average 10), MySQL 9.7's leg lost leases it
 # renewed (TestRestoreWithFreshLease) and a server start took a test's
 # deadline (TestMetricsOnServer), where the host's leg at 3 passed.
+# ROOT_PARALLEL is go test's -parallel in the root module: at the default
+# (GOMAXPROCS, 2 here) election's parallel tests, which wait on leases,
+# ran two at a time. At 6, the machine otherwise idle (2026-12-01): the
+# election package 97 s where it took 149 s (MariaDB 10.11), and in CI
+# the legs 489 s (host), 384 s (MySQL 9.7) and 251 s (MariaDB 11.8) where
+# they took 482 s, 411 s and 272 s.
 # PARALLEL_FLAG gives them to go test in the module $$m (for the server
 # $$1 in gotest).
 INTEGRATION_PARALLEL ?= 10
 ROOT_PACKAGES ?= 3
 MATRIX_ROOT_PACKAGES ?= 2
+ROOT_PARALLEL ?= 6
 PARALLEL_FLAG = $$(case $$m:$${1:-mariadb-10.11} in (integration:*) echo -parallel $(INTEGRATION_PARALLEL);; \
-	(*:mariadb-10.11) echo -p $(ROOT_PACKAGES);; (*) echo -p $(MATRIX_ROOT_PACKAGES);; esac)
+	(*:mariadb-10.11) echo -p $(ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; \
+	(*) echo -p $(MATRIX_ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; esac)
 
 # test-checks is make test but for its go test: lint, promtool, the demo's
 # deps, the unit file and go vet. make ci runs it in the background.
@@ -217,7 +225,12 @@ SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlele
 # Shell functions for test-matrix and ci; each needs a function leg NAME
 # that says which leg starts. gotest SERVER runs go test -race of both
 # modules on SERVER (chaos suite skipped; SERVERLESS_PKGS on mariadb-10.11
-# only). chaos SERVER ROUNDS [FLAG...] runs the chaos suite (-run Chaos,
+# only): one after the other on the host's MariaDB 10.11, whose leg keeps
+# the two cores busy (Galera), and side by side on the others, whose legs
+# wait on leases and servers more than they compute (MariaDB 11.8, the
+# machine otherwise idle, 2026-12-01: the root module 137 s, 64 s of user
+# CPU, and the integration module 127 s one after the other; 154 s side
+# by side); the integration module's output follows the root module's. chaos SERVER ROUNDS [FLAG...] runs the chaos suite (-run Chaos,
 # then the go test flags FLAG..., e.g. -skip or a narrower -run) on SERVER
 # with ROUNDS rounds of each fault ("" for the short version: two rounds
 # of the quick faults, one of the long ones), prints the tail of its
@@ -234,9 +247,12 @@ SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlele
 # time), instead of one test after another; TestChaosGalera still runs
 # alone.
 CHAOS_PARALLEL ?= 4
-GOTEST_SH = gotest() { for m in $(MODULES); do leg "$$1: $$m: go test"; \
-	(cd $$m && pkgs=./... && if [ "$$1" != mariadb-10.11 ]; then pkgs=$$($(GO) list ./... | $(SERVERLESS_GREP)); fi && \
-	SQLELECT_TEST_SERVER=$$1 SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) $(GOTEST_FLAGS) -timeout 20m $$pkgs) || return; done; }
+GOTEST_SH = gotest1() { m=$$2; (cd $$m && pkgs=./... && if [ "$$1" != mariadb-10.11 ]; then pkgs=$$($(GO) list ./... | $(SERVERLESS_GREP)); fi && \
+	SQLELECT_TEST_SERVER=$$1 SQLELECT_CHAOS_ROUNDS=0 $(GO) test -race -count=1 $(PARALLEL_FLAG) $(GOTEST_FLAGS) -timeout 20m $$pkgs); }; \
+	gotest() { if [ "$$1" = mariadb-10.11 ]; then for m in $(MODULES); do leg "$$1: $$m: go test"; gotest1 $$1 $$m || return; done; return; fi; \
+	leg "$$1: . and integration side by side: go test"; f=$$(mktemp); gotest1 $$1 integration >$$f 2>&1 & ipid=$$!; \
+	rc=0; gotest1 $$1 . || rc=$$?; irc=0; wait $$ipid || irc=$$?; echo "== $$1: integration: go test"; cat $$f; rm -f $$f; \
+	[ $$rc = 0 ] && [ $$irc = 0 ]; }
 CHAOS_SH = chaos() { chaos_server=$$1 chaos_rounds=$$2; shift 2; \
 	leg "$${chaos_server:-host}: chaos-short$${chaos_rounds:+ ($$chaos_rounds round(s) of each fault)}$${1:+ $$*}"; log=$$(mktemp); rc=0; \
 	(cd integration && SQLELECT_TEST_SERVER=$$chaos_server SQLELECT_CHAOS_ROUNDS=$$chaos_rounds \
@@ -267,8 +283,8 @@ test-matrix: deps
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
 #   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
-#     modules (Galera skipped: it runs on the host's server, tested above;
-#     Group Replication is chaos-short's, below);
+#     modules, side by side (Galera skipped: it runs on the host's server,
+#     tested above; Group Replication is chaos-short's, below);
 #   - chaos-short, one round of each fault, in two lanes, so that never
 #     more than two run at once: MySQL 9.7's (with Group Replication), then
 #     the host's TestChaosGalera in one; MariaDB 11.8's, then the host's
