@@ -85,8 +85,9 @@ func (g *group) changes() int {
 	return g.elected
 }
 
-// until polls g until ids hold a balanced share of n shards, for at most
-// limit, and returns how long that took.
+// until polls g every 10 ms (every 100 ms until 2026-12-01) until ids
+// hold a balanced share of n shards, for at most limit, and returns how
+// long that took.
 func (g *group) until(ctx context.Context, n int, ids []string, limit time.Duration) (time.Duration, error) {
 	start, last := time.Now(), time.Now()
 	for {
@@ -101,7 +102,7 @@ func (g *group) until(ctx context.Context, n int, ids []string, limit time.Durat
 			fmt.Fprintf(os.Stderr, "bench: %v: %v lead %v\n", time.Since(start).Round(time.Second), ids, counts)
 			last = time.Now()
 		}
-		sleep(ctx, 100*time.Millisecond)
+		sleep(ctx, 10*time.Millisecond)
 	}
 }
 
