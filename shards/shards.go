@@ -120,11 +120,8 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	g := &group{db: db, o: o, cfg: cfg, keys: keys, isKey: map[string]bool{}, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
+	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
 		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: min(dcfg.Tuning.RetryInterval/10, 20*time.Millisecond), rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
-	for _, k := range keys {
-		g.isKey[k] = true
-	}
 	stopBell := g.keepBell(dcfg)
 	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
 	var member sync.WaitGroup
@@ -189,7 +186,7 @@ func (o Options) keys() ([]string, error) {
 func (g *group) keepBell(cfg election.Config) (stop func()) {
 	bell := &getlock.Bell{Hint: getlock.Hint{DB: g.db, Log: g.log, Election: bellName(g.o.Group, g.cfg.ID), Metrics: cfg.Metrics, Timeout: g.timeout},
 		Table: g.cfg.Table, Every: cfg.Tuning.RenewInterval,
-		Sleep: func(ctx context.Context, d time.Duration) bool { g.wait(ctx, d, nil); return ctx.Err() == nil }}
+		Sleep: func(ctx context.Context, d time.Duration) bool { return g.wait(ctx, d, nil) }}
 	stopBell := bell.Start(g.rang)
 	return func() {
 		stopBell()
@@ -199,19 +196,13 @@ func (g *group) keepBell(cfg election.Config) (stop func()) {
 
 // loop balances the group until ctx ends: at once, then every interval
 // or when its bell rings, and every poll until this process is a live,
-// healthy member (see balance). A ring first takes what was handed over
-// (takeHanded); only when it finds nothing (another member joined, say)
-// does it balance before the interval.
+// healthy member (see balance).
 func (g *group) loop(ctx context.Context, interval time.Duration) {
-	var last time.Time // of the last balancing
-	for start, rung := g.clock.Now(), false; ctx.Err() == nil; {
-		if !rung || g.clock.Now().Sub(last) >= interval || !g.takeHanded(ctx) {
-			last = g.clock.Now()
-			if err := g.balance(ctx); err != nil && ctx.Err() == nil {
-				g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
-			}
+	for start := g.clock.Now(); ctx.Err() == nil; {
+		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
+			g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
 		}
-		d := interval - g.clock.Now().Sub(last)
+		d := interval
 		switch {
 		case g.joined:
 		case g.clock.Now().Sub(start) < interval: // joining: soon
@@ -219,57 +210,8 @@ func (g *group) loop(ctx context.Context, interval time.Duration) {
 		default: // not healthy yet
 			d = interval / 10
 		}
-		rung = g.wait(ctx, d, g.rang)
+		g.wait(ctx, d, g.rang)
 	}
-}
-
-// takeHanded campaigns at once for the shards handed over to this process
-// (a released row whose transfer_to names it, while its lease lasts) that
-// it runs no candidate for, and reports whether there were any: if not, the
-// ring was for something else (a member joined), and loop balances. It reads
-// those rows alone, where balance reads every row of the group: a taker
-// rung by its giver every ringEvery transfers spent 80-126 ms a ring on
-// the 10,000 rows of the group (BENCHMARKS.md, "Shard groups"). Only a
-// joined member takes (balance), and it campaigns only for its own keys.
-func (g *group) takeHanded(ctx context.Context) bool {
-	if !g.joined {
-		return false
-	}
-	qctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	prefix := g.o.Group + "/"
-	rows, err := g.db.QueryContext(qctx, `SELECT anchor FROM `+ident.Quote(g.cfg.Table)+`
-WHERE anchor >= ? AND anchor < ? AND released <> 0 AND transfer_to = ? AND `+probe.LeaseLeft+` > 0`,
-		prefix, g.o.Group+"0", g.cfg.ID) // '0' follows '/'
-	if err != nil {
-		g.log.Debug("shards: reading the shards handed over failed", "group", g.o.Group, "err", err)
-		return false
-	}
-	defer rows.Close()
-	var handed []string
-	for rows.Next() {
-		var anchor string
-		if err := rows.Scan(&anchor); err != nil {
-			return false
-		}
-		if key := strings.TrimPrefix(anchor, prefix); g.isKey[key] {
-			handed = append(handed, key)
-		}
-	}
-	if rows.Err() != nil {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	handed = slices.DeleteFunc(handed, func(key string) bool { return g.run[key] != nil })
-	if len(handed) == 0 {
-		return false
-	}
-	g.queued = append(handed, g.queued...)
-	if err := g.admit(ctx); err != nil { // ctx: the candidates outlive qctx
-		g.fail(err)
-	}
-	return true
 }
 
 // transfers is how many transfers a process runs at once: a batch of its
@@ -291,7 +233,6 @@ type group struct {
 	o       Options
 	cfg     election.Config
 	keys    []string
-	isKey   map[string]bool         // keys, as a set
 	fail    context.CancelCauseFunc // ends Run with a candidate's error
 	log     *slog.Logger
 	clock   election.Clock
@@ -634,18 +575,18 @@ func (g *group) ring(ctx context.Context, id string) {
 	}
 }
 
-// wait waits d by the group's clock, until wake fires (nil: never), or
-// until ctx ends, and reports whether wake fired.
-func (g *group) wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (woke bool) {
+// wait waits d by the group's clock, or until wake fires (nil: never),
+// and reports whether ctx is still live: false when it ended first.
+func (g *group) wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := g.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
 	case <-wake:
-		return true
 	case <-ctx.Done():
+		return false
 	}
-	return false
+	return true
 }
 
 // stopAll stops every candidate (each resigns what it leads), waits for
