@@ -766,6 +766,14 @@ func (c *cluster) ping() {
 	}
 }
 
+// lostInStall reports whether leadership iv ended in a lease lost while
+// the test process or the database stalled for half the renew deadline
+// or more before it (see stalls).
+func (c *cluster) lostInStall(iv interval) bool {
+	return iv.reason == election.ReasonLeaseLost && !iv.end.IsZero() &&
+		c.stalls.within(iv.end.Add(-RenewDeadline), iv.end) >= RenewDeadline/2
+}
+
 // flaps returns how many times the leadership changed in ivs (an
 // election after the first), but for the elections that followed a lease
 // lost while the test process or the database stalled for half the renew
@@ -774,8 +782,7 @@ func (c *cluster) ping() {
 func (c *cluster) flaps(ivs []interval) int {
 	n := len(ivs) - 1
 	for _, iv := range ivs {
-		if iv.reason == election.ReasonLeaseLost && !iv.end.IsZero() &&
-			c.stalls.within(iv.end.Add(-RenewDeadline), iv.end) >= RenewDeadline/2 {
+		if c.lostInStall(iv) {
 			c.t.Logf("%s lost its lease (term %d) while the machine or the database stalled for %v of the renew deadline before: not a flap",
 				iv.id, iv.term, c.stalls.within(iv.end.Add(-RenewDeadline), iv.end))
 			n--
