@@ -37,7 +37,9 @@ func TestBellWaitsInGetLock(t *testing.T) {
 	name := "bell-" + hex.EncodeToString(b)
 	rang := make(chan struct{}, 1)
 	bell := &getlock.Bell{Hint: getlock.Hint{DB: db, Log: slog.Default(), Election: name, Metrics: nopMetrics{}, Timeout: 5 * time.Second},
-		Table: "service_election", Every: time.Second,
+		// Every outlasts the test: a wait that ran out just before the
+		// rings came would let them all fall between two waits.
+		Table: "service_election", Every: 2 * time.Minute,
 		Sleep: func(ctx context.Context, d time.Duration) bool {
 			select {
 			case <-time.After(d):
@@ -52,14 +54,19 @@ func TestBellWaitsInGetLock(t *testing.T) {
 		bell.Free(context.Background())
 	})
 
-	// waiting waits until the bell's connection runs its statement (a ring
-	// that comes between two of its waits is missed), and returns the
-	// state its thread waits in.
+	// waiting waits until the bell's connection waits in its statement (a
+	// ring that comes between two of its waits is missed), and returns the
+	// state its thread waits in: "User lock" for GET_LOCK, "User sleep"
+	// for SLEEP, on MariaDB and MySQL alike. A statement a ring has ended
+	// may be seen running still, but no longer in either state: the bell
+	// sends on rang once the server answered it, after its thread left the
+	// wait.
 	waiting := func() string {
 		for {
 			var state sql.NullString
 			err := db.QueryRowContext(ctx, `SELECT STATE FROM information_schema.PROCESSLIST
-WHERE ID = IS_USED_LOCK(`+getlock.BellSQL("service_election", name)+`) AND COMMAND = 'Query' AND INFO LIKE 'SELECT%'`).Scan(&state)
+WHERE ID = IS_USED_LOCK(`+getlock.BellSQL("service_election", name)+`) AND COMMAND = 'Query'
+AND INFO LIKE 'SELECT%' AND STATE IN ('User lock', 'User sleep')`).Scan(&state)
 			if err == nil && state.String != "" {
 				return state.String
 			}
