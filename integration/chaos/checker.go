@@ -37,6 +37,14 @@
 //     while it ran and was not SIGSTOPped, or it had not exited
 //     StuckAfter after a SIGTERM. (An election with no leader for longer
 //     than Bound after a fault ended is a liveness violation.)
+//
+// The suite's own stalls (harness_stall records: its process ran no code,
+// or a write to a file of its run's directory hung, for longer than half a
+// second, as a shared 2-core machine does now and then) are not the
+// candidates': a candidate's heartbeats may stop for StuckAfter plus the
+// stalls within that gap, and a leader may come Bound plus the stalls
+// after a fault. No safety check (overlap, term, fence, protocol,
+// history) excuses anything.
 //   - server: the database refused or timed out an unrelated client
 //     during a fault (the suite's probe; a probe_failed record).
 //   - history: the election's history (package history, when the suite
@@ -492,6 +500,7 @@ func Check(cfg Config, recs []Record, writes []Write, hist *History) Result {
 	}
 
 	// Liveness after each fault.
+	stalls := harnessStalls(recs)
 	var faults []Record
 	var runEnd time.Time
 	for _, r := range recs {
@@ -538,13 +547,13 @@ func Check(cfg Config, recs []Record, writes []Write, hist *History) Result {
 			}
 			if out.Next != nil {
 				out.Failover = out.Next.Start.Sub(f.Time)
-				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound))
+				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound + stalls.within(end, out.Next.Start)))
 				if d := out.Next.Start.Sub(end); d > res.Margins.NextLeader {
 					res.Margins.NextLeader, res.Margins.NextLeaderAfter = d, fmt.Sprintf("%s (from its %s)", f.Kind, from)
 				}
 			}
 			if !out.Recovered {
-				msg := fmt.Sprintf("no leader within %v after the %s of fault %s", cfg.Bound, from, f.Kind)
+				msg := fmt.Sprintf("no leader within %v (plus the suite's own stalls) after the %s of fault %s", cfg.Bound, from, f.Kind)
 				if out.Next != nil {
 					msg += fmt.Sprintf(": the next one, %s, was elected %v after it", out.Next, out.Next.Start.Sub(end))
 				}
@@ -554,7 +563,7 @@ func Check(cfg Config, recs []Record, writes []Write, hist *History) Result {
 		res.Faults = append(res.Faults, out)
 	}
 
-	res.Margins.Stall = checkStuck(cfg, recs, last, violate)
+	res.Margins.Stall = checkStuck(cfg, recs, last, stalls, violate)
 
 	// Count each violation against the fault in progress.
 	for _, v := range res.Violations {
@@ -632,10 +641,17 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // checkStuck reports candidates whose Run hung (see the package comment);
 // recs are sorted by time, last is the last record's time. It returns the
 // longest stall it saw, a stuck one or not (Margins.Stall).
-func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (longest time.Duration) {
+func checkStuck(cfg Config, recs []Record, last time.Time, stalls spans, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (longest time.Duration) {
 	after := cfg.StuckAfter
 	if after <= 0 {
 		after = cfg.Bound
@@ -675,14 +691,19 @@ func checkStuck(cfg Config, recs []Record, last time.Time, violate func(kind, ms
 		return false
 	}
 	stall := func(id string, l *life, to time.Time, ev Record) {
-		if l.tracked && !stopped(id, l.progress, to) {
-			longest = max(longest, to.Sub(l.progress))
+		if !l.tracked || stopped(id, l.progress, to) {
+			return
 		}
-		if l.tracked && to.Sub(l.progress) > after && !stopped(id, l.progress, to) {
-			v := violate("stuck", fmt.Sprintf("%s made no heartbeat for %v (more than %v) while running", id,
-				to.Sub(l.progress).Round(time.Millisecond), after), l.lastBeat, ev)
+		gap, suite := to.Sub(l.progress), stalls.within(l.progress, to)
+		longest = max(longest, gap-suite)
+		if gap-suite > after {
+			more := after.String()
+			if suite > 0 {
+				more += fmt.Sprintf(" and the suite's own stalls, %v", suite.Round(time.Millisecond))
+			}
+			v := violate("stuck", fmt.Sprintf("%s made no heartbeat for %v (more than %s) while running", id,
+				gap.Round(time.Millisecond), more), l.lastBeat, ev)
 			v.At = l.progress.Add(after) // when it became a stall: during the fault that caused it
-
 		}
 	}
 	for _, r := range recs {
@@ -805,6 +826,35 @@ func checkHistory(ivs []*Interval, h History, violate func(kind, msg string, ev 
 		}
 	}
 	return checked
+}
+
+// spans are the suite's own stalls (harness_stall records), sorted by
+// start.
+type spans [][2]time.Time
+
+// harnessStalls returns the spans of recs' harness_stall records.
+func harnessStalls(recs []Record) spans {
+	var s spans
+	for _, r := range recs {
+		if r.Event == "harness_stall" {
+			s = append(s, [2]time.Time{r.Time, r.End})
+		}
+	}
+	slices.SortFunc(s, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
+	return s
+}
+
+// within returns how much of [from, to] the spans took, each instant once.
+func (s spans) within(from, to time.Time) time.Duration {
+	var d time.Duration
+	covered := from
+	for _, sp := range s {
+		a, b := maxTime(sp[0], covered), minTime(sp[1], to)
+		if b.After(a) {
+			d, covered = d+b.Sub(a), b
+		}
+	}
+	return d
 }
 
 // kindSigstopName is the fault kind during which a candidate is frozen.

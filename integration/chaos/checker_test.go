@@ -349,6 +349,40 @@ func TestCheckStuckHeartbeats(t *testing.T) {
 	}
 }
 
+// TestCheckExcusesSuiteStalls: the suite's own stalls (harness_stall)
+// extend the stuck and liveness bounds by the time they took, no more.
+func TestCheckExcusesSuiteStalls(t *testing.T) {
+	stall := func(ms, endMS int) Record { return Record{Event: "harness_stall", Time: at(ms), End: at(endMS)} }
+	for _, tc := range []struct {
+		name   string
+		stalls []Record
+		want   string // the violations' kinds
+	}{
+		{"no stall", nil, "liveness,stuck"},
+		{"the gap stalled", []Record{stall(1000, 8000)}, ""},
+		{"the same stall twice", []Record{stall(1000, 8000), stall(1500, 7000)}, ""},
+		{"a stall too short", []Record{stall(1000, 3000)}, "liveness,stuck"},
+		{"a stall elsewhere", []Record{stall(9500, 19000)}, "liveness,stuck"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := append([]Record{
+				elected("a", 10, 0),
+				{Event: "started", ID: "a", Time: at(0)},
+				statsRec("a", 3, 500),
+				faultRec("kill_conn", 1000, 1000),
+				demoted("a", 10, 1200, 1200),
+				statsRec("a", 4, 9000), // 8.5 s without a heartbeat
+				elected("b", 11, 9000), // 8 s after the fault
+				demoted("b", 11, 9400, 9400),
+				{Event: "run_end", Time: at(9500)},
+			}, tc.stalls...)
+			cfg := cfg
+			cfg.StuckAfter = 5 * time.Second
+			wantKinds(t, Check(cfg, recs, nil, nil), tc.want)
+		})
+	}
+}
+
 func TestCheckViolationsPerFault(t *testing.T) {
 	recs := []Record{
 		elected("a", 10, 0),

@@ -261,8 +261,10 @@ func newCluster(t *testing.T, ctx context.Context, label, backend string, tm tim
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)), outDir: dir, recFile: f,
 		leading: map[string]uint64{},
 	}
+	stopWatch := c.watchStalls()
 	t.Cleanup(func() {
 		c.killAll()
+		stopWatch()
 		f.Close()
 		if t.Failed() || os.Getenv(EnvKeep) == "1" {
 			t.Logf("records kept in %s (records.jsonl: one JSON record a line; candidate-*.log: their stderr)", dir)
@@ -271,6 +273,48 @@ func newCluster(t *testing.T, ctx context.Context, label, backend string, tm tim
 		}
 	})
 	return c
+}
+
+// harnessStallMin is the shortest stall of the suite's own process that
+// watchStalls records; stallProbeEvery how often it looks.
+const (
+	harnessStallMin = 500 * time.Millisecond
+	stallProbeEvery = 20 * time.Millisecond
+)
+
+// watchStalls records, until the returned stop, each span in which this
+// process stalled for longer than harnessStallMin (a harness_stall record,
+// from Time to End; see the checker's package comment): its ticker came
+// late, or a one-byte write to a file of the run's directory, where the
+// candidates write their logs, hung (2026-12-01: in one CI run, three runs
+// on two servers, side by side, each saw a candidate make no heartbeat for
+// 10.72 to 10.74 s, unseen on an idle machine in nine runs).
+func (c *cluster) watchStalls() (stop func()) {
+	f, err := os.Create(filepath.Join(c.outDir, "stall-probe"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer f.Close()
+		t := time.NewTicker(stallProbeEvery)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			_, _ = f.WriteAt([]byte{'.'}, 0)
+			if now := time.Now(); now.Sub(last) > harnessStallMin {
+				c.record(Record{Event: "harness_stall", Time: last, End: now})
+			}
+			last = time.Now()
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // record notes one event; safe from any goroutine.
@@ -635,8 +679,10 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	summary.add(c.label, res, c.tm.checkerConfig())
 	one := &summaryTable{runs: []summaryRun{{backend: c.label, res: res, cfg: c.tm.checkerConfig()}}}
 	c.t.Logf("%s: summary\n%s\n%s", c.label, one, one.margins())
-	c.t.Logf("%s: %d leaderships, %d terms checked, %d in the history, %d faults, %d fenced writes (%d rejected), heartbeat errors %v",
-		c.label, len(res.Intervals), res.TermsChecked, res.HistoryChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors)
+	stalls := harnessStalls(c.records())
+	c.t.Logf("%s: %d leaderships, %d terms checked, %d in the history, %d faults, %d fenced writes (%d rejected), heartbeat errors %v, the suite's own stalls %d (%v)",
+		c.label, len(res.Intervals), res.TermsChecked, res.HistoryChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors,
+		len(stalls), stalls.within(time.Time{}, time.Now()))
 	return res
 }
 

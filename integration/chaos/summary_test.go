@@ -141,6 +141,29 @@ func (s *summaryTable) String() string {
 	return b.String()
 }
 
+// maxViolationsShown is how many violations of each run the summary
+// repeats at its end.
+const maxViolationsShown = 5
+
+// violations renders each failed run's first n violations (with their
+// evidence), or nothing when no run failed.
+func (s *summaryTable) violations(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, r := range s.runs {
+		vs := r.res.Violations
+		if len(vs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %d violation(s), the first %d:\n", r.backend, len(vs), min(n, len(vs)))
+		for _, v := range vs[:min(n, len(vs))] {
+			fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(v.String(), "\n", "\n  "))
+		}
+	}
+	return b.String()
+}
+
 // stats returns min, median, p99 (nearest rank) and max, or dashes.
 func stats(ds []time.Duration) (mn, med, p99, mx string) {
 	if len(ds) == 0 {
@@ -164,6 +187,9 @@ func printSummary() {
 	s := summary.String()
 	fmt.Printf("\nsqlelect chaos summary (failover: from the fault's start to the next leader's election; late: no leader within the bound after the fault ended)\n\n%s\n", s)
 	fmt.Printf("closest to the bounds (the largest value of each run; a bound a run comes near on an idle machine may be crossed on a busy one):\n\n%s\n", summary.margins())
+	// Last, where a log's tail shows them: go test -v prints a failed
+	// run's messages among every other test's lines.
+	fmt.Print(summary.violations(maxViolationsShown))
 	if path := os.Getenv(EnvSummary); path != "" {
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "writing %s: %v\n", path, err)
