@@ -37,6 +37,13 @@
 //     while it ran and was not SIGSTOPped, or it had not exited
 //     StuckAfter after a SIGTERM. (An election with no leader for longer
 //     than Bound after a fault ended is a liveness violation.)
+//   - server: the database refused or timed out an unrelated client
+//     during a fault (the suite's probe; a probe_failed record).
+//   - history: the election's history (package history, when the suite
+//     gives it: History) disagrees with the records: its terms do not
+//     strictly increase or its starts go back; a leadership has no row of
+//     its term, or several, or one naming another holder; a row's end lies
+//     before its start or after the next row's start.
 //
 // The suite's own stalls (harness_stall records: its process ran no code,
 // or a write to a file of its run's directory hung, for longer than half a
@@ -45,13 +52,6 @@
 // stalls within that gap, and a leader may come Bound plus the stalls
 // after a fault. No safety check (overlap, term, fence, protocol,
 // history) excuses anything.
-//   - server: the database refused or timed out an unrelated client
-//     during a fault (the suite's probe; a probe_failed record).
-//   - history: the election's history (package history, when the suite
-//     gives it: History) disagrees with the records: its terms do not
-//     strictly increase or its starts go back; a leadership has no row of
-//     its term, or several, or one naming another holder; a row's end lies
-//     before its start or after the next row's start.
 package chaos
 
 import (
