@@ -209,7 +209,8 @@ MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
 
 # The packages whose tests use no server: the docs, the Go test of the
 # alerting rules, the adoption layout, the fake election, the OpenTelemetry
-# adapter, the bench report, testdb's Docker helpers and the chaos checker
+# adapter, the bench report, testdb's Docker helpers, the span union
+# (internal/spans) and the chaos checker
 # (the chaos runs skipped, as gotest does). And those that test no SQL of
 # their own against the server: the CLI (its statements are the library's:
 # election, operator, doctor and schema, each tested on every server; its
@@ -219,7 +220,7 @@ MATRIX ?= mariadb-10.11 mysql-9.7 mariadb-11.8
 # server), not again on each server: the CLI's were MySQL 9.7's longest
 # package after election (102 s of its leg's 222 s at -p 2, 2026-11-28).
 SERVERLESS_PKGS := docs monitoring internal/adoption election/electionfake election/electionotel \
-	integration/bench integration/testdb integration/chaos cmd/sqlelect internal/mysqld internal/testdb
+	integration/bench integration/testdb integration/chaos internal/spans cmd/sqlelect internal/mysqld internal/testdb
 SERVERLESS_GREP := grep -vxF $(foreach p,$(SERVERLESS_PKGS),-e github.com/sqlelect/sqlelect/$(p))
 
 # Shell functions for test-matrix and ci; each needs a function leg NAME

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/spans"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -715,21 +715,8 @@ func (s *stalls) add(from, to time.Time) {
 // (the sampler and the ping see one stall twice).
 func (s *stalls) within(from, to time.Time) time.Duration {
 	s.mu.Lock()
-	spans := slices.Clone(s.spans)
-	s.mu.Unlock()
-	slices.SortFunc(spans, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
-	var d time.Duration
-	covered := from
-	for _, sp := range spans {
-		end := sp[1]
-		if to.Before(end) {
-			end = to
-		}
-		if a := later(sp[0], covered); end.After(a) {
-			d, covered = d+end.Sub(a), end
-		}
-	}
-	return d
+	defer s.mu.Unlock()
+	return spans.Within(s.spans, from, to)
 }
 
 // ping commits a write to the database (a row of a table of its own,

@@ -64,6 +64,7 @@ import (
 
 	"github.com/sqlelect/sqlelect/history"
 	"github.com/sqlelect/sqlelect/internal/floor"
+	"github.com/sqlelect/sqlelect/internal/spans"
 )
 
 // Record is one event: a line printed by a candidate process, or a note of
@@ -547,7 +548,7 @@ func Check(cfg Config, recs []Record, writes []Write, hist *History) Result {
 			}
 			if out.Next != nil {
 				out.Failover = out.Next.Start.Sub(f.Time)
-				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound + stalls.within(end, out.Next.Start)))
+				out.Recovered = !out.Next.Start.After(end.Add(cfg.Bound + spans.Within(stalls, end, out.Next.Start)))
 				if d := out.Next.Start.Sub(end); d > res.Margins.NextLeader {
 					res.Margins.NextLeader, res.Margins.NextLeaderAfter = d, fmt.Sprintf("%s (from its %s)", f.Kind, from)
 				}
@@ -641,17 +642,10 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // checkStuck reports candidates whose Run hung (see the package comment);
 // recs are sorted by time, last is the last record's time. It returns the
 // longest stall it saw, a stuck one or not (Margins.Stall).
-func checkStuck(cfg Config, recs []Record, last time.Time, stalls spans, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (longest time.Duration) {
+func checkStuck(cfg Config, recs []Record, last time.Time, stalls [][2]time.Time, violate func(kind, msg string, ev ...fmt.Stringer) *Violation) (longest time.Duration) {
 	after := cfg.StuckAfter
 	if after <= 0 {
 		after = cfg.Bound
@@ -694,7 +688,7 @@ func checkStuck(cfg Config, recs []Record, last time.Time, stalls spans, violate
 		if !l.tracked || stopped(id, l.progress, to) {
 			return
 		}
-		gap, suite := to.Sub(l.progress), stalls.within(l.progress, to)
+		gap, suite := to.Sub(l.progress), spans.Within(stalls, l.progress, to)
 		longest = max(longest, gap-suite)
 		if gap-suite > after {
 			more := after.String()
@@ -828,33 +822,16 @@ func checkHistory(ivs []*Interval, h History, violate func(kind, msg string, ev 
 	return checked
 }
 
-// spans are the suite's own stalls (harness_stall records), sorted by
-// start.
-type spans [][2]time.Time
-
-// harnessStalls returns the spans of recs' harness_stall records.
-func harnessStalls(recs []Record) spans {
-	var s spans
+// harnessStalls returns the suite's own stalls: the spans of recs'
+// harness_stall records.
+func harnessStalls(recs []Record) [][2]time.Time {
+	var s [][2]time.Time
 	for _, r := range recs {
 		if r.Event == "harness_stall" {
 			s = append(s, [2]time.Time{r.Time, r.End})
 		}
 	}
-	slices.SortFunc(s, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
 	return s
-}
-
-// within returns how much of [from, to] the spans took, each instant once.
-func (s spans) within(from, to time.Time) time.Duration {
-	var d time.Duration
-	covered := from
-	for _, sp := range s {
-		a, b := maxTime(sp[0], covered), minTime(sp[1], to)
-		if b.After(a) {
-			d, covered = d+b.Sub(a), b
-		}
-	}
-	return d
 }
 
 // kindSigstopName is the fault kind during which a candidate is frozen.

@@ -25,6 +25,7 @@ import (
 	"github.com/sqlelect/sqlelect/history"
 	"github.com/sqlelect/sqlelect/integration/testdb"
 	"github.com/sqlelect/sqlelect/internal/mysqld"
+	"github.com/sqlelect/sqlelect/internal/spans"
 	"github.com/sqlelect/sqlelect/schema"
 )
 
@@ -682,7 +683,7 @@ func (c *cluster) finish(admin *sql.DB) Result {
 	stalls := harnessStalls(c.records())
 	c.t.Logf("%s: %d leaderships, %d terms checked, %d in the history, %d faults, %d fenced writes (%d rejected), heartbeat errors %v, the suite's own stalls %d (%v)",
 		c.label, len(res.Intervals), res.TermsChecked, res.HistoryChecked, len(res.Faults), res.Writes, res.FencedRejected, res.Errors,
-		len(stalls), stalls.within(time.Time{}, time.Now()))
+		len(stalls), spans.Within(stalls, time.Time{}, time.Now()))
 	return res
 }
 

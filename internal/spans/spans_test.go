@@ -1,13 +1,13 @@
-package electiontest
+package spans
 
 import (
 	"testing"
 	"time"
 )
 
-// TestStallsWithin: how much of a window stalls took, each instant once
-// however many spans (the sampler's and the ping's) cover it.
-func TestStallsWithin(t *testing.T) {
+// TestWithin: how much of a window spans took, each instant once however
+// many spans (electiontest's sampler's and ping's) cover it.
+func TestWithin(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	for _, tc := range []struct {
@@ -24,11 +24,11 @@ func TestStallsWithin(t *testing.T) {
 		{"apart", [][2]int{{600, 700}, {100, 200}}, 0, 1000, 200 * time.Millisecond},
 		{"outside", [][2]int{{1100, 1200}}, 0, 1000, 0},
 	} {
-		var s stalls
+		var s [][2]time.Time
 		for _, sp := range tc.spans {
-			s.add(at(sp[0]), at(sp[1]))
+			s = append(s, [2]time.Time{at(sp[0]), at(sp[1])})
 		}
-		if got := s.within(at(tc.from), at(tc.to)); got != tc.want {
+		if got := Within(s, at(tc.from), at(tc.to)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
