@@ -338,22 +338,23 @@ func TestLockKilledConnection(t *testing.T) {
 	if _, err := e.admin.ExecContext(e.ctx, fmt.Sprintf("KILL CONNECTION %d", rec.ConnectionID)); err != nil {
 		t.Fatal(err)
 	}
-	for old.e.IsLeader() && time.Since(killed) < tLease {
+	for old.e.IsLeader() && time.Since(killed) < 10*tLease {
+		// Still leading a lease after the kill: the old holder's one retry
+		// on a fresh connection got the lock back before any waiter took
+		// it (a loaded machine delays the waiters): it keeps its term, and
+		// the lock is its new connection's, once the row says so (looked
+		// at until then: a CI run's load kept the row from saying so at
+		// the first look). doc.go allows this; the takeover is then not
+		// tested by this run.
+		if time.Since(killed) >= tLease {
+			if now := e.status(); now.ID == old.id && now.ConnectionID != rec.ConnectionID && e.lockOwner() == now.ConnectionID {
+				t.Logf("the old leader %s got the lock back on connection %d before a waiter did", old.id, now.ConnectionID)
+				return
+			}
+		}
 		time.Sleep(500 * time.Microsecond)
 	}
 	stoodDown := time.Since(killed)
-	if old.e.IsLeader() {
-		// The old holder's one retry on a fresh connection got the lock
-		// back before any waiter took it (a loaded machine delays the
-		// waiters): it keeps its term, and the lock is its new
-		// connection's. doc.go allows this; the takeover is then not
-		// tested by this run.
-		now := e.status()
-		if now.ID == old.id && now.ConnectionID != rec.ConnectionID && e.lockOwner() == now.ConnectionID {
-			t.Logf("the old leader %s got the lock back on connection %d before a waiter did", old.id, now.ConnectionID)
-			return
-		}
-	}
 	// The bound (what was left of the lease, then a waiter's next look) is
 	// measured by the chaos suite and the benchmarks; here a generous one
 	// only catches a takeover that never comes.
