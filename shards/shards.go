@@ -25,11 +25,14 @@
 // then ring it, and it campaigns for the shards so handed over (a transfer
 // reserves a shard for its taker); a process that leaves removes its
 // member row, transfers each shard it leads to the member the others' plan
-// designates, and rings them. A giver rings its taker every 64 transfers
-// too, and a taker campaigns only for the shards handed over to it, not
-// for those a live member, or one that left cleanly, will hand over: so a
-// taker takes the shards as they move. A ring that is lost only costs an
-// interval.
+// designates, and rings them. A giver rings its taker after 256 transfers
+// too, and again each time their number doubles, and a taker campaigns
+// only for the shards handed over to it, not for those a live member, or
+// one that left cleanly, will hand over: so a taker takes the shards as
+// they move. A rung process first reads only the rows handed over to it,
+// and campaigns for them; it balances in full when there are none, or
+// when its last balancing is an interval old. A ring that is lost only
+// costs an interval.
 //
 // The CLI's `sqlelect shards` runs Run, and `sqlelect status G` shows a
 // group's balance. docs/shards.md has the long form.
@@ -91,7 +94,7 @@ type Options struct {
 // *members.DuplicateError when a live member of the group has this ID), or
 // of reading the group.
 func Run(parent context.Context, db *sql.DB, o Options) error {
-	keys, err := o.keys()
+	keys, isKey, err := o.keys()
 	if err != nil {
 		return err
 	}
@@ -120,7 +123,7 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	g := &group{db: db, o: o, cfg: cfg, keys: keys, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
+	g := &group{db: db, o: o, cfg: cfg, keys: keys, isKey: isKey, run: map[string]*shard{}, fail: cancel, log: dcfg.Tuning.Logger,
 		clock: dcfg.Tuning.Clock, timeout: dcfg.Tuning.QueryTimeout, poll: min(dcfg.Tuning.RetryInterval/10, 20*time.Millisecond), rang: make(chan struct{}, 1), sem: make(chan struct{}, transfers)}
 	stopBell := g.keepBell(dcfg)
 	mctx, leave := context.WithCancel(context.WithoutCancel(ctx)) // ended before the shards are handed off
@@ -148,36 +151,36 @@ func Run(parent context.Context, db *sql.DB, o Options) error {
 	return context.Cause(ctx)
 }
 
-// keys returns the shards' keys, or an error wrapping
+// keys returns the shards' keys, as a list and as a set, or an error wrapping
 // election.ErrInvalidConfig: each shard's election name, the group's too,
 // must be valid (election.Config.Name), and no key listed twice.
-func (o Options) keys() ([]string, error) {
+func (o Options) keys() ([]string, map[string]bool, error) {
 	keys := slices.Clone(o.Keys)
 	switch {
 	case o.Group == "":
-		return nil, fmt.Errorf("%w: shards: no Group", election.ErrInvalidConfig)
+		return nil, nil, fmt.Errorf("%w: shards: no Group", election.ErrInvalidConfig)
 	case len(keys) > 0 && o.Shards > 0 && o.Shards != len(keys):
-		return nil, fmt.Errorf("%w: shards: %d Shards and %d Keys", election.ErrInvalidConfig, o.Shards, len(keys))
+		return nil, nil, fmt.Errorf("%w: shards: %d Shards and %d Keys", election.ErrInvalidConfig, o.Shards, len(keys))
 	case len(keys) == 0 && o.Shards <= 0:
-		return nil, fmt.Errorf("%w: shards: no Shards nor Keys", election.ErrInvalidConfig)
+		return nil, nil, fmt.Errorf("%w: shards: no Shards nor Keys", election.ErrInvalidConfig)
 	}
 	for i := len(keys); i < o.Shards; i++ {
 		keys = append(keys, strconv.Itoa(i))
 	}
 	if err := ident.Name(o.Group); err != nil {
-		return nil, fmt.Errorf("shards: Group: %w", err)
+		return nil, nil, fmt.Errorf("shards: Group: %w", err)
 	}
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if err := ident.Name(o.Group + "/" + k); err != nil {
-			return nil, fmt.Errorf("shards: key %q: %w", k, err)
+			return nil, nil, fmt.Errorf("shards: key %q: %w", k, err)
 		}
 		if seen[k] {
-			return nil, fmt.Errorf("%w: shards: key %q listed twice", election.ErrInvalidConfig, k)
+			return nil, nil, fmt.Errorf("%w: shards: key %q listed twice", election.ErrInvalidConfig, k)
 		}
 		seen[k] = true
 	}
-	return keys, nil
+	return keys, seen, nil
 }
 
 // keepBell keeps this process's bell (see bellName) until the returned
@@ -186,7 +189,7 @@ func (o Options) keys() ([]string, error) {
 func (g *group) keepBell(cfg election.Config) (stop func()) {
 	bell := &getlock.Bell{Hint: getlock.Hint{DB: g.db, Log: g.log, Election: bellName(g.o.Group, g.cfg.ID), Metrics: cfg.Metrics, Timeout: g.timeout},
 		Table: g.cfg.Table, Every: cfg.Tuning.RenewInterval,
-		Sleep: func(ctx context.Context, d time.Duration) bool { return g.wait(ctx, d, nil) }}
+		Sleep: func(ctx context.Context, d time.Duration) bool { g.wait(ctx, d, nil); return ctx.Err() == nil }}
 	stopBell := bell.Start(g.rang)
 	return func() {
 		stopBell()
@@ -198,8 +201,13 @@ func (g *group) keepBell(cfg election.Config) (stop func()) {
 // or when its bell rings, and every poll until this process is a live,
 // healthy member (see balance).
 func (g *group) loop(ctx context.Context, interval time.Duration) {
-	for start := g.clock.Now(); ctx.Err() == nil; {
-		if err := g.balance(ctx); err != nil && ctx.Err() == nil {
+	var last time.Time // the last balancing
+	for start, rung := g.clock.Now(), false; ctx.Err() == nil; {
+		var err error
+		if !rung || g.clock.Now().Sub(last) >= interval || !g.takeHanded(ctx) {
+			last, err = g.clock.Now(), g.balance(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			g.log.Warn("shards: balancing the group failed: trying again", "group", g.o.Group, "err", err)
 		}
 		d := interval
@@ -210,7 +218,7 @@ func (g *group) loop(ctx context.Context, interval time.Duration) {
 		default: // not healthy yet
 			d = interval / 10
 		}
-		g.wait(ctx, d, g.rang)
+		rung = g.wait(ctx, d, g.rang)
 	}
 }
 
@@ -233,6 +241,7 @@ type group struct {
 	o       Options
 	cfg     election.Config
 	keys    []string
+	isKey   map[string]bool         // keys, as a set
 	fail    context.CancelCauseFunc // ends Run with a candidate's error
 	log     *slog.Logger
 	clock   election.Clock
@@ -284,6 +293,50 @@ func (g *group) read(ctx context.Context) (live []string, listed map[string]bool
 	}
 	holders, err = g.holders(ctx)
 	return live, listed, holders, err
+}
+
+// takeHanded campaigns for the shards handed over to this process (a
+// released row whose transfer_to names it, while its lease lasts), which
+// it alone may take, and reports whether there were any: a ring's
+// cheap answer when a giver rang (see loop), which reads those rows alone,
+// not the group's every row and member, nor plans. At 10,000 shards, a
+// clean leave's takers, each rung a few times, spent about half their CPU
+// and much of the server's on full balancings, on a machine the leave
+// kept busy. False, for a full balancing (which reports an error of the
+// database), when it has not joined yet, or on an error.
+func (g *group) takeHanded(ctx context.Context) bool {
+	if !g.joined {
+		return false
+	}
+	qctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	prefix := g.o.Group + "/"
+	rows, err := g.db.QueryContext(qctx, `SELECT anchor FROM `+ident.Quote(g.cfg.Table)+`
+WHERE anchor >= ? AND anchor < ? AND released <> 0 AND transfer_to = ? AND `+probe.LeaseLeft+` > 0`, prefix, g.o.Group+"0", g.cfg.ID)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	var handed []string
+	for rows.Next() {
+		var anchor string
+		if rows.Scan(&anchor) != nil {
+			return false
+		}
+		if key := strings.TrimPrefix(anchor, prefix); g.isKey[key] {
+			handed = append(handed, key)
+		}
+	}
+	if rows.Err() != nil || len(handed) == 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.queued = append(handed, g.queued...) // admit skips those it runs
+	if err := g.admit(ctx); err != nil {
+		g.fail(err)
+	}
+	return true
 }
 
 // holders reads each shard's holder, by key, in one statement: the live
@@ -480,8 +533,8 @@ func (g *group) start(ctx context.Context, key string) error {
 // it does not lead, or one being moved). Once a taker's shards are handed
 // over, it rings the taker's bell, so that the taker campaigns for them at
 // once rather than at its next interval (the transfer reserves each for it
-// meanwhile, for twice its retry interval); a long move rings it every
-// ringEvery transfers too.
+// meanwhile, for twice its retry interval); a long move rings it after
+// ringFirst transfers too, and again each time their number doubles.
 func (g *group) give(ctx context.Context, moves []balance.Move) {
 	byTo := map[string]map[string]*shard{}
 	g.mu.Lock()
@@ -507,7 +560,7 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 					}
 					s.stop()
 					<-g.sem
-					if done.Add(1)%ringEvery == 0 {
+					if n := done.Add(1); n >= ringFirst && n&(n-1) == 0 {
 						g.ring(ctx, to) // it takes these while the rest move
 					}
 				})
@@ -518,10 +571,16 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 	}
 }
 
-// ringEvery is how many transfers to one taker a giver makes between two
-// rings of its bell, besides the ring after the last: the taker takes the
-// shards handed over while the others are still moving.
-const ringEvery = 64
+// ringFirst is how many transfers to one taker a giver makes before it
+// rings the taker's bell the first time, besides the ring after the last;
+// it rings again at twice as many, and so on: the taker takes the shards
+// handed over while the others are still moving, and each ring costs the
+// taker a read of the group's rows (group.takeHanded), so their number
+// grows with the logarithm of the move. At 10,000 shards over 5
+// processes, a clean leave (2,000 shards to 4 takers) took 0.42–0.54 s
+// ringing at 256 and at the last, 0.51–0.65 s every 128 and 0.64–0.69 s
+// every 64 (BENCHMARKS.md, "Shard groups").
+const ringFirst = 256
 
 // handOff hands every shard this process leads to the member the plan of
 // the others designates (give), and waits for it: a clean leave's shards
@@ -575,18 +634,18 @@ func (g *group) ring(ctx context.Context, id string) {
 	}
 }
 
-// wait waits d by the group's clock, or until wake fires (nil: never),
-// and reports whether ctx is still live: false when it ended first.
-func (g *group) wait(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+// wait waits d by the group's clock, or until wake fires (nil: never) or
+// ctx ends, and reports whether wake fired.
+func (g *group) wait(ctx context.Context, d time.Duration, wake <-chan struct{}) (woke bool) {
 	t := g.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
 	case <-wake:
+		return true
 	case <-ctx.Done():
-		return false
 	}
-	return true
+	return false
 }
 
 // stopAll stops every candidate (each resigns what it leads), waits for
