@@ -218,6 +218,9 @@ func TestShardGroup(t *testing.T) {
 // bells alone balance the group: a joining process rings the others, which
 // hand it its share and ring it; a leaving one hands its shards to the
 // others and rings them. Each shard moves once, and never has two leaders.
+// A rung taker campaigns for its shards from its read of the rows handed
+// over to it alone (group.takeHanded): the full balancing that its last
+// interval allows never comes here.
 func TestShardGroupRings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
