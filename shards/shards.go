@@ -204,6 +204,8 @@ func (g *group) loop(ctx context.Context, interval time.Duration) {
 	var last time.Time // the last balancing
 	for start, rung := g.clock.Now(), false; ctx.Err() == nil; {
 		var err error
+		// A ring's cheap answer first (takeHanded), while a full balancing
+		// is less than an interval old.
 		if !rung || g.clock.Now().Sub(last) >= interval || !g.takeHanded(ctx) {
 			last, err = g.clock.Now(), g.balance(ctx)
 		}
@@ -310,9 +312,7 @@ func (g *group) takeHanded(ctx context.Context) bool {
 	}
 	qctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	prefix := g.o.Group + "/"
-	rows, err := g.db.QueryContext(qctx, `SELECT anchor FROM `+ident.Quote(g.cfg.Table)+`
-WHERE anchor >= ? AND anchor < ? AND released <> 0 AND transfer_to = ? AND `+probe.LeaseLeft+` > 0`, prefix, g.o.Group+"0", g.cfg.ID)
+	prefix, rows, err := g.selectRows(qctx, `anchor`, ` AND released <> 0 AND transfer_to = ? AND `+probe.LeaseLeft+` > 0`, g.cfg.ID)
 	if err != nil {
 		return false
 	}
@@ -339,15 +339,23 @@ WHERE anchor >= ? AND anchor < ? AND released <> 0 AND transfer_to = ? AND `+pro
 	return true
 }
 
+// selectRows selects cols of the group's rows (anchors from prefix, the
+// group's name and '/', to the group's name and '0', which follows '/')
+// that also match cond (empty, or " AND ..." with args).
+func (g *group) selectRows(ctx context.Context, cols, cond string, args ...any) (prefix string, rows *sql.Rows, err error) {
+	prefix = g.o.Group + "/"
+	rows, err = g.db.QueryContext(ctx, `SELECT `+cols+` FROM `+ident.Quote(g.cfg.Table)+` WHERE anchor >= ? AND anchor < ?`+cond,
+		append([]any{prefix, g.o.Group + "0"}, args...)...)
+	return prefix, rows, err
+}
+
 // holders reads each shard's holder, by key, in one statement: the live
 // leader of its row, or the member a transfer reserves the row for (a
 // released row whose transfer_to names it, while its lease lasts). It
 // reads the group's rows alone, and of each only what the plan needs: at
 // 10,000 shards a seventh of the time that reading them as Records took.
 func (g *group) holders(ctx context.Context) (map[string]string, error) {
-	prefix := g.o.Group + "/"
-	rows, err := g.db.QueryContext(ctx, `SELECT anchor, service_id, released <> 0, COALESCE(transfer_to, ''), `+probe.LeaseLeft+` > 0
-FROM `+ident.Quote(g.cfg.Table)+` WHERE anchor >= ? AND anchor < ?`, prefix, g.o.Group+"0") // '0' follows '/'
+	prefix, rows, err := g.selectRows(ctx, `anchor, service_id, released <> 0, COALESCE(transfer_to, ''), `+probe.LeaseLeft+` > 0`, "")
 	if err != nil {
 		return nil, fmt.Errorf("shards: reading group %s: %w", g.o.Group, err)
 	}
@@ -577,9 +585,9 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 // handed over while the others are still moving, and each ring costs the
 // taker a read of the group's rows (group.takeHanded), so their number
 // grows with the logarithm of the move. At 10,000 shards over 5
-// processes, a clean leave (2,000 shards to 4 takers) took 0.42–0.54 s
-// ringing at 256 and at the last, 0.51–0.65 s every 128 and 0.64–0.69 s
-// every 64 (BENCHMARKS.md, "Shard groups").
+// processes, in runs that logged every step, a clean leave (2,000 shards
+// to 4 takers) took 0.42–0.54 s ringing at 256 and at the last, 0.51–0.65
+// s every 128 and 0.64–0.69 s every 64 (BENCHMARKS.md, "Shard groups").
 const ringFirst = 256
 
 // handOff hands every shard this process leads to the member the plan of
