@@ -448,7 +448,12 @@ func testIdleFenced(t *testing.T, s Suite) {
 			return nil
 		})
 	}()
-	start := <-idled
+	var start time.Time
+	select { // Fenced fails at once when the leader lost its lease meanwhile
+	case start = <-idled:
+	case err := <-errc:
+		t.Fatalf("%s's fenced transaction returned before it went silent: %v", old.id, err)
+	}
 	// The leader's renewals wait for the share lock: it stands down by its
 	// clock (its leadership ends in the recorder). Then somebody leads
 	// again (the old leader too may renew once the lock is gone), which
