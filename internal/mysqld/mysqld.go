@@ -9,16 +9,22 @@
 // Start looks for mariadbd, then mysqld, on PATH and in /usr/sbin,
 // /usr/local/sbin and /usr/local/mysql/bin. MariaDB data directories are
 // created with mariadb-install-db (or mysql_install_db); Oracle MySQL ones
-// with mysqld --initialize-insecure. When no server binary is found Start
-// returns an error wrapping ErrNoServer.
+// with mysqld --initialize-insecure, once per binary, version and user:
+// each Start copies that template (see Server.initDataDir), which a later
+// Start, in this process or another, reuses from the temporary directory.
+// When no server binary is found Start returns an error wrapping
+// ErrNoServer.
 package mysqld
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -269,7 +275,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 
 	logf("mysqld: initializing %s data directory with %s in %s", version, binary, dir)
-	if err := s.initDataDir(ctx); err != nil {
+	if err := s.initDataDir(ctx, tmpBase, chown); err != nil {
 		return nil, err
 	}
 
@@ -549,10 +555,71 @@ func (s *Server) exitedError(p *process) error {
 	return err
 }
 
-// initDataDir creates Dir/data with the flavor's install step.
-func (s *Server) initDataDir(ctx context.Context) error {
-	datadir := s.path("data")
-	tmpdir := s.path("tmp")
+// initDataDir creates Dir/data as a copy of the template data directory
+// of the server's binary, version and user (template). The install step
+// took 7 s (MariaDB 10.11) and 14 s (MySQL 9.7, 187 MB written) of a CI
+// leg's time, most of it the disk's, and each test package starts a
+// server of its own on each server of the matrix; a copy takes under a
+// second. A MySQL copy loses auto.cnf: each server makes a server_uuid of
+// its own, as Group Replication's members need.
+func (s *Server) initDataDir(ctx context.Context, tmpBase string, chown func(string) error) error {
+	tmpl, err := s.template(ctx, tmpBase, chown)
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(s.Dir, "data")
+	if out, err := exec.CommandContext(ctx, "cp", "-a", tmpl, data).CombinedOutput(); err != nil {
+		return fmt.Errorf("mysqld: copying the data directory %s: %w: %s", tmpl, err, out)
+	}
+	if err := os.Remove(filepath.Join(data, "auto.cnf")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mysqld: %w", err)
+	}
+	return nil
+}
+
+// templatePrefix names the template data directories in the temporary
+// directory (of the root, for a server in one); reapStale leaves them.
+const templatePrefix = "sqlelect-datadir-"
+
+// template returns the template data directory of the server's binary,
+// version and user in tmpBase, made with the flavor's install step the
+// first time: in a directory of its own, then renamed into place, so that
+// processes starting servers at once find a whole one or none (each may
+// then make one: one rename wins, the others' are removed).
+func (s *Server) template(ctx context.Context, tmpBase string, chown func(string) error) (string, error) {
+	sum := sha256.Sum256([]byte(strings.Join([]string{s.root, s.binary, s.version, s.runAs}, "\x00")))
+	final := filepath.Join(tmpBase, templatePrefix+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(final); err == nil {
+		return filepath.Join(final, "data"), nil
+	}
+	build, err := os.MkdirTemp(tmpBase, templatePrefix+"new-")
+	if err != nil {
+		return "", fmt.Errorf("mysqld: %w", err)
+	}
+	defer os.RemoveAll(build) // moved into place, or not needed
+	for _, d := range []string{build, filepath.Join(build, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", fmt.Errorf("mysqld: %w", err)
+		}
+		if err := chown(d); err != nil {
+			return "", fmt.Errorf("mysqld: chown %s to mysql: %w", d, err)
+		}
+	}
+	if err := s.install(ctx, build); err != nil {
+		return "", err
+	}
+	if err := os.Rename(build, final); err != nil {
+		if _, serr := os.Stat(final); serr != nil {
+			return "", fmt.Errorf("mysqld: %w", err)
+		}
+	}
+	return filepath.Join(final, "data"), nil
+}
+
+// install creates dir/data with the flavor's install step.
+func (s *Server) install(ctx context.Context, dir string) error {
+	datadir := inRoot(s.root, filepath.Join(dir, "data"))
+	tmpdir := inRoot(s.root, filepath.Join(dir, "tmp"))
 	var name string
 	var args []string
 	switch s.flavor {
@@ -574,7 +641,7 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	if s.runAs != "" {
 		args = append(args, "--user="+s.runAs)
 	}
-	logPath := filepath.Join(s.Dir, "install.log")
+	logPath := filepath.Join(dir, "install.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("mysqld: %w", err)
@@ -584,7 +651,7 @@ func (s *Server) initDataDir(ctx context.Context) error {
 	if s.root != "" {
 		cmd = exec.CommandContext(ctx, "chroot", append([]string{s.root, name}, args...)...)
 	}
-	cmd.Dir = s.Dir
+	cmd.Dir = dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	setProcessGroup(cmd)
