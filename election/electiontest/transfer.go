@@ -401,6 +401,9 @@ type rungCase struct {
 // the next renewal would take that long.
 const rungRenew = 5 * time.Second
 
+// rungRetry is testRungRequests' retry interval.
+const rungRetry = 500 * time.Millisecond
+
 // run runs tc on a cluster of its own.
 func (tc rungCase) run(t *testing.T, s Suite) {
 	slow := func(cfg *election.Config) {
@@ -410,7 +413,7 @@ func (tc rungCase) run(t *testing.T, s Suite) {
 		// target that a loaded machine (CI, 2026-12-01) kept from the
 		// lock for 200 ms saw another member take the row after the
 		// window, and the test is of the leader's speed, not the target's.
-		cfg.Tuning.RetryInterval = 500 * time.Millisecond
+		cfg.Tuning.RetryInterval = rungRetry
 		cfg.Tuning.DisableLockDelay = true // the first election at once: a lock delay is a lease
 	}
 	c := newCluster(t, s, true)
@@ -441,7 +444,10 @@ func (tc rungCase) run(t *testing.T, s Suite) {
 	defer cancel()
 	bound := time.Second // a fifth of the renew interval
 	if !tc.rung {
-		bound = rungRenew + handoverBound
+		// The leader acts at its next renewal, a renew interval after
+		// its last one ended (not after the request), and the target
+		// takes the row on its hint or, missing it, at its next look.
+		bound = rungRenew + rungRetry + handoverBound
 	}
 	to := target.id
 	if tc.stepDown {
