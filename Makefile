@@ -263,17 +263,23 @@ test-matrix: deps
 	[ -z "$$roots" ] || $(GO) run ./internal/mysqld/roots $$roots; \
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
-# ci is what .ci/run runs. First it builds the Debian roots of MySQL 9.7
-# and MariaDB 11.8 where they are missing (internal/mysqld/roots: about a
-# minute each, once per machine), so that no test builds one within its
-# deadline. Then:
+# ci is what .ci/run runs:
+#   - the Debian roots of MySQL 9.7 and MariaDB 11.8, where they are
+#     missing (internal/mysqld/roots: 1m40s and 1m5s on a fresh machine,
+#     2026-12-02), are built in the background at nice 19, in a session of
+#     its own, beside the host's leg, which needs none, and waited for after
+#     it (until 2026-12-02 they were built first, in front of every leg);
 #   - make model (the protocol's model, see model/) starts in the
 #     background at nice 19, in a session of its own (killed if a leg
 #     fails); its output is printed at the end;
-#   - make test-checks (make test but for its go test: lint, promtool,
-#     vet...) in the background at nice 19 too, in a session of its own,
-#     waited for after the next step (it takes about 30 s of CPU alone; in
-#     front it added that to the legs);
+#   - the integration module's test binaries are built (go test -c, with
+#     -race, and chaos's without), then make test-checks (make test but for
+#     its go test: lint, promtool, vet...) runs, in the background at nice
+#     19 too, in a session of its own, waited for after the next step (the
+#     checks take about 30 s of CPU alone; in front they added that to the
+#     legs). On a fresh machine the build cache is empty: the builds ahead
+#     let the host's integration leg and the chaos lanes start on a warm
+#     cache;
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
 #   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
@@ -515,16 +521,21 @@ ci: GOTEST_FLAGS = -skip '^TestGroupFailover$$'
 ci: deps model-deps
 	@set -e; t0=$$(date +%s); \
 	leg() { echo "== ci: $$1: $$(( $$(date +%s) - t0 )) s since start"; }; $(GOTEST_SH); $(CHAOS_SH); \
-	leg "Debian roots of MySQL 9.7 and MariaDB 11.8"; $(GO) run ./internal/mysqld/roots mysql-9.7 mariadb-11.8; \
+	leg "Debian roots of MySQL 9.7 and MariaDB 11.8, in the background at nice 19"; rdir=$$(mktemp -d); \
+	( set +e; setsid sh -c 'echo $$$$ >'"$$rdir/pid"'; exec nice -n 19 $(GO) run ./internal/mysqld/roots mysql-9.7 mariadb-11.8' >$$rdir/log 2>&1; echo $$? >$$rdir/rc; \
+	  echo "== ci: the roots ended: $$(( $$(date +%s) - t0 )) s since start" >>$$rdir/log ) & rpid=$$!; \
 	leg "make model (SPIN), in the background at nice 19"; mdir=$$(mktemp -d); \
 	( set +e; setsid sh -c 'echo $$$$ >'"$$mdir/pid"'; exec nice -n 19 sh model/check.sh' >$$mdir/log 2>&1; echo $$? >$$mdir/rc; \
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
-	leg "make test-checks (lint, promtool, vet...), in the background at nice 19"; kdir=$$(mktemp -d); \
-	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; exec nice -n 19 $(MAKE) --no-print-directory test-checks' >$$kdir/log 2>&1; echo $$? >$$kdir/rc ) & kpid=$$!; \
-	trap 'for d in $$mdir $$kdir; do if [ ! -f $$d/rc ] && [ -f $$d/pid ]; then kill -- -$$(cat $$d/pid) 2>/dev/null || true; fi; done' EXIT; \
+	leg "the integration module's tests built, then make test-checks (lint, promtool, vet...), in the background at nice 19"; kdir=$$(mktemp -d); \
+	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; (cd integration && nice -n 19 $(GO) test -race -c -o '"$$kdir/race/"' ./... && \
+		nice -n 19 $(GO) test -c -o '"$$kdir/chaos.test"' ./chaos/) && exec nice -n 19 $(MAKE) --no-print-directory test-checks' >$$kdir/log 2>&1; echo $$? >$$kdir/rc; \
+	  echo "== ci: make test-checks and the builds ended: $$(( $$(date +%s) - t0 )) s since start" >>$$kdir/log ) & kpid=$$!; \
+	trap 'for d in $$rdir $$mdir $$kdir; do if [ ! -f $$d/rc ] && [ -f $$d/pid ]; then kill -- -$$(cat $$d/pid) 2>/dev/null || true; fi; done' EXIT; \
 	gotest mariadb-10.11; \
-	leg "waiting for make test-checks"; wait $$kpid; cat $$kdir/log; rc=$$(cat $$kdir/rc); rm -rf $$kdir; \
+	leg "waiting for make test-checks and the roots"; wait $$kpid $$rpid; cat $$kdir/log $$rdir/log; rc=$$(cat $$kdir/rc); rrc=$$(cat $$rdir/rc); rm -rf $$kdir $$rdir; \
 	[ "$$rc" = 0 ] || { echo "== ci: make test-checks failed (exit $$rc)"; exit 1; }; \
+	[ "$$rrc" = 0 ] || { echo "== ci: the Debian roots failed (exit $$rrc)"; exit 1; }; \
 	for s in mysql-9.7 mariadb-11.8; do gotest $$s; done; \
 	leg "chaos-short: MySQL 9.7 then the host's short tests, beside them MariaDB 11.8 then Galera"; c=$$(mktemp -d); cpids=""; \
 	for lane in "mysql-9.7 host" "mariadb-11.8 galera"; do ( for s in $$lane; do \
