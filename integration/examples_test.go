@@ -47,11 +47,13 @@ func goBinary(t *testing.T) string {
 // temporary directory and returns the binary, or the build's error and
 // output. It builds in the library module's directory, with that module's
 // go.mod and go.sum: this module's go.sum lists only what its own imports
-// need (the CLI's pflag and x/term are not among them).
-func buildExample(ctx context.Context, t *testing.T, pkg string) (string, error) {
+// need (the CLI's pflag and x/term are not among them). Its only deadline
+// is go test's -timeout: on a fresh machine's empty build cache a build
+// takes minutes under CI's load, and its time is not under test.
+func buildExample(t *testing.T, pkg string) (string, error) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.CommandContext(ctx, goBinary(t), "build", "-o", bin, modulePath+"/"+pkg)
+	cmd := exec.Command(goBinary(t), "build", "-o", bin, modulePath+"/"+pkg)
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -60,9 +62,9 @@ func buildExample(ctx context.Context, t *testing.T, pkg string) (string, error)
 	return bin, nil
 }
 
-func mustBuildExample(ctx context.Context, t *testing.T, pkg string) string {
+func mustBuildExample(t *testing.T, pkg string) string {
 	t.Helper()
-	bin, err := buildExample(ctx, t, pkg)
+	bin, err := buildExample(t, pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +262,10 @@ func leaderReplicas(ctx context.Context, rs []httpReplica) ([]httpReplica, bool)
 
 func TestExamplesHTTPService(t *testing.T) {
 	t.Parallel()
+	bin := mustBuildExample(t, "examples/httpservice") // before the deadline: a build on a cold cache is slow
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
-	bin := mustBuildExample(ctx, t, "examples/httpservice")
 
 	var rs []httpReplica
 	for i := 1; i <= 3; i++ {
@@ -457,10 +459,10 @@ var periodicRunLine = regexp.MustCompile(`^run slot=(\S+) id=(\S+) term=(\d+) to
 
 func TestExamplesPeriodic(t *testing.T) {
 	t.Parallel()
+	bin := mustBuildExample(t, "examples/periodic") // before the deadline: a build on a cold cache is slow
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
-	bin := mustBuildExample(ctx, t, "examples/periodic")
 
 	ps := map[string]*exampleProc{}
 	var ids []string
@@ -584,10 +586,10 @@ func scriptStamp(sec, nsec string) time.Time {
 
 func TestExamplesShell(t *testing.T) {
 	t.Parallel()
+	cli := mustBuildExample(t, "cmd/sqlelect") // before the deadline: a build on a cold cache is slow
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
-	cli := mustBuildExample(ctx, t, "cmd/sqlelect")
 	script, err := filepath.Abs(filepath.Join("..", "examples", "shell", "leader-only.sh"))
 	if err != nil {
 		t.Fatal(err)
@@ -704,10 +706,10 @@ var shardsLine = regexp.MustCompile(`^(lead|drop) shard=(\S+) id=(\S+) term=(\d+
 // shard_work is by the shard's leader of its term.
 func TestExamplesShards(t *testing.T) {
 	t.Parallel()
+	bin := mustBuildExample(t, "examples/shards") // before the deadline: a build on a cold cache is slow
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	dsn := testdb.DSN(t)
-	bin := mustBuildExample(ctx, t, "examples/shards")
 	ps := map[string]*exampleProc{}
 	for _, id := range []string{"a", "b", "c"} {
 		ps[id] = startExample(ctx, t, id, dsn, bin, "--id", id, "--lease", "2s")
