@@ -272,14 +272,15 @@ test-matrix: deps
 #   - make model (the protocol's model, see model/) starts in the
 #     background at nice 19, in a session of its own (killed if a leg
 #     fails); its output is printed at the end;
-#   - the integration module's test binaries are built (go test -c, with
-#     -race, and chaos's without), then make test-checks (make test but for
-#     its go test: lint, promtool, vet...) runs, in the background at nice
-#     19 too, in a session of its own, waited for after the next step (the
-#     checks take about 30 s of CPU alone; in front they added that to the
-#     legs). On a fresh machine the build cache is empty: the builds ahead
-#     let the host's integration leg and the chaos lanes start on a warm
-#     cache;
+#   - builds ahead: the library without -race (go build ./...: what the
+#     CLI's and the examples' tests build), the integration module's test
+#     binaries (go test -c, with -race, and chaos's without); then make
+#     test-checks (make test but for its go test: lint, promtool, vet...);
+#     in the background at nice 19 too, in a session of its own, waited
+#     for after the next step (the checks take about 30 s of CPU alone; in
+#     front they added that to the legs). On a fresh machine the build
+#     cache is empty: the builds ahead let the tests that build binaries,
+#     the host's integration leg and the chaos lanes start on a warm cache;
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
 #   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
@@ -527,8 +528,8 @@ ci: deps model-deps
 	leg "make model (SPIN), in the background at nice 19"; mdir=$$(mktemp -d); \
 	( set +e; setsid sh -c 'echo $$$$ >'"$$mdir/pid"'; exec nice -n 19 sh model/check.sh' >$$mdir/log 2>&1; echo $$? >$$mdir/rc; \
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
-	leg "the integration module's tests built, then make test-checks (lint, promtool, vet...), in the background at nice 19"; kdir=$$(mktemp -d); \
-	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; (cd integration && nice -n 19 $(GO) test -race -c -o '"$$kdir/race/"' ./... && \
+	leg "builds ahead (the library without -race, the integration module's tests), then make test-checks (lint, promtool, vet...), in the background at nice 19"; kdir=$$(mktemp -d); \
+	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; nice -n 19 $(GO) build ./... && (cd integration && nice -n 19 $(GO) test -race -c -o '"$$kdir/race/"' ./... && \
 		nice -n 19 $(GO) test -c -o '"$$kdir/chaos.test"' ./chaos/) && exec nice -n 19 $(MAKE) --no-print-directory test-checks' >$$kdir/log 2>&1; echo $$? >$$kdir/rc; \
 	  echo "== ci: make test-checks and the builds ended: $$(( $$(date +%s) - t0 )) s since start" >>$$kdir/log ) & kpid=$$!; \
 	trap 'for d in $$rdir $$mdir $$kdir; do if [ ! -f $$d/rc ] && [ -f $$d/pid ]; then kill -- -$$(cat $$d/pid) 2>/dev/null || true; fi; done' EXIT; \
