@@ -533,6 +533,7 @@ ci: deps model-deps
 	leg "builds ahead (the library without -race, the integration module's tests), then make test-checks (lint, promtool, vet...), in the background at nice 10"; kdir=$$(mktemp -d); \
 	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; renice -n 10 -p $$$$ >/dev/null; $(GO) build ./... && (cd integration && \
 		$(GO) test -race -c -o '"$$kdir/race/"' ./... && $(GO) test -c -o '"$$kdir/chaos.test"' ./chaos/) && \
+		echo "== ci: the builds ahead ended: $$(( $$(date +%s) - '"$$t0"' )) s since start" && \
 		exec $(MAKE) --no-print-directory test-checks' >$$kdir/log 2>&1; echo $$? >$$kdir/rc; \
 	  echo "== ci: make test-checks and the builds ended: $$(( $$(date +%s) - t0 )) s since start" >>$$kdir/log ) & kpid=$$!; \
 	trap 'for d in $$rdir $$mdir $$kdir; do if [ ! -f $$d/rc ] && [ -f $$d/pid ]; then kill -- -$$(cat $$d/pid) 2>/dev/null || true; fi; done' EXIT; \
