@@ -278,13 +278,17 @@ test-matrix: deps
 #     CLI's and the examples' tests build), the integration module's test
 #     binaries (go test -c, with -race, and chaos's without); then make
 #     test-checks (make test but for its go test: lint, promtool, vet...);
-#     in the background at nice 10, in a session of its own, waited
+#     in the background at nice 19, in a session of its own, waited
 #     for at the end, as the model is (the checks take about 30 s of CPU
 #     alone; in front they added that to the legs; waited for after the
 #     host's leg, on a fresh machine, 2026-12-02, they held MySQL 9.7's leg
 #     back 228 s). On a fresh machine the build cache is empty: the builds
 #     ahead let the tests that build binaries, the host's integration leg
-#     and the chaos lanes start on a warm cache;
+#     and the chaos lanes start on a warm cache. At nice 10 (2026-12-02),
+#     staticcheck ran beside the host's integration leg, and the behaviour
+#     suite lost 1 s leases there (batched/ClientFoundRowsNoFalseLeader;
+#     the cause is not known, the same loss was seen before): nice 19, as
+#     the checks ran until then;
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
 #   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
@@ -532,8 +536,8 @@ ci: deps model-deps
 	leg "make model (SPIN), in the background at nice 19"; mdir=$$(mktemp -d); \
 	( set +e; setsid sh -c 'echo $$$$ >'"$$mdir/pid"'; exec nice -n 19 sh model/check.sh' >$$mdir/log 2>&1; echo $$? >$$mdir/rc; \
 	  echo "== ci: make model ended: $$(( $$(date +%s) - t0 )) s since start" >>$$mdir/log ) & mpid=$$!; \
-	leg "builds ahead (the library without -race, the integration module's tests), then make test-checks (lint, promtool, vet...), in the background at nice 10"; kdir=$$(mktemp -d); \
-	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; renice -n 10 -p $$$$ >/dev/null; $(GO) build ./... && (cd integration && \
+	leg "builds ahead (the library without -race, the integration module's tests), then make test-checks (lint, promtool, vet...), in the background at nice 19"; kdir=$$(mktemp -d); \
+	( set +e; setsid sh -c 'echo $$$$ >'"$$kdir/pid"'; renice -n 19 -p $$$$ >/dev/null; $(GO) build ./... && (cd integration && \
 		$(GO) test -race -c -o '"$$kdir/race/"' ./... && $(GO) test -c -o '"$$kdir/chaos.test"' ./chaos/) && \
 		echo "== ci: the builds ahead ended: $$(( $$(date +%s) - '"$$t0"' )) s since start" && \
 		exec $(MAKE) --no-print-directory test-checks' >$$kdir/log 2>&1; echo $$? >$$kdir/rc; \
