@@ -35,12 +35,17 @@ func sessionClockConfig(name, id string) election.Config {
 // left on it, as application code would leave it.
 func onePool(t *testing.T, ctx context.Context, dsn string, set ...string) *sql.DB {
 	t.Helper()
-	db := testdb.Open(t, dsn)
+	db := oneConn(testdb.Open(t, dsn))
+	tamper(t, ctx, db, set...)
+	return db
+}
+
+// oneConn limits db to one connection, kept for good, and returns it.
+func oneConn(db *sql.DB) *sql.DB {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	tamper(t, ctx, db, set...)
 	return db
 }
 

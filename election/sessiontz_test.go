@@ -221,12 +221,8 @@ func zonePool(t *testing.T, ctx context.Context, dsn string) (*sql.DB, func(zone
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sql.OpenDB(conn)
+	db := oneConn(sql.OpenDB(conn))
 	t.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 	return db, func(z string) {
 		t.Helper()
 		zone.Store(&z)
