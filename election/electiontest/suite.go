@@ -159,6 +159,7 @@ type cluster struct {
 	sDone  chan struct{}
 	pDone  chan struct{}
 	stalls stalls
+	logs   logs
 }
 
 type member struct {
@@ -200,13 +201,17 @@ func newCluster(t *testing.T, s Suite, migrate bool) *cluster {
 	go c.sample()
 	go c.ping()
 	t.Cleanup(c.finish)
+	t.Cleanup(func() { c.logs.print(t) }) // after finish, which may fail t
 	return c
 }
 
 // cfg is the suite's configuration for candidate id.
 func (c *cluster) cfg(id string) election.Config {
+	log := c.logs.logger()
 	return election.Config{
-		Name: c.name, ID: id, LeaseDuration: Lease, Tuning: election.TuningConfig{RenewDeadline: RenewDeadline, RenewInterval: RenewInterval, RetryInterval: RetryInterval, QueryTimeout: 500 * time.Millisecond},
+		Name: c.name, ID: id, LeaseDuration: Lease, Metrics: slowBeats{log.With("id", id)},
+		Tuning: election.TuningConfig{RenewDeadline: RenewDeadline, RenewInterval: RenewInterval, RetryInterval: RetryInterval,
+			QueryTimeout: 500 * time.Millisecond, Logger: log},
 		Value: "value-of-" + id,
 	}
 }
