@@ -274,6 +274,10 @@ test-matrix: deps
 #   - make model (the protocol's model, see model/) starts in the
 #     background at nice 19, in a session of its own (killed if a leg
 #     fails); its output is printed at the end;
+#   - each background job's session is at its nice too (AUTOGROUP, above):
+#     until 2026-12-02 the model and the builds, though at nice 19, each
+#     took as much CPU as the legs and their servers together, the host's
+#     leg a third of the machine while both ran;
 #   - builds ahead: the library without -race (go build ./...: what the
 #     CLI's and the examples' tests build), the integration module's test
 #     binaries (go test -c, with -race, and chaos's without); then make
