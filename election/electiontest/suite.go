@@ -200,8 +200,8 @@ func newCluster(t *testing.T, s Suite, migrate bool) *cluster {
 	}
 	go c.sample()
 	go c.ping()
+	t.Cleanup(func() { c.logs.print(t) }) // after finish (cleanups run last first), which may fail t
 	t.Cleanup(c.finish)
-	t.Cleanup(func() { c.logs.print(t) }) // after finish, which may fail t
 	return c
 }
 
