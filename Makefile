@@ -143,6 +143,13 @@ MODULES := . integration
 # PARALLEL_FLAG gives them to go test in the module $$m (for the server
 # $$1 in gotest).
 INTEGRATION_PARALLEL ?= 10
+ROOT_PACKAGES ?= 3
+MATRIX_ROOT_PACKAGES ?= 2
+ROOT_PARALLEL ?= 6
+PARALLEL_FLAG = $$(case $$m:$${1:-mariadb-10.11} in (integration:*) echo -parallel $(INTEGRATION_PARALLEL);; \
+	(*:mariadb-10.11) echo -p $(ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; \
+	(*) echo -p $(MATRIX_ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; esac)
+
 # TEST_TMPDIR is the tests' TMPDIR (make test, test-matrix, ci, chaos): where
 # internal/mysqld keeps the host's test servers (the Debian roots' servers
 # stay in their root's tmp), /dev/shm when it is a writable directory, as
@@ -156,12 +163,6 @@ INTEGRATION_PARALLEL ?= 10
 # with the data in /dev/shm, none but row lock waits (the suite's stalls,
 # the term floor's marker). The benchmarks keep the disk.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm)
-ROOT_PACKAGES ?= 3
-MATRIX_ROOT_PACKAGES ?= 2
-ROOT_PARALLEL ?= 6
-PARALLEL_FLAG = $$(case $$m:$${1:-mariadb-10.11} in (integration:*) echo -parallel $(INTEGRATION_PARALLEL);; \
-	(*:mariadb-10.11) echo -p $(ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; \
-	(*) echo -p $(MATRIX_ROOT_PACKAGES) -parallel $(ROOT_PARALLEL);; esac)
 
 # test-checks is make test but for its go test: lint, promtool, the demo's
 # deps, the unit file and go vet. make ci runs it in the background.
@@ -298,9 +299,9 @@ test-matrix: deps
 #     in the background, in a session of its own at nice 0 (as much CPU
 #     as the legs: at nice 19, a session's too, they ran into the
 #     MySQL 9.7 leg, 2026-12-02), waited for at the end, as the model
-#     is (the checks take about 30 s of CPU alone; in front they added that to the legs; waited for after the
-#     host's leg, on a fresh machine, 2026-12-02, they held MySQL 9.7's leg
-#     back 228 s). On a fresh machine the build cache is empty: the builds
+#     is (the checks take about 30 s of CPU alone; in front they added
+#     that to the legs; waited for after the host's leg, on a fresh
+#     machine, 2026-12-02, they held MySQL 9.7's leg back 228 s). On a fresh machine the build cache is empty: the builds
 #     ahead let the tests that build binaries, the host's integration leg
 #     and the chaos lanes start on a warm cache. At nice 10 (2026-12-02),
 #     staticcheck ran beside the host's integration leg, and the behaviour
