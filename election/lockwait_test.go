@@ -46,8 +46,22 @@ const envFrozenWaiter = "SQLELECT_TEST_FROZEN_WAITER"
 
 type waiterSpec struct {
 	DSN, Name, ID string
-	Retry         time.Duration
 }
+
+// frozenTimings are the frozen candidate F's: it waits for the lock 6 s at
+// a time (min(RetryInterval, QueryTimeout/2)), so that G, started after F
+// is frozen, still finds F's wait on the server and queues behind it on a
+// loaded machine. With the others' 1 s, G's start outlasted F's wait in a
+// loaded CI run (run queue 15-37), and the test waited out its deadline.
+// F's longer lease only makes a captured lock longer to come back (the
+// server drops F's session after 15 s), which the bounds would report.
+func frozenTimings(c *election.Config) {
+	c.LeaseDuration, c.Tuning.RenewDeadline, c.Tuning.RenewInterval = 15*time.Second, 2*frozenWait, wRenewInterval
+	c.Tuning.RetryInterval, c.Tuning.QueryTimeout, c.Tuning.LockDelay = frozenWait, 2*frozenWait, 15*time.Second
+}
+
+// frozenWait is how long F's wait for the lock lasts on the server.
+const frozenWait = 6 * time.Second
 
 // TestFrozenWaiterProcess is no test of its own: it is the process of the
 // candidate that TestLockFrozenQueuedWaiter freezes, started from this test
@@ -67,7 +81,7 @@ func TestFrozenWaiterProcess(t *testing.T) {
 	}
 	defer db.Close()
 	cfg := election.Config{Name: s.Name, ID: s.ID}
-	waitTimings(s.Retry)(&cfg)
+	frozenTimings(&cfg)
 	e, err := election.NewLock(db, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +178,7 @@ func (e *lockEnv) handover(id string) (gap time.Duration, next string) {
 func TestLockFrozenQueuedWaiter(t *testing.T) {
 	t.Parallel() // waits on leases, on a database and an election of its own
 
-	const retry = time.Second // F waits up to 1 s at a time
+	const retry = time.Second // L and G wait up to 1 s at a time
 	window := operator.TransferWindow(retry)
 	for _, tc := range []struct {
 		name  string
@@ -185,7 +199,7 @@ func TestLockFrozenQueuedWaiter(t *testing.T) {
 			e.waitLeader(wLease+10*time.Second, nil)
 
 			dsn, px := e.proxied()
-			spec, _ := json.Marshal(waiterSpec{DSN: dsn, Name: e.name, ID: "F", Retry: retry})
+			spec, _ := json.Marshal(waiterSpec{DSN: dsn, Name: e.name, ID: "F"})
 			cmd := exec.Command(os.Args[0], "-test.run=^TestFrozenWaiterProcess$")
 			cmd.Env = append(os.Environ(), envFrozenWaiter+"="+string(spec))
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -219,7 +233,12 @@ func TestLockFrozenQueuedWaiter(t *testing.T) {
 				t.Fatal("F's wait ended before F was frozen")
 			}
 			e.start("G", waitTimings(retry))
-			e.until("G's wait queued behind F's", func() bool { return e.waiters() == 2 })
+			e.until("G's wait queued behind F's", func() bool {
+				if time.Since(frozen) > frozenWait {
+					t.Fatalf("G did not queue within F's wait (%v): G's start took longer", frozenWait)
+				}
+				return e.waiters() == 2
+			})
 			t.Logf("F frozen with its wait queued, G queued behind it, %v after F sent it", time.Since(frozen).Round(time.Millisecond))
 			if err := tc.act(e.ctx, l.e); err != nil {
 				t.Fatal(err)
