@@ -288,63 +288,36 @@ test-matrix: deps
 	[ -z "$$roots" ] || $(GO) run ./internal/mysqld/roots $$roots; \
 	for s in $(MATRIX); do gotest $$s; chaos $$s ""; done
 
-# ci is what .ci/run runs:
+# ci is what .ci/run runs. In the background, each in a session of its
+# own (AUTOGROUP, below) and printed at the end:
 #   - the Debian roots of MySQL 9.7 and MariaDB 11.8, where they are
-#     missing (internal/mysqld/roots: 1m40s and 1m5s on a fresh machine,
-#     2026-12-02), are built in the background at nice 10, in a session of
-#     their own, beside the host's leg, which needs none, and waited for after
-#     it (until 2026-12-02 they were built first, in front of every leg; at
-#     nice 19, beside the model's verifiers, one root was not done after
-#     700 s);
-#   - make model (the protocol's model, see model/) starts in the
-#     background at nice 19, in a session of its own (killed if a leg
-#     fails); its output is printed at the end;
-#   - the roots' and the model's sessions are at their nice too
-#     (AUTOGROUP, above): until 2026-12-02 the model and the builds, though
-#     at nice 19, each took as much CPU as the legs and their servers
-#     together, the host's leg a third of the machine while both ran;
-#   - builds ahead: the library without -race (go build ./...: what the
-#     CLI's and the examples' tests build), the integration module's test
-#     binaries (go test -c, with -race, and chaos's without); then make
-#     test-checks (make test but for its go test: lint, promtool, vet...);
-#     in the background, in a session of its own at nice 0 (as much CPU
-#     as the legs: at nice 19, a session's too, they ran into the
-#     MySQL 9.7 leg, 2026-12-02), waited for at the end, as the model
-#     is (the checks take about 30 s of CPU alone; in front they added
-#     that to the legs; waited for after the host's leg, on a fresh
-#     machine, 2026-12-02, they held MySQL 9.7's leg back 228 s). On a fresh machine the build cache is empty: the builds
-#     ahead let the tests that build binaries, the host's integration leg
-#     and the chaos lanes start on a warm cache. At nice 10 (2026-12-02),
-#     staticcheck ran beside the host's integration leg, and the behaviour
-#     suite lost 1 s leases there (batched/ClientFoundRowsNoFalseLeader;
-#     the cause is not known, the same loss was seen before; that nice
-#     did nothing then, see AUTOGROUP);
+#     missing, at nice 10, waited for after the host's leg, which needs
+#     none;
+#   - make model (see model/) at nice 19, killed if a leg fails;
+#   - builds ahead at the legs' share (at nice 19 they ran into the MySQL
+#     9.7 leg): the library without -race (what the CLI's and the
+#     examples' tests build) and the integration module's test binaries,
+#     so that the later legs start on a warm cache, then make test-checks
+#     (make test but for its go test), waited for at the end.
+# In front, one leg after another (two legs of go test at once lost the
+# behaviour suite's 1 s leases):
 #   - on the host's MariaDB 10.11: go test -race of both modules, Galera
 #     included (make test's go test);
 #   - on Oracle MySQL 9.7, then on MariaDB 11.8: go test -race of both
-#     modules (Galera skipped: it runs on the host's server, tested above;
-#     Group Replication is chaos-short's, below);
-#   - chaos-short, one round of each fault, in two lanes, so that never
-#     more than two run at once: MySQL 9.7's (with Group Replication),
-#     then the host's short tests (RecipeAdoption, SessionState,
-#     RollingUpgrade, FencedLongTransaction) in one; MariaDB 11.8's, then
-#     the host's TestChaosGalera in the other (the lanes come out about
-#     even: 362 + 57 s and 283 + 115 s on 2026-12-01); each printed when
-#     all have ended. The host's TestChaos (the fault
-#     table on MariaDB 10.11: 279 s of the 1,827 s of 2026-12-01's run, the
-#     lanes' tail) is not run here since 2026-12-01: MariaDB 11.8's run
-#     injects the same faults into the same backends, and both MariaDB
-#     servers run every go test; make chaos, chaos-short and test-matrix
-#     run it. Three at once (until 2026-11-28) put the
-#     Batcher's runs past the liveness bound at that load; two at once
-#     (MySQL 9.7's and MariaDB 11.8's) passed. The host's run had two
-#     rounds of the quick faults until 2026-11-28 (the short version): the
-#     second round (Galera's too) injects again the faults that the first
-#     one and the other servers' runs inject; make chaos-short keeps it.
+#     modules (Galera runs on the host's server only; Group Replication is
+#     chaos-short's);
+#   - chaos-short, one round of each fault, in two lanes, never more than
+#     two runs at once (three put the Batcher's runs past the liveness
+#     bound): MySQL 9.7's (with Group Replication), then the host's short
+#     tests (RecipeAdoption, SessionState, RollingUpgrade,
+#     FencedLongTransaction); beside it MariaDB 11.8's, then the host's
+#     TestChaosGalera. The host's TestChaos (the fault table on MariaDB
+#     10.11) is left out: MariaDB 11.8's run injects the same faults into
+#     the same backends; make chaos, chaos-short and test-matrix run it.
 # Each leg prints when it starts. The tests wait on servers and timers
-# more than they compute, so the legs run one after another and the
-# background jobs take the CPU they leave. .ci/timings.md keeps the
-# measurements of each arrangement, and what was tried and not kept.
+# more than they compute, and the background jobs take the CPU they
+# leave. .ci/timings.md keeps the measurements behind each choice, and
+# what was tried and not kept.
 
 # GOTEST_FLAGS are more flags for gotest's go test. ci skips
 # internal/mysqld's TestGroupFailover (48 s on MySQL 9.7, the only server
