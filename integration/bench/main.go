@@ -48,6 +48,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "failover,handover,transfer,cost,seed,scale", "comma-separated scenarios")
 	flag.StringVar(&o.scale, "scale", "10000:5m,10000:1m:unbatched,20000:1m,30000:1m,50000:1m", "scale runs: elections:window[:unbatched], comma-separated")
 	flag.StringVar(&o.shards, "shards", "10000:5:5m", "shard groups: shards:processes:window, comma-separated (scenario shards)")
+	flag.StringVar(&o.shardsArgs, "shards-args", "", "more flags for each `sqlelect shards` process, space-separated (e.g. --lease 3s)")
 	flag.StringVar(&o.out, "out", "bench/results", "directory for the raw results, the summary and the plot")
 	flag.StringVar(&o.serverArgs, "server-args", "", "extra options for the server the harness starts, space-separated (e.g. --disable-log-bin)")
 	flag.BoolVar(&o.interpolate, "interpolate", true, "interpolateParams=true in the candidates' DSN (the library needs it no more; the seed recipe does)")
@@ -64,7 +65,7 @@ type options struct {
 	trials, seedTrials int
 	lease, costWindow  time.Duration
 	scenarios, scale   string
-	shards             string
+	shards, shardsArgs string
 	out                string
 	serverArgs         string
 	interpolate        bool
@@ -180,7 +181,7 @@ func run(ctx context.Context, o options) error {
 	if want["shards"] {
 		sum.WriteString("## Shard groups: `sqlelect shards` processes, the library's defaults (lease 15 s, renew and retry 2 s)\n\n")
 		env.logDir = o.out // each process's log: <out>/p1.log, …
-		table, err := env.shardRuns(ctx, o.shards)
+		table, err := env.shardRuns(ctx, o.shards, strings.Fields(o.shardsArgs))
 		if err != nil {
 			return err
 		}

@@ -107,14 +107,14 @@ func (g *group) until(ctx context.Context, n int, ids []string, limit time.Durat
 }
 
 // shardRuns runs shard groups (package shards, each process a `sqlelect
-// shards` with the library's defaults: lease 15 s), one after the other,
+// shards` with the library's defaults, lease 15 s, and args), one after the other,
 // each in a fresh database, and reports for each: the time until every
 // shard is led and balanced; over the window, the leaderships that began
 // (changes), the server's CPU and the busiest process's; then a process
 // more (join), a clean stop of one (leave, SIGTERM) and a kill -9 of
 // another (crash): the time until balanced again, and the leaderships
 // that began meanwhile (moves).
-func (e *env) shardRuns(ctx context.Context, spec string) (string, error) {
+func (e *env) shardRuns(ctx context.Context, spec string, args []string) (string, error) {
 	runs, err := parseShards(spec)
 	if err != nil {
 		return "", err
@@ -128,7 +128,7 @@ func (e *env) shardRuns(ctx context.Context, spec string) (string, error) {
 	var b strings.Builder
 	b.WriteString("| shards × processes | up | window | changes | shares | server CPU | busiest process CPU | join: balanced after, moves | leave (SIGTERM): balanced after, moves | crash (kill -9): balanced after, moves |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
-		row, err := e.shardRun(ctx, bin, r)
+		row, err := e.shardRun(ctx, bin, r, args)
 		if err != nil {
 			return "", fmt.Errorf("shards %d × %d: %w", r.shards, r.procs, err)
 		}
@@ -138,7 +138,7 @@ func (e *env) shardRuns(ctx context.Context, spec string) (string, error) {
 	return b.String(), nil
 }
 
-func (e *env) shardRun(ctx context.Context, bin string, r shardsRun) (string, error) {
+func (e *env) shardRun(ctx context.Context, bin string, r shardsRun, args []string) (string, error) {
 	dsn, err := e.database(ctx)
 	if err != nil {
 		return "", err
@@ -153,7 +153,7 @@ func (e *env) shardRun(ctx context.Context, bin string, r shardsRun) (string, er
 	procs := map[string]*proc{}
 	var ids []string
 	startProc := func(id string) error {
-		p, err := e.spawn(ctx, id, exec.Command(bin, "shards", "orders", "--shards", strconv.Itoa(r.shards), "--id", id, "--dsn", dsn, "--log-level", "info"), events)
+		p, err := e.spawn(ctx, id, exec.Command(bin, append([]string{"shards", "orders", "--shards", strconv.Itoa(r.shards), "--id", id, "--dsn", dsn, "--log-level", "info"}, args...)...), events)
 		procs[id], ids = p, append(ids, id)
 		return err
 	}
