@@ -262,8 +262,8 @@ CHAOS_PARALLEL ?= 4
 # MEMROOT_SH: memroot SERVER mounts a tmpfs on the tmp of SERVER's Debian
 # root (mysql-9.7, mariadb-11.8), where internal/mysqld keeps that server's
 # data, as TEST_TMPDIR does for the host's: when TEST_TMPDIR is set, the
-# root exists, we are root and it is no mount point yet (it stays mounted;
-# what it held, data templates and stale servers, is made again). The
+# root exists, we are root and it is no mount point yet. It stays mounted;
+# what it hides on disk (the data templates) is made again in it. The
 # integration module's TestBehaviour on MySQL 9.7, alone (2026-12-03): 86
 # s in memory, 94 s on disk.
 MEMROOT_SH = memroot() { r=/var/cache/sqlelect/roots/$$1/tmp; \

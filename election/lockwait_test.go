@@ -165,7 +165,7 @@ func (e *lockEnv) handover(id string) (gap time.Duration, next string) {
 // is frozen (SIGSTOP) while its wait for the lock is queued on the server
 // must not capture the lock when the leader resigns or transfers: the
 // election would then wait for the server to drop the frozen session
-// (wait_timeout, the lease: 3 s) instead of the table backend's bounds.
+// (wait_timeout, F's lease: 15 s) instead of the table backend's bounds.
 // Resign and Transfer to a running candidate: the next leader within the
 // transfer window (it takes milliseconds); Transfer to the frozen candidate:
 // the window, then the next look.
@@ -239,7 +239,7 @@ func TestLockFrozenQueuedWaiter(t *testing.T) {
 				}
 				return e.waiters() == 2
 			})
-			t.Logf("F frozen with its wait queued, G queued behind it, %v after F sent it", time.Since(frozen).Round(time.Millisecond))
+			t.Logf("F frozen with its wait queued, G queued behind it %v after the freeze", time.Since(frozen).Round(time.Millisecond))
 			if err := tc.act(e.ctx, l.e); err != nil {
 				t.Fatal(err)
 			}
