@@ -179,7 +179,11 @@ func run(ctx context.Context, o options) error {
 		sum.WriteString(table + "\n")
 	}
 	if want["shards"] {
-		sum.WriteString("## Shard groups: `sqlelect shards` processes, the library's defaults (lease 15 s, renew and retry 2 s)\n\n")
+		flags := "the library's defaults (lease 15 s, renew and retry 2 s)"
+		if o.shardsArgs != "" {
+			flags = "flags `" + o.shardsArgs + "`, else the library's defaults"
+		}
+		sum.WriteString("## Shard groups: `sqlelect shards` processes, " + flags + "\n\n")
 		env.logDir = o.out // each process's log: <out>/p1.log, …
 		table, err := env.shardRuns(ctx, o.shards, strings.Fields(o.shardsArgs))
 		if err != nil {
