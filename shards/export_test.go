@@ -14,10 +14,33 @@ var Plan = plan
 // MaxPending is maxPending, for the tests.
 const MaxPending = maxPending
 
-// Holders is each shard's holder (by key) as member id of group name reads it
-// (group.read).
-func Holders(ctx context.Context, db *sql.DB, table, name, id string) (map[string]string, error) {
-	g := &group{db: db, o: Options{Group: name}, cfg: election.Config{ID: id, Table: table}, joined: true, timeout: 5 * time.Second}
-	_, _, holders, err := g.read(ctx)
+// Reader reads group name as member id would, for the tests.
+type Reader struct{ g *group }
+
+// NewReader returns a Reader of the group name of shards keys "0" to
+// "shards-1" in table, as member id (which runs no candidate).
+func NewReader(db *sql.DB, table, name, id string, shards int) *Reader {
+	cfg, _ := election.Config{Name: name}.WithDefaults()
+	o := Options{Group: name, Shards: shards}
+	keys, isKey, _ := o.keys()
+	return &Reader{&group{db: db, o: o, cfg: election.Config{ID: id, Table: table, LeaseDuration: time.Minute}, keys: keys, isKey: isKey,
+		joined: true, timeout: 5 * time.Second, clock: cfg.Tuning.Clock, run: map[string]*shard{}}}
+}
+
+// Full reads each shard's holder (by key) as a balancing does
+// (group.read), and remembers the group if steady (group.remember).
+func (r *Reader) Full(ctx context.Context) (map[string]string, error) {
+	start := r.g.clock.Now()
+	live, _, holders, p, err := r.g.read(ctx, false)
+	if err == nil {
+		r.g.remember(start, live, holders, p)
+	}
 	return holders, err
+}
+
+// Skips reports whether the next balancing would not read the holders
+// (group.unchanged).
+func (r *Reader) Skips(ctx context.Context) (bool, error) {
+	_, _, holders, _, err := r.g.read(ctx, true)
+	return holders == nil, err
 }

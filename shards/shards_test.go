@@ -308,6 +308,70 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestSteadyRead: while a group is as a steady balancing left it (no move
+// planned), a balancing reads no shard's holder (group.unchanged); any
+// change of a shard's row or of the live members makes it read them all
+// again, so that the change is balanced at the next interval, not a lease
+// later.
+func TestSteadyRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 6)
+	g.lease = countingLease
+	g.start("a", "b")
+	db := testdb.Open(t, g.dsn)
+	op, err := operator.New(db, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
+	// steady waits until a full read finds the group steady, then the
+	// next read skips.
+	steady := func(what string) {
+		t.Helper()
+		for {
+			if _, err := r.Full(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if skips, err := r.Skips(ctx); err != nil {
+				t.Fatal(err)
+			} else if skips {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: a balancing never skipped its read", what)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func() error
+		now    []string
+	}{
+		{"shard 0 deleted", func() error { _, err := op.Reelect(ctx, g.name+"/0"); return err }, []string{"a", "b"}},
+		{"shard 1 replaced", func() error {
+			r, err := op.Status(ctx, g.name+"/1")
+			if err == nil {
+				_, err = op.Assume(ctx, g.name+"/1", map[string]string{"a": "b", "b": "a"}[r.ID])
+			}
+			return err
+		}, []string{"a", "b"}},
+		{"c joined", func() error { g.join("c"); return nil }, []string{"a", "b", "c"}},
+	} {
+		steady("before " + tc.name)
+		if err := tc.change(); err != nil {
+			t.Fatal(err)
+		}
+		if tc.name == "c joined" { // its member row first
+			g.balanced(tc.name, tc.now...)
+		}
+		if skips, err := r.Skips(ctx); err != nil || skips {
+			t.Errorf("%s: the next balancing skips its read (%v)", tc.name, err)
+		}
+		g.balanced(tc.name, tc.now...)
+	}
+}
+
 // TestShardGroupFaults (issue 36: chaos per shard): 12 shards over three
 // processes go through the faults one election is tested under, on
 // shards: a process stalls past the lease (its link cut for good measure,
@@ -433,7 +497,7 @@ func TestReadHolders(t *testing.T) {
 	if err := lead("1", "a").Transfer(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := shards.Holders(ctx, db, election.DefaultTable, g.name, "b")
+	got, err := shards.NewReader(db, election.DefaultTable, g.name, "b", 3).Full(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
