@@ -327,6 +327,8 @@ func TestSteadyRead(t *testing.T) {
 	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
 	// steady waits until a full read finds the group steady, then the
 	// next read skips.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	steady := func(what string) {
 		t.Helper()
 		for {
@@ -338,7 +340,9 @@ func TestSteadyRead(t *testing.T) {
 			} else if skips {
 				return
 			}
-			if ctx.Err() != nil {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
 				t.Fatalf("%s: a balancing never skipped its read", what)
 			}
 		}
