@@ -366,7 +366,7 @@ func TestSteadyRead(t *testing.T) {
 		if err := tc.change(); err != nil {
 			t.Fatal(err)
 		}
-		if tc.name == "c joined" { // its member row first
+		if tc.name == "c joined" { // until c is a live member (and leads its share)
 			g.balanced(tc.name, tc.now...)
 		}
 		if skips, err := r.Skips(ctx); err != nil || skips {
