@@ -6,10 +6,14 @@ import (
 	"time"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/internal/balance"
 )
 
-// Plan is plan, for the tests.
-var Plan = plan
+// Plan is plan's part for member me, for the tests.
+func Plan(me string, keys, live []string, listed map[string]bool, holders map[string]string) (map[string]bool, []balance.Move) {
+	want, gives, _ := plan(me, keys, live, listed, holders)
+	return want, gives
+}
 
 // MaxPending is maxPending, for the tests.
 const MaxPending = maxPending
@@ -33,7 +37,7 @@ func (r *Reader) Full(ctx context.Context) (map[string]string, error) {
 	start := r.g.clock.Now()
 	live, _, holders, p, err := r.g.read(ctx, false)
 	if err == nil {
-		r.g.remember(start, live, holders, p)
+		r.g.remember(start, holders, p, len(balance.Plan(r.g.keys, live, holders)) == 0)
 	}
 	return holders, err
 }

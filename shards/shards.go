@@ -323,7 +323,7 @@ type print struct {
 // running a candidate for each shard it held then and no other, each
 // leading. Then a balancing would change nothing. Reading every holder of
 // 100,000 rows took the server about 98 ms of CPU (a quarter of a core
-// for 5 processes every 2 s), the print 22 ms; and the process about
+// for 5 processes every 2 s), the print 27 ms; and the process about
 // 1.6 µs a row. False on an error, and once the steady balancing is a
 // lease old: a change the print misses (a lease run out while its holder
 // stays live and does not campaign again, an UPDATE of a row's service_id
@@ -443,11 +443,11 @@ func (g *group) holders(ctx context.Context, p *print) (map[string]string, error
 }
 
 // remember keeps the print p of a balancing that read the group at start
-// (see unchanged), when its plan has no move, and the shards this process
-// held then.
-func (g *group) remember(start time.Time, live []string, holders map[string]string, p print) {
+// (see unchanged), when its plan has no move (steady), and the shards this
+// process held then.
+func (g *group) remember(start time.Time, holders map[string]string, p print, steady bool) {
 	g.steady, g.full, g.mine = nil, start, 0
-	if len(balance.Plan(g.keys, live, holders)) == 0 {
+	if steady {
 		g.steady = &p
 		for _, key := range g.keys {
 			if holders[key] == g.cfg.ID {
@@ -469,12 +469,12 @@ func (g *group) balance(ctx context.Context) error {
 	if err != nil || holders == nil {
 		return err
 	}
-	g.remember(start, live, holders, p)
 	if !g.joined {
 		g.joined = true
 		g.gives.Go(func() { g.ringOthers(ctx) })
 	}
-	want, gives := plan(g.cfg.ID, g.keys, live, listed, holders)
+	want, gives, moves := plan(g.cfg.ID, g.keys, live, listed, holders)
+	g.remember(start, holders, p, moves == 0)
 	g.give(ctx, gives)
 	// To campaign for: first those it may take at once (no holder, or
 	// handed to it), then those of members that died (their leases run
@@ -544,7 +544,8 @@ func (g *group) settle(ctx context.Context, s *shard) {
 // plan is member me's part of the plan (internal/balance) of a group of
 // shards keys, read as live members, listed members (live or not) and
 // holders (see read): the shards it should campaign for (want), those it
-// holds among them, and the moves it should make as giver (gives). It
+// holds among them, the moves it should make as giver (gives), and the
+// number of moves in the whole plan (moves). It
 // campaigns for a shard it should take from a member that is not live and
 // healthy only when that member is listed (it died, and the shard is taken
 // once its lease runs out; or it is unhealthy, and hands it over). A live giver hands its shards over (and rings), and so does
@@ -552,14 +553,15 @@ func (g *group) settle(ctx context.Context, s *shard) {
 // before would look only at its next retry interval. A shard of a holder
 // that never was a member (an operator's row) is planned anew once its
 // row ends.
-func plan(me string, keys, live []string, listed map[string]bool, holders map[string]string) (want map[string]bool, gives []balance.Move) {
+func plan(me string, keys, live []string, listed map[string]bool, holders map[string]string) (want map[string]bool, gives []balance.Move, moves int) {
 	want = map[string]bool{}
 	for _, key := range keys { // not a row of group G/x, which G's range reads too
 		if h, ok := holders[key]; ok {
 			want[key] = h == me
 		}
 	}
-	for _, m := range balance.Plan(keys, live, holders) {
+	all := balance.Plan(keys, live, holders)
+	for _, m := range all {
 		switch me {
 		case m.To:
 			want[m.Shard] = m.From == "" || !slices.Contains(live, m.From) && listed[m.From]
@@ -568,7 +570,7 @@ func plan(me string, keys, live []string, listed map[string]bool, holders map[st
 			gives = append(gives, m)
 		}
 	}
-	return want, gives
+	return want, gives, len(all)
 }
 
 // start runs a candidate for shard key until it is stopped (stopAll, at
