@@ -19,6 +19,7 @@ import (
 	"github.com/sqlelect/sqlelect/election"
 	"github.com/sqlelect/sqlelect/internal/netfault"
 	"github.com/sqlelect/sqlelect/internal/testdb"
+	"github.com/sqlelect/sqlelect/members"
 	"github.com/sqlelect/sqlelect/operator"
 	"github.com/sqlelect/sqlelect/shards"
 )
@@ -325,28 +326,6 @@ func TestSteadyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
-	// steady waits until a full read finds the group steady, then the
-	// next read skips.
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	steady := func(what string) {
-		t.Helper()
-		for {
-			if _, err := r.Full(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if skips, err := r.Skips(ctx); err != nil {
-				t.Fatal(err)
-			} else if skips {
-				return
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				t.Fatalf("%s: a balancing never skipped its read", what)
-			}
-		}
-	}
 	for _, tc := range []struct {
 		name   string
 		change func() error
@@ -362,7 +341,7 @@ func TestSteadyRead(t *testing.T) {
 		}, []string{"a", "b"}},
 		{"c joined", func() error { g.join("c"); return nil }, []string{"a", "b", "c"}},
 	} {
-		steady("before " + tc.name)
+		steady(t, ctx, r, "before "+tc.name)
 		if err := tc.change(); err != nil {
 			t.Fatal(err)
 		}
@@ -374,6 +353,85 @@ func TestSteadyRead(t *testing.T) {
 		}
 		g.balanced(tc.name, tc.now...)
 	}
+}
+
+// steady waits until a full read of r finds the group steady, then the
+// next read skips.
+func steady(t *testing.T, ctx context.Context, r *shards.Reader, what string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := r.Full(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if skips, err := r.Skips(ctx); err != nil {
+			t.Fatal(err)
+		} else if skips {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%s: a balancing never skipped its read", what)
+		}
+	}
+}
+
+// TestSteadyReadMembers: a live member that joins or leaves makes the next
+// balancing read every holder, even when no shard's row changed: here a
+// member of the group's election that runs no shard, in a group whose
+// processes balance only when rung (an hour's interval), so that nothing
+// moves while the test looks.
+func TestSteadyReadMembers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	g := newGroup(t, ctx, 4)
+	g.every, g.lease = time.Hour, countingLease
+	g.start("a", "b")
+	db := testdb.Open(t, g.dsn)
+	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
+	steady(t, ctx, r, "before m joined")
+
+	cfg := election.Config{Name: g.name, ID: "m", LeaseDuration: countingLease}
+	c, err := election.NewTable(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- members.Run(mctx, db, c, cfg, members.Options{}) }()
+	left := false
+	leave := func() {
+		if !left {
+			left = true
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("member m: %v", err)
+			}
+		}
+	}
+	t.Cleanup(leave)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for live := false; !live; {
+		ms, err := members.List(ctx, db, election.DefaultTable, g.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = slices.ContainsFunc(ms, func(m members.Member) bool { return m.ID == "m" && m.Live && m.Healthy })
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("m never became a live, healthy member")
+		}
+	}
+	if skips, err := r.Skips(ctx); err != nil || skips {
+		t.Errorf("m joined: the next balancing skips its read (%v)", err)
+	}
+	leave()
+	steady(t, ctx, r, "after m left")
+	g.balanced("m left", "a", "b")
 }
 
 // TestShardGroupFaults (issue 36: chaos per shard): 12 shards over three
