@@ -22,12 +22,13 @@ const MaxPending = maxPending
 type Reader struct{ g *group }
 
 // NewReader returns a Reader of the group name of shards keys "0" to
-// "shards-1" in table, as member id (which runs no candidate).
-func NewReader(db *sql.DB, table, name, id string, shards int) *Reader {
+// "shards-1" in table, as member id (which runs no candidate), with the
+// shards' lease.
+func NewReader(db *sql.DB, table, name, id string, shards int, lease time.Duration) *Reader {
 	cfg, _ := election.Config{Name: name}.WithDefaults()
 	o := Options{Group: name, Shards: shards}
 	keys, isKey, _ := o.keys()
-	return &Reader{&group{db: db, o: o, cfg: election.Config{ID: id, Table: table, LeaseDuration: time.Minute}, keys: keys, isKey: isKey,
+	return &Reader{&group{db: db, o: o, cfg: election.Config{ID: id, Table: table, LeaseDuration: lease}, keys: keys, isKey: isKey,
 		joined: true, timeout: 5 * time.Second, clock: cfg.Tuning.Clock, run: map[string]*shard{}}}
 }
 

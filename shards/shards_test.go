@@ -325,7 +325,7 @@ func TestSteadyRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
+	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys), time.Minute)
 	for _, tc := range []struct {
 		name   string
 		change func() error
@@ -382,7 +382,8 @@ func steady(t *testing.T, ctx context.Context, r *shards.Reader, what string) {
 // balancing read every holder, even when no shard's row changed: here a
 // member of the group's election that runs no shard, in a group whose
 // processes balance only when rung (an hour's interval), so that nothing
-// moves while the test looks.
+// moves while the test looks. And with nothing changed, a balancing reads
+// every holder again once the last such read is a lease old, not before.
 func TestSteadyReadMembers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -390,7 +391,7 @@ func TestSteadyReadMembers(t *testing.T) {
 	g.every, g.lease = time.Hour, countingLease
 	g.start("a", "b")
 	db := testdb.Open(t, g.dsn)
-	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys))
+	r := shards.NewReader(db, election.DefaultTable, g.name, "z", len(g.keys), time.Minute)
 	steady(t, ctx, r, "before m joined")
 
 	cfg := election.Config{Name: g.name, ID: "m", LeaseDuration: countingLease}
@@ -431,6 +432,28 @@ func TestSteadyReadMembers(t *testing.T) {
 	}
 	leave()
 	steady(t, ctx, r, "after m left")
+
+	const lease = 2 * time.Second // the shards' lease, as r2 sees it
+	r2 := shards.NewReader(db, election.DefaultTable, g.name, "y", len(g.keys), lease)
+	start := time.Now() // before the full read steady ends with
+	steady(t, ctx, r2, "a lease before")
+	for {
+		skips, err := r2.Skips(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !skips {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("a steady group's holders were never read again")
+		}
+	}
+	if d := time.Since(start); d < lease {
+		t.Errorf("the holders were read again %v after a full read, within the lease (%v)", d, lease)
+	}
 	g.balanced("m left", "a", "b")
 }
 
@@ -559,7 +582,7 @@ func TestReadHolders(t *testing.T) {
 	if err := lead("1", "a").Transfer(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := shards.NewReader(db, election.DefaultTable, g.name, "b", 3).Full(ctx)
+	got, err := shards.NewReader(db, election.DefaultTable, g.name, "b", 3, time.Minute).Full(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
