@@ -81,9 +81,10 @@ type Options struct {
 	// shard's key; they may run for many shards at once.
 	OnElected func(ctx context.Context, shard string, l election.Leadership)
 	OnDemoted func(shard string, d election.Demotion)
-	// Interval is the longest time between two balancings (a ring, see
-	// above, starts one at once). Default Config.Tuning.RetryInterval (2/15
-	// of the lease by default).
+	// Interval is the wait between two balancings (a ring, see above,
+	// starts one at once; a ring answered by the rows handed over alone
+	// starts the wait again). Default Config.Tuning.RetryInterval (2/15 of
+	// the lease by default).
 	Interval time.Duration
 }
 
@@ -93,9 +94,10 @@ type Options struct {
 // and a ring of that member's bell: see group.give), resigns the rest, and
 // returns nil once every candidate it started has returned. It returns
 // early with the error of a candidate that stopped (election's, such as a
-// missing table), of a shard's member registration (a
-// *members.DuplicateError when a live member of the group has this ID), or
-// of reading the group.
+// missing table), or of its member registration in election Group (a
+// *members.DuplicateError when a live member of the group has this ID). A
+// failed read of the group is logged and tried again at the next
+// interval, as a candidate tries a failed statement again.
 func Run(parent context.Context, db *sql.DB, o Options) error {
 	keys, isKey, err := o.keys()
 	if err != nil {
@@ -201,8 +203,9 @@ func (g *group) keepBell(cfg election.Config) (stop func()) {
 }
 
 // loop balances the group until ctx ends: at once, then every interval
-// or when its bell rings, and every poll until this process is a live,
-// healthy member (see balance).
+// or when its bell rings; until this process is a live, healthy member,
+// every poll during its first interval, then every tenth of the interval
+// (see balance).
 func (g *group) loop(ctx context.Context, interval time.Duration) {
 	var last time.Time // the last balancing
 	for start, rung := g.clock.Now(), false; ctx.Err() == nil; {
@@ -229,7 +232,7 @@ func (g *group) loop(ctx context.Context, interval time.Duration) {
 
 // transfers is how many transfers a process runs at once: a batch of its
 // Batcher's, whose hand-overs give their rows up many in one transaction
-// (at 8 at once, each gave its row up alone: a leave of 2,000 shards took
+// (at 8 at once, each gave its row up alone: a leave of 1,667 shards took
 // 2.4 s).
 const transfers = 500
 
@@ -308,8 +311,9 @@ func (g *group) read(ctx context.Context, quick bool) (live []string, listed map
 
 // print is what a balancing sees of a group's state, but for the
 // holders: its live members, and its rows' number, how many are released
-// and their terms XORed. A row that changes holder or is released, taken,
-// replaced, deleted or added changes it; a renewal does not.
+// and their terms XORed. A row that is taken or handed over (a new term),
+// released, replaced, deleted or added changes it; a renewal does not,
+// nor an UPDATE of a row's service_id alone.
 type print struct {
 	live           string // the live members' IDs, in order, joined by NUL
 	rows, released int64
@@ -323,11 +327,11 @@ type print struct {
 // running a candidate for each shard it held then and no other, each
 // leading. Then a balancing would change nothing. Reading every holder of
 // 100,000 rows took the server about 98 ms of CPU (a quarter of a core
-// for 5 processes every 2 s), the print 27 ms; and the process about
-// 1.6 µs a row. False on an error, and once the steady balancing is a
-// lease old: a change the print misses (a lease run out while its holder
-// stays live and does not campaign again, an UPDATE of a row's service_id
-// alone) waits a lease at most.
+// for 5 processes every 2 s), the print 27 ms. False on an error, and
+// once the steady balancing is a lease old: a change the print misses (a
+// lease run out while its holder stays live and does not campaign again,
+// an UPDATE of a row's service_id alone) waits a lease and an interval at
+// most.
 func (g *group) unchanged(ctx context.Context, live string) bool {
 	was := g.steady
 	if was == nil || was.live != live || g.clock.Now().Sub(g.full) >= g.cfg.LeaseDuration {
@@ -358,11 +362,12 @@ func (g *group) unchanged(ctx context.Context, live string) bool {
 // released row whose transfer_to names it, while its lease lasts), which
 // it alone may take, and reports whether there were any: a ring's
 // cheap answer when a giver rang (see loop), which reads those rows alone,
-// not the group's every row and member, nor plans. At 10,000 shards, a
-// clean leave's takers, each rung a few times, spent about half their CPU
-// and much of the server's on full balancings, on a machine the leave
-// kept busy. False, for a full balancing (which reports an error of the
-// database), when it has not joined yet, or on an error.
+// not the group's every row and member, nor plans. At 10,000 shards over
+// 5 processes, with rings every 64 transfers, a clean leave took
+// 0.77–0.90 s with a full balancing per ring and 0.64–0.69 s with this
+// read (integration/bench/results/shards-2026-12-02/summary.md). False,
+// for a full balancing (which reports an error of the database), when it
+// has not joined yet, or on an error.
 func (g *group) takeHanded(ctx context.Context) bool {
 	if !g.joined {
 		return false
@@ -667,8 +672,8 @@ func (g *group) give(ctx context.Context, moves []balance.Move) {
 // handed over while the others are still moving, and each ring costs the
 // taker a read of the group's rows (group.takeHanded), so their number
 // grows with the logarithm of the move. At 10,000 shards over 5
-// processes, in runs that logged every step, a clean leave (2,000 shards
-// to 4 takers) took 0.42–0.54 s ringing at 256 and at the last, 0.51–0.65
+// processes, in runs that logged every step, a clean leave (1,667 shards
+// to 5 takers) took 0.42–0.54 s ringing at 256 and at the last, 0.51–0.65
 // s every 128 and 0.64–0.69 s every 64 (BENCHMARKS.md, "Shard groups").
 const ringFirst = 256
 
