@@ -36,8 +36,9 @@ reason), one per shard's leadership, with the shard's election in election:
 A member that joins rings the others' bells, and they hand it its share at
 once; on SIGINT or SIGTERM it leaves the group, hands every shard it leads
 to the members the others' plan designates, and exits 0. 'sqlelect status
-GROUP' shows the group's balance. The timing flags are campaign's; the
-others of campaign do not apply.`,
+GROUP' shows the group's balance. It takes campaign's connection, ID,
+timing and log flags, and refuses its others (--backend, --value, the
+health, preference, version and HTTP flags).`,
 	example: `sqlelect shards orders --shards 64 --id worker-1
 # {"event":"elected","election":"orders/0","id":"worker-1","term":1763790000123456,"time":"..."}`,
 	run: (*cli).shards,
