@@ -130,7 +130,10 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 		// FORCE INDEX (PRIMARY) wherever a list of names finds rows: from
 		// about 40 names the optimizer may scan the table instead, and
 		// under REPEATABLE READ a scan locks every row it reads (see
-		// election's batch renewal); TestTakeAllUsesKey.
+		// election's batch renewal); TestTakeAllUsesKey. Close finds the
+		// open terms by open_terms: for one election, whose row is then a
+		// constant, a range that reads those alone, where the primary key
+		// read every kept term (up to HistoryKeep).
 		ReadAll:   b.Wrap(`SELECT anchor, term_floor FROM ` + ftbl + ` FORCE INDEX (PRIMARY) WHERE anchor IN (:names) FOR UPDATE`),
 		RaiseAll:  b.Wrap(`UPDATE ` + ftbl + ` FORCE INDEX (PRIMARY) SET term_floor = GREATEST(term_floor, CASE anchor :terms END), terms = terms + 1 WHERE anchor IN (:names)`),
 		CreateAll: b.Wrap(`INSERT INTO ` + ftbl + ` (anchor, term_floor) SELECT e.anchor, e.term FROM ` + tbl + ` e FORCE INDEX (PRIMARY) WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END`),
@@ -140,7 +143,7 @@ ON DUPLICATE KEY UPDATE term_floor = :term, marked_at = ` + termNow),
 SELECT e.anchor, f.terms MOD ` + strconv.Itoa(HistoryKeep) + `, e.term, e.service_id, e.acquired, ` + started + `
 FROM ` + tbl + ` e FORCE INDEX (PRIMARY) JOIN ` + ftbl + ` f FORCE INDEX (PRIMARY) ON f.anchor = e.anchor WHERE e.anchor IN (:names) AND e.term = CASE e.anchor :terms END
 ON DUPLICATE KEY UPDATE term = e.term, holder = e.service_id, began = e.acquired, started_at = ` + started + `, ended_at = NULL, ended = NULL`),
-		Close: b.Wrap(`UPDATE ` + htbl + ` h FORCE INDEX (PRIMARY) JOIN ` + tbl + ` e FORCE INDEX (PRIMARY) ON e.anchor = h.anchor SET h.ended = CASE e.acquired
+		Close: b.Wrap(`UPDATE ` + htbl + ` h FORCE INDEX (open_terms) JOIN ` + tbl + ` e FORCE INDEX (PRIMARY) ON e.anchor = h.anchor SET h.ended = CASE e.acquired
   WHEN 'expired' THEN 'expired' WHEN 'released' THEN 'resigned' WHEN 'transferred' THEN 'transferred' WHEN 'lock' THEN 'lost'
   WHEN 'claimed' THEN IF(h.holder = e.service_id COLLATE utf8mb4_bin, 'claimed', 'replaced') WHEN 'operator' THEN 'replaced' ELSE 'deleted' END,
   h.ended_at = ` + started + `
