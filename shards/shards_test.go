@@ -415,12 +415,14 @@ func TestSteadyReadMembers(t *testing.T) {
 	t.Cleanup(leave)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for live := false; !live; {
+	for {
 		ms, err := members.List(ctx, db, election.DefaultTable, g.name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		live = slices.ContainsFunc(ms, func(m members.Member) bool { return m.ID == "m" && m.Live && m.Healthy })
+		if slices.ContainsFunc(ms, func(m members.Member) bool { return m.ID == "m" && m.Live && m.Healthy }) {
+			break
+		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
