@@ -36,6 +36,11 @@ recipe           ok  sqlelect 2.5  -DH=7 -DOPS=0 -DRES=0 -DNET=1 -DFEN=0 -DRCP=2
 live-ops         ok  sqlelect 0.8  -DLIVENESS -DB=7 -DTF=3 -DH=11 -DOPS=1 -DRES=0 -DNET=1 -DFEN=0 -DDRIFTS=1
 live-res         ok  sqlelect 0.4  -DLIVENESS -DB=7 -DTF=2 -DH=10 -DOPS=0 -DRES=1 -DPREF=1 -DNET=1 -DCRASH=1 -DFEN=0 -DDRIFTS=0
 live-sitout      cex sqlelect 0    -DLIVENESS -DB=6 -DTF=3 -DH=10 -DOPS=1 -DRES=0 -DNET=1 -DFEN=0 -DDRIFTS=1
+== a woken follower takes without its look (-DBLIND: any follower may send the heartbeat, whatever the row says)
+blind-transfer   ok  sqlelect 7.9  -DH=7 -DOPS=0 -DRES=1 -DNET=0 -DFEN=0 -DPREF=1 -DBLIND
+blind-crash      ok  sqlelect 13.5 -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCRASH=1 -DBLIND
+blind-recipe     ok  sqlelect 17.4 -DH=7 -DOPS=0 -DRES=0 -DNET=1 -DFEN=0 -DRCP=2 -DBLIND
+blind-floor-ops  ok  sqlelect 8.7  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DFLOOR -DFIRST -DSTRICT -DBLIND
 == issue 21 item 4: the term floor (a) and the first election without a delay (b)
 floor-first      ok  sqlelect 19.3 -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DINIT_EMPTY -DFLOOR -DFIRST -DSTRICT
 floor-ops        ok  sqlelect 3.6  -DH=6 -DOPS=1 -DRES=0 -DNET=0 -DFEN=0 -DCBACK=1 -DNO_REQ -DFLOOR -DFIRST -DSTRICT

@@ -606,10 +606,16 @@ inline recipe() {
 /* The candidates' and the server's steps, as guards (urgency needs them). */
 /* followTick: read the row; send the heartbeat unless someone else holds
  * a live lease, a live row naming this candidate carries a request, or the
- * row is reserved for another */
+ * row is reserved for another. With -DBLIND, send it whatever the row says:
+ * a follower woken by the handover hint sends it before its read (table.go's
+ * follow), and any follower may here, a superset. */
+#ifdef BLIND
+#define G_FOLLOW(c) ((mig || OLD(c)) && up[c] && ss[c] == S_FREE && !busy[c] && hold[c] == 0 && CLK(c) >= so[c])
+#else
 #define G_FOLLOW(c) ((mig || OLD(c)) && up[c] && ss[c] == S_FREE && !busy[c] && hold[c] == 0 && CLK(c) >= so[c] && \
 	!(LIVE && (rsid != c || rxfer != NONE)) && \
 	!(rx && rrel && rxfer != NONE && rxfer != c && !EXPIRED))
+#endif
 #define G_LOST(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] != 0 && CLK(c) >= hd[c])
 #define G_RENEW(c) (up[c] && ss[c] == S_FREE && !busy[c] && hold[c] != 0 && CLK(c) < hd[c])
 #define G_GIVEUP(c) (up[c] && (ss[c] == S_SENT || ss[c] == S_DONE) && CLK(c) >= sdl[c])
