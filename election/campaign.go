@@ -41,8 +41,10 @@ type backend interface {
 	// the statements on pooled connections (Fenced's).
 	preflight(ctx context.Context) (stmt.Bound, error)
 	// follow looks at the election as a non-holder, tries to acquire it
-	// when it may, and says how long to wait before the next look.
-	follow(ctx context.Context) (seen Record, b beat, wait time.Duration, err error)
+	// when it may, and says how long to wait before the next look; woken,
+	// the holder let go of the handover hint (the table backend's wakeup)
+	// since the last look.
+	follow(ctx context.Context, woken bool) (seen Record, b beat, wait time.Duration, err error)
 	// renew renews the hold of term hold.
 	renew(ctx context.Context, hold uint64) (beat, error)
 	// writeRow runs w with p on the election's row (a holder's release,
@@ -237,6 +239,7 @@ type campaign struct {
 	leadAt      time.Time
 	sitOutUntil time.Time
 	seen        Record // last observed holder (ID empty when none)
+	woken       bool   // the wait before this step ended at the handover hint
 	askedTerm   uint64 // the term prefer last asked to hand over (never asked twice)
 }
 
@@ -251,7 +254,8 @@ func (s *campaign) holds() bool { return s.phase == holding || s.phase == leadin
 // stands down; a candidate that sits out waits.
 func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
 	c.step()
-	now := c.cfg.Clock.Now()
+	now, woken := c.cfg.Clock.Now(), c.st.woken
+	c.st.woken = false
 	switch c.st.phase {
 	case sittingOut:
 		if now.Before(c.st.sitOutUntil) {
@@ -264,19 +268,20 @@ func (c *Candidate) tick(ctx context.Context) (time.Duration, error) {
 			// Not campaigning; woken when the check passes again.
 			return getlock.Jitter(c.cfg.RetryInterval, c.cfg.JitterFactor), nil
 		}
-		return c.followTick(ctx)
+		return c.followTick(ctx, woken)
 	default: // holding, leading
 		return c.holdTick(ctx, now)
 	}
 }
 
 // followTick is a follower's step (model: followTick): it looks at the
-// election and sends the heartbeat when the row may be taken (see
-// backend.follow); a hold that began with it is acquired.
-func (c *Candidate) followTick(ctx context.Context) (time.Duration, error) {
+// election and sends the heartbeat when the row may be taken, or sends it
+// first when woken (see backend.follow); a hold that began with it is
+// acquired.
+func (c *Candidate) followTick(ctx context.Context, woken bool) (time.Duration, error) {
 	qctx, cancel := context.WithTimeout(ctx, c.cfg.QueryTimeout)
 	send := c.cfg.Clock.Now()
-	seen, b, wait, err := c.b.follow(qctx)
+	seen, b, wait, err := c.b.follow(qctx, woken)
 	cancel()
 	c.cfg.Metrics.Heartbeat(c.cfg.Name, c.cfg.Clock.Now().Sub(send), err)
 	if ctx.Err() == nil {

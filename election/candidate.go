@@ -285,6 +285,7 @@ func (c *Candidate) waitNext(ctx context.Context, wait time.Duration) bool {
 				continue // the next step would do what it does anyway
 			}
 		case <-woke:
+			c.st.woken = true
 		case <-c.rang: // a planned change was requested: renew now
 		case <-t.C(): // the server's timeout ends the wait about now
 		}

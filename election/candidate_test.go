@@ -55,7 +55,7 @@ func (f *fakeBackend) preflight(ctx context.Context) (stmt.Bound, error) {
 	return stmt.Bound{}, f.preflightErr()
 }
 
-func (f *fakeBackend) follow(context.Context) (Record, beat, time.Duration, error) {
+func (f *fakeBackend) follow(context.Context, bool) (Record, beat, time.Duration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.follows++

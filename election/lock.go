@@ -286,7 +286,7 @@ func (b *lockBackend) read(ctx context.Context, c *sql.Conn) (rec Record, exists
 // The previous holder may not know yet that the row was deleted: the hold
 // waits out LockDelay; unless the election never existed (no term floor
 // row: acquired = 'first'), when there is no previous holder.
-func (b *lockBackend) follow(ctx context.Context) (rec Record, bt beat, wait time.Duration, err error) {
+func (b *lockBackend) follow(ctx context.Context, _ bool) (rec Record, bt beat, wait time.Duration, err error) {
 	defer b.done(&err)
 	c, err := b.ensureConn(ctx)
 	if err != nil {

@@ -361,7 +361,7 @@ func TestLockConformance(t *testing.T) {
 					// take: the statement above is the step.
 					break
 				}
-				_, bt, _, err = b.follow(ctx)
+				_, bt, _, err = b.follow(ctx, false)
 			case renew:
 				bt, err = b.renew(ctx, before)
 			case renewFresh:
@@ -410,7 +410,7 @@ func TestLockConformance(t *testing.T) {
 		if _, err := holder.ExecContext(ctx, "DO GET_LOCK(?, 0)", b.lc.Lock.Name); err != nil {
 			t.Fatal(err)
 		}
-		if _, bt, _, err := b.follow(ctx); err != nil || bt.held {
+		if _, bt, _, err := b.follow(ctx, false); err != nil || bt.held {
 			t.Fatalf("watch: held %v, %v", bt.held, err)
 		}
 		rec, err := ReadRecord(ctx, db, "service_election", name)
@@ -423,7 +423,7 @@ func TestLockConformance(t *testing.T) {
 		if _, err := holder.ExecContext(ctx, "DO RELEASE_LOCK(?)", b.lc.Lock.Name); err != nil {
 			t.Fatal(err)
 		}
-		if _, bt, _, err := b.follow(ctx); err != nil || !bt.held || bt.delay <= 0 {
+		if _, bt, _, err := b.follow(ctx, false); err != nil || !bt.held || bt.delay <= 0 {
 			t.Errorf("follow with the lock: held %v, lock delay %v, %v; want held after a lock delay", bt.held, bt.delay, err)
 		}
 	})

@@ -118,7 +118,16 @@ func (t *tableBackend) read(ctx context.Context) (Record, error) {
 	return ReadRecord(ctx, t.db, t.cfg.Table, t.cfg.Name)
 }
 
-func (t *tableBackend) follow(ctx context.Context) (Record, beat, time.Duration, error) {
+func (t *tableBackend) follow(ctx context.Context, woken bool) (Record, beat, time.Duration, error) {
+	if woken {
+		// The holder let go: take at once, without the look first (a
+		// round trip off a handover), and look only when that took
+		// nothing. The heartbeat alone decides what it may take; the model
+		// lets a follower send it whatever the row says (-DBLIND runs).
+		if b, err := t.heartbeat(ctx, 0); err != nil || b.held {
+			return Record{}, b, 0, err
+		}
+	}
 	rec, err := t.read(ctx)
 	if err != nil && !errors.Is(err, ErrNoLeader) {
 		return Record{}, beat{}, 0, err
@@ -196,7 +205,7 @@ func (t *tableBackend) heartbeat(ctx context.Context, hold uint64) (beat, error)
 
 func (t *tableBackend) lost(ctx context.Context, _ bool) error {
 	if t.wake != nil {
-		t.wake.letGo(ctx) // after a release: woken followers look
+		t.wake.letGo(ctx) // after a release: woken followers take
 	}
 	return nil
 }
