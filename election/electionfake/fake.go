@@ -275,10 +275,11 @@ func (f *Fake) Resign(ctx context.Context) error {
 		return fmt.Errorf("electionfake: resign: %w", election.ErrNotRunning)
 	}
 	return f.do(ctx, func() error {
-		if f.resigns.Add(1) == 1 {
-			close(f.resigned)
-		}
+		first := f.resigns.Add(1) == 1
 		f.release(election.ReasonResigned)
+		if first {
+			close(f.resigned) // after the release: a waiter finds it done
+		}
 		return nil
 	})
 }
@@ -336,7 +337,8 @@ func (f *Fake) leaderDo(ctx context.Context, what string, fn func()) error {
 func (f *Fake) Resigns() int { return int(f.resigns.Load()) }
 
 // Resigned returns a channel closed when Resign is first called (while Run
-// ran), for a test to wait on code that resigns from another goroutine.
+// ran), once the candidate stood down, for a test to wait on code that
+// resigns from another goroutine.
 func (f *Fake) Resigned() <-chan struct{} { return f.resigned }
 
 // Leader implements election.Election: the record of the current holder as
