@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sqlelect/sqlelect/election"
+	"github.com/sqlelect/sqlelect/history"
 	"github.com/sqlelect/sqlelect/internal/getlock"
 	"github.com/sqlelect/sqlelect/internal/testdb"
 )
@@ -76,8 +77,26 @@ func newLockEnv(t *testing.T, timeout time.Duration) *lockEnv {
 		e.stopAll()
 		stop()
 		e.rec.check(t)
+		if t.Failed() {
+			e.logTerms()
+		}
 	})
 	return e
+}
+
+// logTerms logs the election's terms from its history table: who took each
+// term, how, and how it ended, by the database clock.
+func (e *lockEnv) logTerms() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	terms, err := history.List(ctx, e.admin, "", e.name, time.Time{})
+	if err != nil {
+		e.t.Logf("the election's terms: %v", err)
+	}
+	for _, tm := range terms {
+		e.t.Logf("term %d: %s (%s) from %s to %s (%s)", tm.Term, tm.Holder, tm.Began,
+			tm.Started.Format("15:04:05.000000"), tm.Ended.Format("15:04:05.000000"), tm.End)
+	}
 }
 
 func (e *lockEnv) config(id string) election.Config {
