@@ -45,6 +45,13 @@ const (
 	// no gap locks, and each read sees what committed before it, where
 	// the floor's transaction was written for REPEATABLE READ.
 	kindSessionReadCommitted = "session_read_committed"
+	// kindSessionReadUncommitted: every candidate's pool, READ
+	// UNCOMMITTED: a read may see another transaction's uncommitted row
+	// (a take, a release, an operator's write) that it then rolls back.
+	kindSessionReadUncommitted = "session_read_uncommitted"
+	// kindSessionSerializable: every candidate's pool, SERIALIZABLE: every
+	// read in a transaction locks what it reads (shared).
+	kindSessionSerializable = "session_serializable"
 )
 
 // sessionStateFor is how long a fault's state stays on the pool.
@@ -127,6 +134,12 @@ func chaosSessionState(t *testing.T, ctx context.Context, srv *mysqld.Server, ba
 		}},
 		{kind: kindSessionReadCommitted, inject: func(c *cluster, l *slot) (string, error) {
 			return leave(c, append(others(c, l), l), "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+		}},
+		{kind: kindSessionReadUncommitted, inject: func(c *cluster, l *slot) (string, error) {
+			return leave(c, append(others(c, l), l), "SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED")
+		}},
+		{kind: kindSessionSerializable, inject: func(c *cluster, l *slot) (string, error) {
+			return leave(c, append(others(c, l), l), "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
 		}},
 	})
 	c := newCluster(t, ctx, "session-"+backend, backend, tm)
